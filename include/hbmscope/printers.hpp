@@ -1,0 +1,43 @@
+#pragma once
+// Turning a Report into text: a terminal table, JSON, CSV or Markdown. Printers
+// format what the rows hold; they never compute a figure.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "hbmscope/report.hpp"
+
+namespace hbmscope {
+
+enum class Format { table, json, csv, md };
+enum class Units { decimal, binary, bytes };
+
+std::optional<Format> parse_format(std::string_view s);
+std::optional<Units> parse_units(std::string_view s);
+
+struct PrintOptions {
+  Format format = Format::table;
+  Units units = Units::decimal;
+  bool wide = false;  // table/md: add FLOPs and arithmetic intensity columns
+};
+
+// 2097152 -> "2.1 MB" (decimal, %.3g), "2 MiB" (binary), "2097152 B" (bytes).
+std::string format_bytes(std::uint64_t bytes, Units units);
+// 68719476736 -> "68.7 GFLOP"
+std::string format_flops(std::uint64_t flops);
+// "%.3g FLOP/B"
+std::string format_intensity(double flop_per_byte);
+
+// Column heading of a variant id ("flash_no_l2" -> "FlashAttention, no L2 reuse").
+std::string variant_label(std::string_view id);
+
+// The whole output, ready to write in one piece.
+std::string render(const Report& report, const PrintOptions& options);
+
+// Writes content to path through a temporary file in the same folder and a
+// rename: the path holds either its old content or all of the new, never part.
+void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+
+}  // namespace hbmscope

@@ -1,0 +1,44 @@
+#pragma once
+// One attention problem: what the model counts bytes for and the kernels run.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hbmscope {
+
+enum class Dtype { fp32, fp16, bf16, fp8 };
+
+std::string_view dtype_name(Dtype d);
+std::optional<Dtype> parse_dtype(std::string_view s);
+std::uint64_t elem_bytes(Dtype d);
+
+struct Shape {
+  std::uint64_t batch = 1;
+  std::uint64_t heads = 1;     // query heads, H
+  std::uint64_t kv_heads = 1;  // key/value heads, Hkv (H a multiple of Hkv)
+  std::uint64_t seq_q = 4096;  // Nq
+  std::uint64_t seq_kv = 4096; // Nkv
+  std::uint64_t head_dim = 64; // d
+  Dtype dtype = Dtype::bf16;
+  std::uint64_t block_rows = 128;  // Br: queries per FlashAttention block
+  std::uint64_t block_cols = 128;  // Bc: keys per FlashAttention block
+  bool causal = false;
+
+  friend bool operator==(const Shape&, const Shape&) = default;
+};
+
+// Throws Error naming the offending field when the shape cannot be modelled.
+void validate(const Shape& s);
+
+std::uint64_t query_blocks(const Shape& s);  // ceil(Nq / Br)
+std::uint64_t key_blocks(const Shape& s);    // ceil(Nkv / Bc)
+std::uint64_t group_size(const Shape& s);    // H / Hkv
+
+// "4096 x 64 (batch 1, 1 head, bf16, blocks 128 x 128)": names a shape in errors.
+std::string describe(const Shape& s);
+
+// Causal visibility: query row r sees key c iff c <= r + (Nkv - Nq).
+std::int64_t causal_offset(const Shape& s);
+
+}  // namespace hbmscope

@@ -1,0 +1,54 @@
+#pragma once
+// Axes of a sweep, their text forms, and the cartesian product of shapes.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hbmscope/report.hpp"
+#include "hbmscope/shape.hpp"
+
+namespace hbmscope {
+
+// Parses an integer axis: a comma list whose items are numbers ("4096", "4K" =
+// 4096, "1M" = 1048576) or inclusive ranges "START:STOP:xF" (geometric) and
+// "START:STOP:+S" (arithmetic). Throws Error naming `option` and the bad text.
+std::vector<std::uint64_t> parse_int_axis(std::string_view text, std::string_view option);
+std::vector<Dtype> parse_dtype_axis(std::string_view text, std::string_view option);
+
+// The most shapes one sweep may expand to.
+inline constexpr std::size_t max_sweep_shapes = 10'000'000;
+
+struct SweepAxes {
+  std::vector<std::uint64_t> batch{1};
+  std::vector<std::uint64_t> heads{1};
+  std::vector<std::uint64_t> kv_heads;  // empty: equal to heads
+  std::vector<std::uint64_t> seq{4096};
+  std::vector<std::uint64_t> seq_kv;    // empty: equal to seq
+  std::vector<std::uint64_t> head_dim{64};
+  // When non-empty, replaces seq x head_dim by these (seq, head_dim) points.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seq_head_dim;
+  std::vector<Dtype> dtype{Dtype::bf16};
+  std::vector<std::uint64_t> block_rows{128};
+  std::vector<std::uint64_t> block_cols{128};
+  std::vector<bool> causal{false};
+};
+
+// The design note's table: 4096 x 64, 4096 x 128, 8192 x 128, BF16, blocks of 128.
+SweepAxes note_axes();
+
+// Every combination, outermost first: batch, heads, kv_heads, dtype, causal,
+// block_rows, block_cols, (seq, seq_kv, head_dim). Each shape is validated.
+std::vector<Shape> expand(const SweepAxes& axes);
+
+using Progress = std::function<void(std::size_t done, std::size_t total)>;
+
+// The model's row for each shape, in order. Throws Error on the first shape
+// that cannot be counted (overflow), naming it.
+std::vector<Row> model_rows(const std::vector<Shape>& shapes, const Progress& progress = {});
+Row model_row(const Shape& s);
+
+}  // namespace hbmscope

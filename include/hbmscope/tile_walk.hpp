@@ -1,0 +1,100 @@
+#pragma once
+// A tile-by-tile walk of FlashAttention-2's loop order, counting the bytes each
+// step moves, as the design note's code does. Tests hold it equal to the closed
+// forms of model.hpp on every shape.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/shape.hpp"
+
+namespace hbmscope {
+
+enum class TileEventKind {
+  load_q,   // a query block's Q tile is read (once per query block)
+  tile,     // the (query block, key block) tile: K_j and V_j streamed in
+  store_o,  // the query block's O tile is written (once per query block)
+};
+
+struct TileEvent {
+  TileEventKind kind = TileEventKind::tile;
+  std::uint64_t batch = 0;
+  std::uint64_t head = 0;
+  std::uint64_t kv_head = 0;
+  std::uint64_t q_block = 0;
+  std::uint64_t k_block = 0;  // meaningful for `tile` events
+  std::uint64_t rows = 0;     // real rows of the query block
+  std::uint64_t cols = 0;     // real columns of the key block (tile events)
+  std::uint64_t moved = 0;    // bytes this event adds with no L2 reuse
+  std::uint64_t once = 0;     // bytes this event adds if every value moves once
+  bool kv_first_visit = false;  // tile events: first read of this K_j, V_j
+};
+
+struct WalkTotals {
+  std::uint64_t moved = 0;
+  std::uint64_t once = 0;
+  std::uint64_t tiles = 0;  // (query block, key block) pairs visited
+};
+
+// Key blocks [0, last) visited by query block i (0 when the mask hides them all).
+inline std::uint64_t visited_key_blocks(const Shape& s, std::uint64_t q_block) {
+  const std::uint64_t nkb = ceil_div(s.seq_kv, s.block_cols);
+  if (!s.causal) return nkb;
+  const std::uint64_t last_row = std::min((q_block + 1) * s.block_rows, s.seq_q) - 1;
+  const std::int64_t c_max = static_cast<std::int64_t>(last_row) + causal_offset(s);
+  if (c_max < 0) return 0;
+  return std::min(nkb, static_cast<std::uint64_t>(c_max) / s.block_cols + 1);
+}
+
+// Calls on_event for every event of FA2's loop order: batch, head, query block
+// (the grid), then key blocks in order inside the CTA. Validates the shape.
+template <class OnEvent>
+void for_each_tile_event(const Shape& s, OnEvent&& on_event) {
+  validate(s);
+  const std::uint64_t e = elem_bytes(s.dtype);
+  const std::uint64_t nqb = ceil_div(s.seq_q, s.block_rows);
+  const std::uint64_t nkb = ceil_div(s.seq_kv, s.block_cols);
+  const std::uint64_t group = s.heads / s.kv_heads;
+  std::vector<bool> seen(s.kv_heads * nkb);
+  for (std::uint64_t b = 0; b < s.batch; ++b) {
+    seen.assign(seen.size(), false);
+    for (std::uint64_t h = 0; h < s.heads; ++h) {
+      const std::uint64_t kvh = h / group;
+      for (std::uint64_t i = 0; i < nqb; ++i) {
+        TileEvent ev;
+        ev.batch = b;
+        ev.head = h;
+        ev.kv_head = kvh;
+        ev.q_block = i;
+        ev.rows = std::min(s.block_rows, s.seq_q - i * s.block_rows);
+        ev.kind = TileEventKind::load_q;
+        ev.moved = ev.once = e * ev.rows * s.head_dim;
+        on_event(ev);
+        const std::uint64_t visited = visited_key_blocks(s, i);
+        for (std::uint64_t j = 0; j < visited; ++j) {
+          ev.kind = TileEventKind::tile;
+          ev.k_block = j;
+          ev.cols = std::min(s.block_cols, s.seq_kv - j * s.block_cols);
+          ev.moved = 2 * e * ev.cols * s.head_dim;
+          const std::size_t key = kvh * nkb + j;
+          ev.kv_first_visit = !seen[key];
+          seen[key] = true;
+          ev.once = ev.kv_first_visit ? ev.moved : 0;
+          on_event(ev);
+        }
+        ev.kind = TileEventKind::store_o;
+        ev.k_block = 0;
+        ev.cols = 0;
+        ev.kv_first_visit = false;
+        ev.moved = ev.once = e * ev.rows * s.head_dim;
+        on_event(ev);
+      }
+    }
+  }
+}
+
+// Totals of the walk, with every addition checked for overflow.
+WalkTotals walk_totals(const Shape& s);
+
+}  // namespace hbmscope

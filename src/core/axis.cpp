@@ -1,0 +1,104 @@
+#include <charconv>
+#include <string>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
+#include "hbmscope/sweep.hpp"
+
+namespace hbmscope {
+
+namespace {
+
+[[noreturn]] void bad(std::string_view option, std::string_view text, std::string_view why) {
+  throw Error("--" + std::string(option) + ": '" + std::string(text) + "' " + std::string(why));
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// A positive integer with an optional binary suffix K (2^10), M (2^20), G (2^30).
+std::uint64_t parse_count(std::string_view item, std::string_view option,
+                          std::string_view whole) {
+  std::string_view t = trim(item);
+  if (t.empty()) bad(option, whole, "has an empty item");
+  if (t.front() == '-') bad(option, t, "is negative; a positive integer is expected");
+  std::uint64_t mult = 1;
+  switch (t.back()) {
+    case 'k': case 'K': mult = 1ull << 10; t.remove_suffix(1); break;
+    case 'm': case 'M': mult = 1ull << 20; t.remove_suffix(1); break;
+    case 'g': case 'G': mult = 1ull << 30; t.remove_suffix(1); break;
+    default: break;
+  }
+  std::uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec == std::errc::result_out_of_range) bad(option, item, "is too large for a 64-bit count");
+  if (ec != std::errc() || ptr != t.data() + t.size())
+    bad(option, trim(item), "is not a positive integer (examples: 4096, 4K, 1M)");
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(v, mult, &r)) bad(option, item, "is too large for a 64-bit count");
+  if (r == 0) bad(option, trim(item), "must be positive");
+  return r;
+}
+
+void append_range(std::vector<std::uint64_t>& out, std::string_view item, std::string_view option,
+                  std::string_view whole) {
+  const std::size_t c1 = item.find(':');
+  const std::size_t c2 = item.find(':', c1 + 1);
+  if (c2 == std::string_view::npos || item.find(':', c2 + 1) != std::string_view::npos)
+    bad(option, trim(item), "is not a range START:STOP:xFACTOR or START:STOP:+STEP");
+  const std::uint64_t start = parse_count(item.substr(0, c1), option, whole);
+  const std::uint64_t stop = parse_count(item.substr(c1 + 1, c2 - c1 - 1), option, whole);
+  std::string_view step = trim(item.substr(c2 + 1));
+  if (start > stop) bad(option, trim(item), "has START greater than STOP");
+  const bool geometric = !step.empty() && (step.front() == 'x' || step.front() == '*');
+  if (!step.empty() && (geometric || step.front() == '+')) step.remove_prefix(1);
+  const std::uint64_t by = parse_count(step, option, whole);
+  if (geometric && by < 2) bad(option, trim(item), "needs a factor of at least 2");
+  for (std::uint64_t v = start; v <= stop;) {
+    if (out.size() >= max_sweep_shapes) bad(option, whole, "has too many values");
+    out.push_back(v);
+    std::uint64_t next = 0;
+    const bool overflow = geometric ? __builtin_mul_overflow(v, by, &next)
+                                    : __builtin_add_overflow(v, by, &next);
+    if (overflow) break;
+    v = next;
+  }
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> parse_int_axis(std::string_view text, std::string_view option) {
+  std::vector<std::uint64_t> out;
+  if (trim(text).empty()) bad(option, text, "is an empty list");
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    if (item.find(':') != std::string_view::npos)
+      append_range(out, item, option, text);
+    else
+      out.push_back(parse_count(item, option, text));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<Dtype> parse_dtype_axis(std::string_view text, std::string_view option) {
+  std::vector<Dtype> out;
+  if (trim(text).empty()) bad(option, text, "is an empty list");
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = trim(text.substr(pos, comma - pos));
+    const auto d = parse_dtype(item);
+    if (!d) bad(option, item, "is not a dtype (fp32, fp16, bf16, fp8)");
+    out.push_back(*d);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace hbmscope

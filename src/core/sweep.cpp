@@ -1,0 +1,109 @@
+#include "hbmscope/sweep.hpp"
+
+#include <string>
+
+#include "hbmscope/error.hpp"
+#include "hbmscope/model.hpp"
+
+namespace hbmscope {
+
+SweepAxes note_axes() {
+  SweepAxes a;
+  a.seq_head_dim = {{4096, 64}, {4096, 128}, {8192, 128}};
+  return a;
+}
+
+namespace {
+
+template <class T>
+void require_nonempty(const std::vector<T>& v, const char* name) {
+  if (v.empty()) throw Error(std::string("sweep axis '") + name + "' is empty");
+}
+
+}  // namespace
+
+std::vector<Shape> expand(const SweepAxes& a) {
+  require_nonempty(a.batch, "batch");
+  require_nonempty(a.heads, "heads");
+  require_nonempty(a.dtype, "dtype");
+  require_nonempty(a.block_rows, "block_rows");
+  require_nonempty(a.block_cols, "block_cols");
+  require_nonempty(a.causal, "causal");
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
+  if (points.empty()) {
+    require_nonempty(a.seq, "seq");
+    require_nonempty(a.head_dim, "head_dim");
+    for (auto n : a.seq)
+      for (auto d : a.head_dim) points.emplace_back(n, d);
+  }
+  const std::vector<std::uint64_t> same{0};  // 0 stands for "as the paired axis"
+  const auto& kv_heads = a.kv_heads.empty() ? same : a.kv_heads;
+  const auto& seq_kv = a.seq_kv.empty() ? same : a.seq_kv;
+
+  // Size first, so that an enormous product is refused before it is built.
+  long double total = 1;
+  for (std::size_t n : {a.batch.size(), a.heads.size(), kv_heads.size(), a.dtype.size(),
+                        a.causal.size(), a.block_rows.size(), a.block_cols.size(),
+                        points.size(), seq_kv.size()})
+    total *= static_cast<long double>(n);
+  if (total > static_cast<long double>(max_sweep_shapes))
+    throw Error("sweep too large: " + std::to_string(static_cast<unsigned long long>(total)) +
+                " shapes (at most " + std::to_string(max_sweep_shapes) + ")");
+
+  std::vector<Shape> out;
+  out.reserve(static_cast<std::size_t>(total));
+  for (auto b : a.batch)
+    for (auto h : a.heads)
+      for (auto hkv : kv_heads)
+        for (auto dt : a.dtype)
+          for (bool causal : a.causal)
+            for (auto br : a.block_rows)
+              for (auto bc : a.block_cols)
+                for (auto [n, d] : points)
+                  for (auto nkv : seq_kv) {
+                    Shape s;
+                    s.batch = b;
+                    s.heads = h;
+                    s.kv_heads = hkv == 0 ? h : hkv;
+                    s.dtype = dt;
+                    s.causal = causal;
+                    s.block_rows = br;
+                    s.block_cols = bc;
+                    s.seq_q = n;
+                    s.seq_kv = nkv == 0 ? n : nkv;
+                    s.head_dim = d;
+                    validate(s);
+                    out.push_back(s);
+                  }
+  return out;
+}
+
+Row model_row(const Shape& s) {
+  ModelBytes m;
+  try {
+    m = evaluate(s);
+  } catch (const Error& e) {
+    throw Error("shape " + describe(s) + ": " + e.what());
+  }
+  Row r;
+  r.shape = s;
+  r.flops = m.flops;
+  r.variants = {
+      {"standard", m.standard, intensity(m.flops, m.standard)},
+      {"flash_no_l2", m.flash_no_l2, intensity(m.flops, m.flash_no_l2)},
+      {"floor", m.floor, intensity(m.flops, m.floor)},
+  };
+  return r;
+}
+
+std::vector<Row> model_rows(const std::vector<Shape>& shapes, const Progress& progress) {
+  std::vector<Row> rows;
+  rows.reserve(shapes.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    rows.push_back(model_row(shapes[i]));
+    if (progress) progress(i + 1, shapes.size());
+  }
+  return rows;
+}
+
+}  // namespace hbmscope

@@ -1,0 +1,276 @@
+#include "hbmscope/printers.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hbmscope/error.hpp"
+#include "hbmscope/json_report.hpp"
+
+namespace hbmscope {
+
+namespace {
+
+// Display width of UTF-8 text: one column per code point ("×" is one).
+std::size_t width(std::string_view s) {
+  std::size_t w = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++w;
+  return w;
+}
+
+struct Column {
+  std::string header;
+  bool right = true;
+  std::function<std::string(const Row&)> cell;
+};
+
+std::string upper(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return r;
+}
+
+std::string seq_label(const Shape& s) {
+  std::string r = std::to_string(s.seq_q);
+  if (s.seq_kv != s.seq_q) r += "/" + std::to_string(s.seq_kv);
+  return r + " × " + std::to_string(s.head_dim);
+}
+
+std::string heads_label(const Shape& s) {
+  if (s.kv_heads == s.heads) return std::to_string(s.heads);
+  return std::to_string(s.heads) + "/" + std::to_string(s.kv_heads);
+}
+
+std::string blocks_label(const Shape& s) {
+  return std::to_string(s.block_rows) + "×" + std::to_string(s.block_cols);
+}
+
+// Which shape fields differ between rows: those get a column, the rest go in
+// the title line.
+struct Varying {
+  bool batch = false, heads = false, dtype = false, blocks = false, causal = false;
+};
+
+Varying varying(const std::vector<Row>& rows) {
+  Varying v;
+  if (rows.empty()) return v;
+  const Shape& a = rows.front().shape;
+  for (const Row& r : rows) {
+    const Shape& b = r.shape;
+    v.batch |= b.batch != a.batch;
+    v.heads |= b.heads != a.heads || b.kv_heads != a.kv_heads;
+    v.dtype |= b.dtype != a.dtype;
+    v.blocks |= b.block_rows != a.block_rows || b.block_cols != a.block_cols;
+    v.causal |= b.causal != a.causal;
+  }
+  return v;
+}
+
+std::string title(const Report& rep, const Varying& v) {
+  if (rep.rows.empty()) return "No shapes.";
+  const Shape& s = rep.rows.front().shape;
+  std::string who;
+  if (!v.batch && !v.heads && s.batch == 1 && s.heads == 1) {
+    who = "One head";
+  } else {
+    std::vector<std::string> parts;
+    if (!v.batch) parts.push_back("batch " + std::to_string(s.batch));
+    if (!v.heads) {
+      std::string h = std::to_string(s.heads) + (s.heads == 1 ? " head" : " heads");
+      if (s.kv_heads != s.heads) h += " (" + std::to_string(s.kv_heads) + " kv-heads)";
+      parts.push_back(h);
+    }
+    if (parts.empty()) parts.push_back("Several shapes");
+    for (std::size_t i = 0; i < parts.size(); ++i) who += (i ? ", " : "") + parts[i];
+    who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
+  }
+  std::string t = who + ", forward pass (model";
+  if (!v.dtype) t += ", " + upper(dtype_name(s.dtype));
+  if (!v.blocks) {
+    t += ", blocks of " + std::to_string(s.block_rows);
+    if (s.block_cols != s.block_rows) t += " × " + std::to_string(s.block_cols);
+  }
+  if (!v.causal && s.causal) t += ", causal";
+  return t + ")";
+}
+
+std::vector<std::string> variant_ids(const Report& rep) {
+  std::vector<std::string> ids;
+  for (const Row& r : rep.rows)
+    for (const auto& v : r.variants) {
+      bool known = false;
+      for (const auto& id : ids) known |= id == v.id;
+      if (!known) ids.push_back(v.id);
+    }
+  return ids;
+}
+
+std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
+  const Varying v = varying(rep.rows);
+  std::vector<Column> cols;
+  cols.push_back({"Sequence × head dim", false, [](const Row& r) { return seq_label(r.shape); }});
+  if (v.batch)
+    cols.push_back({"Batch", true, [](const Row& r) { return std::to_string(r.shape.batch); }});
+  if (v.heads) cols.push_back({"Heads/KV", true, [](const Row& r) { return heads_label(r.shape); }});
+  if (v.dtype)
+    cols.push_back({"Dtype", false, [](const Row& r) { return std::string(dtype_name(r.shape.dtype)); }});
+  if (v.blocks) cols.push_back({"Br×Bc", true, [](const Row& r) { return blocks_label(r.shape); }});
+  if (v.causal)
+    cols.push_back({"Causal", false, [](const Row& r) { return std::string(r.shape.causal ? "yes" : "no"); }});
+  const auto ids = variant_ids(rep);
+  for (const auto& id : ids)
+    cols.push_back({variant_label(id), true, [id, units = opt.units](const Row& r) {
+                      const auto* var = r.variant(id);
+                      return var ? format_bytes(var->bytes, units) : std::string("-");
+                    }});
+  if (opt.wide) {
+    cols.push_back({"FLOPs", true, [](const Row& r) { return format_flops(r.flops); }});
+    for (const auto& id : ids)
+      cols.push_back({"Intensity: " + id, true, [id](const Row& r) {
+                        const auto* var = r.variant(id);
+                        return var ? format_intensity(var->intensity) : std::string("-");
+                      }});
+  }
+  return cols;
+}
+
+std::string pad(const std::string& s, std::size_t w, bool right) {
+  const std::size_t n = width(s);
+  const std::string fill(w > n ? w - n : 0, ' ');
+  return right ? fill + s : s + fill;
+}
+
+std::string render_table(const Report& rep, const PrintOptions& opt) {
+  const auto cols = model_columns(rep, opt);
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::size_t> w(cols.size());
+  for (std::size_t c = 0; c < cols.size(); ++c) w[c] = width(cols[c].header);
+  for (const Row& r : rep.rows) {
+    auto& line = cells.emplace_back();
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      line.push_back(cols[c].cell(r));
+      w[c] = std::max(w[c], width(line.back()));
+    }
+  }
+  std::string out = title(rep, varying(rep.rows)) + "\n\n";
+  auto emit = [&](auto get) {
+    std::string line;
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      if (c) line += "   ";
+      line += pad(get(c), w[c], c == 0 ? false : cols[c].right);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  };
+  emit([&](std::size_t c) { return cols[c].header; });
+  for (const auto& line : cells) emit([&](std::size_t c) { return line[c]; });
+  return out;
+}
+
+std::string render_md(const Report& rep, const PrintOptions& opt) {
+  const auto cols = model_columns(rep, opt);
+  std::string out = "**" + title(rep, varying(rep.rows)) + "**\n\n|";
+  for (const auto& c : cols) out += " " + c.header + " |";
+  out += "\n|";
+  for (const auto& c : cols) out += c.right ? " ---: |" : " :--- |";
+  out += "\n";
+  for (const Row& r : rep.rows) {
+    out += "|";
+    for (const auto& c : cols) out.append(" ").append(c.cell(r)).append(" |");
+    out += "\n";
+  }
+  return out;
+}
+
+std::string render_csv(const Report& rep) {
+  const auto ids = variant_ids(rep);
+  std::string out =
+      "batch,heads,kv_heads,seq_q,seq_kv,head_dim,dtype,elem_bytes,block_rows,block_cols,causal,"
+      "flops";
+  for (const auto& id : ids) out += ",bytes_" + id;
+  for (const auto& id : ids) out += ",intensity_" + id;
+  out += "\n";
+  for (const Row& r : rep.rows) {
+    const Shape& s = r.shape;
+    out += std::to_string(s.batch) + "," + std::to_string(s.heads) + "," +
+           std::to_string(s.kv_heads) + "," + std::to_string(s.seq_q) + "," +
+           std::to_string(s.seq_kv) + "," + std::to_string(s.head_dim) + "," +
+           std::string(dtype_name(s.dtype)) + "," + std::to_string(elem_bytes(s.dtype)) + "," +
+           std::to_string(s.block_rows) + "," + std::to_string(s.block_cols) + "," +
+           (s.causal ? "true" : "false") + "," + std::to_string(r.flops);
+    for (const auto& id : ids) {
+      const auto* v = r.variant(id);
+      out += ',';
+      if (v) out += std::to_string(v->bytes);
+    }
+    for (const auto& id : ids) {
+      const auto* v = r.variant(id);
+      char buf[64] = "";
+      if (v) std::snprintf(buf, sizeof buf, "%.17g", v->intensity);
+      out += std::string(",") + buf;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render(const Report& report, const PrintOptions& options) {
+  switch (options.format) {
+    case Format::table: return render_table(report, options);
+    case Format::md: return render_md(report, options);
+    case Format::csv: return render_csv(report);
+    case Format::json: return report_to_json(report).dump(2) + "\n";
+  }
+  return {};
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+  namespace fs = std::filesystem;
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::string name = path.filename().string();
+  name.insert(0, 1, '.');
+  name.append(".tmp-XXXXXX");
+  std::string tmpl = (dir / name).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0)
+    throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
+  auto fail = [&](const char* what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    throw Error("cannot write '" + path.string() + "': " + what + ": " + std::strerror(err));
+  };
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0) fail("chmod");
+  if (::fsync(fd) != 0) fail("fsync");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    throw Error("cannot write '" + path.string() + "': close: " + std::strerror(err));
+  }
+  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    throw Error("cannot write '" + path.string() + "': rename: " + std::strerror(err));
+  }
+}
+
+}  // namespace hbmscope

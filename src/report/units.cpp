@@ -1,0 +1,81 @@
+#include <cstdio>
+#include <string>
+
+#include "hbmscope/printers.hpp"
+
+namespace hbmscope {
+
+namespace {
+
+std::string g3(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string scaled(double v, double base, const char* const* units, int n_units) {
+  int i = 0;
+  while (i + 1 < n_units && v >= base) {
+    v /= base;
+    ++i;
+  }
+  // %.3g may round 999.7 up to "1e+03": step to the next unit instead.
+  if (i + 1 < n_units && g3(v) == g3(base)) {
+    v /= base;
+    ++i;
+  }
+  return g3(v) + " " + units[i];
+}
+
+}  // namespace
+
+std::optional<Format> parse_format(std::string_view s) {
+  if (s == "table") return Format::table;
+  if (s == "json") return Format::json;
+  if (s == "csv") return Format::csv;
+  if (s == "md") return Format::md;
+  return std::nullopt;
+}
+
+std::optional<Units> parse_units(std::string_view s) {
+  if (s == "decimal") return Units::decimal;
+  if (s == "binary") return Units::binary;
+  if (s == "bytes") return Units::bytes;
+  return std::nullopt;
+}
+
+std::string format_bytes(std::uint64_t bytes, Units units) {
+  static const char* const decimal[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+  static const char* const binary[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  switch (units) {
+    case Units::bytes: return std::to_string(bytes) + " B";
+    case Units::binary:
+      if (bytes < 1024) return std::to_string(bytes) + " B";
+      return scaled(static_cast<double>(bytes), 1024.0, binary, 7);
+    case Units::decimal:
+      if (bytes < 1000) return std::to_string(bytes) + " B";
+      return scaled(static_cast<double>(bytes), 1000.0, decimal, 7);
+  }
+  return {};
+}
+
+std::string format_flops(std::uint64_t flops) {
+  static const char* const units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"};
+  return scaled(static_cast<double>(flops), 1000.0, units, 7);
+}
+
+std::string format_intensity(double flop_per_byte) {
+  if (flop_per_byte < 1000) return g3(flop_per_byte) + " FLOP/B";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f FLOP/B", flop_per_byte);
+  return buf;
+}
+
+std::string variant_label(std::string_view id) {
+  if (id == "standard") return "Standard attention";
+  if (id == "flash_no_l2") return "FlashAttention, no L2 reuse";
+  if (id == "floor") return "Every value once (floor)";
+  return std::string(id);
+}
+
+}  // namespace hbmscope

@@ -1,0 +1,106 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "hbmscope/reference.hpp"
+
+using namespace hbmscope;
+
+namespace {
+struct Outputs {
+  std::vector<float> o, lse;
+};
+
+Outputs run(const Shape& s, const AttentionBuffers& in, bool tiled) {
+  Outputs out{std::vector<float>(q_elements(s), NAN), std::vector<float>(lse_elements(s), NAN)};
+  auto f = tiled ? attention_tiled : attention_naive;
+  f(s, default_scale(s), in.q, in.k, in.v, out.o, out.lse);
+  return out;
+}
+
+double lse_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isinf(a[i]) || std::isinf(b[i])) {
+      REQUIRE(a[i] == b[i]);
+      continue;
+    }
+    worst = std::max(worst, static_cast<double>(std::abs(a[i] - b[i])));
+  }
+  return worst;
+}
+}  // namespace
+
+TEST_CASE("tiled FlashAttention on the CPU equals naive attention", "[reference]") {
+  struct Case { std::uint64_t b, h, hkv, nq, nkv, d, br, bc; bool causal; };
+  const Case cases[] = {
+      {1, 1, 1, 64, 64, 16, 16, 16, false},
+      {2, 4, 2, 100, 77, 32, 32, 16, false},
+      {2, 4, 2, 100, 77, 32, 32, 16, true},
+      {1, 2, 1, 77, 200, 64, 16, 64, true},
+      {1, 3, 3, 200, 50, 8, 64, 32, true},  // early rows see no key at all
+      {1, 1, 1, 130, 130, 128, 128, 128, true},
+  };
+  for (const auto& c : cases) {
+    Shape s;
+    s.batch = c.b; s.heads = c.h; s.kv_heads = c.hkv; s.seq_q = c.nq; s.seq_kv = c.nkv;
+    s.head_dim = c.d; s.block_rows = c.br; s.block_cols = c.bc; s.causal = c.causal;
+    INFO(describe(s));
+    const auto in = random_inputs(s, 42);
+    const auto naive = run(s, in, false), tiled = run(s, in, true);
+    CHECK(relative_l2_error(tiled.o, naive.o) < 1e-5);
+    CHECK(lse_error(tiled.lse, naive.lse) < 1e-4);
+  }
+}
+
+TEST_CASE("reference attention by hand: one query, two keys", "[reference]") {
+  Shape s;
+  s.seq_q = 1; s.seq_kv = 2; s.head_dim = 1; s.dtype = Dtype::fp32;
+  const std::vector<float> q{1}, k{0, 2}, v{10, 20};
+  std::vector<float> o(1), lse(1);
+  attention_naive(s, 1.0f, q, k, v, o, lse);
+  const double p1 = std::exp(2.0) / (1.0 + std::exp(2.0));
+  CHECK(o[0] == Approx(10 * (1 - p1) + 20 * p1));
+  CHECK(lse[0] == Approx(std::log(1.0 + std::exp(2.0))));
+  s.causal = true;  // off = 1: row 0 sees keys 0 and 1, the same
+  attention_tiled(s, 1.0f, q, k, v, o, lse);
+  CHECK(o[0] == Approx(10 * (1 - p1) + 20 * p1));
+}
+
+TEST_CASE("a row the causal mask hides completely gives O = 0 and LSE = -inf", "[reference]") {
+  Shape s;
+  s.seq_q = 4; s.seq_kv = 2; s.head_dim = 4; s.causal = true;  // rows 0, 1 see nothing
+  s.block_rows = s.block_cols = 2;
+  const auto in = random_inputs(s, 3);
+  for (bool tiled : {false, true}) {
+    const auto out = run(s, in, tiled);
+    for (int x = 0; x < 8; ++x) CHECK(out.o[x] == 0.0f);
+    CHECK(std::isinf(out.lse[0]));
+    CHECK(std::isfinite(out.lse[2]));
+  }
+}
+
+TEST_CASE("relative error: NaN never passes", "[reference]") {
+  const std::vector<float> ref{1, 2, 3};
+  CHECK(relative_l2_error(ref, ref) == 0.0);
+  CHECK(std::isnan(relative_l2_error(std::vector<float>{1, NAN, 3}, ref)));
+  CHECK_FALSE(relative_l2_error(std::vector<float>{1, NAN, 3}, ref) < 1e-2);
+}
+
+TEST_CASE("bf16 rounding is round-to-nearest-even", "[reference]") {
+  CHECK(round_to_dtype(1.0f, Dtype::bf16) == 1.0f);
+  CHECK(round_to_dtype(1.0f + 0x1p-8f, Dtype::bf16) == 1.0f);           // tie, to even
+  CHECK(round_to_dtype(1.0f + 3 * 0x1p-8f, Dtype::bf16) == 1.0f + 0x1p-6f);  // tie, to even
+  CHECK(round_to_dtype(1.0f + 0x1p-7f, Dtype::bf16) == 1.0f + 0x1p-7f);
+  CHECK(round_to_dtype(0.1f, Dtype::fp16) == Approx(0.0999755859375f));
+  CHECK(round_to_dtype(1000.f, Dtype::fp8) == 448.f);
+  CHECK(round_to_dtype(1.0625f, Dtype::fp8) == 1.0f);
+}
+
+TEST_CASE("reference runs the oracle size 2 x 4 heads x 1024 x 128 (timed in bench/)", "[reference]") {
+  Shape s;
+  s.batch = 2; s.heads = 4; s.kv_heads = 4; s.seq_q = s.seq_kv = 1024; s.head_dim = 128;
+  const auto in = random_inputs(s, 9);
+  std::vector<float> o(q_elements(s), NAN), lse(lse_elements(s), NAN);
+  attention_naive(s, default_scale(s), in.q, in.k, in.v, o, lse);
+  for (float x : o) REQUIRE(std::isfinite(x));
+}
