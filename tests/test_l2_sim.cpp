@@ -4,6 +4,9 @@
 #include <unordered_map>
 
 #include "hbmscope/error.hpp"
+#include "hbmscope/json_report.hpp"
+#include "hbmscope/printers.hpp"
+#include "hbmscope/sweep.hpp"
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
 #include "hbmscope/tile_walk.hpp"
@@ -357,4 +360,40 @@ TEST_CASE("L2 sim: the bench shape is computed", "[l2sim]") {
   CHECK(r.dram_bytes >= floor_bytes(s));
   CHECK(r.dram_bytes <= flash_no_l2_bytes(s));
   CHECK(r.steps > 0);
+}
+
+TEST_CASE("L2 sim rows: variants, detail, table columns and JSON fields", "[l2sim][report]") {
+  Report rep;
+  rep.rows = model_rows(expand(note_axes()));
+  L2SimConfig c;
+  c.l2_bytes = 60ull << 20;
+  for (Row& r : rep.rows) add_l2_sim(r, c);
+  const Row& first = rep.rows.front();
+  REQUIRE(first.l2_sim);
+  REQUIRE(first.variant("flash_l2_sim"));
+  REQUIRE(first.variant("standard_l2_sim"));
+  CHECK(first.variants[0].id == "standard");  // existing variants keep their places
+  CHECK(first.variant("flash_l2_sim")->bytes == floor_bytes(first.shape));
+  CHECK(first.l2_sim->flash.read_bytes + first.l2_sim->flash.write_bytes ==
+        first.variant("flash_l2_sim")->bytes);
+  CHECK(first.l2_sim->heads_per_wave == 1.0);
+
+  const std::string t = render(rep, {});
+  CHECK_THAT(t, Catch::Contains("simulated L2 of 60 MiB, 132 SMs × 2 CTAs, query-block-major"));
+  CHECK_THAT(t, Catch::Contains("FlashAttention, simulated L2"));
+  CHECK_THAT(t, Catch::Contains("L2 for floor"));
+  CHECK_THAT(t, Catch::Contains(" %"));
+
+  const auto j = report_to_json(rep);
+  const auto& row = j["rows"][0];
+  CHECK(row["bytes"]["flash_l2_sim"].get<std::uint64_t>() == floor_bytes(first.shape));
+  CHECK(row["l2_sim"]["l2_bytes"].get<std::uint64_t>() == c.l2_bytes);
+  CHECK(row["l2_sim"]["order"] == "query-block-major");
+  CHECK(row["l2_sim"]["flash"].contains("l2_bytes_to_floor"));
+  CHECK(row["l2_sim"]["flash"].contains("heads_per_wave"));
+  CHECK(row["l2_sim"]["standard"].contains("l2_bytes_to_min"));
+
+  Report plain;
+  plain.rows = model_rows(expand(note_axes()));
+  CHECK_FALSE(report_to_json(plain)["rows"][0].contains("l2_sim"));
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hbmscope/report.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -86,6 +87,10 @@ void for_each_flash_l2_access(const Shape& s, const L2SimConfig& c,
                               const std::function<void(const L2Access&)>& on_access);
 void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
                                  const std::function<void(const L2Access&)>& on_access);
+
+// Runs both simulations on row.shape and appends variants "flash_l2_sim" and
+// "standard_l2_sim" and the detail row.l2_sim. Errors name the shape.
+void add_l2_sim(Row& row, const L2SimConfig& c);
 
 // The most L2 accesses one simulation may make; larger shapes are refused.
 inline constexpr std::uint64_t max_l2_sim_accesses = 1ull << 32;

@@ -477,3 +477,36 @@ std::uint64_t qo_footprint_bytes(const Shape& s) {
 }
 
 }  // namespace hbmscope
+
+namespace hbmscope {
+
+void add_l2_sim(Row& row, const L2SimConfig& c) {
+  L2SimResult f, st;
+  try {
+    f = flash_l2_sim(row.shape, c);
+    st = standard_l2_sim(row.shape, c);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.rfind("shape ", 0) == 0) throw;
+    throw Error("shape " + describe(row.shape) + ": " + msg);
+  }
+  auto ratio = [&](std::uint64_t bytes) {
+    return bytes == 0 ? 0.0 : static_cast<double>(row.flops) / static_cast<double>(bytes);
+  };
+  row.variants.push_back({"flash_l2_sim", f.dram_bytes, ratio(f.dram_bytes)});
+  row.variants.push_back({"standard_l2_sim", st.dram_bytes, ratio(st.dram_bytes)});
+  L2SimDetail d;
+  d.l2_bytes = c.l2_bytes;
+  d.sm_count = c.sm_count;
+  d.ctas_per_sm = c.ctas_per_sm;
+  d.order = std::string(rasterization_name(c.order));
+  d.q_o_allocate = c.q_o_allocate;
+  d.flash = {f.dram_read_bytes, f.dram_write_bytes, f.l2_hit_rate, f.l2_bytes_to_min};
+  d.standard = {st.dram_read_bytes, st.dram_write_bytes, st.l2_hit_rate, st.l2_bytes_to_min};
+  d.heads_per_wave = f.heads_per_wave;
+  d.kv_heads_per_wave = f.kv_heads_per_wave;
+  d.waves = f.waves;
+  row.l2_sim = d;
+}
+
+}  // namespace hbmscope
