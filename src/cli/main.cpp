@@ -23,11 +23,12 @@ void emit(const std::string& text, const cli::OutputOptions& out) {
   }
 }
 
-int run_model(const cli::ShapeOptions& shape, const cli::OutputOptions& out) {
+int run_model(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
+              const ModelOptions& variants) {
   const PrintOptions print = cli::to_print_options(out);
   Report report;
   report.command = "model";
-  report.rows = model_rows(expand(cli::to_axes(shape)));
+  report.rows = model_rows(expand(cli::to_axes(shape)), variants, {});
   emit(render(report, print), out);
   return 0;
 }
@@ -63,6 +64,9 @@ int main(int argc, char** argv) {
       "model", "Count the HBM bytes of each attention variant for one or more shapes");
   cli::add_shape_options(*model, model_shape);
   cli::add_output_options(*model, model_out);
+  ModelOptions model_variants;
+  model->add_flag("--fa1", model_variants.flash1,
+                  "Add the FlashAttention-1 loop order column (flash1_no_l2; forward pass only)");
   model->footer(cli::model_columns_help);
 
   try {
@@ -80,7 +84,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (model->parsed()) return run_model(model_shape, model_out);
+    if (model->parsed()) return run_model(model_shape, model_out, model_variants);
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
     return 1;

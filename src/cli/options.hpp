@@ -15,6 +15,7 @@ struct ShapeOptions {
   std::optional<std::string> seq, seq_kv, head_dim, batch, heads, kv_heads, dtype, block_rows,
       block_cols;
   bool causal = false;
+  std::optional<std::string> pass;  // fwd, bwd, fwdbwd (a list)
 };
 
 struct OutputOptions {

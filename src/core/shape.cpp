@@ -37,6 +37,21 @@ std::uint64_t elem_bytes(Dtype d) {
   return 0;
 }
 
+std::string_view pass_name(Pass p) {
+  switch (p) {
+    case Pass::fwd: return "fwd";
+    case Pass::bwd: return "bwd";
+    case Pass::fwdbwd: return "fwdbwd";
+  }
+  return "?";
+}
+
+std::optional<Pass> parse_pass(std::string_view s) {
+  for (Pass p : {Pass::fwd, Pass::bwd, Pass::fwdbwd})
+    if (s == pass_name(p)) return p;
+  return std::nullopt;
+}
+
 namespace {
 // Keeps signed offsets (Nkv - Nq) and tile arithmetic far from the 64-bit edge;
 // byte counts past it are refused by checked arithmetic anyway.
@@ -70,14 +85,19 @@ std::uint64_t group_size(const Shape& s) { return s.heads / s.kv_heads; }
 
 std::string describe(const Shape& s) {
   std::string r = std::to_string(s.seq_q);
-  if (s.seq_kv != s.seq_q) r += "/" + std::to_string(s.seq_kv);
+  if (s.seq_kv != s.seq_q) r.append("/").append(std::to_string(s.seq_kv));
   r += " x " + std::to_string(s.head_dim) + " (batch " + std::to_string(s.batch) + ", " +
        std::to_string(s.heads) + (s.heads == 1 ? " head" : " heads");
   if (s.kv_heads != s.heads) r += ", " + std::to_string(s.kv_heads) + " kv-heads";
   r += ", " + std::string(dtype_name(s.dtype)) + ", blocks " + std::to_string(s.block_rows) +
        " x " + std::to_string(s.block_cols);
   if (s.causal) r += ", causal";
-  return r + ")";
+  // append(), not operator+ with a literal first: GCC 12 warns falsely
+  // (-Wrestrict) on the latter once this function grows.
+  if (s.pass == Pass::bwd) r.append(", backward");
+  if (s.pass == Pass::fwdbwd) r.append(", forward + backward");
+  r.append(")");
+  return r;
 }
 
 std::int64_t causal_offset(const Shape& s) {
