@@ -33,6 +33,18 @@ int run_model(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
   return 0;
 }
 
+int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
+  const Shape s = cli::walk_shape(shape);
+  play_walk(s, cli::parse_order(o.order), cli::playback(o.animate, o.delay_ms), stdout);
+  return 0;
+}
+
+int run_softmax(const cli::SoftmaxOptions& o) {
+  const SoftmaxTrace t = trace_online_softmax(cli::softmax_values(o), cli::softmax_block(o));
+  play_softmax(t, cli::playback(o.animate, o.delay_ms), stdout);
+  return 0;
+}
+
 // `hbmscope` and `hbmscope --seq ...` mean `hbmscope model ...`.
 std::vector<std::string> with_default_command(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -69,6 +81,20 @@ int main(int argc, char** argv) {
                   "Add the FlashAttention-1 loop order column (flash1_no_l2; forward pass only)");
   model->footer(cli::model_columns_help);
 
+  cli::ShapeOptions walk_shape;
+  cli::WalkOptions walk_opts;
+  CLI::App* walk = app.add_subcommand(
+      "walk", "Animate FlashAttention's tile loop on one head, counting bytes as it goes");
+  cli::add_shape_options(*walk, walk_shape);
+  cli::add_walk_options(*walk, walk_opts);
+  walk->footer(cli::walk_help);
+
+  cli::SoftmaxOptions softmax_opts;
+  CLI::App* softmax = app.add_subcommand(
+      "softmax", "Step through online softmax block by block, beside the two-pass softmax");
+  cli::add_softmax_options(*softmax, softmax_opts);
+  softmax->footer(cli::softmax_help);
+
   try {
     auto args = with_default_command(argc, argv);
     app.parse(args);
@@ -85,6 +111,8 @@ int main(int argc, char** argv) {
 
   try {
     if (model->parsed()) return run_model(model_shape, model_out, model_variants);
+    if (walk->parsed()) return run_walk(walk_shape, walk_opts);
+    if (softmax->parsed()) return run_softmax(softmax_opts);
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
     return 1;
