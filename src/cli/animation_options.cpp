@@ -17,6 +17,9 @@ read at least once. Two counters run beside their closed forms and reach them on
 the last frame: bytes moved with no L2 reuse (flash_no_l2, or flash1_no_l2 with
 --order fa1) and bytes if every value moved once (floor).
 
+The shape options are model's, for one shape, with other defaults here: --seq 1024
+and --head-dim 64 (not the note's rows), blocks of 128, the forward pass.
+
 On a terminal the frames are redrawn in place, one per tile, --delay MS apart;
 piped, or with --no-animate, only the final frame is printed. Colour only on a
 terminal, and never when NO_COLOR is set.
@@ -34,8 +37,8 @@ bar per term e^(x - m) so far (new ones marked "new"; at a rescale every earlier
 bar shrinks by the same factor). Then the probabilities beside the two-pass safe
 softmax and their largest difference, in double (of order 1e-16).
 
-Values are decimal numbers (or -inf), separated by spaces or commas; start with
-`--` when the first is negative.
+Values are decimal numbers (or -inf), separated by spaces or commas; negative
+numbers may be given as they are, but -inf needs `--` before the values.
 
 Examples:
   hbmscope softmax 3 1 4 1 5 9 2 6 --block 3
