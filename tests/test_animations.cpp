@@ -130,14 +130,14 @@ TEST_CASE("walk frame rendering: grid, legend, counters; colour only when asked"
   CHECK_THAT(plain, Catch::Contains("masked"));
   CHECK_THAT(plain, Catch::Contains("query block 7   ## ++ ++ ++ ++ ++ ++ ++\n"));
   CHECK_THAT(plain, Catch::Contains("query block 0   ##\n"));
-  CHECK_THAT(mid, Catch::Contains("Tile 10 of 36"));
+  CHECK_THAT(mid, Catch::Contains("Tile 10/36: query block 3, key block 3; K_3, V_3 read from HBM"));
   CHECK_THAT(mid, Catch::Contains("@@"));
   // Grids too large for a terminal are left out, counters kept.
   walk_frames(walk_shape(65536, 65536, 128, 128, false), LoopOrder::fa2, false,
               [&](const WalkFrame& f) {
                 const std::string r = render_walk_frame(f, {false});
                 CHECK_THAT(r, Catch::Contains("does not fit a terminal"));
-                CHECK_THAT(r, Catch::Contains("of 8,606,711,808 B"));
+                CHECK_THAT(r, Catch::Contains("of  8,606,711,808 B  flash_no_l2"));
               });
 }
 

@@ -98,22 +98,20 @@ std::string status_line(const WalkFrame& f) {
   const bool many = f.shape.batch * f.shape.heads > 1;
   std::string where;
   if (many)
-    where = " (batch " + std::to_string(f.batch + 1) + " of " + std::to_string(f.shape.batch) +
-            ", head " + std::to_string(f.head + 1) + " of " + std::to_string(f.shape.heads) + ")";
+    where = " (batch " + std::to_string(f.batch + 1) + "/" + std::to_string(f.shape.batch) +
+            ", head " + std::to_string(f.head + 1) + "/" + std::to_string(f.shape.heads) + ")";
   if (!f.has_current)
     return "All " + grouped(f.steps) + " tiles done" + where +
            ": each counter has reached its closed form.";
   const auto& ev = f.current;
   const std::string i = std::to_string(ev.q_block), j = std::to_string(ev.k_block);
-  std::string s = "Tile " + grouped(f.step) + " of " + grouped(f.steps) + where + ": query block " +
-                  i + " x key block " + j + ". ";
+  std::string s = "Tile " + grouped(f.step) + "/" + grouped(f.steps) + where + ": query block " +
+                  i + ", key block " + j + "; ";
   if (fa2)
-    s += ev.kv_first_visit ? "K_" + j + ", V_" + j + " read from HBM for the first time."
-                           : "K_" + j + ", V_" + j + " re-read: an L2 hit if still cached.";
+    s += "K_" + j + ", V_" + j + (ev.kv_first_visit ? " read from HBM" : " re-read (L2 hit if cached)");
   else
-    s += std::string(ev.q_first_visit ? "First visit: " : "Re-read (an L2 hit if cached): ") +
-         "Q_" + i + ", O_" + i + ", l_" + i + ", m_" + i + " in; O_" + i + ", l_" + i + ", m_" + i +
-         " written back.";
+    s += "in Q_" + i + " O_" + i + " l_" + i + " m_" + i + ", out O_" + i + " l_" + i + " m_" + i +
+         (ev.q_first_visit ? "" : " (re-read)");
   return s;
 }
 
@@ -171,10 +169,8 @@ std::vector<std::string> grid_lines(const WalkFrame& f, const TermStyle& st) {
 std::string render_walk_frame(const WalkFrame& f, const TermStyle& st) {
   const bool fa2 = f.order == LoopOrder::fa2;
   std::vector<std::string> lines;
-  lines.push_back(paint(fa2 ? "FlashAttention-2 loop order: query blocks outer (one CTA each), "
-                              "key blocks inner"
-                            : "FlashAttention-1 loop order: key/value blocks outer, query "
-                              "blocks inner",
+  lines.push_back(paint(fa2 ? "FlashAttention-2 order: query blocks outer (a CTA each), key blocks inner"
+                            : "FlashAttention-1 order: key/value blocks outer, query blocks inner",
                         "1", st));
   lines.push_back(describe(f.shape));
   lines.push_back(status_line(f));
@@ -183,36 +179,30 @@ std::string render_walk_frame(const WalkFrame& f, const TermStyle& st) {
   lines.push_back("");
   const std::string what = fa2 ? "K_j, V_j" : "Q_i, O_i, l_i, m_i";
   lines.push_back(cell(tile_glyph(TileState::on_chip), 2, st) + "on chip   " +
-                  cell(tile_glyph(TileState::done_first), 2, st) + "done, " + what +
-                  " from HBM the first time   " + cell(tile_glyph(TileState::done_reread), 2, st) +
-                  "done, " + what + " re-read (L2 hit if cached)");
-  lines.push_back(cell(tile_glyph(TileState::todo), 2, st) + "to come" +
-                  (f.shape.causal ? "   (blank) masked: no row sees any key of the tile" : ""));
-  lines.push_back(fa2 ? "K_j, V_j read: # once read from HBM for this head's kv head; every later "
-                        "read of it could be an L2 hit"
-                      : "Q,O: # Q_i, O_i, l_i, m_i read at least once; every later read could be "
-                        "an L2 hit");
+                  cell(tile_glyph(TileState::todo), 2, st) + "to come" +
+                  (f.shape.causal ? "   (blank) hidden by the causal mask" : ""));
+  lines.push_back(cell(tile_glyph(TileState::done_first), 2, st) + "done: first read of " + what +
+                  "   " + cell(tile_glyph(TileState::done_reread), 2, st) + "done: " +
+                  (fa2 ? what + " " : std::string()) + "re-read (L2 hit if cached)");
   lines.push_back("");
 
   // Counters beside their closed forms, as a small table.
   const std::string moved_name = fa2 ? "flash_no_l2" : "flash1_no_l2";
   const std::vector<std::vector<std::string>> table = {
-      {"", "so far", "", "", "closed form", "", "", ""},
-      {"Bytes moved, no L2 reuse", grouped(f.moved) + " B", "(" + format_bytes(f.moved, Units::decimal) + ")",
-       "of", grouped(f.moved_total) + " B", "(" + format_bytes(f.moved_total, Units::decimal) + ")",
-       moved_name, bar(f.moved, f.moved_total, 24, st)},
-      {"Bytes if every value moved once", grouped(f.once) + " B", "(" + format_bytes(f.once, Units::decimal) + ")",
-       "of", grouped(f.once_total) + " B", "(" + format_bytes(f.once_total, Units::decimal) + ")",
-       "floor", bar(f.once, f.once_total, 24, st)},
+      {"Bytes", "so far", "", "closed form", "", ""},
+      {"Moved, no L2 reuse", grouped(f.moved) + " B", "of", grouped(f.moved_total) + " B",
+       moved_name, bar(f.moved, f.moved_total, 12, st)},
+      {"Every value once", grouped(f.once) + " B", "of", grouped(f.once_total) + " B", "floor",
+       bar(f.once, f.once_total, 12, st)},
   };
-  const bool right[] = {false, true, false, false, true, false, false, false};
-  std::vector<std::size_t> w(8, 0);
+  const bool right[] = {false, true, false, true, false, false};
+  std::vector<std::size_t> w(6, 0);
   for (const auto& row : table)
     for (std::size_t c = 0; c < row.size(); ++c) w[c] = std::max(w[c], display_width(row[c]));
   for (const auto& row : table) {
     std::string line;
     for (std::size_t c = 0; c < row.size(); ++c) {
-      if (c) line += c == 3 || c == 6 ? "  " : " ";
+      if (c) line += "  ";
       line += right[c] ? pad_left(row[c], w[c]) : pad_right(row[c], w[c]);
     }
     lines.push_back(line);
