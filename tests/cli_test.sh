@@ -96,6 +96,10 @@ check "softmax piped: no escapes" bash -c "! grep -q '$esc' '$work/sm'"
 "$bin" softmax --random 12 --seed 7 --block 5 >"$work/sm3"
 check "softmax --random is reproducible" cmp -s "$work/sm2" "$work/sm3"
 "$bin" softmax -1 2 -3 >/dev/null 2>&1; check "softmax negative values" test $? -eq 0
+"$bin" walk --help >"$work/whelp"
+check "walk --help teaches" grep -q "Examples:" "$work/whelp"
+"$bin" softmax --help >"$work/shelp"
+check "softmax --help teaches" grep -q "Examples:" "$work/shelp"
 expect_error "softmax non-numeric" "'abc' is not a number" softmax 1 abc
 expect_error "softmax block 0" "--block: '0' must be positive" softmax 1 2 --block 0
 expect_error "softmax nothing" "no values" softmax

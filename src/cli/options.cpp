@@ -4,7 +4,7 @@
 
 namespace hbmscope::cli {
 
-const char* const model_columns_help = R"(Columns (bytes through HBM, reads + writes, one forward pass):
+const char* const model_columns_help = R"(Columns (bytes through HBM, reads + writes, one forward pass unless --pass says otherwise):
   Standard attention           three kernels; S and P (N x N) each written and read once
   FlashAttention, no L2 reuse  FlashAttention-2 order; K and V re-read from HBM for every
                                query block of Br rows
