@@ -113,7 +113,7 @@ TEST_CASE("walk refuses the backward pass and enormous walks", "[walk][frames]")
                     Catch::Contains("hbmscope model"));
 }
 
-TEST_CASE("walk frame rendering: grid, legend, counters; colour only when asked", "[walk][render]") {
+TEST_CASE("walk frame rendering: grid, legend, counters, colour only when asked", "[walk][render]") {
   const Shape s = walk_shape(1024, 1024, 128, 128, true);
   std::string plain, coloured, mid;
   walk_frames(s, LoopOrder::fa2, true, [&](const WalkFrame& f) {
@@ -127,8 +127,8 @@ TEST_CASE("walk frame rendering: grid, legend, counters; colour only when asked"
   CHECK(coloured.find("\x1b[") != std::string::npos);
   CHECK_THAT(plain, Catch::Contains("All 36 tiles done"));
   CHECK_THAT(plain, Catch::Contains("flash_no_l2"));
-  CHECK_THAT(plain, Catch::Contains("masked"));
-  CHECK_THAT(plain, Catch::Contains("query block 7   ## ++ ++ ++ ++ ++ ++ ++\n"));
+  CHECK_THAT(plain, Catch::Contains("(blank) hidden by the causal mask"));
+  CHECK_THAT(plain, Catch::Contains("query block 7   ++ ++ ++ ++ ++ ++ ++ ##\n"));
   CHECK_THAT(plain, Catch::Contains("query block 0   ##\n"));
   CHECK_THAT(mid, Catch::Contains("Tile 10/36: query block 3, key block 3; K_3, V_3 read from HBM"));
   CHECK_THAT(mid, Catch::Contains("@@"));
