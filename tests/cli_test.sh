@@ -42,6 +42,34 @@ check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json'
 "$bin" model --format csv --seq 1K:4K:x2 >"$work/r.csv"
 check "csv rows" test "$(wc -l <"$work/r.csv")" -eq 4
 
+# The L2 simulation hook: extra columns, JSON fields, and its options' errors.
+"$bin" model --l2-bytes 60M >"$work/l2" 2>"$work/err"
+check "l2 sim exits 0" test $? -eq 0
+check "l2 sim title" grep -q "simulated L2 of 60 MiB, 132 SMs × 2 CTAs, query-block-major" "$work/l2"
+check "l2 sim columns" grep -q "FlashAttention, simulated L2.*Standard, simulated L2.*L2 hit (flash).*Heads/wave.*L2 for floor" "$work/l2"
+check "l2 sim: one head reaches the floor" grep -q "4096 × 64  *136 MB  *34.6 MB  *2.1 MB  *2.1 MB" "$work/l2"
+"$bin" model --seq 2048 --head-dim 128 --heads 4 --kv-heads 2 --causal --l2-bytes 0 --format json >"$work/l2.json"
+check "l2 sim json, L2 0 = flash_no_l2" python3 -c "
+import json; r=json.load(open('$work/l2.json'))['rows'][0]
+assert r['bytes']['flash_l2_sim']==r['bytes']['flash_no_l2'], r
+assert r['bytes']['standard_l2_sim']==r['bytes']['standard'], r
+d=r['l2_sim']; assert d['l2_bytes']==0 and d['sm_count']==132 and d['ctas_per_sm']==2, d
+assert d['order']=='query-block-major' and d['flash']['hit_rate']==0, d
+assert d['flash']['read_bytes']+d['flash']['write_bytes']==r['bytes']['flash_l2_sim'], d"
+"$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 50M --sms 132 --ctas-per-sm 1 --l2-order head-major --format csv >"$work/l2.csv"
+check "l2 sim csv columns" grep -q "bytes_flash_l2_sim.*l2_hit_rate_flash,heads_per_wave" "$work/l2.csv"
+check "l2 sim csv order" grep -q ",head-major," "$work/l2.csv"
+"$bin" model --format json >"$work/plain.json"
+check "no l2_sim field without --l2-bytes" python3 -c "
+import json; r=json.load(open('$work/plain.json'))['rows'][0]; assert 'l2_sim' not in r and 'flash_l2_sim' not in r['bytes']"
+check "model --help explains the simulation" grep -q "L2 for floor" "$work/mhelp"
+expect_error "sms without l2" "--sms needs --l2-bytes" model --sms 132
+expect_error "l2 list" "--l2-bytes: '1M,2M' must be one value" model --l2-bytes 1M,2M
+expect_error "l2 bad" "--l2-bytes: 'lots'" model --l2-bytes lots
+expect_error "l2 order" "--l2-order: 'diagonal'" model --l2-bytes 1M --l2-order diagonal
+expect_error "zero sms" "--sms: '0' must be positive" model --l2-bytes 1M --sms 0
+expect_error "l2 sim too large" "L2 accesses" model --seq 16M --head-dim 64 --l2-bytes 1M
+
 expect_error "zero" "--seq: '0' must be positive" model --seq 0
 expect_error "negative" "'-5' is negative" model --seq=-5
 expect_error "non-numeric" "'abc' is not a positive integer" model --head-dim abc

@@ -9,5 +9,7 @@ namespace hbmscope {
 
 nlohmann::json shape_to_json(const Shape& s);
 nlohmann::json report_to_json(const Report& r);
+// The optional rows[].l2_sim object.
+nlohmann::json l2_sim_to_json(const L2SimDetail& d);
 
 }  // namespace hbmscope

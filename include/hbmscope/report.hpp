@@ -2,6 +2,7 @@
 // What a run produces: rows of figures per shape, kept apart from how they are
 // printed (src/report) and how they were computed (src/core).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,10 +20,32 @@ struct VariantResult {
   double intensity = 0.0;    // FLOPs per HBM byte
 };
 
+// What the L2 simulation (l2_sim.hpp) found on one shape, beside its
+// flash_l2_sim and standard_l2_sim variants.
+struct L2SimDetail {
+  std::uint64_t l2_bytes = 0;     // simulated L2 capacity
+  std::uint32_t sm_count = 0;
+  std::uint32_t ctas_per_sm = 0;
+  std::string order;              // "query-block-major" or "head-major"
+  bool q_o_allocate = true;       // Q and O tiles take L2 space
+  struct Variant {
+    std::uint64_t read_bytes = 0;   // DRAM reads
+    std::uint64_t write_bytes = 0;  // DRAM writes
+    double hit_rate = 0.0;          // read bytes served by L2 / read bytes requested
+    std::uint64_t l2_bytes_to_min = 0;  // smallest L2 at which the variant reaches its minimum
+  };
+  Variant flash;     // minimum: the floor
+  Variant standard;  // minimum: floor + S and P written once
+  double heads_per_wave = 0.0;     // mean distinct (batch, head) among resident CTAs
+  double kv_heads_per_wave = 0.0;  // the same for (batch, kv head)
+  std::uint64_t waves = 0;         // ceil(CTAs / (SMs x CTAs per SM))
+};
+
 struct Row {
   Shape shape;
   std::uint64_t flops = 0;   // attention FLOPs (halved when causal)
   std::vector<VariantResult> variants;
+  std::optional<L2SimDetail> l2_sim;  // present when the L2 simulation ran
 
   const VariantResult* variant(std::string_view id) const {
     for (const auto& v : variants)

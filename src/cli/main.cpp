@@ -23,12 +23,17 @@ void emit(const std::string& text, const cli::OutputOptions& out) {
   }
 }
 
-int run_model(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
-              const ModelOptions& variants) {
+int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
+              const cli::OutputOptions& out, const ModelOptions& variants) {
   const PrintOptions print = cli::to_print_options(out);
+  const auto l2_config = cli::to_l2_config(l2);
   Report report;
   report.command = "model";
   report.rows = model_rows(expand(cli::to_axes(shape)), variants, {});
+  // The L2 simulation models the forward pass only.
+  if (l2_config)
+    for (Row& row : report.rows)
+      if (row.shape.pass == Pass::fwd) add_l2_sim(row, *l2_config);
   emit(render(report, print), out);
   return 0;
 }
@@ -74,7 +79,9 @@ int main(int argc, char** argv) {
   cli::OutputOptions model_out;
   CLI::App* model = app.add_subcommand(
       "model", "Count the HBM bytes of each attention variant for one or more shapes");
+  cli::L2Options model_l2;
   cli::add_shape_options(*model, model_shape);
+  cli::add_l2_options(*model, model_l2);
   cli::add_output_options(*model, model_out);
   ModelOptions model_variants;
   model->add_flag("--fa1", model_variants.flash1,
@@ -110,7 +117,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (model->parsed()) return run_model(model_shape, model_out, model_variants);
+    if (model->parsed()) return run_model(model_shape, model_l2, model_out, model_variants);
     if (walk->parsed()) return run_walk(walk_shape, walk_opts);
     if (softmax->parsed()) return run_softmax(softmax_opts);
   } catch (const Error& e) {

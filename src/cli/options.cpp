@@ -20,6 +20,15 @@ key blocks outer, dQ accumulated in fp32 by atomic adds, then converted); floor 
 V, O, dO and the log-sum-exp read once, dQ, dK, dV written once. FLOPs are 2.5x the
 forward's; --pass fwdbwd adds both passes (3.5x). docs/model.md lists every read and write.
 
+With --l2-bytes, a simulation of the CTA schedule and an LRU L2 adds (docs/model.md):
+  FlashAttention, simulated L2  FlashAttention-2's DRAM bytes when CTAs run in launch order on
+                                SMs x CTAs-per-SM slots and re-reads of K, V hit the L2
+  Standard, simulated L2        the three kernels through the same L2: S and P reads that hit
+  L2 hit (flash)                read bytes served by the L2 / read bytes requested, in %
+  Heads/wave                    distinct heads among resident CTAs, mean over the run
+  L2 for floor                  smallest L2 at which the simulated flash traffic is the floor
+  L2 hit (standard)             the read hit rate of the three standard kernels, in %
+
 Numbers take K (x1024), M and G suffixes; lists "1024,4096"; ranges
 "1024:65536:x2" (geometric) and "1024:8192:+1024" (arithmetic), inclusive.
 Several list-valued options give every combination.
@@ -30,7 +39,8 @@ Examples:
   hbmscope model --seq 4096 --head-dim 64,128 --dtype bf16,fp8 --format csv
   hbmscope model --format json --output report.json
   hbmscope model --pass fwd,bwd,fwdbwd --seq 4096 --head-dim 64
-  hbmscope model --fa1                      the note's table with FlashAttention-1's order)";
+  hbmscope model --fa1                      the note's table with FlashAttention-1's order
+  hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132)";
 
 void add_shape_options(CLI::App& app, ShapeOptions& o) {
   app.add_option("--seq", o.seq,
@@ -60,6 +70,23 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
                  "Pass(es) counted: fwd (forward), bwd (backward, from dO), fwdbwd (both, one "
                  "training step), e.g. fwd,bwd [default: fwd]")
       ->type_name("LIST");
+}
+
+void add_l2_options(CLI::App& app, L2Options& o) {
+  app.add_option("--l2-bytes", o.l2_bytes,
+                 "Simulate an L2 of BYTES (K, M, G = 2^10, 2^20, 2^30; 0 = none) and add the "
+                 "flash_l2_sim and standard_l2_sim columns, e.g. 60M")
+      ->type_name("BYTES");
+  app.add_option("--sms", o.sms, "Simulation: streaming multiprocessors, e.g. 132 [default: 132]")
+      ->type_name("N");
+  app.add_option("--ctas-per-sm", o.ctas_per_sm,
+                 "Simulation: FlashAttention CTAs resident per SM, e.g. 1 [default: 2]")
+      ->type_name("N");
+  app.add_option("--l2-order", o.order,
+                 "Simulation: CTA launch order; query-block-major (query block fastest, then head, "
+                 "then batch, as hbmscope's kernel) or head-major (head fastest) "
+                 "[default: query-block-major]")
+      ->type_name("query-block-major|head-major");
 }
 
 void add_output_options(CLI::App& app, OutputOptions& o) {
@@ -93,6 +120,46 @@ SweepAxes to_axes(const ShapeOptions& o) {
   a.causal = {o.causal};
   if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
   return a;
+}
+
+namespace {
+
+std::uint64_t single_value(const std::string& text, std::string_view option, bool zero_ok) {
+  const std::string_view t = text;
+  if (zero_ok && (t == "0" || t == "0K" || t == "0M" || t == "0G")) return 0;
+  const auto v = parse_int_axis(t, option);
+  if (v.size() != 1) throw Error("--" + std::string(option) + ": '" + text + "' must be one value");
+  return v.front();
+}
+
+std::uint32_t small_count(const std::string& text, std::string_view option) {
+  const std::uint64_t v = single_value(text, option, false);
+  if (v > 1'000'000)
+    throw Error("--" + std::string(option) + ": '" + text + "' is too large (at most 1000000)");
+  return static_cast<std::uint32_t>(v);
+}
+
+}  // namespace
+
+std::optional<L2SimConfig> to_l2_config(const L2Options& o) {
+  if (!o.l2_bytes) {
+    for (const auto& [given, name] : {std::pair{o.sms.has_value(), "--sms"},
+                                      {o.ctas_per_sm.has_value(), "--ctas-per-sm"},
+                                      {o.order.has_value(), "--l2-order"}})
+      if (given) throw Error(std::string(name) + " needs --l2-bytes (the L2 simulation is off)");
+    return std::nullopt;
+  }
+  L2SimConfig c;
+  c.l2_bytes = single_value(*o.l2_bytes, "l2-bytes", true);
+  if (o.sms) c.sm_count = small_count(*o.sms, "sms");
+  if (o.ctas_per_sm) c.ctas_per_sm = small_count(*o.ctas_per_sm, "ctas-per-sm");
+  if (o.order) {
+    const auto r = parse_rasterization(*o.order);
+    if (!r)
+      throw Error("--l2-order: '" + *o.order + "' is not one of query-block-major, head-major");
+    c.order = *r;
+  }
+  return c;
 }
 
 PrintOptions to_print_options(const OutputOptions& o) {

@@ -161,7 +161,7 @@ void attention_naive(const Shape& s, float scale, std::span<const float> q,
   for_each_head(s, [&](std::uint64_t b, std::uint64_t h) {
     const HeadView hv = head_view(s, b, h, q, k, v, o, lse);
     std::vector<float> p(s.seq_kv);
-    std::vector<double> acc(d);
+    std::vector<float> acc(d);
     for (std::uint64_t r = 0; r < s.seq_q; ++r) {
       const std::uint64_t vis = visible_keys(s, r);
       float* out = hv.o + r * d;
@@ -176,14 +176,15 @@ void attention_naive(const Shape& s, float scale, std::span<const float> q,
         m = std::max(m, p[c]);
       }
       double l = 0.0;
-      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(acc.begin(), acc.end(), 0.f);
       for (std::uint64_t c = 0; c < vis; ++c) {
         const float pc = std::exp(p[c] - m);
         l += pc;
         const float* vc = hv.v + c * d;
-        for (std::uint64_t x = 0; x < d; ++x) acc[x] += static_cast<double>(pc) * vc[x];
+        for (std::uint64_t x = 0; x < d; ++x) acc[x] += pc * vc[x];
       }
-      for (std::uint64_t x = 0; x < d; ++x) out[x] = static_cast<float>(acc[x] / l);
+      const float inv_l = static_cast<float>(1.0 / l);
+      for (std::uint64_t x = 0; x < d; ++x) out[x] = acc[x] * inv_l;
       hv.lse[r] = m + static_cast<float>(std::log(l));
     }
   });

@@ -86,18 +86,17 @@ std::uint64_t group_size(const Shape& s) { return s.heads / s.kv_heads; }
 std::string describe(const Shape& s) {
   std::string r = std::to_string(s.seq_q);
   if (s.seq_kv != s.seq_q) r.append("/").append(std::to_string(s.seq_kv));
-  r += " x " + std::to_string(s.head_dim) + " (batch " + std::to_string(s.batch) + ", " +
-       std::to_string(s.heads) + (s.heads == 1 ? " head" : " heads");
-  if (s.kv_heads != s.heads) r += ", " + std::to_string(s.kv_heads) + " kv-heads";
-  r += ", " + std::string(dtype_name(s.dtype)) + ", blocks " + std::to_string(s.block_rows) +
-       " x " + std::to_string(s.block_cols);
-  if (s.causal) r += ", causal";
-  // append(), not operator+ with a literal first: GCC 12 warns falsely
-  // (-Wrestrict) on the latter once this function grows.
+  r.append(" x ").append(std::to_string(s.head_dim));
+  r.append(" (batch ").append(std::to_string(s.batch)).append(", ");
+  r.append(std::to_string(s.heads)).append(s.heads == 1 ? " head" : " heads");
+  if (s.kv_heads != s.heads) r.append(", ").append(std::to_string(s.kv_heads)).append(" kv-heads");
+  r.append(", ").append(dtype_name(s.dtype));
+  r.append(", blocks ").append(std::to_string(s.block_rows)).append(" x ");
+  r.append(std::to_string(s.block_cols));
+  if (s.causal) r.append(", causal");
   if (s.pass == Pass::bwd) r.append(", backward");
   if (s.pass == Pass::fwdbwd) r.append(", forward + backward");
-  r.append(")");
-  return r;
+  return r.append(")");
 }
 
 std::int64_t causal_offset(const Shape& s) {

@@ -30,26 +30,30 @@ std::vector<Shape> expand(const SweepAxes& a) {
   require_nonempty(a.block_cols, "block_cols");
   require_nonempty(a.causal, "causal");
   require_nonempty(a.pass, "pass");
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
-  if (points.empty()) {
+  if (a.seq_head_dim.empty()) {
     require_nonempty(a.seq, "seq");
     require_nonempty(a.head_dim, "head_dim");
-    for (auto n : a.seq)
-      for (auto d : a.head_dim) points.emplace_back(n, d);
   }
   const std::vector<std::uint64_t> same{0};  // 0 stands for "as the paired axis"
   const auto& kv_heads = a.kv_heads.empty() ? same : a.kv_heads;
   const auto& seq_kv = a.seq_kv.empty() ? same : a.seq_kv;
+  const std::size_t n_points =
+      a.seq_head_dim.empty() ? a.seq.size() * a.head_dim.size() : a.seq_head_dim.size();
 
   // Size first, so that an enormous product is refused before it is built.
   long double total = 1;
   for (std::size_t n : {a.batch.size(), a.heads.size(), kv_heads.size(), a.dtype.size(),
-                        a.causal.size(), a.block_rows.size(), a.block_cols.size(),
-                        points.size(), seq_kv.size(), a.pass.size()})
+                        a.causal.size(), a.block_rows.size(), a.block_cols.size(), n_points,
+                        seq_kv.size(), a.pass.size()})
     total *= static_cast<long double>(n);
   if (total > static_cast<long double>(max_sweep_shapes))
     throw Error("sweep too large: " + std::to_string(static_cast<unsigned long long>(total)) +
                 " shapes (at most " + std::to_string(max_sweep_shapes) + ")");
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
+  if (points.empty())
+    for (auto n : a.seq)
+      for (auto d : a.head_dim) points.emplace_back(n, d);
 
   std::vector<Shape> out;
   out.reserve(static_cast<std::size_t>(total));

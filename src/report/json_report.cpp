@@ -21,6 +21,26 @@ nlohmann::json shape_to_json(const Shape& s) {
   };
 }
 
+nlohmann::json l2_sim_to_json(const L2SimDetail& d) {
+  auto variant = [](const L2SimDetail::Variant& v, const char* min_name) {
+    return nlohmann::json{{"read_bytes", v.read_bytes},
+                          {"write_bytes", v.write_bytes},
+                          {"hit_rate", v.hit_rate},
+                          {min_name, v.l2_bytes_to_min}};
+  };
+  nlohmann::json flash = variant(d.flash, "l2_bytes_to_floor");
+  flash["heads_per_wave"] = d.heads_per_wave;
+  flash["kv_heads_per_wave"] = d.kv_heads_per_wave;
+  flash["waves"] = d.waves;
+  return {{"l2_bytes", d.l2_bytes},
+          {"sm_count", d.sm_count},
+          {"ctas_per_sm", d.ctas_per_sm},
+          {"order", d.order},
+          {"q_o_allocate", d.q_o_allocate},
+          {"flash", flash},
+          {"standard", variant(d.standard, "l2_bytes_to_min")}};
+}
+
 nlohmann::json report_to_json(const Report& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const Row& row : r.rows) {
@@ -30,10 +50,12 @@ nlohmann::json report_to_json(const Report& r) {
       bytes[v.id] = v.bytes;
       inten[v.id] = v.intensity;
     }
-    rows.push_back({{"shape", shape_to_json(row.shape)},
-                    {"bytes", bytes},
-                    {"flops", row.flops},
-                    {"intensity", inten}});
+    nlohmann::json j = {{"shape", shape_to_json(row.shape)},
+                        {"bytes", bytes},
+                        {"flops", row.flops},
+                        {"intensity", inten}};
+    if (row.l2_sim) j["l2_sim"] = l2_sim_to_json(*row.l2_sim);
+    rows.push_back(j);
   }
   return {
       {"schema", std::string(report_schema)},

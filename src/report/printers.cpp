@@ -119,7 +119,12 @@ std::string title(const Report& rep, const Varying& v) {
     if (s.block_cols != s.block_rows) t += " × " + std::to_string(s.block_cols);
   }
   if (!v.causal && s.causal) t += ", causal";
-  return t + ")";
+  t += ")";
+  if (const auto& l2 = rep.rows.front().l2_sim)
+    t += "; simulated L2 of " + format_bytes(l2->l2_bytes, Units::binary) + ", " +
+         std::to_string(l2->sm_count) + " SMs × " + std::to_string(l2->ctas_per_sm) + " CTAs, " +
+         l2->order;
+  return t;
 }
 
 std::vector<std::string> variant_ids(const Report& rep) {
@@ -131,6 +136,24 @@ std::vector<std::string> variant_ids(const Report& rep) {
       if (!known) ids.push_back(v.id);
     }
   return ids;
+}
+
+bool any_l2_sim(const Report& rep) {
+  for (const Row& r : rep.rows)
+    if (r.l2_sim) return true;
+  return false;
+}
+
+std::string format_percent(double fraction) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * fraction);
+  return buf;
+}
+
+std::string format_count(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
 }
 
 std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
@@ -152,6 +175,21 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                       const auto* var = r.variant(id);
                       return var ? format_bytes(var->bytes, units) : std::string("-");
                     }});
+  if (any_l2_sim(rep)) {
+    cols.push_back({"L2 hit (flash)", true, [](const Row& r) {
+                      return r.l2_sim ? format_percent(r.l2_sim->flash.hit_rate) : std::string("-");
+                    }});
+    cols.push_back({"Heads/wave", true, [](const Row& r) {
+                      return r.l2_sim ? format_count(r.l2_sim->heads_per_wave) : std::string("-");
+                    }});
+    cols.push_back({"L2 for floor", true, [units = opt.units](const Row& r) {
+                      return r.l2_sim ? format_bytes(r.l2_sim->flash.l2_bytes_to_min, units)
+                                      : std::string("-");
+                    }});
+    cols.push_back({"L2 hit (standard)", true, [](const Row& r) {
+                      return r.l2_sim ? format_percent(r.l2_sim->standard.hit_rate) : std::string("-");
+                    }});
+  }
   if (opt.wide) {
     cols.push_back({"FLOPs", true, [](const Row& r) { return format_flops(r.flops); }});
     for (const auto& id : ids)
@@ -223,6 +261,10 @@ std::string render_csv(const Report& rep) {
   out += "flops";
   for (const auto& id : ids) out += ",bytes_" + id;
   for (const auto& id : ids) out += ",intensity_" + id;
+  const bool l2 = any_l2_sim(rep);
+  if (l2)
+    out += ",l2_bytes,sm_count,ctas_per_sm,l2_order,l2_hit_rate_flash,heads_per_wave,"
+           "kv_heads_per_wave,l2_bytes_to_floor,l2_hit_rate_standard,l2_bytes_to_min_standard";
   out += "\n";
   for (const Row& r : rep.rows) {
     const Shape& s = r.shape;
@@ -244,6 +286,18 @@ std::string render_csv(const Report& rep) {
       char buf[64] = "";
       if (v) std::snprintf(buf, sizeof buf, "%.17g", v->intensity);
       out += std::string(",") + buf;
+    }
+    if (l2 && r.l2_sim) {
+      const L2SimDetail& d = *r.l2_sim;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, ",%llu,%u,%u,%s,%.17g,%.17g,%.17g,%llu,%.17g,%llu",
+                    static_cast<unsigned long long>(d.l2_bytes), d.sm_count, d.ctas_per_sm,
+                    d.order.c_str(), d.flash.hit_rate, d.heads_per_wave, d.kv_heads_per_wave,
+                    static_cast<unsigned long long>(d.flash.l2_bytes_to_min), d.standard.hit_rate,
+                    static_cast<unsigned long long>(d.standard.l2_bytes_to_min));
+      out += buf;
+    } else if (l2) {
+      out += ",,,,,,,,,,";
     }
     out += "\n";
   }

@@ -1,0 +1,98 @@
+#pragma once
+// Where real traffic lands between flash_no_l2 and the floor: a tile-level
+// simulation of the CTA schedule and an LRU L2 in front of DRAM (docs/model.md,
+// "The L2 simulation"). Pure: no I/O. Deterministic.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "hbmscope/report.hpp"
+#include "hbmscope/shape.hpp"
+
+namespace hbmscope {
+
+// Launch order of the FlashAttention grid's CTAs.
+enum class Rasterization {
+  query_block_major,  // query block fastest, then head, then batch (hbmscope's kernel grid)
+  head_major,         // head fastest, then query block, then batch
+};
+
+std::string_view rasterization_name(Rasterization r);  // "query-block-major", "head-major"
+std::optional<Rasterization> parse_rasterization(std::string_view s);
+
+struct L2SimConfig {
+  std::uint64_t l2_bytes = 0;        // capacity of the simulated L2; 0 = no L2
+  std::uint32_t sm_count = 132;      // SMs
+  std::uint32_t ctas_per_sm = 2;     // CTAs resident on one SM at once
+  Rasterization order = Rasterization::query_block_major;
+  // true: Q tiles read and O tiles written take L2 space as K/V do (loads and
+  // write-back stores allocate, as on NVIDIA GPUs). false: they bypass the L2.
+  bool q_o_allocate = true;
+};
+
+// Throws Error naming the bad field (zero SMs or CTAs per SM).
+void validate(const L2SimConfig& c);
+
+struct L2SimResult {
+  std::uint64_t dram_read_bytes = 0;
+  std::uint64_t dram_write_bytes = 0;  // write-back: every written byte reaches DRAM once
+  std::uint64_t dram_bytes = 0;        // read + write
+  std::uint64_t read_request_bytes = 0;  // bytes the kernels read (hits + misses)
+  double l2_hit_rate = 0.0;  // read bytes served by the L2 / read bytes requested (0 if none)
+  // Smallest L2 capacity (bytes) at which this variant's traffic reaches its
+  // minimum (for flash: the floor), other parameters equal. Exact, see docs.
+  std::uint64_t l2_bytes_to_min = 0;
+  std::uint64_t min_dram_bytes = 0;  // that minimum
+  // Flash only: mean over lockstep steps of the distinct (batch, head) and
+  // (batch, kv head) pairs among resident CTAs; waves = ceil(CTAs / slots).
+  double heads_per_wave = 0.0;
+  double kv_heads_per_wave = 0.0;
+  std::uint64_t waves = 0;
+  std::uint64_t steps = 0;  // lockstep steps until the last CTA finishes
+};
+
+// FlashAttention-2 forward on the simulated schedule and L2.
+L2SimResult flash_l2_sim(const Shape& s, const L2SimConfig& c);
+// Standard three-kernel attention through the same L2 (sm_count, ctas_per_sm
+// and order do not apply: the kernels are modelled as one ordered stream).
+L2SimResult standard_l2_sim(const Shape& s, const L2SimConfig& c);
+
+// DRAM bytes (read + write) at each of several L2 capacities in one pass;
+// capacities in any order, results in the same order. The capacity in c is ignored.
+std::vector<std::uint64_t> flash_l2_curve(const Shape& s, const L2SimConfig& c,
+                                          const std::vector<std::uint64_t>& capacities);
+std::vector<std::uint64_t> standard_l2_curve(const Shape& s, const L2SimConfig& c,
+                                             const std::vector<std::uint64_t>& capacities);
+
+// Bytes of every K and V tile of the whole batch (Hkv heads), and of every Q
+// and O tile: an L2 of their sum never evicts anything.
+std::uint64_t kv_footprint_bytes(const Shape& s);
+std::uint64_t qo_footprint_bytes(const Shape& s);
+
+// One access of the simulated stream. obj names a tile object (dense ids,
+// reused only after a forget of that id), or is l2_once_only for a tile read or
+// written exactly once (Q, O). allocate false: the access bypasses the L2.
+inline constexpr std::uint32_t l2_once_only = 0xffffffffu;
+struct L2Access {
+  enum class Kind { read, write, forget } kind = Kind::read;
+  std::uint32_t obj = l2_once_only;
+  std::uint64_t bytes = 0;
+  bool allocate = true;
+};
+// The access streams the two simulations feed their L2 with (tests check them
+// against a direct LRU; a finer cache model can consume them).
+void for_each_flash_l2_access(const Shape& s, const L2SimConfig& c,
+                              const std::function<void(const L2Access&)>& on_access);
+void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
+                                 const std::function<void(const L2Access&)>& on_access);
+
+// Runs both simulations on row.shape and appends variants "flash_l2_sim" and
+// "standard_l2_sim" and the detail row.l2_sim. Errors name the shape.
+void add_l2_sim(Row& row, const L2SimConfig& c);
+
+// The most L2 accesses one simulation may make; larger shapes are refused.
+inline constexpr std::uint64_t max_l2_sim_accesses = 1ull << 32;
+
+}  // namespace hbmscope

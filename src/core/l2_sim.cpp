@@ -1,0 +1,512 @@
+#include "hbmscope/l2_sim.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
+#include "hbmscope/tile_walk.hpp"
+
+namespace hbmscope {
+
+std::string_view rasterization_name(Rasterization r) {
+  switch (r) {
+    case Rasterization::query_block_major: return "query-block-major";
+    case Rasterization::head_major: return "head-major";
+  }
+  return "?";
+}
+
+std::optional<Rasterization> parse_rasterization(std::string_view s) {
+  if (s == "query-block-major") return Rasterization::query_block_major;
+  if (s == "head-major") return Rasterization::head_major;
+  return std::nullopt;
+}
+
+void validate(const L2SimConfig& c) {
+  if (c.sm_count == 0) throw Error("L2 simulation: SM count must be positive");
+  if (c.ctas_per_sm == 0) throw Error("L2 simulation: CTAs per SM must be positive");
+}
+
+namespace {
+
+constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint64_t infinite = std::numeric_limits<std::uint64_t>::max();
+
+// An LRU cache over objects of real byte sizes, evaluated for several
+// capacities at once through stack distances (docs/model.md): an access hits
+// in an LRU of C bytes iff its size plus the sizes of the distinct objects
+// touched since its previous access is at most C. The recency stack is kept as
+// a Fenwick tree over access times, compacted when it fills, so one access
+// costs O(log(live objects)).
+class StackL2 {
+ public:
+  explicit StackL2(const std::vector<std::uint64_t>& capacities) : caps_(capacities) {
+    std::sort(caps_.begin(), caps_.end());
+    caps_.erase(std::unique(caps_.begin(), caps_.end()), caps_.end());
+    miss_add_.assign(caps_.size() + 1, 0);
+    reset_tree(4096);
+  }
+
+  // Objects are dense ids [0, n); an id may be reused after forget().
+  void reserve_objects(std::size_t n) {
+    if (obj_pos_.size() < n) obj_pos_.resize(n, none);
+  }
+
+  // A read of `bytes` of object obj (or none: an object read or written once).
+  void read(std::uint32_t obj, std::uint64_t bytes, bool allocate = true) {
+    request_ += bytes;
+    const std::uint64_t d = allocate ? touch(obj, bytes) : infinite;
+    if (d == infinite) {
+      miss_add_.back() += bytes;
+      first_reads_ += bytes;
+      return;
+    }
+    max_reuse_distance_ = std::max(max_reuse_distance_, d);
+    const auto k = static_cast<std::size_t>(
+        std::lower_bound(caps_.begin(), caps_.end(), d) - caps_.begin());
+    miss_add_[k] += bytes;
+  }
+
+  // A full-tile write: allocates (write-back) without fetching; its bytes reach
+  // DRAM once, when evicted or at the end.
+  void write(std::uint32_t obj, std::uint64_t bytes, bool allocate = true) {
+    writes_ += bytes;
+    if (allocate) touch(obj, bytes);
+  }
+
+  // The object will not be accessed again: its position need not be kept (its
+  // bytes still count in the distances of older objects).
+  void forget(std::uint32_t obj) {
+    const std::uint32_t p = obj_pos_[obj];
+    if (p == none) return;
+    owner_[p] = none;
+    obj_pos_[obj] = none;
+  }
+
+  std::uint64_t dram_reads(std::uint64_t capacity) const {
+    const auto m = static_cast<std::size_t>(
+        std::lower_bound(caps_.begin(), caps_.end(), capacity) - caps_.begin());
+    std::uint64_t r = 0;
+    for (std::size_t k = m + 1; k < miss_add_.size(); ++k) r += miss_add_[k];
+    return r;
+  }
+  std::uint64_t writes() const { return writes_; }
+  std::uint64_t requested() const { return request_; }
+  std::uint64_t first_access_reads() const { return first_reads_; }
+  std::uint64_t max_reuse_distance() const { return max_reuse_distance_; }
+
+ private:
+  // Moves obj to the top of the recency stack; returns its stack distance in
+  // bytes (infinite on a first access).
+  std::uint64_t touch(std::uint32_t obj, std::uint64_t bytes) {
+    std::uint64_t d = infinite;
+    if (obj != none) {
+      const std::uint32_t p = obj_pos_[obj];
+      if (p != none) {
+        d = bytes + (total_ - prefix(p));
+        add(p, -bytes);
+        owner_[p] = none;
+      }
+    }
+    if (next_ == size_) compact();
+    const std::uint32_t t = next_++;
+    add(t, bytes);
+    owner_[t] = obj;
+    if (obj != none) obj_pos_[obj] = t;
+    return d;
+  }
+
+  void add(std::uint32_t pos, std::uint64_t delta) {  // delta may be a negated value
+    weight_[pos] += delta;
+    total_ += delta;
+    for (std::size_t i = pos + 1; i <= size_; i += i & (~i + 1)) tree_[i] += delta;
+  }
+
+  std::uint64_t prefix(std::uint32_t pos) const {  // sum of weights at positions <= pos
+    std::uint64_t s = 0;
+    for (std::size_t i = pos + 1; i > 0; i -= i & (~i + 1)) s += tree_[i];
+    return s;
+  }
+
+  void reset_tree(std::size_t size) {
+    size_ = size;
+    tree_.assign(size + 1, 0);
+    weight_.assign(size, 0);
+    owner_.assign(size, none);
+  }
+
+  // Renumbers the stack: one entry per tracked object, with the bytes of the
+  // untracked entries before it merged into it (they lie below it, so every
+  // distance that can still be asked for is unchanged), plus one trailing entry.
+  void compact() {
+    std::vector<std::uint64_t> w;
+    std::vector<std::uint32_t> own;
+    std::uint64_t pending = 0;
+    for (std::uint32_t p = 0; p < next_; ++p) {
+      pending += weight_[p];
+      if (owner_[p] != none) {
+        w.push_back(pending);
+        own.push_back(owner_[p]);
+        pending = 0;
+      }
+    }
+    if (pending != 0) {
+      w.push_back(pending);
+      own.push_back(none);
+    }
+    if (w.size() > (std::size_t{1} << 30)) throw Error("L2 simulation: too many live objects");
+    reset_tree(std::max<std::size_t>(4096, 2 * w.size() + 1024));
+    for (std::size_t p = 0; p < w.size(); ++p) {
+      weight_[p] = w[p];
+      owner_[p] = own[p];
+      if (own[p] != none) obj_pos_[own[p]] = static_cast<std::uint32_t>(p);
+      tree_[p + 1] = w[p];
+    }
+    for (std::size_t i = 1; i <= size_; ++i) {  // linear Fenwick build
+      const std::size_t up = i + (i & (~i + 1));
+      if (up <= size_) tree_[up] += tree_[i];
+    }
+    next_ = static_cast<std::uint32_t>(w.size());
+  }
+
+  std::vector<std::uint64_t> caps_;
+  std::vector<std::uint64_t> miss_add_;  // [k]: read bytes that miss at caps_[0..k-1]
+  std::vector<std::uint32_t> obj_pos_;
+  std::vector<std::uint64_t> tree_, weight_;
+  std::vector<std::uint32_t> owner_;
+  std::size_t size_ = 0;
+  std::uint32_t next_ = 0;
+  std::uint64_t total_ = 0;
+  std::uint64_t request_ = 0, writes_ = 0, first_reads_ = 0;
+  std::uint64_t max_reuse_distance_ = 0;
+};
+
+struct Stats {
+  double heads = 0, kv_heads = 0;
+  std::uint64_t waves = 0, steps = 0;
+};
+
+void refuse_if_too_large(const Shape& s, std::uint64_t accesses, const char* what) {
+  if (accesses > max_l2_sim_accesses)
+    throw Error(std::string("shape ") + describe(s) + ": " + what + " would make " +
+                std::to_string(accesses) + " L2 accesses (at most " +
+                std::to_string(max_l2_sim_accesses) + ")");
+}
+
+// Counts of resident CTAs per head, and how many heads have at least one.
+struct Occupancy {
+  std::vector<std::uint32_t> count;
+  std::uint64_t distinct = 0;
+  explicit Occupancy(std::size_t n) : count(n, 0) {}
+  void enter(std::size_t k) { distinct += count[k]++ == 0; }
+  void leave(std::size_t k) { distinct -= --count[k] == 0; }
+};
+
+// The flash schedule: CTAs in launch order onto sm_count * ctas_per_sm slots,
+// lockstep one key block per step, feeding the L2.
+template <class Sink>
+Stats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
+  validate(s);
+  validate(c);
+  const std::uint64_t e = elem_bytes(s.dtype);
+  const std::uint64_t nqb = query_blocks(s);
+  const std::uint64_t nkb = key_blocks(s);
+  const std::uint64_t group = group_size(s);
+  constexpr std::string_view what = "L2 simulation";
+  const std::uint64_t ctas = checked_product(what, s.batch, s.heads, nqb);
+  std::uint64_t tiles_per_head = 0;
+  for (std::uint64_t i = 0; i < nqb; ++i) tiles_per_head += visited_key_blocks(s, i);
+  const std::uint64_t accesses =
+      checked_add(checked_product(what, s.batch, s.heads, tiles_per_head),
+                  checked_mul(2, ctas, what), what);
+  refuse_if_too_large(s, accesses, "the FlashAttention L2 simulation");
+  const std::uint64_t kv_pairs = checked_mul(s.batch, s.kv_heads, what);
+  const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+
+  struct Cta {
+    std::uint64_t rows, visited, next_j;
+    std::size_t head, pair;   // (batch, head) and (batch, kv head) indices
+    std::uint32_t kv_slot;    // pool slot holding this kv head's K/V object ids
+  };
+  std::vector<std::uint64_t> remaining(kv_pairs, group * nqb);  // CTAs left per kv head
+  std::vector<std::uint32_t> slot_of(kv_pairs, none);
+  std::vector<std::uint32_t> free_slots;
+  std::uint32_t pool = 0;
+  Occupancy heads(checked_mul(s.batch, s.heads, what)), kv_heads(kv_pairs);
+
+  std::uint64_t launched = 0;
+  auto launch = [&]() {
+    const std::uint64_t id = launched++;
+    std::uint64_t b, h, i;
+    if (c.order == Rasterization::query_block_major) {
+      i = id % nqb;
+      h = (id / nqb) % s.heads;
+      b = id / (nqb * s.heads);
+    } else {
+      h = id % s.heads;
+      i = (id / s.heads) % nqb;
+      b = id / (s.heads * nqb);
+    }
+    Cta t;
+    t.rows = std::min(s.block_rows, s.seq_q - i * s.block_rows);
+    t.visited = visited_key_blocks(s, i);
+    t.next_j = 0;
+    t.head = static_cast<std::size_t>(b * s.heads + h);
+    t.pair = static_cast<std::size_t>(b * s.kv_heads + h / group);
+    if (slot_of[t.pair] == none) {
+      if (free_slots.empty()) {
+        if ((std::uint64_t{pool} + 1) * nkb >= none)
+          throw Error("shape " + describe(s) + ": too many K/V tiles in flight to simulate");
+        slot_of[t.pair] = pool++;
+        l2.reserve_objects(static_cast<std::size_t>(pool) * nkb);
+      } else {
+        slot_of[t.pair] = free_slots.back();
+        free_slots.pop_back();
+      }
+    }
+    t.kv_slot = slot_of[t.pair];
+    heads.enter(t.head);
+    kv_heads.enter(t.pair);
+    return t;
+  };
+
+  Stats st;
+  st.waves = ceil_div(ctas, slots);
+  std::vector<Cta> resident, next;
+  resident.reserve(static_cast<std::size_t>(std::min(slots, ctas)));
+  next.reserve(resident.capacity());
+  while (launched < ctas && resident.size() < slots) resident.push_back(launch());
+  double heads_sum = 0, kv_sum = 0;
+  const bool qo = c.q_o_allocate;
+  while (!resident.empty()) {
+    ++st.steps;
+    heads_sum += static_cast<double>(heads.distinct);
+    kv_sum += static_cast<double>(kv_heads.distinct);
+    next.clear();
+    for (Cta& t : resident) {
+      if (t.next_j == 0) l2.read(none, e * t.rows * s.head_dim, qo);
+      if (t.next_j < t.visited) {
+        const std::uint64_t j = t.next_j++;
+        const std::uint64_t cols = std::min(s.block_cols, s.seq_kv - j * s.block_cols);
+        l2.read(static_cast<std::uint32_t>(t.kv_slot * nkb + j), 2 * e * cols * s.head_dim);
+      }
+      if (t.next_j < t.visited) {
+        next.push_back(t);
+        continue;
+      }
+      l2.write(none, e * t.rows * s.head_dim, qo);
+      heads.leave(t.head);
+      kv_heads.leave(t.pair);
+      if (--remaining[t.pair] == 0) {  // its K/V will not be read again
+        for (std::uint64_t j = 0; j < nkb; ++j)
+          l2.forget(static_cast<std::uint32_t>(t.kv_slot * nkb + j));
+        free_slots.push_back(t.kv_slot);
+        slot_of[t.pair] = none;
+      }
+    }
+    // Freed slots take the next CTAs in launch order, from the next step on.
+    while (launched < ctas && next.size() < slots) next.push_back(launch());
+    resident.swap(next);
+  }
+  st.heads = heads_sum / static_cast<double>(st.steps);
+  st.kv_heads = kv_sum / static_cast<double>(st.steps);
+  return st;
+}
+
+// Standard attention's three kernels as one ordered stream of row panels
+// (docs/model.md): GEMM writes S panel by panel, softmax reads S and writes P,
+// GEMM reads P and V and writes O. Each GEMM reads its K or V once per head.
+template <class Sink>
+void run_standard(const Shape& s, const L2SimConfig& c, Sink& l2) {
+  validate(s);
+  validate(c);
+  constexpr std::string_view what = "L2 simulation";
+  const std::uint64_t e = elem_bytes(s.dtype);
+  const std::uint64_t nqb = query_blocks(s);
+  const std::uint64_t group = group_size(s);
+  const std::uint64_t kv_pairs = checked_mul(s.batch, s.kv_heads, what);
+  const std::uint64_t panels = checked_product(what, s.batch, s.heads, nqb);
+  const std::uint64_t accesses = checked_add(checked_mul(6, panels, what),
+                                             checked_product(what, 2, s.batch, s.heads), what);
+  refuse_if_too_large(s, accesses, "the standard-attention L2 simulation");
+  const std::uint64_t objects = checked_add(checked_mul(2, kv_pairs, what),
+                                            checked_mul(2, panels, what), what);
+  if (objects >= (std::uint64_t{1} << 28))
+    throw Error("shape " + describe(s) + ": the standard-attention L2 simulation would track " +
+                std::to_string(objects) + " objects (at most " +
+                std::to_string(std::uint64_t{1} << 28) + ")");
+  l2.reserve_objects(static_cast<std::size_t>(objects));
+  const auto k_id = [&](std::uint64_t pair) { return static_cast<std::uint32_t>(pair); };
+  const auto v_id = [&](std::uint64_t pair) { return static_cast<std::uint32_t>(kv_pairs + pair); };
+  const auto s_id = [&](std::uint64_t panel) {
+    return static_cast<std::uint32_t>(2 * kv_pairs + panel);
+  };
+  const auto p_id = [&](std::uint64_t panel) {
+    return static_cast<std::uint32_t>(2 * kv_pairs + panels + panel);
+  };
+  const std::uint64_t kv_bytes = e * s.seq_kv * s.head_dim;
+  const bool qo = c.q_o_allocate;
+  auto rows_of = [&](std::uint64_t i) { return std::min(s.block_rows, s.seq_q - i * s.block_rows); };
+
+  // Kernel 1: S = Q K^T.
+  for (std::uint64_t b = 0; b < s.batch; ++b)
+    for (std::uint64_t h = 0; h < s.heads; ++h) {
+      const std::uint64_t pair = b * s.kv_heads + h / group;
+      l2.read(k_id(pair), kv_bytes);
+      for (std::uint64_t i = 0; i < nqb; ++i) {
+        l2.read(none, e * rows_of(i) * s.head_dim, qo);
+        l2.write(s_id((b * s.heads + h) * nqb + i), e * rows_of(i) * s.seq_kv);
+      }
+      if (h % group == group - 1) l2.forget(k_id(pair));
+    }
+  // Kernel 2: P = softmax(S), row panel by row panel.
+  for (std::uint64_t panel = 0; panel < panels; ++panel) {
+    const std::uint64_t bytes = e * rows_of(panel % nqb) * s.seq_kv;
+    l2.read(s_id(panel), bytes);
+    l2.forget(s_id(panel));
+    l2.write(p_id(panel), bytes);
+  }
+  // Kernel 3: O = P V.
+  for (std::uint64_t b = 0; b < s.batch; ++b)
+    for (std::uint64_t h = 0; h < s.heads; ++h) {
+      const std::uint64_t pair = b * s.kv_heads + h / group;
+      l2.read(v_id(pair), kv_bytes);
+      for (std::uint64_t i = 0; i < nqb; ++i) {
+        const std::uint64_t panel = (b * s.heads + h) * nqb + i;
+        l2.read(p_id(panel), e * rows_of(i) * s.seq_kv);
+        l2.forget(p_id(panel));
+        l2.write(none, e * rows_of(i) * s.head_dim, qo);
+      }
+      if (h % group == group - 1) l2.forget(v_id(pair));
+    }
+}
+
+L2SimResult result_at(const StackL2& l2, std::uint64_t capacity) {
+  L2SimResult r;
+  r.dram_read_bytes = l2.dram_reads(capacity);
+  r.dram_write_bytes = l2.writes();
+  r.dram_bytes = checked_add(r.dram_read_bytes, r.dram_write_bytes, "L2 simulation bytes");
+  r.read_request_bytes = l2.requested();
+  r.l2_hit_rate = r.read_request_bytes == 0
+                      ? 0.0
+                      : static_cast<double>(r.read_request_bytes - r.dram_read_bytes) /
+                            static_cast<double>(r.read_request_bytes);
+  r.l2_bytes_to_min = l2.max_reuse_distance();
+  r.min_dram_bytes = l2.first_access_reads() + l2.writes();
+  return r;
+}
+
+std::vector<std::uint64_t> curve(const StackL2& l2, const std::vector<std::uint64_t>& caps) {
+  std::vector<std::uint64_t> out;
+  out.reserve(caps.size());
+  for (auto cap : caps) out.push_back(l2.dram_reads(cap) + l2.writes());
+  return out;
+}
+
+// Passes the access stream on, for tests and other cache models.
+struct TraceSink {
+  const std::function<void(const L2Access&)>& f;
+  void reserve_objects(std::size_t) {}
+  void read(std::uint32_t obj, std::uint64_t bytes, bool allocate = true) {
+    f({L2Access::Kind::read, obj, bytes, allocate});
+  }
+  void write(std::uint32_t obj, std::uint64_t bytes, bool allocate = true) {
+    f({L2Access::Kind::write, obj, bytes, allocate});
+  }
+  void forget(std::uint32_t obj) { f({L2Access::Kind::forget, obj, 0, true}); }
+};
+
+}  // namespace
+
+void for_each_flash_l2_access(const Shape& s, const L2SimConfig& c,
+                              const std::function<void(const L2Access&)>& on_access) {
+  TraceSink sink{on_access};
+  run_flash(s, c, sink);
+}
+
+void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
+                                 const std::function<void(const L2Access&)>& on_access) {
+  TraceSink sink{on_access};
+  run_standard(s, c, sink);
+}
+
+L2SimResult flash_l2_sim(const Shape& s, const L2SimConfig& c) {
+  StackL2 l2({c.l2_bytes});
+  const Stats st = run_flash(s, c, l2);
+  L2SimResult r = result_at(l2, c.l2_bytes);
+  r.heads_per_wave = st.heads;
+  r.kv_heads_per_wave = st.kv_heads;
+  r.waves = st.waves;
+  r.steps = st.steps;
+  return r;
+}
+
+L2SimResult standard_l2_sim(const Shape& s, const L2SimConfig& c) {
+  StackL2 l2({c.l2_bytes});
+  run_standard(s, c, l2);
+  return result_at(l2, c.l2_bytes);
+}
+
+std::vector<std::uint64_t> flash_l2_curve(const Shape& s, const L2SimConfig& c,
+                                          const std::vector<std::uint64_t>& capacities) {
+  StackL2 l2(capacities);
+  run_flash(s, c, l2);
+  return curve(l2, capacities);
+}
+
+std::vector<std::uint64_t> standard_l2_curve(const Shape& s, const L2SimConfig& c,
+                                             const std::vector<std::uint64_t>& capacities) {
+  StackL2 l2(capacities);
+  run_standard(s, c, l2);
+  return curve(l2, capacities);
+}
+
+std::uint64_t kv_footprint_bytes(const Shape& s) {
+  validate(s);
+  return checked_product("K/V footprint", 2, s.batch, s.kv_heads, s.seq_kv, s.head_dim,
+                         elem_bytes(s.dtype));
+}
+
+std::uint64_t qo_footprint_bytes(const Shape& s) {
+  validate(s);
+  return checked_product("Q/O footprint", 2, s.batch, s.heads, s.seq_q, s.head_dim,
+                         elem_bytes(s.dtype));
+}
+
+}  // namespace hbmscope
+
+namespace hbmscope {
+
+void add_l2_sim(Row& row, const L2SimConfig& c) {
+  L2SimResult f, st;
+  try {
+    f = flash_l2_sim(row.shape, c);
+    st = standard_l2_sim(row.shape, c);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.rfind("shape ", 0) == 0) throw;
+    throw Error("shape " + describe(row.shape) + ": " + msg);
+  }
+  auto ratio = [&](std::uint64_t bytes) {
+    return bytes == 0 ? 0.0 : static_cast<double>(row.flops) / static_cast<double>(bytes);
+  };
+  row.variants.push_back({"flash_l2_sim", f.dram_bytes, ratio(f.dram_bytes)});
+  row.variants.push_back({"standard_l2_sim", st.dram_bytes, ratio(st.dram_bytes)});
+  L2SimDetail d;
+  d.l2_bytes = c.l2_bytes;
+  d.sm_count = c.sm_count;
+  d.ctas_per_sm = c.ctas_per_sm;
+  d.order = std::string(rasterization_name(c.order));
+  d.q_o_allocate = c.q_o_allocate;
+  d.flash = {f.dram_read_bytes, f.dram_write_bytes, f.l2_hit_rate, f.l2_bytes_to_min};
+  d.standard = {st.dram_read_bytes, st.dram_write_bytes, st.l2_hit_rate, st.l2_bytes_to_min};
+  d.heads_per_wave = f.heads_per_wave;
+  d.kv_heads_per_wave = f.kv_heads_per_wave;
+  d.waves = f.waves;
+  row.l2_sim = d;
+}
+
+}  // namespace hbmscope
