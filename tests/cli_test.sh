@@ -93,5 +93,85 @@ check "failed run keeps old report" cmp -s "$work/report.json" "$work/before.jso
 check "no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
 expect_error "unwritable output" "cannot write" model --output "$work/no/such/dir/r.json"
 
+# --pass and --fa1 on model.
+"$bin" model --pass bwd --seq 4096 --head-dim 64 --format json >"$work/bwd.json"
+check "bwd json" python3 -c "import json; r=json.load(open('$work/bwd.json'))['rows'][0]; assert r['shape']['pass']=='bwd'; assert r['bytes']=={'standard':239075328,'flash_no_l2':107495424,'floor':4210688}, r['bytes']; assert r['flops']==10737418240"
+"$bin" model --fa1 >"$work/fa1"
+check "--fa1 column" grep -q "4096 × 64  *136 MB  *54 MB  *34.6 MB  *2.1 MB" "$work/fa1"
+"$bin" model --pass fwd,bwd,fwdbwd --seq 4096 --head-dim 64 >"$work/passes"
+check "pass column" grep -q "fwd + bwd  *375 MB  *142 MB  *6.31 MB" "$work/passes"
+expect_error "bad pass" "--pass: 'sideways' is not a pass" model --pass sideways
+
+# walk and softmax, piped: the final frame only, no escape codes.
+esc=$(printf '\033')
+"$bin" walk >"$work/walk" 2>"$work/err"
+check "walk exits 0" test $? -eq 0
+check "walk piped: one frame" test "$(grep -c 'FlashAttention-[12] order' "$work/walk")" -eq 1
+check "walk piped: final frame" grep -q "All 64 tiles done" "$work/walk"
+check "walk piped: counter at its total" grep -q "2,359,296 B  of  2,359,296 B  flash_no_l2" "$work/walk"
+check "walk piped: no escapes" bash -c "! grep -q '$esc' '$work/walk'"
+"$bin" walk --animate --delay 1000 >"$work/walk2"
+check "walk --animate piped: final frame only, at once" cmp -s "$work/walk" "$work/walk2"
+"$bin" walk --order fa1 --seq 4096 >"$work/walk1"
+check "walk fa1 total" grep -q "54,034,432 B  of  54,034,432 B  flash1_no_l2" "$work/walk1"
+"$bin" softmax 3 1 4 1 5 9 2 6 --block 3 >"$work/sm" 2>"$work/err"
+check "softmax exits 0" test $? -eq 0
+check "softmax steps" test "$(grep -c '^Block ' "$work/sm")" -eq 3
+check "softmax rescale" grep -q "rescale: l x e^(m - m') = 1.41767 x e^(4 - 9)" "$work/sm"
+check "softmax result" grep -q "Largest difference" "$work/sm"
+check "softmax piped: no escapes" bash -c "! grep -q '$esc' '$work/sm'"
+"$bin" softmax --random 12 --seed 7 --block 5 >"$work/sm2"
+"$bin" softmax --random 12 --seed 7 --block 5 >"$work/sm3"
+check "softmax --random is reproducible" cmp -s "$work/sm2" "$work/sm3"
+"$bin" softmax -1 2 -3 >/dev/null 2>&1; check "softmax negative values" test $? -eq 0
+"$bin" walk --help >"$work/whelp"
+check "walk --help teaches" grep -q "Examples:" "$work/whelp"
+"$bin" softmax --help >"$work/shelp"
+check "softmax --help teaches" grep -q "Examples:" "$work/shelp"
+expect_error "softmax non-numeric" "'abc' is not a number" softmax 1 abc
+expect_error "softmax block 0" "--block: '0' must be positive" softmax 1 2 --block 0
+expect_error "softmax nothing" "no values" softmax
+expect_error "softmax all -inf" "every value is -inf" softmax -- -inf -inf
+expect_error "walk two shapes" "walk draws one shape" walk --seq 1024,2048
+expect_error "walk order" "--order: 'fa3'" walk --order fa3
+expect_error "walk bwd" "forward pass only" walk --pass bwd
+
+# Under a terminal: tmux with its own server, a 200 x 60 pane.
+if command -v tmux >/dev/null 2>&1; then
+  tsock="hbmscope-test-$$"
+  tm() { tmux -L "$tsock" -f /dev/null "$@"; }
+  # wait_for TEXT: poll the pane until TEXT shows (10 s at most)
+  wait_for() {
+    for _ in $(seq 100); do
+      tm capture-pane -p -t t | grep -qF -- "$1" && return 0
+      sleep 0.1
+    done
+    return 1
+  }
+  tm new-session -d -s t -x 200 -y 60 "env -u NO_COLOR TERM=xterm-256color bash --norc --noprofile"
+  tm send-keys -t t "'$bin' walk --delay 300" Enter
+  check "tmux walk: animates (a tile on chip)" wait_for "@@"
+  check "tmux walk: status line" wait_for "Tile "
+  tm capture-pane -p -e -t t >"$work/tmux-colour"
+  check "tmux walk: colour on a terminal" grep -q "$esc\[" "$work/tmux-colour"
+  tm send-keys -t t C-c
+  tm send-keys -t t "clear; '$bin' walk --delay 1; echo walk-''ended" Enter
+  check "tmux walk: reaches the end" wait_for "walk-ended"
+  tm capture-pane -p -t t >"$work/tmux-walk"
+  check "tmux walk: final frame drawn in place" test "$(grep -c 'FlashAttention-[12] order' "$work/tmux-walk")" -eq 1
+  check "tmux walk: counters at their totals" grep -q "2,359,296 B  of  2,359,296 B" "$work/tmux-walk"
+  tm send-keys -t t "clear; NO_COLOR=1 '$bin' walk --delay 1 --order fa1 --causal; echo fa1-''ended" Enter
+  check "tmux walk fa1: reaches the end" wait_for "fa1-ended"
+  tm capture-pane -p -e -t t >"$work/tmux-nocolour"
+  check "tmux NO_COLOR: no colour" bash -c "! grep -q '$esc\[[0-9;]*m' '$work/tmux-nocolour'"
+  check "tmux walk fa1: masked legend" grep -q "hidden by the causal mask" "$work/tmux-nocolour"
+  tm send-keys -t t "clear; '$bin' softmax 3 1 4 1 5 9 2 6 --block 3 --delay 50; echo softmax-''ended" Enter
+  check "tmux softmax: reaches the end" wait_for "softmax-ended"
+  tm capture-pane -p -t t >"$work/tmux-softmax"
+  check "tmux softmax: steps and result" grep -q "Largest difference" "$work/tmux-softmax"
+  check "tmux softmax: three blocks" test "$(grep -c '^Block ' "$work/tmux-softmax")" -eq 3
+  tm kill-server 2>/dev/null
+fi
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

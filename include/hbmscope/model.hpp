@@ -20,6 +20,32 @@ std::uint64_t floor_bytes(const Shape& s);
 // 4*Nq*Nkv*d per head, halved when causal (FlashAttention benchmarks' convention).
 std::uint64_t attention_flops(const Shape& s);
 
+// (query block, key block) tiles visited for one head (T in docs/model.md):
+// ceil(Nq/Br)*ceil(Nkv/Bc) without a mask. The same pairs in either loop order.
+std::uint64_t visited_tiles(const Shape& s);
+// Query rows streamed past all key blocks of one head (R in docs/model.md): the
+// real rows of each visited tile's query block, ceil(Nkv/Bc)*Nq without a mask.
+std::uint64_t streamed_query_rows(const Shape& s);
+
+// FlashAttention-1 forward loop order (key/value blocks outer, query blocks
+// inner): Q, O and the fp32 row statistics l, m re-read and O, l, m re-written
+// for every visited tile; O, l, m initialised in HBM first. Forward pass only.
+std::uint64_t flash1_no_l2_bytes(const Shape& s);
+
+// Backward pass (docs/model.md lists every read and write). Standard: five
+// kernels with P kept from the forward pass. FlashAttention-2: the D = rowsum(dO o O)
+// preprocessing, key blocks outer with dQ accumulated in fp32 by atomic adds, the
+// dQ conversion; with GQA, dK and dV per query head then summed per kv head.
+std::uint64_t standard_bwd_bytes(const Shape& s);
+std::uint64_t flash_bwd_no_l2_bytes(const Shape& s);
+// Each backward input (Q, K, V, O, dO, log-sum-exp) read once, each output
+// (dQ, dK, dV) written once.
+std::uint64_t floor_bwd_bytes(const Shape& s);
+
+// FLOPs of s.pass: forward 4*Nq*Nkv*d per head, backward 2.5x that, forward +
+// backward 3.5x; halved when causal.
+std::uint64_t pass_flops(const Shape& s);
+
 struct ModelBytes {
   std::uint64_t standard = 0;
   std::uint64_t flash_no_l2 = 0;
@@ -27,6 +53,8 @@ struct ModelBytes {
   std::uint64_t flops = 0;
 };
 
+// The three variants' totals and the FLOPs of s.pass (forward, backward, or
+// their sum for fwdbwd). For the forward pass these are the functions above.
 ModelBytes evaluate(const Shape& s);
 
 inline double intensity(std::uint64_t flops, std::uint64_t bytes) {

@@ -13,6 +13,13 @@ std::string_view dtype_name(Dtype d);
 std::optional<Dtype> parse_dtype(std::string_view s);
 std::uint64_t elem_bytes(Dtype d);
 
+// Which pass the model counts: the forward pass, the backward pass (gradients
+// from dO, with what the forward kept), or both in a training step.
+enum class Pass { fwd, bwd, fwdbwd };
+
+std::string_view pass_name(Pass p);
+std::optional<Pass> parse_pass(std::string_view s);
+
 struct Shape {
   std::uint64_t batch = 1;
   std::uint64_t heads = 1;     // query heads, H
@@ -24,6 +31,7 @@ struct Shape {
   std::uint64_t block_rows = 128;  // Br: queries per FlashAttention block
   std::uint64_t block_cols = 128;  // Bc: keys per FlashAttention block
   bool causal = false;
+  Pass pass = Pass::fwd;
 
   friend bool operator==(const Shape&, const Shape&) = default;
 };

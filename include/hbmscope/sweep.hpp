@@ -18,6 +18,7 @@ namespace hbmscope {
 // "START:STOP:+S" (arithmetic). Throws Error naming `option` and the bad text.
 std::vector<std::uint64_t> parse_int_axis(std::string_view text, std::string_view option);
 std::vector<Dtype> parse_dtype_axis(std::string_view text, std::string_view option);
+std::vector<Pass> parse_pass_axis(std::string_view text, std::string_view option);
 
 // The most shapes one sweep may expand to.
 inline constexpr std::size_t max_sweep_shapes = 10'000'000;
@@ -35,13 +36,14 @@ struct SweepAxes {
   std::vector<std::uint64_t> block_rows{128};
   std::vector<std::uint64_t> block_cols{128};
   std::vector<bool> causal{false};
+  std::vector<Pass> pass{Pass::fwd};
 };
 
 // The design note's table: 4096 x 64, 4096 x 128, 8192 x 128, BF16, blocks of 128.
 SweepAxes note_axes();
 
 // Every combination, outermost first: batch, heads, kv_heads, dtype, causal,
-// block_rows, block_cols, (seq, seq_kv, head_dim). Each shape is validated.
+// block_rows, block_cols, (seq, seq_kv, head_dim), pass. Each shape is validated.
 std::vector<Shape> expand(const SweepAxes& axes);
 
 using Progress = std::function<void(std::size_t done, std::size_t total)>;
@@ -50,5 +52,13 @@ using Progress = std::function<void(std::size_t done, std::size_t total)>;
 // that cannot be counted (overflow), naming it.
 std::vector<Row> model_rows(const std::vector<Shape>& shapes, const Progress& progress = {});
 Row model_row(const Shape& s);
+
+// Variants beyond the three of every row.
+struct ModelOptions {
+  bool flash1 = false;  // add flash1_no_l2 (FlashAttention-1 order) to forward-pass rows
+};
+Row model_row(const Shape& s, const ModelOptions& options);
+std::vector<Row> model_rows(const std::vector<Shape>& shapes, const ModelOptions& options,
+                            const Progress& progress);
 
 }  // namespace hbmscope

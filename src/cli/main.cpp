@@ -24,15 +24,29 @@ void emit(const std::string& text, const cli::OutputOptions& out) {
 }
 
 int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
-              const cli::OutputOptions& out) {
+              const cli::OutputOptions& out, const ModelOptions& variants) {
   const PrintOptions print = cli::to_print_options(out);
   const auto l2_config = cli::to_l2_config(l2);
   Report report;
   report.command = "model";
-  report.rows = model_rows(expand(cli::to_axes(shape)));
+  report.rows = model_rows(expand(cli::to_axes(shape)), variants, {});
+  // The L2 simulation models the forward pass only.
   if (l2_config)
-    for (Row& row : report.rows) add_l2_sim(row, *l2_config);
+    for (Row& row : report.rows)
+      if (row.shape.pass == Pass::fwd) add_l2_sim(row, *l2_config);
   emit(render(report, print), out);
+  return 0;
+}
+
+int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
+  const Shape s = cli::walk_shape(shape);
+  play_walk(s, cli::parse_order(o.order), cli::playback(o.animate, o.delay_ms), stdout);
+  return 0;
+}
+
+int run_softmax(const cli::SoftmaxOptions& o) {
+  const SoftmaxTrace t = trace_online_softmax(cli::softmax_values(o), cli::softmax_block(o));
+  play_softmax(t, cli::playback(o.animate, o.delay_ms), stdout);
   return 0;
 }
 
@@ -69,7 +83,24 @@ int main(int argc, char** argv) {
   cli::add_shape_options(*model, model_shape);
   cli::add_l2_options(*model, model_l2);
   cli::add_output_options(*model, model_out);
+  ModelOptions model_variants;
+  model->add_flag("--fa1", model_variants.flash1,
+                  "Add the FlashAttention-1 loop order column (flash1_no_l2; forward pass only)");
   model->footer(cli::model_columns_help);
+
+  cli::ShapeOptions walk_shape;
+  cli::WalkOptions walk_opts;
+  CLI::App* walk = app.add_subcommand(
+      "walk", "Animate FlashAttention's tile loop on one head, counting bytes as it goes");
+  cli::add_shape_options(*walk, walk_shape);
+  cli::add_walk_options(*walk, walk_opts);
+  walk->footer(cli::walk_help);
+
+  cli::SoftmaxOptions softmax_opts;
+  CLI::App* softmax = app.add_subcommand(
+      "softmax", "Step through online softmax block by block, beside the two-pass softmax");
+  cli::add_softmax_options(*softmax, softmax_opts);
+  softmax->footer(cli::softmax_help);
 
   try {
     auto args = with_default_command(argc, argv);
@@ -86,7 +117,9 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (model->parsed()) return run_model(model_shape, model_l2, model_out);
+    if (model->parsed()) return run_model(model_shape, model_l2, model_out, model_variants);
+    if (walk->parsed()) return run_walk(walk_shape, walk_opts);
+    if (softmax->parsed()) return run_softmax(softmax_opts);
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
     return 1;

@@ -4,12 +4,21 @@
 
 namespace hbmscope::cli {
 
-const char* const model_columns_help = R"(Columns (bytes through HBM, reads + writes, one forward pass):
+const char* const model_columns_help = R"(Columns (bytes through HBM, reads + writes, one forward pass unless --pass says otherwise):
   Standard attention           three kernels; S and P (N x N) each written and read once
   FlashAttention, no L2 reuse  FlashAttention-2 order; K and V re-read from HBM for every
                                query block of Br rows
   Every value once (floor)     Q, K, V read once and O written once: the least any kernel moves
   --wide adds FLOPs (4*Nq*Nkv*d per head, halved when causal) and FLOP/B per variant.
+  --fa1 adds "FlashAttention-1 order, no L2 reuse" (variant flash1_no_l2): key/value blocks
+  outer, so Q, O and the fp32 row statistics l, m are re-read and O, l, m re-written for
+  every key block (forward pass only).
+
+With --pass bwd the same three columns count the backward pass: standard = five kernels
+with P kept from the forward pass; FlashAttention = FA2's backward (D = rowsum(dO o O),
+key blocks outer, dQ accumulated in fp32 by atomic adds, then converted); floor = Q, K,
+V, O, dO and the log-sum-exp read once, dQ, dK, dV written once. FLOPs are 2.5x the
+forward's; --pass fwdbwd adds both passes (3.5x). docs/model.md lists every read and write.
 
 With --l2-bytes, a simulation of the CTA schedule and an LRU L2 adds (docs/model.md):
   FlashAttention, simulated L2  FlashAttention-2's DRAM bytes when CTAs run in launch order on
@@ -29,6 +38,8 @@ Examples:
   hbmscope model --seq 1K:128K:x2 --head-dim 128 --heads 32 --kv-heads 8 --causal
   hbmscope model --seq 4096 --head-dim 64,128 --dtype bf16,fp8 --format csv
   hbmscope model --format json --output report.json
+  hbmscope model --pass fwd,bwd,fwdbwd --seq 4096 --head-dim 64
+  hbmscope model --fa1                      the note's table with FlashAttention-1's order
   hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132)";
 
 void add_shape_options(CLI::App& app, ShapeOptions& o) {
@@ -55,6 +66,10 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
       ->type_name("LIST");
   app.add_flag("--causal", o.causal,
                "Causal mask: query row r sees key c iff c <= r + (Nkv - Nq); halves FLOPs");
+  app.add_option("--pass", o.pass,
+                 "Pass(es) counted: fwd (forward), bwd (backward, from dO), fwdbwd (both, one "
+                 "training step), e.g. fwd,bwd [default: fwd]")
+      ->type_name("LIST");
 }
 
 void add_l2_options(CLI::App& app, L2Options& o) {
@@ -103,6 +118,7 @@ SweepAxes to_axes(const ShapeOptions& o) {
   if (o.block_rows) a.block_rows = parse_int_axis(*o.block_rows, "block-rows");
   if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
   a.causal = {o.causal};
+  if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
   return a;
 }
 

@@ -5,9 +5,11 @@
 #include <optional>
 #include <string>
 
+#include "hbmscope/animations.hpp"
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/sweep.hpp"
+#include "hbmscope/tile_walk.hpp"
 
 namespace hbmscope::cli {
 
@@ -16,6 +18,7 @@ struct ShapeOptions {
   std::optional<std::string> seq, seq_kv, head_dim, batch, heads, kv_heads, dtype, block_rows,
       block_cols;
   bool causal = false;
+  std::optional<std::string> pass;  // fwd, bwd, fwdbwd (a list)
 };
 
 struct OutputOptions {
@@ -44,5 +47,45 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o);
 
 // Help text shared by the commands that print model rows.
 extern const char* const model_columns_help;
+
+}  // namespace hbmscope::cli
+
+namespace hbmscope::cli {
+
+// `walk`: one shape (the shape options, defaulting to 1024 x 64) and playback.
+struct WalkOptions {
+  std::string order = "fa2";
+  bool animate = true;
+  unsigned delay_ms = 100;
+};
+
+// `softmax`: the values, or --random N --seed S, in blocks of --block.
+struct SoftmaxOptions {
+  std::vector<std::string> values;
+  std::string block = "3";
+  std::optional<std::string> random;
+  std::string seed = "1";
+  bool animate = true;
+  unsigned delay_ms = 500;
+};
+
+void add_walk_options(CLI::App& app, WalkOptions& o);
+void add_softmax_options(CLI::App& app, SoftmaxOptions& o);
+
+// The one shape `walk` draws: --seq defaults to 1024 and --head-dim to 64 (not
+// the note's rows); lists are refused.
+Shape walk_shape(ShapeOptions o);
+LoopOrder parse_order(const std::string& s);
+// The values `softmax` traces: parsed numbers (a comma list is split), or the
+// random ones. Throws Error on bad or missing input.
+std::vector<double> softmax_values(const SoftmaxOptions& o);
+std::size_t softmax_block(const SoftmaxOptions& o);
+
+// How to play an animation on this stdout: steps and colour only on a
+// terminal (not TERM=dumb), colour never when NO_COLOR is set and not empty.
+Playback playback(bool animate, unsigned delay_ms);
+
+extern const char* const walk_help;
+extern const char* const softmax_help;
 
 }  // namespace hbmscope::cli

@@ -101,4 +101,19 @@ std::vector<Dtype> parse_dtype_axis(std::string_view text, std::string_view opti
   return out;
 }
 
+std::vector<Pass> parse_pass_axis(std::string_view text, std::string_view option) {
+  std::vector<Pass> out;
+  if (trim(text).empty()) bad(option, text, "is an empty list");
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = trim(text.substr(pos, comma - pos));
+    const auto p = parse_pass(item);
+    if (!p) bad(option, item, "is not a pass (fwd, bwd, fwdbwd)");
+    out.push_back(*p);
+    pos = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace hbmscope

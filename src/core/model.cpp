@@ -70,7 +70,138 @@ u128 causal_columns_full_blocks(const Shape& s, std::uint64_t full) {
   return cols;
 }
 
+// Tiles visited by the full query blocks i in [0, full) under the causal mask:
+// block i visits key blocks 0..floor(c_max(i)/Bc), c_max(i) = Br*i + Br - 1 + off.
+u128 causal_tiles_full_blocks(const Shape& s, std::uint64_t full) {
+  const auto Br = static_cast<i128>(s.block_rows);
+  const auto Bc = static_cast<i128>(s.block_cols);
+  const i128 b = Br - 1 + static_cast<i128>(causal_offset(s));
+  i128 i0 = 0;
+  if (b < 0) i0 = (-b + Br - 1) / Br;
+  if (i0 >= static_cast<i128>(full)) return 0;
+  const i128 count = static_cast<i128>(full) - i0;
+  return floor_sum(static_cast<u128>(count), static_cast<u128>(Bc), static_cast<u128>(Br),
+                   static_cast<u128>(Br * i0 + b)) +
+         static_cast<u128>(count);
+}
+
+// Sums byte terms with every step checked.
+struct Total {
+  std::string_view what;
+  std::uint64_t value = 0;
+  template <typename... Ts>
+  void add(std::uint64_t first, Ts... rest) {
+    value = checked_add(value, checked_product(what, first, rest...), what);
+  }
+};
+
 }  // namespace
+
+std::uint64_t visited_tiles(const Shape& s) {
+  validate(s);
+  const std::uint64_t nqb = query_blocks(s);
+  const std::uint64_t nkb = key_blocks(s);
+  if (!s.causal) return checked_mul(nqb, nkb, "visited tiles");
+  // The last query block ends at row Nq-1, which sees every key.
+  const bool ragged = s.seq_q % s.block_rows != 0;
+  u128 t = causal_tiles_full_blocks(s, ragged ? nqb - 1 : nqb);
+  if (ragged) t += nkb;
+  return to_u64(t, "visited tiles");
+}
+
+std::uint64_t streamed_query_rows(const Shape& s) {
+  // Every visited tile has Br rows except those of a partial last query block,
+  // which visits all key blocks: R = Br*T - (ceil(Nq/Br)*Br - Nq)*ceil(Nkv/Bc).
+  const std::uint64_t t = visited_tiles(s);
+  const std::uint64_t missing = query_blocks(s) * s.block_rows - s.seq_q;
+  const u128 r = static_cast<u128>(s.block_rows) * t - static_cast<u128>(missing) * key_blocks(s);
+  return to_u64(r, "streamed query rows");
+}
+
+std::uint64_t flash1_no_l2_bytes(const Shape& s) {
+  validate(s);
+  Total t{"FlashAttention-1 bytes"};
+  const std::uint64_t e = elem_bytes(s.dtype);
+  const std::uint64_t H = s.heads, d = s.head_dim;
+  t.add(e, H, s.seq_q, d);           // O initialised to 0
+  t.add(8, H, s.seq_q);              // l = 0 and m = -inf initialised (fp32)
+  t.add(2, e, H, s.seq_kv, d);       // K_j, V_j read once per (query head, key block)
+  const std::uint64_t r = streamed_query_rows(s);
+  t.add(3, e, d, H, r);              // per tile: read Q_i, read O_i, write O_i
+  t.add(16, H, r);                   // per tile: read and write l_i, m_i (fp32)
+  return checked_mul(t.value, s.batch, t.what);
+}
+
+namespace {
+// With GQA the kernels write dK and dV per query head; a reduction then reads
+// those and writes the kv head's sum (docs/model.md).
+void add_gqa_reduction(Total& t, const Shape& s, std::uint64_t e) {
+  if (s.heads == s.kv_heads) return;
+  t.add(2, e, s.heads, s.seq_kv, s.head_dim);     // read per-query-head dK, dV
+  t.add(2, e, s.kv_heads, s.seq_kv, s.head_dim);  // write the group sums
+}
+}  // namespace
+
+std::uint64_t standard_bwd_bytes(const Shape& s) {
+  validate(s);
+  Total t{"standard attention backward bytes"};
+  const std::uint64_t e = elem_bytes(s.dtype);
+  const std::uint64_t H = s.heads, Nq = s.seq_q, Nkv = s.seq_kv, d = s.head_dim;
+  // dV = P^T dO: read P, read dO, write dV.
+  // dP = dO V^T: read dO, read V, write dP.
+  // dS = P o (dP - rowsum(dP o P)): read P, read dP, write dS.
+  // dQ = scale dS K: read dS, read K, write dQ.
+  // dK = scale dS^T Q: read dS, read Q, write dK.
+  t.add(7, e, H, Nq, Nkv);  // P twice, dP twice, dS three times
+  t.add(4, e, H, Nq, d);    // dO twice, Q, dQ
+  t.add(4, e, H, Nkv, d);   // V, K, dV, dK
+  add_gqa_reduction(t, s, e);
+  return checked_mul(t.value, s.batch, t.what);
+}
+
+std::uint64_t flash_bwd_no_l2_bytes(const Shape& s) {
+  validate(s);
+  Total t{"FlashAttention backward bytes"};
+  const std::uint64_t e = elem_bytes(s.dtype);
+  const std::uint64_t H = s.heads, Nq = s.seq_q, Nkv = s.seq_kv, d = s.head_dim;
+  // Preprocessing: read dO and O, write D (fp32), zero the fp32 dQ accumulator.
+  t.add(2, e, H, Nq, d);
+  t.add(4, H, Nq);
+  t.add(4, H, Nq, d);
+  // Main loop, one CTA per (query head, key block): K_j, V_j read once, dK_j,
+  // dV_j written once; per visited tile Q_i, dO_i (e), LSE_i, D_i (fp32) read
+  // and the fp32 dQ_i tile read and written by the atomic adds.
+  t.add(4, e, H, Nkv, d);
+  const std::uint64_t r = streamed_query_rows(s);
+  t.add(2, e, d, H, r);
+  t.add(8, H, r);
+  t.add(8, d, H, r);
+  // dQ conversion: read the fp32 accumulator, write dQ.
+  t.add(4, H, Nq, d);
+  t.add(e, H, Nq, d);
+  add_gqa_reduction(t, s, e);
+  return checked_mul(t.value, s.batch, t.what);
+}
+
+std::uint64_t floor_bwd_bytes(const Shape& s) {
+  validate(s);
+  Total t{"backward floor bytes"};
+  const std::uint64_t e = elem_bytes(s.dtype);
+  t.add(4, e, s.heads, s.seq_q, s.head_dim);       // read Q, O, dO; write dQ
+  t.add(4, e, s.kv_heads, s.seq_kv, s.head_dim);   // read K, V; write dK, dV
+  t.add(4, s.heads, s.seq_q);                      // read the log-sum-exp (fp32)
+  return checked_mul(t.value, s.batch, t.what);
+}
+
+std::uint64_t pass_flops(const Shape& s) {
+  validate(s);
+  // Forward 4*Nq*Nkv*d, backward 10 (2.5x), both 14 (3.5x): all even, so the
+  // causal halving is exact.
+  const std::uint64_t k = s.pass == Pass::fwd ? 4 : s.pass == Pass::bwd ? 10 : 14;
+  const std::uint64_t f =
+      checked_product("FLOPs", k, s.seq_q, s.seq_kv, s.head_dim, s.heads, s.batch);
+  return s.causal ? f / 2 : f;
+}
 
 std::uint64_t streamed_key_columns(const Shape& s) {
   validate(s);
@@ -121,7 +252,14 @@ std::uint64_t attention_flops(const Shape& s) {
 }
 
 ModelBytes evaluate(const Shape& s) {
-  return {standard_bytes(s), flash_no_l2_bytes(s), floor_bytes(s), attention_flops(s)};
+  const std::uint64_t flops = pass_flops(s);
+  if (s.pass == Pass::fwd) return {standard_bytes(s), flash_no_l2_bytes(s), floor_bytes(s), flops};
+  const ModelBytes bwd{standard_bwd_bytes(s), flash_bwd_no_l2_bytes(s), floor_bwd_bytes(s), flops};
+  if (s.pass == Pass::bwd) return bwd;
+  constexpr std::string_view what = "forward + backward bytes";
+  return {checked_add(standard_bytes(s), bwd.standard, what),
+          checked_add(flash_no_l2_bytes(s), bwd.flash_no_l2, what),
+          checked_add(floor_bytes(s), bwd.floor, what), flops};
 }
 
 }  // namespace hbmscope

@@ -37,6 +37,21 @@ std::uint64_t elem_bytes(Dtype d) {
   return 0;
 }
 
+std::string_view pass_name(Pass p) {
+  switch (p) {
+    case Pass::fwd: return "fwd";
+    case Pass::bwd: return "bwd";
+    case Pass::fwdbwd: return "fwdbwd";
+  }
+  return "?";
+}
+
+std::optional<Pass> parse_pass(std::string_view s) {
+  for (Pass p : {Pass::fwd, Pass::bwd, Pass::fwdbwd})
+    if (s == pass_name(p)) return p;
+  return std::nullopt;
+}
+
 namespace {
 // Keeps signed offsets (Nkv - Nq) and tile arithmetic far from the 64-bit edge;
 // byte counts past it are refused by checked arithmetic anyway.
@@ -79,6 +94,8 @@ std::string describe(const Shape& s) {
   r.append(", blocks ").append(std::to_string(s.block_rows)).append(" x ");
   r.append(std::to_string(s.block_cols));
   if (s.causal) r.append(", causal");
+  if (s.pass == Pass::bwd) r.append(", backward");
+  if (s.pass == Pass::fwdbwd) r.append(", forward + backward");
   return r.append(")");
 }
 

@@ -29,6 +29,7 @@ std::vector<Shape> expand(const SweepAxes& a) {
   require_nonempty(a.block_rows, "block_rows");
   require_nonempty(a.block_cols, "block_cols");
   require_nonempty(a.causal, "causal");
+  require_nonempty(a.pass, "pass");
   if (a.seq_head_dim.empty()) {
     require_nonempty(a.seq, "seq");
     require_nonempty(a.head_dim, "head_dim");
@@ -43,7 +44,7 @@ std::vector<Shape> expand(const SweepAxes& a) {
   long double total = 1;
   for (std::size_t n : {a.batch.size(), a.heads.size(), kv_heads.size(), a.dtype.size(),
                         a.causal.size(), a.block_rows.size(), a.block_cols.size(), n_points,
-                        seq_kv.size()})
+                        seq_kv.size(), a.pass.size()})
     total *= static_cast<long double>(n);
   if (total > static_cast<long double>(max_sweep_shapes))
     throw Error("sweep too large: " + std::to_string(static_cast<unsigned long long>(total)) +
@@ -64,8 +65,10 @@ std::vector<Shape> expand(const SweepAxes& a) {
             for (auto br : a.block_rows)
               for (auto bc : a.block_cols)
                 for (auto [n, d] : points)
-                  for (auto nkv : seq_kv) {
+                  for (auto nkv : seq_kv)
+                  for (Pass pass : a.pass) {
                     Shape s;
+                    s.pass = pass;
                     s.batch = b;
                     s.heads = h;
                     s.kv_heads = hkv == 0 ? h : hkv;
@@ -82,10 +85,15 @@ std::vector<Shape> expand(const SweepAxes& a) {
   return out;
 }
 
-Row model_row(const Shape& s) {
+Row model_row(const Shape& s) { return model_row(s, ModelOptions{}); }
+
+Row model_row(const Shape& s, const ModelOptions& options) {
   ModelBytes m;
+  std::uint64_t flash1 = 0;
+  const bool with_flash1 = options.flash1 && s.pass == Pass::fwd;
   try {
     m = evaluate(s);
+    if (with_flash1) flash1 = flash1_no_l2_bytes(s);
   } catch (const Error& e) {
     throw Error("shape " + describe(s) + ": " + e.what());
   }
@@ -97,14 +105,21 @@ Row model_row(const Shape& s) {
       {"flash_no_l2", m.flash_no_l2, intensity(m.flops, m.flash_no_l2)},
       {"floor", m.floor, intensity(m.flops, m.floor)},
   };
+  if (with_flash1)
+    r.variants.insert(r.variants.begin() + 1, {"flash1_no_l2", flash1, intensity(m.flops, flash1)});
   return r;
 }
 
 std::vector<Row> model_rows(const std::vector<Shape>& shapes, const Progress& progress) {
+  return model_rows(shapes, ModelOptions{}, progress);
+}
+
+std::vector<Row> model_rows(const std::vector<Shape>& shapes, const ModelOptions& options,
+                            const Progress& progress) {
   std::vector<Row> rows;
   rows.reserve(shapes.size());
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    rows.push_back(model_row(shapes[i]));
+    rows.push_back(model_row(shapes[i], options));
     if (progress) progress(i + 1, shapes.size());
   }
   return rows;

@@ -17,6 +17,7 @@ nlohmann::json shape_to_json(const Shape& s) {
       {"block_rows", s.block_rows},
       {"block_cols", s.block_cols},
       {"causal", s.causal},
+      {"pass", std::string(pass_name(s.pass))},
   };
 }
 

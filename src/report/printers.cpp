@@ -53,10 +53,29 @@ std::string blocks_label(const Shape& s) {
   return std::to_string(s.block_rows) + "×" + std::to_string(s.block_cols);
 }
 
+std::string pass_title(Pass p) {
+  switch (p) {
+    case Pass::fwd: return "forward pass";
+    case Pass::bwd: return "backward pass";
+    case Pass::fwdbwd: return "forward + backward pass";
+  }
+  return {};
+}
+
+std::string pass_label(Pass p) {
+  switch (p) {
+    case Pass::fwd: return "forward";
+    case Pass::bwd: return "backward";
+    case Pass::fwdbwd: return "fwd + bwd";
+  }
+  return {};
+}
+
 // Which shape fields differ between rows: those get a column, the rest go in
 // the title line.
 struct Varying {
   bool batch = false, heads = false, dtype = false, blocks = false, causal = false;
+  bool pass = false;
 };
 
 Varying varying(const std::vector<Row>& rows) {
@@ -70,6 +89,7 @@ Varying varying(const std::vector<Row>& rows) {
     v.dtype |= b.dtype != a.dtype;
     v.blocks |= b.block_rows != a.block_rows || b.block_cols != a.block_cols;
     v.causal |= b.causal != a.causal;
+    v.pass |= b.pass != a.pass;
   }
   return v;
 }
@@ -92,7 +112,7 @@ std::string title(const Report& rep, const Varying& v) {
     for (std::size_t i = 0; i < parts.size(); ++i) who += (i ? ", " : "") + parts[i];
     who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
   }
-  std::string t = who + ", forward pass (model";
+  std::string t = who + ", " + (v.pass ? std::string("by pass") : pass_title(s.pass)) + " (model";
   if (!v.dtype) t += ", " + upper(dtype_name(s.dtype));
   if (!v.blocks) {
     t += ", blocks of " + std::to_string(s.block_rows);
@@ -148,6 +168,7 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
   if (v.blocks) cols.push_back({"Br×Bc", true, [](const Row& r) { return blocks_label(r.shape); }});
   if (v.causal)
     cols.push_back({"Causal", false, [](const Row& r) { return std::string(r.shape.causal ? "yes" : "no"); }});
+  if (v.pass) cols.push_back({"Pass", false, [](const Row& r) { return pass_label(r.shape.pass); }});
   const auto ids = variant_ids(rep);
   for (const auto& id : ids)
     cols.push_back({variant_label(id), true, [id, units = opt.units](const Row& r) {
@@ -230,9 +251,14 @@ std::string render_md(const Report& rep, const PrintOptions& opt) {
 
 std::string render_csv(const Report& rep) {
   const auto ids = variant_ids(rep);
+  // The pass column appears only when some row is not the forward pass, so
+  // forward-only CSV keeps its columns.
+  bool any_pass = false;
+  for (const Row& r : rep.rows) any_pass |= r.shape.pass != Pass::fwd;
   std::string out =
-      "batch,heads,kv_heads,seq_q,seq_kv,head_dim,dtype,elem_bytes,block_rows,block_cols,causal,"
-      "flops";
+      "batch,heads,kv_heads,seq_q,seq_kv,head_dim,dtype,elem_bytes,block_rows,block_cols,causal,";
+  if (any_pass) out += "pass,";
+  out += "flops";
   for (const auto& id : ids) out += ",bytes_" + id;
   for (const auto& id : ids) out += ",intensity_" + id;
   const bool l2 = any_l2_sim(rep);
@@ -247,7 +273,9 @@ std::string render_csv(const Report& rep) {
            std::to_string(s.seq_kv) + "," + std::to_string(s.head_dim) + "," +
            std::string(dtype_name(s.dtype)) + "," + std::to_string(elem_bytes(s.dtype)) + "," +
            std::to_string(s.block_rows) + "," + std::to_string(s.block_cols) + "," +
-           (s.causal ? "true" : "false") + "," + std::to_string(r.flops);
+           (s.causal ? "true" : "false") + "," +
+           (any_pass ? std::string(pass_name(s.pass)) + "," : std::string()) +
+           std::to_string(r.flops);
     for (const auto& id : ids) {
       const auto* v = r.variant(id);
       out += ',';

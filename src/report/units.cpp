@@ -75,6 +75,7 @@ std::string variant_label(std::string_view id) {
   if (id == "standard") return "Standard attention";
   if (id == "flash_no_l2") return "FlashAttention, no L2 reuse";
   if (id == "floor") return "Every value once (floor)";
+  if (id == "flash1_no_l2") return "FlashAttention-1 order, no L2 reuse";
   if (id == "flash_l2_sim") return "FlashAttention, simulated L2";
   if (id == "standard_l2_sim") return "Standard, simulated L2";
   return std::string(id);

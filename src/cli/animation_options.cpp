@@ -1,0 +1,155 @@
+// Options of `walk` and `softmax`, the design note's two animations.
+#include "hbmscope/error.hpp"
+#include "hbmscope/softmax_trace.hpp"
+#include "options.hpp"
+
+namespace hbmscope::cli {
+
+const char* const walk_help = R"(Draws the grid of (query block i x key block j) tiles of one head and steps
+through FlashAttention's loop order, as the design note's first animation does:
+  @  the tile on chip: S = Q_i K_j^T, the online softmax, O_i += P V_j
+  #  a tile done whose streamed operands came from HBM for the first time
+  +  a tile done whose operands were re-read: an L2 hit if they stayed cached
+     (K_j, V_j in FA2 order; Q_i, O_i and the fp32 l_i, m_i in FA1 order)
+  ·  a tile still to come; blank: a tile the causal mask hides entirely
+The strip above the grid (FA2) or left of it (FA1) marks the K_j, V_j (or Q_i, O_i)
+read at least once. Two counters run beside their closed forms and reach them on
+the last frame: bytes moved with no L2 reuse (flash_no_l2, or flash1_no_l2 with
+--order fa1) and bytes if every value moved once (floor).
+
+The shape options are model's, for one shape, with other defaults here: --seq 1024
+and --head-dim 64 (not the note's rows), blocks of 128, the forward pass.
+
+On a terminal the frames are redrawn in place, one per tile, --delay MS apart;
+piped, or with --no-animate, only the final frame is printed. Colour only on a
+terminal, and never when NO_COLOR is set.
+
+Examples:
+  hbmscope walk                                 1024 x 64, blocks of 128, FA2 order
+  hbmscope walk --order fa1 --delay 50          FlashAttention-1's order
+  hbmscope walk --seq 1000 --causal --block-rows 64
+  hbmscope walk --seq 512 --seq-kv 1024 --heads 4 --kv-heads 2 --no-animate)";
+
+const char* const softmax_help = R"(Steps through online softmax block by block, as the design note's second
+animation does: for each block, the running maximum m, the running sum l of
+e^(x - m), the rescale factor e^(m - m') when the block raises the maximum, and a
+bar per term e^(x - m) so far (new ones marked "new"; at a rescale every earlier
+bar shrinks by the same factor). Then the probabilities beside the two-pass safe
+softmax and their largest difference, in double (of order 1e-16).
+
+Values are decimal numbers (or -inf), separated by spaces or commas; negative
+numbers may be given as they are, but -inf needs `--` before the values.
+
+Examples:
+  hbmscope softmax 3 1 4 1 5 9 2 6 --block 3
+  hbmscope softmax --random 12 --seed 7 --block 4
+  hbmscope softmax --block 2 -- -1 -inf 2.5 0)";
+
+void add_walk_options(CLI::App& app, WalkOptions& o) {
+  app.add_option("--order", o.order,
+                 "Loop order: fa2 (query blocks outer, FlashAttention-2) or fa1 (key/value "
+                 "blocks outer, FlashAttention-1) [default: fa2]")
+      ->type_name("fa2|fa1");
+  app.add_flag("--animate,!--no-animate", o.animate,
+               "Step through the tiles on a terminal (the default there); --no-animate prints "
+               "the final frame only, as piped output always does");
+  app.add_option("--delay", o.delay_ms, "Milliseconds between frames, e.g. 20 [default: 100]")
+      ->type_name("MS")
+      ->check(CLI::Range(0u, 60000u));
+}
+
+void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
+  app.add_option("values", o.values, "The logits x, e.g. 3 1 4 1 5 9 2 6")->type_name("X...");
+  app.add_option("--block", o.block, "Values per block, e.g. 3 [default: 3]")->type_name("N");
+  app.add_option("--random", o.random,
+                 "Trace N random values from [-4, 4) instead, e.g. 10 (at most 200)")
+      ->type_name("N");
+  app.add_option("--seed", o.seed, "Seed of --random, e.g. 7 [default: 1]")->type_name("S");
+  app.add_flag("--animate,!--no-animate", o.animate,
+               "Pause --delay MS between blocks on a terminal (the default there); piped output "
+               "is printed at once");
+  app.add_option("--delay", o.delay_ms, "Milliseconds between blocks, e.g. 200 [default: 500]")
+      ->type_name("MS")
+      ->check(CLI::Range(0u, 60000u));
+}
+
+Shape walk_shape(ShapeOptions o) {
+  if (!o.seq) o.seq = "1024";
+  if (!o.head_dim) o.head_dim = "64";
+  const auto shapes = expand(to_axes(o));
+  if (shapes.size() != 1)
+    throw Error("walk draws one shape; the options give " + std::to_string(shapes.size()));
+  return shapes.front();
+}
+
+LoopOrder parse_order(const std::string& s) {
+  if (s == "fa2") return LoopOrder::fa2;
+  if (s == "fa1") return LoopOrder::fa1;
+  throw Error("--order: '" + s + "' is not one of fa2, fa1");
+}
+
+namespace {
+// One positive integer, with the sweep axes' syntax and errors (K suffix...).
+std::uint64_t one_count(const std::string& text, const char* option) {
+  const auto v = parse_int_axis(text, option);
+  if (v.size() != 1) throw Error(std::string("--") + option + ": '" + text + "' is not one number");
+  return v.front();
+}
+}  // namespace
+
+std::size_t softmax_block(const SoftmaxOptions& o) { return one_count(o.block, "block"); }
+
+std::vector<double> softmax_values(const SoftmaxOptions& o) {
+  softmax_block(o);  // a bad --block is named before anything else
+  if (o.random) {
+    const std::uint64_t n = one_count(*o.random, "random");
+    if (!o.values.empty()) throw Error("softmax: give values or --random N, not both");
+    if (n > max_softmax_values)
+      throw Error("--random: '" + *o.random + "' is more than " +
+                  std::to_string(max_softmax_values) + " values");
+    const bool digits = !o.seed.empty() && o.seed.size() <= 19 &&
+                        o.seed.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) throw Error("--seed: '" + o.seed + "' is not a non-negative integer");
+    return random_logits(n, std::stoull(o.seed));
+  }
+  std::vector<double> x;
+  for (const auto& arg : o.values) {
+    std::size_t pos = 0;
+    while (pos <= arg.size()) {
+      const std::size_t comma = std::min(arg.find(',', pos), arg.size());
+      x.push_back(parse_logit(arg.substr(pos, comma - pos)));
+      pos = comma + 1;
+    }
+  }
+  if (x.empty())
+    throw Error("softmax: no values (e.g. `hbmscope softmax 3 1 4 1 5`, or --random N)");
+  return x;
+}
+
+}  // namespace hbmscope::cli
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace hbmscope::cli {
+
+Playback playback(bool animate, unsigned delay_ms) {
+  Playback p;
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  const char* term = std::getenv("TERM");
+  const bool dumb = term != nullptr && std::string(term) == "dumb";
+  const char* no_color = std::getenv("NO_COLOR");
+  p.animate = tty && animate && !dumb;
+  p.delay_ms = delay_ms;
+  p.style.color = tty && !dumb && (no_color == nullptr || *no_color == '\0');
+  winsize ws{};
+  if (tty && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
+    p.term_rows = ws.ws_row;
+    p.term_cols = ws.ws_col;
+  }
+  return p;
+}
+
+}  // namespace hbmscope::cli
