@@ -8,6 +8,8 @@
 namespace hbmscope {
 
 nlohmann::json shape_to_json(const Shape& s);
+nlohmann::json measurement_to_json(const KernelMeasurement& m);
+nlohmann::json device_to_json(const DeviceReport& d);
 nlohmann::json report_to_json(const Report& r);
 
 }  // namespace hbmscope

@@ -2,10 +2,12 @@
 // What a run produces: rows of figures per shape, kept apart from how they are
 // printed (src/report) and how they were computed (src/core).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hbmscope/measurement.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -23,6 +25,7 @@ struct Row {
   Shape shape;
   std::uint64_t flops = 0;   // attention FLOPs (halved when causal)
   std::vector<VariantResult> variants;
+  std::vector<KernelMeasurement> measurements;  // `measure`: one per kernel run on this shape
 
   const VariantResult* variant(std::string_view id) const {
     for (const auto& v : variants)
@@ -34,6 +37,7 @@ struct Row {
 struct Report {
   std::string command = "model";
   std::vector<Row> rows;
+  std::optional<DeviceReport> device;  // `measure`: the device and its copy ceiling
 };
 
 }  // namespace hbmscope

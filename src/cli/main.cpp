@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "hbmscope/config.hpp"
+#include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/measure.hpp"
 #include "options.hpp"
 
 namespace {
@@ -28,6 +30,32 @@ int run_model(const cli::ShapeOptions& shape, const cli::OutputOptions& out) {
   Report report;
   report.command = "model";
   report.rows = model_rows(expand(cli::to_axes(shape)));
+  emit(render(report, print), out);
+  return 0;
+}
+
+int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
+                const cli::MeasureCliOptions& mo) {
+  const PrintOptions print = cli::to_print_options(out);
+  const auto kinds = parse_kernels(mo.kernels);
+  const bool blocks_given = shape.block_rows || shape.block_cols;
+  std::vector<Shape> shapes;
+  for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
+  MeasureOptions opt;
+  opt.repeats = mo.repeats;
+  opt.warmup = mo.warmup;
+  opt.seed = mo.seed;
+  opt.validate = !mo.no_validate;
+  auto backend = make_backend(mo.device_index);
+  if (!backend->available()) throw Error(backend->unavailable_reason());
+  Report report;
+  report.command = "measure";
+  report.device = measure_device(*backend, opt);
+  const double ceiling = copy_bandwidth(report.device->copy);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    std::fprintf(stderr, "hbmscope: measuring %zu/%zu: %s\n", i + 1, shapes.size(), describe(shapes[i]).c_str());
+    report.rows.push_back(measure_row(*backend, shapes[i], kinds, opt, ceiling));
+  }
   emit(render(report, print), out);
   return 0;
 }
@@ -65,6 +93,16 @@ int main(int argc, char** argv) {
   cli::add_output_options(*model, model_out);
   model->footer(cli::model_columns_help);
 
+  cli::ShapeOptions measure_shape;
+  cli::OutputOptions measure_out;
+  cli::MeasureCliOptions measure_opts;
+  CLI::App* measure = app.add_subcommand(
+      "measure", "Run and time the standard, flash and floor kernels on a CUDA device, next to the model");
+  cli::add_shape_options(*measure, measure_shape);
+  cli::add_measure_options(*measure, measure_opts);
+  cli::add_output_options(*measure, measure_out);
+  measure->footer(cli::measure_help);
+
   try {
     auto args = with_default_command(argc, argv);
     app.parse(args);
@@ -81,6 +119,7 @@ int main(int argc, char** argv) {
 
   try {
     if (model->parsed()) return run_model(model_shape, model_out);
+    if (measure->parsed()) return run_measure(measure_shape, measure_out, measure_opts);
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
     return 1;

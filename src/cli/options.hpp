@@ -2,6 +2,7 @@
 // Command-line options: parsing only. Strings from CLI11 become typed structs
 // here; nothing is computed or printed.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -24,7 +25,18 @@ struct OutputOptions {
   std::optional<std::string> output;
 };
 
+// `measure`'s own options.
+struct MeasureCliOptions {
+  std::string kernels = "standard,flash,floor";
+  int repeats = 20;
+  int warmup = 3;
+  int device_index = 0;
+  std::uint64_t seed = 1;
+  bool no_validate = false;
+};
+
 void add_shape_options(CLI::App& app, ShapeOptions& o);
+void add_measure_options(CLI::App& app, MeasureCliOptions& o);
 void add_output_options(CLI::App& app, OutputOptions& o);
 
 // The axes the options describe: the design note's table when neither --seq
@@ -34,5 +46,6 @@ PrintOptions to_print_options(const OutputOptions& o);
 
 // Help text shared by the commands that print model rows.
 extern const char* const model_columns_help;
+extern const char* const measure_help;
 
 }  // namespace hbmscope::cli
