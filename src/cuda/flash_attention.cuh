@@ -133,14 +133,8 @@ __global__ void __launch_bounds__(FlashShape<D, Br, Bc>::threads, 1)
   const __nv_bfloat16* k = p.k + kv_head_row * D;
   const __nv_bfloat16* v = p.v + kv_head_row * D;
 
-  // Key blocks this query block sees: all, or under the causal mask those up
-  // to the last row's last visible key.
-  int kv_end = p.seq_kv;
-  if (p.causal) {
-    const int last_row = min(q0 + Br, p.seq_q) - 1;
-    kv_end = max(0, min(p.seq_kv, last_row + p.causal_offset + 1));
-  }
-  const int n_blocks = (kv_end + Bc - 1) / Bc;
+  const bool causal = p.causal != 0;
+  const int n_blocks = key_blocks(q0, Br, Bc, p.seq_q, p.seq_kv, causal, p.causal_offset);
 
   load_tile<Br, D, Sh::threads>(s_q, q, q0, p.seq_q);
   if (n_blocks > 0) {
@@ -208,9 +202,7 @@ __global__ void __launch_bounds__(FlashShape<D, Br, Bc>::threads, 1)
     // Mask keys past the sequence and, under the causal mask, keys after the
     // row's last visible one. Only blocks that reach past either need it.
     const int key0 = j * Bc;
-    const bool needs_mask =
-        key0 + Bc > p.seq_kv || (p.causal && key0 + Bc - 1 > q0 + p.causal_offset);
-    if (needs_mask) {
+    if (block_needs_mask(q0, j, Bc, p.seq_kv, causal, p.causal_offset)) {
 #pragma unroll
       for (int t = 0; t < Sh::n_tiles_s; ++t)
 #pragma unroll
@@ -218,7 +210,7 @@ __global__ void __launch_bounds__(FlashShape<D, Br, Bc>::threads, 1)
           const RowCol rc = c_fragment(lane, e);
           const int key = key0 + t * 8 + rc.col;
           const int row = q0 + warp * 16 + rc.row;
-          if (key >= p.seq_kv || (p.causal && key > row + p.causal_offset)) s[t][e] = -INFINITY;
+          if (!key_visible(row, key, p.seq_kv, causal, p.causal_offset)) s[t][e] = -INFINITY;
         }
     }
 

@@ -94,4 +94,30 @@ HBMSCOPE_HD constexpr RowCol ldmatrix_v_address(int lane) {
   return {((lane / 8) % 2) * 8 + lane % 8, (lane / 16) * 8};
 }
 
+// --- causal mask and ragged lengths ----------------------------------------------
+// Row r sees key c iff c < seq_kv and, when causal, c <= r + offset
+// (offset = seq_kv - seq_q).
+HBMSCOPE_HD constexpr bool key_visible(int row, int key, int seq_kv, bool causal, int offset) {
+  return key < seq_kv && (!causal || key <= row + offset);
+}
+// Key blocks the query block starting at row q0 visits: all of them, or under
+// the causal mask up to its last real row's last visible key (0 if none).
+HBMSCOPE_HD constexpr int key_blocks(int q0, int block_rows, int block_cols, int seq_q, int seq_kv, bool causal,
+                                     int offset) {
+  int end = seq_kv;
+  if (causal) {
+    const int last_row = (q0 + block_rows < seq_q ? q0 + block_rows : seq_q) - 1;
+    end = last_row + offset + 1;
+    end = end < 0 ? 0 : (end > seq_kv ? seq_kv : end);
+  }
+  return (end + block_cols - 1) / block_cols;
+}
+// Whether key block j needs per-element masking: it runs past the sequence,
+// or (causal) past the first row's last visible key. Otherwise every key of it
+// is visible to every row of the query block.
+HBMSCOPE_HD constexpr bool block_needs_mask(int q0, int j, int block_cols, int seq_kv, bool causal, int offset) {
+  const int key_end = (j + 1) * block_cols;
+  return key_end > seq_kv || (causal && key_end - 1 > q0 + offset);
+}
+
 }  // namespace hbmscope::flash
