@@ -121,6 +121,7 @@ TEST_CASE("device footprint per kernel family", "[plan][memory]") {
   CHECK(device_footprint(s, KernelKind::floor) == 2 * q + 2 * kv);
   CHECK(device_footprint(s, KernelKind::flash) == 2 * q + 2 * kv + 2 * 4 * 1000 * 4);
   CHECK(device_footprint(s, KernelKind::standard) == 2 * q + 2 * kv + 2 * (2ull * 4 * 1000 * 1008 * 2));
+  CHECK(device_footprint(s, KernelKind::softmax) == device_footprint(s, KernelKind::standard));
   // Standard attention at N = 131072 needs N^2 scores per head: 68.7 GB for S and P.
   CHECK(device_footprint(shape(131072, 131072, 128), KernelKind::standard) > 68'000'000'000ull);
   CHECK_THROWS_AS(device_footprint(shape(1ull << 40, 1ull << 40, 128), KernelKind::standard), Error);

@@ -83,6 +83,7 @@ TEST_CASE("kernel list parsing (--kernels)", "[measure]") {
   CHECK_THROWS_WITH(parse_kernels("flash,"), Catch::Contains("'' is not one of"));
   CHECK(kernel_variant(KernelKind::flash) == "flash_no_l2");
   CHECK(kernel_name(KernelKind::copy) == "copy");
+  CHECK(parse_kernels("softmax") == std::vector<KernelKind>{KernelKind::softmax});
 }
 
 TEST_CASE("timing statistics", "[measure]") {
@@ -150,6 +151,24 @@ TEST_CASE("measure_row: model bytes per kernel variant and derived figures", "[m
   CHECK(fl.tflops == Approx(static_cast<double>(attention_flops(s)) / 1e-3 / 1e12));
   CHECK(fo.predicted_copy == Approx(static_cast<double>(floor_bytes(s)) / 4e12));
   CHECK(fo.predicted_peak == Approx(static_cast<double>(floor_bytes(s)) / 4.8e12));
+}
+
+TEST_CASE("softmax kernel bytes: S read once, P written once", "[measure]") {
+  FakeBackend b;
+  Shape s = note_shape();
+  s.batch = 2;
+  s.heads = 3;
+  s.kv_heads = 1;
+  s.seq_kv = 1000;
+  CHECK(softmax_bytes(s) == 2ull * 2 * 2 * 3 * 4096 * 1000);
+  const Row row = measure_row(b, with_flash_blocks(s, false), {KernelKind::softmax}, {}, 4e12);
+  CHECK(row.measurements[0].kernel == "softmax");
+  CHECK(row.measurements[0].model_bytes == softmax_bytes(s));
+  CHECK(row.measurements[0].tflops == 0.0);
+  CHECK(row.measurements[0].copy_fraction == Approx(static_cast<double>(softmax_bytes(s)) / 1e-3 / 4e12));
+  // Its bytes are the middle of the standard variant: 2 of the 4 N^2 terms.
+  Shape one = note_shape();
+  CHECK(standard_bytes(one) - 2 * softmax_bytes(one) == floor_bytes(one));
 }
 
 TEST_CASE("measure_row: failures and skips are reported, not thrown", "[measure]") {

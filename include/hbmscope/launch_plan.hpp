@@ -70,7 +70,9 @@ struct FloorPlan {
 };
 FloorPlan floor_plan(const Shape& s, int sm_count);
 
-enum class KernelKind { standard, flash, floor, copy };
+// softmax: the standard path's middle kernel alone (S -> P), timed on its own
+// so that its bandwidth can be held against the copy's.
+enum class KernelKind { standard, flash, floor, copy, softmax };
 
 // Device bytes one kernel family needs for a shape (inputs, output, scratch),
 // not counting the L2 flush buffer. Throws Error on overflow.

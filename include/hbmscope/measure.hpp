@@ -15,8 +15,13 @@ namespace hbmscope {
 // bad or repeated item.
 std::vector<KernelKind> parse_kernels(std::string_view text);
 std::string_view kernel_name(KernelKind k);
-// The model variant whose bytes a kernel is held against.
+// The model variant whose bytes a kernel is held against ("softmax": the part
+// of the standard variant the softmax kernel moves, S read + P written).
 std::string_view kernel_variant(KernelKind k);
+// Those bytes for a row (its model variants; softmax_bytes for softmax).
+std::uint64_t kernel_model_bytes(const Row& row, KernelKind k);
+// 2 * e * batch * heads * Nq * Nkv: S read once and P written once.
+std::uint64_t softmax_bytes(const Shape& s);
 
 // The shape a measurement uses: shape.block_rows/block_cols replaced by the
 // flash instantiation for its head dim (explicit values must name one). Other

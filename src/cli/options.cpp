@@ -24,6 +24,8 @@ Examples:
 const char* const measure_help = R"(Runs real kernels on a CUDA device for each shape, after the model's table:
   standard  cuBLAS S = scale*Q*K^T (BF16 S in HBM), our row softmax (S -> P, causal mask
             applied there), cuBLAS O = P*V; held against the model's "standard" bytes
+  softmax   the standard path's softmax kernel alone, on a real S: S read once, P written
+            once (2 x e x B x H x Nq x Nkv bytes); checked as part of standard
   flash     our FlashAttention-2 forward (mma.sync BF16, cp.async, online softmax); its
             Br x Bc is a compiled instantiation (default per head dim: 64 -> 128x128,
             128 -> 128x64; pick another with --block-rows/--block-cols) and the model's
@@ -55,7 +57,7 @@ Examples:
 Without a CUDA device it prints one line saying why and exits 1.)";
 
 void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
-  app.add_option("--kernels", o.kernels, "Kernels to run, e.g. flash or standard,flash,floor [default: all three]")
+  app.add_option("--kernels", o.kernels, "Kernels to run, e.g. flash or standard,softmax,flash,floor [default: all four]")
       ->type_name("LIST");
   app.add_option("--repeats", o.repeats, "Timed runs per kernel, each after an L2 flush, e.g. 50 [default: 20]")
       ->check(CLI::Range(1, 100000));

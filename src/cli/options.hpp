@@ -27,7 +27,7 @@ struct OutputOptions {
 
 // `measure`'s own options.
 struct MeasureCliOptions {
-  std::string kernels = "standard,flash,floor";
+  std::string kernels = "standard,softmax,flash,floor";
   int repeats = 20;
   int warmup = 3;
   int device_index = 0;

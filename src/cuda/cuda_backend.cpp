@@ -159,7 +159,8 @@ class CudaBackend final : public Backend {
         m.reason = "validation shape: " + *why;
         return m;
       }
-      validate(vs, kind, cfg, opt.seed, m);
+      // The softmax is checked as part of the standard path it belongs to.
+      validate(vs, kind == KernelKind::softmax ? KernelKind::standard : kind, cfg, opt.seed, m);
       if (!(m.rel_error < bf16_threshold) || !(m.lse_rel_error < bf16_threshold)) {
         m.status = MeasureStatus::failed;
         char buf[160];
@@ -172,7 +173,12 @@ class CudaBackend final : public Backend {
     if (opt.repeats > 0) {
       Buffers b = allocate(shape, kind);
       fill_inputs(shape, b, opt.seed);
-      m.timing = time([&] { enqueue(shape, kind, cfg, b); }, opt);
+      if (kind == KernelKind::softmax) {
+        enqueue_scores(shape, b);  // a real S to normalise
+        m.timing = time([&] { enqueue_softmax(shape, b); }, opt);
+      } else {
+        m.timing = time([&] { enqueue(shape, kind, cfg, b); }, opt);
+      }
     }
     m.status = MeasureStatus::ok;
     return m;
@@ -225,7 +231,7 @@ class CudaBackend final : public Backend {
     b.v = DeviceBuffer(kv);
     b.o = DeviceBuffer(q);
     if (kind == KernelKind::flash) b.lse = DeviceBuffer(lse_elements(s) * 4);
-    if (kind == KernelKind::standard) {
+    if (kind == KernelKind::standard || kind == KernelKind::softmax) {
       const std::uint64_t sp = s.batch * s.heads * s.seq_q * score_row_stride(s) * 2;
       b.s = DeviceBuffer(sp);
       b.p = DeviceBuffer(sp);
@@ -299,45 +305,73 @@ class CudaBackend final : public Backend {
         cuda::launch_flash(cfg, p, flash_geometry(s, cfg), stream_);
         break;
       }
-      case KernelKind::standard: {
-        // One GEMM batch entry per (batch, kv head): the group's query heads
-        // are contiguous in Q, so they form one (group * Nq) x d matrix
-        // against the shared K (and P against the shared V).
-        const auto d = static_cast<int>(s.head_dim);
-        const auto nkv = static_cast<int>(s.seq_kv);
-        const auto rows = static_cast<int>(s.heads / s.kv_heads * s.seq_q);
-        const auto ld = static_cast<int>(score_row_stride(s));
-        const auto batches = static_cast<int>(s.batch * s.kv_heads);
-        const long long stride_kv = static_cast<long long>(s.seq_kv * s.head_dim);
-        const long long stride_q = static_cast<long long>(rows) * d;
-        const long long stride_s = static_cast<long long>(rows) * ld;
-        const float scale = default_scale(s), one = 1.f, zero = 0.f;
-        HBMSCOPE_CUDA_CHECK(cublasGemmStridedBatchedEx(
-            blas_, CUBLAS_OP_T, CUBLAS_OP_N, nkv, rows, d, &scale, b.k.get(), CUDA_R_16BF, d, stride_kv,
-            b.q.get(), CUDA_R_16BF, d, stride_q, &zero, b.s.get(), CUDA_R_16BF, ld, stride_s, batches,
-            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        cuda::SoftmaxArgs a{};
-        a.s = b.s.get<bf16>();
-        a.p = b.p.get<bf16>();
-        a.rows = s.batch * s.heads * s.seq_q;
-        a.rows_per_head = static_cast<int>(s.seq_q);
-        a.cols = nkv;
-        a.row_stride = ld;
-        a.causal = s.causal ? 1 : 0;
-        a.causal_offset = static_cast<int>(causal_offset(s));
-        cuda::launch_softmax(softmax_plan(s), a, stream_);
-        HBMSCOPE_CUDA_CHECK(cublasGemmStridedBatchedEx(
-            blas_, CUBLAS_OP_N, CUBLAS_OP_N, d, rows, nkv, &one, b.v.get(), CUDA_R_16BF, d, stride_kv,
-            b.p.get(), CUDA_R_16BF, ld, stride_s, &zero, b.o.get(), CUDA_R_16BF, d, stride_q, batches,
-            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      case KernelKind::standard:
+        enqueue_scores(s, b);
+        enqueue_softmax(s, b);
+        enqueue_output(s, b);
         break;
-      }
       case KernelKind::floor:
         cuda::launch_floor(floor_plan(s, info_.sm_count), b.q.get<bf16>(), b.k.get<bf16>(),
                            b.v.get<bf16>(), b.o.get<bf16>(), stream_);
         break;
+      case KernelKind::softmax: enqueue_softmax(s, b); break;
       case KernelKind::copy: throw Error("the copy probe is not a kernel of a shape");
     }
+  }
+
+  // The standard path as cuBLAS sees it. One GEMM batch entry per (batch, kv
+  // head): the group's query heads are contiguous in Q, so they form one
+  // (group * Nq) x d matrix against the shared K (and P against the shared V).
+  // Row-major [rows][d] is column-major d x rows, so S^T = K^T-op * Q^T etc.
+  struct GemmDims {
+    int d, nkv, rows, ld, batches;
+    long long stride_kv, stride_q, stride_s;
+  };
+  static GemmDims gemm_dims(const Shape& s) {
+    GemmDims g{};
+    g.d = static_cast<int>(s.head_dim);
+    g.nkv = static_cast<int>(s.seq_kv);
+    g.rows = static_cast<int>(s.heads / s.kv_heads * s.seq_q);
+    g.ld = static_cast<int>(score_row_stride(s));
+    g.batches = static_cast<int>(s.batch * s.kv_heads);
+    g.stride_kv = static_cast<long long>(s.seq_kv * s.head_dim);
+    g.stride_q = static_cast<long long>(g.rows) * g.d;
+    g.stride_s = static_cast<long long>(g.rows) * g.ld;
+    return g;
+  }
+
+  // S = scale * Q K^T, BF16, rows padded to g.ld.
+  void enqueue_scores(const Shape& s, Buffers& b) {
+    const GemmDims g = gemm_dims(s);
+    const float scale = default_scale(s), zero = 0.f;
+    HBMSCOPE_CUDA_CHECK(cublasGemmStridedBatchedEx(
+        blas_, CUBLAS_OP_T, CUBLAS_OP_N, g.nkv, g.rows, g.d, &scale, b.k.get(), CUDA_R_16BF, g.d, g.stride_kv,
+        b.q.get(), CUDA_R_16BF, g.d, g.stride_q, &zero, b.s.get(), CUDA_R_16BF, g.ld, g.stride_s, g.batches,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  // P = softmax(S) row by row, causal mask applied here.
+  void enqueue_softmax(const Shape& s, Buffers& b) {
+    cuda::SoftmaxArgs a{};
+    a.s = b.s.get<__nv_bfloat16>();
+    a.p = b.p.get<__nv_bfloat16>();
+    a.rows = s.batch * s.heads * s.seq_q;
+    a.rows_per_head = static_cast<int>(s.seq_q);
+    a.cols = static_cast<int>(s.seq_kv);
+    a.row_stride = static_cast<int>(score_row_stride(s));
+    a.causal = s.causal ? 1 : 0;
+    a.causal_offset = static_cast<int>(causal_offset(s));
+    cuda::launch_softmax(softmax_plan(s), a, stream_);
+  }
+
+  // O = P V.
+  void enqueue_output(const Shape& s, Buffers& b) {
+    const GemmDims g = gemm_dims(s);
+    const float one = 1.f, zero = 0.f;
+    HBMSCOPE_CUDA_CHECK(cublasGemmStridedBatchedEx(
+        blas_, CUBLAS_OP_N, CUBLAS_OP_N, g.d, g.rows, g.nkv, &one, b.v.get(), CUDA_R_16BF, g.d, g.stride_kv,
+        b.p.get(), CUDA_R_16BF, g.ld, g.stride_s, &zero, b.o.get(), CUDA_R_16BF, g.d, g.stride_q, g.batches,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
   // Write then read a buffer of at least twice the L2: the read pass evicts

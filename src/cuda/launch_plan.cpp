@@ -140,6 +140,7 @@ std::uint64_t device_footprint(const Shape& s, KernelKind k) {
   const std::uint64_t qkvo = checked_add(checked_mul(q, 2, "footprint"), checked_mul(kv, 2, "footprint"),
                                          "footprint");
   switch (k) {
+    case KernelKind::softmax:
     case KernelKind::standard: {
       const std::uint64_t sp =
           checked_product("footprint", s.batch, s.heads, s.seq_q, score_row_stride(s), e);
@@ -165,6 +166,7 @@ std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
         return "flash kernel compiled for head dim 64 and 128 only (shape has " +
                std::to_string(s.head_dim) + ")";
       break;
+    case KernelKind::softmax:
     case KernelKind::standard: {
       const std::uint64_t rows = s.heads / s.kv_heads * s.seq_q;
       if (rows > static_cast<std::uint64_t>(INT_MAX) || score_row_stride(s) > static_cast<std::uint64_t>(INT_MAX) ||

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/model.hpp"
 #include "hbmscope/reference.hpp"
@@ -15,8 +16,19 @@ std::string_view kernel_name(KernelKind k) {
     case KernelKind::flash: return "flash";
     case KernelKind::floor: return "floor";
     case KernelKind::copy: return "copy";
+    case KernelKind::softmax: return "softmax";
   }
   return "?";
+}
+
+std::uint64_t softmax_bytes(const Shape& s) {
+  return checked_product("softmax bytes", 2, elem_bytes(s.dtype), s.batch, s.heads, s.seq_q, s.seq_kv);
+}
+
+std::uint64_t kernel_model_bytes(const Row& row, KernelKind k) {
+  if (k == KernelKind::softmax) return softmax_bytes(row.shape);
+  const VariantResult* v = row.variant(kernel_variant(k));
+  return v ? v->bytes : 0;
 }
 
 std::string_view kernel_variant(KernelKind k) {
@@ -25,6 +37,7 @@ std::string_view kernel_variant(KernelKind k) {
     case KernelKind::flash: return "flash_no_l2";
     case KernelKind::floor: return "floor";
     case KernelKind::copy: return "copy";
+    case KernelKind::softmax: return "softmax";
   }
   return "?";
 }
@@ -40,9 +53,10 @@ std::vector<KernelKind> parse_kernels(std::string_view text) {
     if (item == "standard") k = KernelKind::standard;
     else if (item == "flash") k = KernelKind::flash;
     else if (item == "floor") k = KernelKind::floor;
+    else if (item == "softmax") k = KernelKind::softmax;
     else
       throw Error("--kernels: '" + std::string(item) +
-                  "' is not one of standard, flash, floor (the copy probe always runs)");
+                  "' is not one of standard, softmax, flash, floor (the copy probe always runs)");
     if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
       throw Error("--kernels: '" + std::string(item) + "' is listed twice");
     kinds.push_back(k);
@@ -119,11 +133,13 @@ Row measure_row(Backend& backend, const Shape& shape, const std::vector<KernelKi
       m.status = MeasureStatus::failed;
       m.reason = e.what();
     }
-    const VariantResult* v = row.variant(kernel_variant(k));
+    const std::uint64_t bytes = kernel_model_bytes(row, k);
+    // FLOPs are attention's; the softmax alone does none of the matrix work.
+    const std::uint64_t flops = k == KernelKind::softmax ? 0 : row.flops;
     if (m.status == MeasureStatus::ok)
-      complete_measurement(m, v ? v->bytes : 0, row.flops, copy_bw, peak);
+      complete_measurement(m, bytes, flops, copy_bw, peak);
     else
-      m.model_bytes = v ? v->bytes : 0;
+      m.model_bytes = bytes;
     row.measurements.push_back(std::move(m));
   }
   return row;
