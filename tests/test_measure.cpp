@@ -151,6 +151,8 @@ TEST_CASE("measure_row: model bytes per kernel variant and derived figures", "[m
   CHECK(fl.tflops == Approx(static_cast<double>(attention_flops(s)) / 1e-3 / 1e12));
   CHECK(fo.predicted_copy == Approx(static_cast<double>(floor_bytes(s)) / 4e12));
   CHECK(fo.predicted_peak == Approx(static_cast<double>(floor_bytes(s)) / 4.8e12));
+  CHECK(fo.tflops == 0.0);  // the floor kernel does none of attention's FLOPs
+  CHECK(st.tflops == Approx(fl.tflops));
 }
 
 TEST_CASE("softmax kernel bytes: S read once, P written once", "[measure]") {

@@ -134,8 +134,10 @@ Row measure_row(Backend& backend, const Shape& shape, const std::vector<KernelKi
       m.reason = e.what();
     }
     const std::uint64_t bytes = kernel_model_bytes(row, k);
-    // FLOPs are attention's; the softmax alone does none of the matrix work.
-    const std::uint64_t flops = k == KernelKind::softmax ? 0 : row.flops;
+    // FLOPs are attention's: the softmax alone and the floor kernel do none of
+    // its matrix work, so they get no TFLOP/s.
+    const bool attention = k == KernelKind::standard || k == KernelKind::flash;
+    const std::uint64_t flops = attention ? row.flops : 0;
     if (m.status == MeasureStatus::ok)
       complete_measurement(m, bytes, flops, copy_bw, peak);
     else

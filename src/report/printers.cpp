@@ -211,7 +211,9 @@ std::vector<std::pair<std::string, std::function<std::string(const MeasureRow&)>
   cols.push_back({"% of copy", [timed](const MeasureRow& r) {
                     return timed(r) && r.m->copy_fraction > 0 ? g3(100.0 * r.m->copy_fraction) + " %" : std::string("-");
                   }});
-  cols.push_back({"TFLOP/s", [timed](const MeasureRow& r) { return timed(r) ? g3(r.m->tflops) : std::string("-"); }});
+  cols.push_back({"TFLOP/s", [timed](const MeasureRow& r) {
+                    return timed(r) && r.m->flops > 0 ? g3(r.m->tflops) : std::string("-");
+                  }});
   cols.push_back({"Predicted", [timed](const MeasureRow& r) {
                     return timed(r) ? format_seconds(r.m->predicted_copy) : std::string("-");
                   }});
