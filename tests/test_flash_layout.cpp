@@ -4,6 +4,7 @@
 // ldmatrix is emulated from the PTX ISA's description: lanes 8i..8i+7 address
 // the eight 16-byte rows of matrix i; register i of lane t receives elements
 // (t/4, 2(t%4)) and (t/4, 2(t%4)+1) of matrix i, or transposed with .trans.
+// Fragment layouts: PTX ISA 9.7.14.5.8 (mma.m16n8k16, .bf16 A/B, .f32 C/D).
 #include <catch2/catch.hpp>
 #include <set>
 #include <vector>
