@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check in one device call. Each step has its own time limit
-# (build 240 s, tests 180, memcheck 90, measure 2 x 100, PyTorch 100: at most
-# about 13.5 minutes in the worst case, expected well under 8; never run yet):
+# (build 150 s, GPU tests 100, memcheck 60, measure 2 x 50, PyTorch 60: under
+# 8 minutes even if every step runs to its limit; not yet run on a GPU):
 #   1. configure + build for sm_90 with ninja (ptxas resource report in build.log)
 #   2. the GPU tests (ctest -L gpu): every kernel against the CPU reference
 #   3. compute-sanitizer memcheck on small ragged/causal/GQA shapes
@@ -37,7 +37,7 @@ nvcc --version | tail -2 >>"$log" 2>&1
 step "build"
 if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps" \
          -DCMAKE_CUDA_ARCHITECTURES=90 -DHBMSCOPE_PTXAS_VERBOSE=ON -DHBMSCOPE_BENCH=OFF &&
-       timeout 240 cmake --build build-gpu -j16; } >"$out/build.log" 2>&1; then
+       timeout 150 cmake --build build-gpu -j16; } >"$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   echo "device-check: build failed (build.log)"
   exit 1
@@ -46,25 +46,25 @@ grep -E "Compiling entry|Used [0-9]+ registers|spill" "$out/build.log" | sed 's/
 bin=build-gpu/hbmscope
 
 step "gpu tests"
-timeout 180 ctest --test-dir build-gpu -L gpu -j3 --output-on-failure >>"$log" 2>&1
+timeout 100 ctest --test-dir build-gpu -L gpu -j3 --output-on-failure >>"$log" 2>&1
 status+=("gpu tests rc=$?")
 
 step "memcheck"
 # compute-sanitizer works on Firecracker machines, not under gVisor ("Device not supported"): see run.log.
-timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" measure --seq 300 --seq-kv 513 \
+timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" measure --seq 300 --seq-kv 513 \
   --head-dim 64,128 --heads 4 --kv-heads 2 --causal --repeats 1 --warmup 0 --kernels standard,flash,floor \
   >>"$log" 2>&1
 status+=("memcheck rc=$?")
 
 step "measure"
 shapes=(--seq 4096,8192 --head-dim 64,128 --batch 4 --heads 16)
-timeout 100 "$bin" measure "${shapes[@]}" --format json --output "$out/measure.json" >>"$log" 2>&1
+timeout 50 "$bin" measure "${shapes[@]}" --format json --output "$out/measure.json" >>"$log" 2>&1
 status+=("measure rc=$?")
-timeout 100 "$bin" measure "${shapes[@]}" --causal --format json --output "$out/measure-causal.json" >>"$log" 2>&1
+timeout 50 "$bin" measure "${shapes[@]}" --causal --format json --output "$out/measure-causal.json" >>"$log" 2>&1
 status+=("measure causal rc=$?")
 
 step "pytorch sdpa"
-timeout 100 python3 scripts/sdpa_peer.py --seq 4096 8192 --head-dim 64 128 --batch 4 --heads 16 \
+timeout 60 python3 scripts/sdpa_peer.py --seq 4096 8192 --head-dim 64 128 --batch 4 --heads 16 \
   --repeats 20 --json "$out/sdpa.json" >>"$log" 2>&1
 status+=("sdpa rc=$?")
 
