@@ -172,6 +172,25 @@ if command -v tmux >/dev/null 2>&1; then
   check "tmux softmax: three blocks" test "$(grep -c '^Block ' "$work/tmux-softmax")" -eq 3
   tm kill-server 2>/dev/null
 fi
+# measure: without a CUDA device (CI, this machine) one clear line and exit 1;
+# with one, a measured table. Either way `model` is unaffected.
+"$bin" measure --help >"$work/meashelp"
+check "measure --help explains columns" grep -q "Measured/predicted" "$work/meashelp"
+check "measure --help has examples" grep -q "hbmscope measure --seq" "$work/meashelp"
+expect_error "measure bad kernels" "--kernels: 'cudnn' is not one of" measure --seq 128 --kernels cudnn
+expect_error "measure bwd" "measure runs forward kernels only" measure --seq 128 --pass bwd
+expect_error "measure bad blocks" "not compiled for head dim 64" measure --seq 128 --block-rows 96
+if "$bin" measure --seq 256 --head-dim 64 --repeats 2 >"$work/mout" 2>"$work/merr"; then
+  check "measure with a device prints a measured table" grep -q "Measured on" "$work/mout"
+else
+  rc=$?
+  check "measure without a device exits 1" test "$rc" -eq 1
+  check "measure without a device: stdout empty" test ! -s "$work/mout"
+  check "measure without a device: one stderr line" test "$(wc -l <"$work/merr")" -eq 1
+  check "measure without a device says so" grep -q "^hbmscope: error: no CUDA device" "$work/merr"
+fi
+"$bin" model >"$work/model2"
+check "model still works" cmp -s "$work/default" "$work/model2"
 
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

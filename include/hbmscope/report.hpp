@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hbmscope/measurement.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -46,6 +47,7 @@ struct Row {
   std::uint64_t flops = 0;   // attention FLOPs (halved when causal)
   std::vector<VariantResult> variants;
   std::optional<L2SimDetail> l2_sim;  // present when the L2 simulation ran
+  std::vector<KernelMeasurement> measurements;  // `measure`: one per kernel run on this shape
 
   const VariantResult* variant(std::string_view id) const {
     for (const auto& v : variants)
@@ -57,6 +59,7 @@ struct Row {
 struct Report {
   std::string command = "model";
   std::vector<Row> rows;
+  std::optional<DeviceReport> device;  // `measure`: the device and its copy ceiling
 };
 
 }  // namespace hbmscope

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "hbmscope/config.hpp"
+#include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/measure.hpp"
 #include "options.hpp"
 
 namespace {
@@ -47,6 +49,36 @@ int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
 int run_softmax(const cli::SoftmaxOptions& o) {
   const SoftmaxTrace t = trace_online_softmax(cli::softmax_values(o), cli::softmax_block(o));
   play_softmax(t, cli::playback(o.animate, o.delay_ms), stdout);
+  return 0;
+}
+
+int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
+                const cli::MeasureCliOptions& mo) {
+  const PrintOptions print = cli::to_print_options(out);
+  const auto kinds = parse_kernels(mo.kernels);
+  const bool blocks_given = shape.block_rows || shape.block_cols;
+  std::vector<Shape> shapes;
+  for (const Shape& s : expand(cli::to_axes(shape))) {
+    if (s.pass != Pass::fwd)
+      throw Error("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
+    shapes.push_back(with_flash_blocks(s, blocks_given));
+  }
+  MeasureOptions opt;
+  opt.repeats = mo.repeats;
+  opt.warmup = mo.warmup;
+  opt.seed = mo.seed;
+  opt.validate = !mo.no_validate;
+  auto backend = make_backend(mo.device_index);
+  if (!backend->available()) throw Error(backend->unavailable_reason());
+  Report report;
+  report.command = "measure";
+  report.device = measure_device(*backend, opt);
+  const double ceiling = copy_bandwidth(report.device->copy);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    std::fprintf(stderr, "hbmscope: measuring %zu/%zu: %s\n", i + 1, shapes.size(), describe(shapes[i]).c_str());
+    report.rows.push_back(measure_row(*backend, shapes[i], kinds, opt, ceiling));
+  }
+  emit(render(report, print), out);
   return 0;
 }
 
@@ -102,6 +134,16 @@ int main(int argc, char** argv) {
   cli::add_softmax_options(*softmax, softmax_opts);
   softmax->footer(cli::softmax_help);
 
+  cli::ShapeOptions measure_shape;
+  cli::OutputOptions measure_out;
+  cli::MeasureCliOptions measure_opts;
+  CLI::App* measure = app.add_subcommand(
+      "measure", "Run and time the standard, flash and floor kernels on a CUDA device, next to the model");
+  cli::add_shape_options(*measure, measure_shape);
+  cli::add_measure_options(*measure, measure_opts);
+  cli::add_output_options(*measure, measure_out);
+  measure->footer(cli::measure_help);
+
   try {
     auto args = with_default_command(argc, argv);
     app.parse(args);
@@ -120,6 +162,7 @@ int main(int argc, char** argv) {
     if (model->parsed()) return run_model(model_shape, model_l2, model_out, model_variants);
     if (walk->parsed()) return run_walk(walk_shape, walk_opts);
     if (softmax->parsed()) return run_softmax(softmax_opts);
+    if (measure->parsed()) return run_measure(measure_shape, measure_out, measure_opts);
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
     return 1;

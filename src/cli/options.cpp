@@ -42,6 +42,53 @@ Examples:
   hbmscope model --fa1                      the note's table with FlashAttention-1's order
   hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132)";
 
+const char* const measure_help = R"(Runs real kernels on a CUDA device for each shape, after the model's table:
+  standard  cuBLAS S = scale*Q*K^T (BF16 S in HBM), our row softmax (S -> P, causal mask
+            applied there), cuBLAS O = P*V; held against the model's "standard" bytes
+  softmax   the standard path's softmax kernel alone, on a real S: S read once, P written
+            once (2 x e x B x H x Nq x Nkv bytes); checked as part of standard
+  flash     our FlashAttention-2 forward (mma.sync BF16, cp.async, online softmax); its
+            Br x Bc is a compiled instantiation (default per head dim: 64 -> 128x128,
+            128 -> 128x64; pick another with --block-rows/--block-cols) and the model's
+            "flash_no_l2" bytes use that Br
+  floor     one streaming pass: Q, K, V read once, O written once; "floor" bytes
+A device-to-device copy (bytes = read + write) gives the bandwidth ceiling.
+Each kernel's output is first checked against the CPU reference on random inputs
+(||out - ref|| / ||ref|| < 1e-2; large shapes are checked on a smaller shape of
+the same configuration, see docs/cuda.md); a wrong kernel is reported failed and
+not timed. A shape that does not fit in free device memory is skipped.
+
+Columns of the measured table:
+  Time (median)        median of --repeats runs, each after an L2 flush (CUDA events)
+  Spread               (max - min) / median of those runs
+  Warm                 mean of back-to-back runs with no flush
+  Model bytes          the model's bytes for the kernel's variant
+  Bandwidth            model bytes / median time
+  % of copy            bandwidth / the measured device-to-device copy bandwidth
+  TFLOP/s              4*Nq*Nkv*d per head (halved when causal) / median time
+  Predicted            model bytes / copy bandwidth; Measured/predicted = median / that
+  Error                relative L2 error on validation (or why it failed / was skipped)
+
+Examples:
+  hbmscope measure                                   the note's three shapes
+  hbmscope measure --seq 4096,8192 --head-dim 64,128 --batch 4 --heads 16 --causal
+  hbmscope measure --seq 8192 --head-dim 128 --heads 32 --kv-heads 8 --kernels flash
+  hbmscope measure --seq 4096 --head-dim 64 --block-rows 64 --block-cols 64 --kernels flash
+  hbmscope measure --format json --output measured.json
+Without a CUDA device it prints one line saying why and exits 1.)";
+
+void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
+  app.add_option("--kernels", o.kernels, "Kernels to run, e.g. flash or standard,softmax,flash,floor [default: all four]")
+      ->type_name("LIST");
+  app.add_option("--repeats", o.repeats, "Timed runs per kernel, each after an L2 flush, e.g. 50 [default: 20]")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", o.warmup, "Untimed runs first, e.g. 5 [default: 3]")->check(CLI::Range(0, 100000));
+  app.add_option("--device-index", o.device_index, "CUDA device to use, e.g. 1 [default: 0]")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", o.seed, "Seed of the random inputs, e.g. 7 [default: 1]");
+  app.add_flag("--no-validate", o.no_validate, "Skip the check against the CPU reference (timings only)");
+}
+
 void add_shape_options(CLI::App& app, ShapeOptions& o) {
   app.add_option("--seq", o.seq,
                  "Query sequence length(s) Nq, e.g. 4096 or 1K:64K:x2 [default: the note's rows, "

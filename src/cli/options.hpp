@@ -2,6 +2,7 @@
 // Command-line options: parsing only. Strings from CLI11 become typed structs
 // here; nothing is computed or printed.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -33,8 +34,19 @@ struct L2Options {
   std::optional<std::string> l2_bytes, sms, ctas_per_sm, order;
 };
 
-void add_shape_options(CLI::App& app, ShapeOptions& o);
 void add_l2_options(CLI::App& app, L2Options& o);
+// `measure`'s own options.
+struct MeasureCliOptions {
+  std::string kernels = "standard,softmax,flash,floor";
+  int repeats = 20;
+  int warmup = 3;
+  int device_index = 0;
+  std::uint64_t seed = 1;
+  bool no_validate = false;
+};
+
+void add_shape_options(CLI::App& app, ShapeOptions& o);
+void add_measure_options(CLI::App& app, MeasureCliOptions& o);
 void add_output_options(CLI::App& app, OutputOptions& o);
 
 // The axes the options describe: the design note's table when neither --seq
@@ -47,6 +59,7 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o);
 
 // Help text shared by the commands that print model rows.
 extern const char* const model_columns_help;
+extern const char* const measure_help;
 
 }  // namespace hbmscope::cli
 

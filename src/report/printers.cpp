@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <functional>
 #include <string>
 #include <vector>
@@ -207,6 +209,140 @@ std::string pad(const std::string& s, std::size_t w, bool right) {
   return right ? fill + s : s + fill;
 }
 
+// --- measurements (`measure`) -------------------------------------------------
+
+bool has_measurements(const Report& rep) {
+  for (const Row& r : rep.rows)
+    if (!r.measurements.empty()) return true;
+  return false;
+}
+
+std::string g3(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string device_line(const Report& rep) {
+  if (!rep.device) return "Measured";
+  const DeviceInfo& i = rep.device->info;
+  std::string t = "Measured on " + i.name + " (sm_" + std::to_string(i.cc_major) + std::to_string(i.cc_minor) +
+                  ", " + std::to_string(i.sm_count) + " SMs, L2 " + format_bytes(i.l2_bytes, Units::decimal) +
+                  ", peak " + format_bandwidth(i.peak_bandwidth) + " from memory clock x bus width";
+  const auto& c = rep.device->copy;
+  if (c.status == MeasureStatus::ok)
+    t += ", device-to-device copy " + format_bandwidth(c.bandwidth) + " counting reads + writes";
+  else
+    t += ", copy probe " + status_name(c.status) + ": " + c.reason;
+  return t + "; BF16, L2 flushed before each of the timed runs)";
+}
+
+struct MeasureRow {
+  const Row* row;
+  const KernelMeasurement* m;
+};
+
+std::vector<std::pair<std::string, std::function<std::string(const MeasureRow&)>>> measure_columns() {
+  using C = std::pair<std::string, std::function<std::string(const MeasureRow&)>>;
+  auto ok = [](const MeasureRow& r) { return r.m->status == MeasureStatus::ok; };
+  auto timed = [ok](const MeasureRow& r) { return ok(r) && r.m->timing.median > 0; };
+  std::vector<C> cols;
+  cols.push_back({"Shape", [](const MeasureRow& r) {
+                    std::string t = seq_label(r.row->shape);
+                    const Shape& s = r.row->shape;
+                    if (s.batch != 1 || s.heads != 1) t += " b" + std::to_string(s.batch) + " h" + heads_label(s);
+                    if (s.causal) t += " causal";
+                    return t;
+                  }});
+  cols.push_back({"Kernel", [](const MeasureRow& r) {
+                    std::string t = r.m->kernel;
+                    if (r.m->block_rows) t += " " + std::to_string(r.m->block_rows) + "×" + std::to_string(r.m->block_cols);
+                    return t;
+                  }});
+  cols.push_back({"Status", [](const MeasureRow& r) { return status_name(r.m->status); }});
+  cols.push_back({"Time (median)", [timed](const MeasureRow& r) { return timed(r) ? format_seconds(r.m->timing.median) : "-"; }});
+  cols.push_back({"Spread", [timed](const MeasureRow& r) {
+                    return timed(r) ? g3(100.0 * r.m->timing.rel_spread) + " %" : std::string("-");
+                  }});
+  cols.push_back({"Warm", [timed](const MeasureRow& r) { return timed(r) ? format_seconds(r.m->timing.warm_median) : "-"; }});
+  cols.push_back({"Model bytes", [](const MeasureRow& r) { return format_bytes(r.m->model_bytes, Units::decimal); }});
+  cols.push_back({"Bandwidth", [timed](const MeasureRow& r) { return timed(r) ? format_bandwidth(r.m->bandwidth) : "-"; }});
+  cols.push_back({"% of copy", [timed](const MeasureRow& r) {
+                    return timed(r) && r.m->copy_fraction > 0 ? g3(100.0 * r.m->copy_fraction) + " %" : std::string("-");
+                  }});
+  cols.push_back({"TFLOP/s", [timed](const MeasureRow& r) {
+                    return timed(r) && r.m->flops > 0 ? g3(r.m->tflops) : std::string("-");
+                  }});
+  cols.push_back({"Predicted", [timed](const MeasureRow& r) {
+                    return timed(r) ? format_seconds(r.m->predicted_copy) : std::string("-");
+                  }});
+  cols.push_back({"Measured/predicted", [timed](const MeasureRow& r) {
+                    return timed(r) && r.m->measured_over_predicted > 0 ? g3(r.m->measured_over_predicted) + "×"
+                                                                        : std::string("-");
+                  }});
+  cols.push_back({"Error", [ok](const MeasureRow& r) {
+                    if (!ok(r)) return r.m->reason;
+                    return r.m->validated_on.empty() ? std::string("not validated") : g3(r.m->rel_error);
+                  }});
+  return cols;
+}
+
+std::vector<MeasureRow> measure_rows(const Report& rep) {
+  std::vector<MeasureRow> out;
+  for (const Row& r : rep.rows)
+    for (const auto& m : r.measurements) out.push_back({&r, &m});
+  return out;
+}
+
+const char* const measure_legend =
+    "Time: median of the L2-flushed runs; Spread: (max - min) / median; Warm: back-to-back launches, no flush.\n"
+    "Bandwidth: the model's bytes for the kernel's variant / median time. Predicted: model bytes / measured\n"
+    "copy bandwidth. Error: ||out - ref|| / ||ref|| against the CPU reference (pass < 1e-2).\n";
+
+std::string render_measure_table(const Report& rep) {
+  const auto cols = measure_columns();
+  const auto rows = measure_rows(rep);
+  std::vector<std::size_t> w(cols.size());
+  std::vector<std::vector<std::string>> cells;
+  for (std::size_t c = 0; c < cols.size(); ++c) w[c] = width(cols[c].first);
+  for (const auto& r : rows) {
+    auto& line = cells.emplace_back();
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      line.push_back(cols[c].second(r));
+      if (c + 1 < cols.size()) w[c] = std::max(w[c], width(line.back()));
+    }
+  }
+  std::string out = "\n" + device_line(rep) + "\n\n";
+  auto emit = [&](auto get) {
+    std::string line;
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      if (c) line += "   ";
+      const std::string v = get(c);
+      line += c + 1 == cols.size() ? v : pad(v, w[c], c >= 3);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  };
+  emit([&](std::size_t c) { return cols[c].first; });
+  for (const auto& line : cells) emit([&](std::size_t c) { return line[c]; });
+  return out + "\n" + measure_legend;
+}
+
+std::string render_measure_md(const Report& rep) {
+  const auto cols = measure_columns();
+  std::string out = "\n**" + device_line(rep) + "**\n\n|";
+  for (const auto& c : cols) out += " " + c.first + " |";
+  out += "\n|";
+  for (std::size_t c = 0; c < cols.size(); ++c) out += c >= 3 && c + 1 < cols.size() ? " ---: |" : " :--- |";
+  out += "\n";
+  for (const auto& r : measure_rows(rep)) {
+    out += "|";
+    for (const auto& c : cols) out.append(" ").append(c.second(r)).append(" |");
+    out += "\n";
+  }
+  return out;
+}
+
 std::string render_table(const Report& rep, const PrintOptions& opt) {
   const auto cols = model_columns(rep, opt);
   std::vector<std::vector<std::string>> cells;
@@ -231,6 +367,7 @@ std::string render_table(const Report& rep, const PrintOptions& opt) {
   };
   emit([&](std::size_t c) { return cols[c].header; });
   for (const auto& line : cells) emit([&](std::size_t c) { return line[c]; });
+  if (has_measurements(rep)) out += render_measure_table(rep);
   return out;
 }
 
@@ -246,6 +383,36 @@ std::string render_md(const Report& rep, const PrintOptions& opt) {
     for (const auto& c : cols) out.append(" ").append(c.cell(r)).append(" |");
     out += "\n";
   }
+  if (has_measurements(rep)) out += render_measure_md(rep);
+  return out;
+}
+
+std::vector<std::string> measured_kernels(const Report& rep) {
+  std::vector<std::string> ks;
+  for (const Row& r : rep.rows)
+    for (const auto& m : r.measurements)
+      if (std::find(ks.begin(), ks.end(), m.kernel) == ks.end()) ks.push_back(m.kernel);
+  return ks;
+}
+
+constexpr const char* measure_csv_fields[] = {
+    "status", "block_rows", "block_cols", "rel_error", "median_s", "min_s", "max_s", "warm_s",
+    "model_bytes", "bandwidth_Bps", "copy_fraction", "tflops", "predicted_copy_s", "predicted_peak_s",
+    "measured_over_predicted"};
+
+std::string measure_csv_cells(const KernelMeasurement& m) {
+  auto num = [](double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return std::string(buf);
+  };
+  std::string out = "," + status_name(m.status) + "," + std::to_string(m.block_rows) + "," +
+                    std::to_string(m.block_cols) + "," + num(m.rel_error);
+  for (double x : {m.timing.median, m.timing.min, m.timing.max, m.timing.warm_median}) out += "," + num(x);
+  out += "," + std::to_string(m.model_bytes);
+  for (double x : {m.bandwidth, m.copy_fraction, m.tflops, m.predicted_copy, m.predicted_peak,
+                   m.measured_over_predicted})
+    out += "," + num(x);
   return out;
 }
 
@@ -265,6 +432,9 @@ std::string render_csv(const Report& rep) {
   if (l2)
     out += ",l2_bytes,sm_count,ctas_per_sm,l2_order,l2_hit_rate_flash,heads_per_wave,"
            "kv_heads_per_wave,l2_bytes_to_floor,l2_hit_rate_standard,l2_bytes_to_min_standard";
+  const auto kernels = measured_kernels(rep);
+  for (const auto& k : kernels)
+    for (const char* f : measure_csv_fields) out += "," + k + "_" + f;
   out += "\n";
   for (const Row& r : rep.rows) {
     const Shape& s = r.shape;
@@ -298,6 +468,12 @@ std::string render_csv(const Report& rep) {
       out += buf;
     } else if (l2) {
       out += ",,,,,,,,,,";
+    }
+    for (const auto& k : kernels) {
+      const KernelMeasurement* m = nullptr;
+      for (const auto& x : r.measurements)
+        if (x.kernel == k) m = &x;
+      out += m ? measure_csv_cells(*m) : std::string(std::size(measure_csv_fields), ',');
     }
     out += "\n";
   }

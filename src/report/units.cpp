@@ -71,6 +71,20 @@ std::string format_intensity(double flop_per_byte) {
   return buf;
 }
 
+std::string format_seconds(double seconds) {
+  if (seconds <= 0) return "-";
+  if (seconds >= 1) return g3(seconds) + " s";
+  if (seconds >= 1e-3) return g3(seconds * 1e3) + " ms";
+  if (seconds >= 1e-6) return g3(seconds * 1e6) + " µs";
+  return g3(seconds * 1e9) + " ns";
+}
+
+std::string format_bandwidth(double bytes_per_second) {
+  if (bytes_per_second <= 0) return "-";
+  static const char* const units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s"};
+  return scaled(bytes_per_second, 1000.0, units, 6);
+}
+
 std::string variant_label(std::string_view id) {
   if (id == "standard") return "Standard attention";
   if (id == "flash_no_l2") return "FlashAttention, no L2 reuse";

@@ -1,0 +1,99 @@
+#pragma once
+// Host-side decisions of the CUDA backend that need no GPU: which FlashAttention
+// instantiation runs, launch geometry, buffer sizes, the validation shape.
+// Plain C++ (src/cuda/launch_plan.cpp), covered by CPU tests.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "hbmscope/shape.hpp"
+
+namespace hbmscope {
+
+// One compiled (head dim, Br, Bc) instantiation of the flash kernel. Each warp
+// owns 16 query rows, so a CTA has Br/16 warps.
+struct FlashConfig {
+  int head_dim = 0;
+  int block_rows = 0;  // Br
+  int block_cols = 0;  // Bc
+  friend bool operator==(const FlashConfig&, const FlashConfig&) = default;
+};
+
+// Every instantiation the backend compiles, in a fixed order.
+std::span<const FlashConfig> flash_configs();
+// The default per head dim (Br = 128, Bc chosen to allow 2 CTAs per SM).
+FlashConfig default_flash_config(std::uint64_t head_dim);
+// The instantiation for (head_dim, Br, Bc); unset Br/Bc take the default's.
+// Throws Error listing the instantiations when there is none.
+FlashConfig choose_flash_config(std::uint64_t head_dim, std::optional<std::uint64_t> block_rows,
+                                std::optional<std::uint64_t> block_cols);
+bool flash_supports(std::uint64_t head_dim);
+std::string describe(const FlashConfig& c);  // "d=128 Br=128 Bc=64"
+
+int flash_threads(const FlashConfig& c);
+// Q tile + two stages of K and V tiles, bf16.
+std::size_t flash_smem_bytes(const FlashConfig& c);
+
+struct LaunchGeometry {
+  std::uint32_t grid_x = 1, grid_y = 1, grid_z = 1;
+  std::uint32_t threads = 1;
+  std::size_t smem_bytes = 0;
+};
+
+// Grid (query blocks, heads, batch): the query block fastest, so co-resident
+// CTAs share one head's K and V in L2. Throws Error past CUDA's grid limits.
+LaunchGeometry flash_geometry(const Shape& s, const FlashConfig& c);
+
+// The standard path's S and P rows are padded to a multiple of 8 values so
+// that each row starts 16-byte aligned (cuBLAS ldc, softmax 16-byte loads).
+std::uint64_t score_row_stride(const Shape& s);
+
+// Row softmax: one CTA per row of S; each thread holds chunks_per_thread
+// 16-byte chunks in registers so S is read once. Rows too long for that
+// (more than 8 * 8 * 256 = 16384 values) take a two-pass kernel that reads S twice.
+struct SoftmaxPlan {
+  std::uint32_t threads = 0;
+  std::uint32_t chunks_per_thread = 0;  // 1, 2, 4 or 8 (single pass)
+  bool single_pass = true;
+  std::uint64_t rows = 0;  // grid size
+};
+SoftmaxPlan softmax_plan(const Shape& s);
+
+// Streaming floor kernel: 16-byte chunks, `unroll` loads of each of Q, K, V in
+// flight per thread, a grid-stride loop over enough CTAs to fill the device.
+struct FloorPlan {
+  std::uint64_t q_chunks = 0, kv_chunks = 0;  // 16-byte chunks of Q (= O) and of K (= V)
+  std::uint32_t threads = 256;
+  std::uint32_t unroll = 4;
+  std::uint32_t blocks = 0;
+};
+FloorPlan floor_plan(const Shape& s, int sm_count);
+
+// softmax: the standard path's middle kernel alone (S -> P), timed on its own
+// so that its bandwidth can be held against the copy's.
+enum class KernelKind { standard, flash, floor, copy, softmax };
+
+// Device bytes one kernel family needs for a shape (inputs, output, scratch),
+// not counting the L2 flush buffer. Throws Error on overflow.
+std::uint64_t device_footprint(const Shape& s, KernelKind k);
+
+// Why a kernel cannot run a shape (dtype, head dim, cuBLAS's 32-bit sizes), or
+// nothing when it can.
+std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k);
+
+// Does `need` fit in `free_bytes` with a margin (5% and 256 MiB) kept back?
+bool fits_in_memory(std::uint64_t need, std::uint64_t free_bytes);
+
+// The shape validation runs on: the shape itself when its CPU reference is
+// cheap (batch*heads*Nq*Nkv*d <= validation_budget), else batch <= 2,
+// kv_heads <= 2, group <= 2, and each length over 1024 cut to 1000 (ragged for
+// every block size), keeping head dim, dtype, blocks, causal and the sign of
+// Nkv - Nq. See docs/cuda.md.
+inline constexpr std::uint64_t validation_budget = 1ull << 30;
+Shape validation_shape(const Shape& s);
+
+// The L2 flush buffer: at least twice the device's L2, rounded up to 1 MiB.
+std::uint64_t flush_bytes(std::uint64_t l2_bytes);
+
+}  // namespace hbmscope

@@ -1,0 +1,315 @@
+#pragma once
+// FlashAttention-2 forward, BF16 in, FP32 accumulate, for sm_80 and later
+// (built for sm_90). Read top to bottom:
+//   1. PTX wrappers: cp.async, ldmatrix, mma.sync m16n8k16, ex2.
+//   2. The tile loader: global -> swizzled shared memory with cp.async, rows
+//      past the sequence zero-filled.
+//   3. The kernel: one CTA per (query block, head, batch); each warp owns 16
+//      query rows. The Q tile stays resident (its fragments in registers), K/V
+//      tiles stream through two shared-memory stages; S, P, the running max m
+//      and sum l live in registers; O is written once through shared memory with
+//      16-byte stores, with the row log-sum-exp.
+// Index maps come from flash_layout.hpp, which the CPU tests check.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "flash_layout.hpp"
+#include "flash_params.hpp"
+
+namespace hbmscope::flash {
+
+
+// --- 1. PTX wrappers ---------------------------------------------------------
+
+__device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte asynchronous copy; src_bytes = 0 writes 16 zero bytes instead.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+}
+
+// `addr` is a shared-memory address (smem_u32).
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += a * b for one 16x8 tile.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                         std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 2^x; ex2.approx gives +0 for -inf, which the masking relies on.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+// --- 2. Tile loader ------------------------------------------------------------
+
+// Copies rows [row0, row0 + Rows) of a [seq][D] head into a swizzled tile;
+// rows at or past `seq` are zero-filled (their source address is clamped to
+// row 0 so that it stays inside the allocation).
+template <int Rows, int D, int Threads>
+__device__ __forceinline__ void load_tile(__nv_bfloat16* tile, const __nv_bfloat16* head, int row0,
+                                          int seq) {
+  constexpr int steps = Rows * D / 8 / Threads;
+  static_assert(Rows * D / 8 % Threads == 0, "tile chunks must divide among the threads");
+#pragma unroll
+  for (int step = 0; step < steps; ++step) {
+    const RowCol rc = load_chunk(static_cast<int>(threadIdx.x), step, Threads, D);
+    const int g = row0 + rc.row;
+    const bool inside = g < seq;
+    const __nv_bfloat16* src = head + static_cast<std::size_t>(inside ? g : 0) * D + rc.col;
+    cp_async_16(tile + swizzled_offset(rc.row, rc.col, D), src, inside ? 16 : 0);
+  }
+}
+
+// --- 3. The kernel ---------------------------------------------------------------
+
+template <int D, int Br, int Bc>
+struct FlashShape {
+  static_assert(D % 64 == 0, "the swizzle needs rows of at least 8 chunks");
+  static_assert(Br % 16 == 0 && Bc % 16 == 0, "blocks are made of 16 x 16 mma tiles");
+  static constexpr int warps = Br / 16;
+  static constexpr int threads = warps * 32;
+  static constexpr int q_elems = Br * D;
+  static constexpr int kv_elems = Bc * D;
+  static constexpr int smem_bytes = (q_elems + 4 * kv_elems) * 2;  // Q, 2 x K, 2 x V
+  static constexpr int n_tiles_s = Bc / 8;  // 16x8 accumulator tiles of S per warp
+  static constexpr int n_tiles_o = D / 8;   // of O
+  static constexpr int k_steps_q = D / 16;  // k steps of Q K^T
+  static constexpr int k_steps_p = Bc / 16; // k steps of P V
+};
+
+template <int D, int Br, int Bc>
+__global__ void __launch_bounds__(FlashShape<D, Br, Bc>::threads, 1)
+    flash_forward_kernel(const FlashParams p) {
+  using Sh = FlashShape<D, Br, Bc>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __nv_bfloat16* s_q = reinterpret_cast<__nv_bfloat16*>(smem_raw);
+  __nv_bfloat16* s_k = s_q + Sh::q_elems;      // stage 0, stage 1
+  __nv_bfloat16* s_v = s_k + 2 * Sh::kv_elems; // stage 0, stage 1
+
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int q0 = static_cast<int>(blockIdx.x) * Br;
+  const int head = static_cast<int>(blockIdx.y);
+  const int batch = static_cast<int>(blockIdx.z);
+  const int kv_head = head / (p.heads / p.kv_heads);
+
+  const std::size_t q_head = (static_cast<std::size_t>(batch) * p.heads + head) * p.seq_q;
+  const std::size_t kv_head_row = (static_cast<std::size_t>(batch) * p.kv_heads + kv_head) * p.seq_kv;
+  const __nv_bfloat16* q = p.q + q_head * D;
+  const __nv_bfloat16* k = p.k + kv_head_row * D;
+  const __nv_bfloat16* v = p.v + kv_head_row * D;
+
+  const bool causal = p.causal != 0;
+  const int n_blocks = key_blocks(q0, Br, Bc, p.seq_q, p.seq_kv, causal, p.causal_offset);
+
+  load_tile<Br, D, Sh::threads>(s_q, q, q0, p.seq_q);
+  if (n_blocks > 0) {
+    load_tile<Bc, D, Sh::threads>(s_k, k, 0, p.seq_kv);
+    load_tile<Bc, D, Sh::threads>(s_v, v, 0, p.seq_kv);
+  }
+  cp_async_commit();
+
+  float o_acc[Sh::n_tiles_o][4];
+#pragma unroll
+  for (int t = 0; t < Sh::n_tiles_o; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o_acc[t][e] = 0.f;
+  // This lane's two rows of the warp's 16: lane/4 and lane/4 + 8.
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.f, 0.f};  // this lane's partial sums; the quad adds them at the end
+  // Per-lane byte offsets of this lane's ldmatrix rows (flash_layout.hpp):
+  // each k step / n-tile pair then only XORs or adds a constant.
+  const RowCol qa = ldmatrix_a_address(lane);
+  const RowCol ka = ldmatrix_k_address(lane);
+  const RowCol va = ldmatrix_v_address(lane);
+  const std::uint32_t q_base = smem_u32(s_q);
+  const int q_lane = lane_bytes(warp * 16 + qa.row, qa.col, D);
+  const int k_lane = lane_bytes(ka.row, ka.col, D);
+  const int v_lane = lane_bytes(va.row, va.col, D);
+
+  for (int j = 0; j < n_blocks; ++j) {
+    const int stage = j & 1;
+    // Issue the next K and V tiles before the math on this pair, then wait
+    // for this pair only.
+    if (j + 1 < n_blocks) {
+      load_tile<Bc, D, Sh::threads>(s_k + (stage ^ 1) * Sh::kv_elems, k, (j + 1) * Bc, p.seq_kv);
+      load_tile<Bc, D, Sh::threads>(s_v + (stage ^ 1) * Sh::kv_elems, v, (j + 1) * Bc, p.seq_kv);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+
+    const std::uint32_t tile_k = smem_u32(s_k + stage * Sh::kv_elems);
+    const std::uint32_t tile_v = smem_u32(s_v + stage * Sh::kv_elems);
+
+    // S = Q K^T for the warp's 16 rows x Bc keys (unscaled).
+    float s[Sh::n_tiles_s][4];
+#pragma unroll
+    for (int t = 0; t < Sh::n_tiles_s; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[t][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < Sh::k_steps_q; ++ks) {
+      // Q stays resident in shared memory; its fragment is re-read per k step
+      // rather than held (D/4 registers that d = 128 cannot spare).
+      std::uint32_t a[4];
+      ldmatrix_x4(a, q_base + step_bytes(q_lane, ks));
+#pragma unroll
+      for (int np = 0; np < Sh::n_tiles_s / 2; ++np) {
+        std::uint32_t b[4];
+        ldmatrix_x4(b, tile_k + step_bytes(k_lane + np * 16 * D * 2, ks));
+        mma_bf16(s[2 * np], a, b[0], b[1]);
+        mma_bf16(s[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+
+    // Mask keys past the sequence and, under the causal mask, keys after the
+    // row's last visible one. Only blocks that reach past either need it.
+    const int key0 = j * Bc;
+    if (block_needs_mask(q0, j, Bc, p.seq_kv, causal, p.causal_offset)) {
+#pragma unroll
+      for (int t = 0; t < Sh::n_tiles_s; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const RowCol rc = c_fragment(lane, e);
+          const int key = key0 + t * 8 + rc.col;
+          const int row = q0 + warp * 16 + rc.row;
+          if (!key_visible(row, key, p.seq_kv, causal, p.causal_offset)) s[t][e] = -INFINITY;
+        }
+    }
+
+    // Online softmax, per row: new max over the quad, rescale, exponentiate.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = row_max[r];
+#pragma unroll
+      for (int t = 0; t < Sh::n_tiles_s; ++t) mx = fmaxf(mx, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      // A row that has seen only masked keys keeps m = -inf: subtract 0 then,
+      // so exp2(-inf - 0) = 0 rather than exp2(-inf + inf) = NaN.
+      const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
+      const float alpha = exp2_approx(row_max[r] * p.scale_log2 - m_scaled);
+      row_max[r] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int t = 0; t < Sh::n_tiles_s; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float e = exp2_approx(fmaf(s[t][2 * r + h], p.scale_log2, -m_scaled));
+          s[t][2 * r + h] = e;
+          sum += e;
+        }
+      row_sum[r] = row_sum[r] * alpha + sum;
+#pragma unroll
+      for (int t = 0; t < Sh::n_tiles_o; ++t) {
+        o_acc[t][2 * r] *= alpha;
+        o_acc[t][2 * r + 1] *= alpha;
+      }
+    }
+
+    // O += P V: the accumulators of S tiles 2kk and 2kk+1 are, converted to
+    // bf16 pairs, the A fragment of k step kk (no shared memory needed).
+#pragma unroll
+    for (int kk = 0; kk < Sh::k_steps_p; ++kk) {
+      const std::uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]),
+                                  pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
+                                  pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                  pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dp = 0; dp < Sh::n_tiles_o / 2; ++dp) {
+        std::uint32_t b[4];
+        ldmatrix_x4_trans(b, tile_v + step_bytes(v_lane + kk * 16 * D * 2, dp));
+        mma_bf16(o_acc[2 * dp], a, b[0], b[1]);
+        mma_bf16(o_acc[2 * dp + 1], a, b[2], b[3]);
+      }
+    }
+    // Every warp is done with this stage before the next iteration refills it.
+    __syncthreads();
+  }
+  if (n_blocks == 0) {
+    // The Q copy must land before its shared memory is reused below.
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  // Normalise; a row that saw no key at all gets O = 0 and lse = -inf.
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_sum[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    row_sum[r] = l;
+    inv[r] = l > 0.f ? 1.f / l : 0.f;
+  }
+
+  // Stage the warp's 16 rows of O in its own rows of the Q tile (only this
+  // warp ever reads them), then store 16-byte chunks.
+#pragma unroll
+  for (int t = 0; t < Sh::n_tiles_o; ++t)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const RowCol rc = c_fragment(lane, 2 * r);
+      *reinterpret_cast<std::uint32_t*>(s_q + swizzled_offset(warp * 16 + rc.row, t * 8 + rc.col, D)) =
+          pack_bf16x2(o_acc[t][2 * r] * inv[r], o_acc[t][2 * r + 1] * inv[r]);
+    }
+  __syncwarp();
+  constexpr int chunks_per_row = D / 8;
+#pragma unroll
+  for (int i = lane; i < 16 * chunks_per_row; i += 32) {
+    const int row = i / chunks_per_row;
+    const int col = (i % chunks_per_row) * 8;
+    const int g = q0 + warp * 16 + row;
+    if (g < p.seq_q) {
+      const uint4 val = *reinterpret_cast<const uint4*>(s_q + swizzled_offset(warp * 16 + row, col, D));
+      *reinterpret_cast<uint4*>(p.o + (q_head + g) * D + col) = val;
+    }
+  }
+  if (lane % 4 == 0) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int g = q0 + warp * 16 + lane / 4 + 8 * r;
+      if (g < p.seq_q)
+        p.lse[q_head + g] = row_sum[r] > 0.f ? row_max[r] * p.scale + logf(row_sum[r]) : -INFINITY;
+    }
+  }
+}
+
+}  // namespace hbmscope::flash

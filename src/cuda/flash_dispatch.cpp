@@ -1,0 +1,19 @@
+// Picks the translation unit that holds the instantiation (one per head dim,
+// so that nvcc compiles them in parallel).
+#include "hbmscope/error.hpp"
+#include "kernels.hpp"
+
+namespace hbmscope::cuda {
+
+bool launch_flash_d64(const FlashConfig&, const flash::FlashParams&, const LaunchGeometry&, cudaStream_t);
+bool launch_flash_d128(const FlashConfig&, const flash::FlashParams&, const LaunchGeometry&, cudaStream_t);
+
+void launch_flash(const FlashConfig& config, const flash::FlashParams& p, const LaunchGeometry& g,
+                  cudaStream_t stream) {
+  const bool launched = config.head_dim == 64    ? launch_flash_d64(config, p, g, stream)
+                        : config.head_dim == 128 ? launch_flash_d128(config, p, g, stream)
+                                                 : false;
+  if (!launched) throw Error("flash kernel: no compiled instantiation " + describe(config));
+}
+
+}  // namespace hbmscope::cuda

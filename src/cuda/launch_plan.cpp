@@ -1,0 +1,210 @@
+#include "hbmscope/launch_plan.hpp"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
+#include "hbmscope/reference.hpp"
+
+namespace hbmscope {
+
+namespace {
+
+// Keep in step with the explicit instantiations in src/cuda/flash_d*.cu
+// (the GPU tests run every entry).
+constexpr std::array<FlashConfig, 6> configs{{
+    {64, 64, 64},
+    {64, 128, 64},
+    {64, 128, 128},  // default for d = 64: 80 KiB of shared memory, 2 CTAs per SM
+    {128, 64, 64},
+    {128, 128, 64},  // default for d = 128: 96 KiB, 2 CTAs per SM
+    {128, 128, 128},
+}};
+
+constexpr std::uint64_t max_grid_yz = 65535;
+
+std::uint64_t next_pow2(std::uint64_t x) {
+  std::uint64_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+std::span<const FlashConfig> flash_configs() { return configs; }
+
+bool flash_supports(std::uint64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+FlashConfig default_flash_config(std::uint64_t head_dim) {
+  if (head_dim == 64) return {64, 128, 128};
+  if (head_dim == 128) return {128, 128, 64};
+  throw Error("flash kernel: head dim " + std::to_string(head_dim) +
+              " is not compiled (64 and 128 are)");
+}
+
+std::string describe(const FlashConfig& c) {
+  return "d=" + std::to_string(c.head_dim) + " Br=" + std::to_string(c.block_rows) +
+         " Bc=" + std::to_string(c.block_cols);
+}
+
+FlashConfig choose_flash_config(std::uint64_t head_dim, std::optional<std::uint64_t> block_rows,
+                                std::optional<std::uint64_t> block_cols) {
+  const FlashConfig def = default_flash_config(head_dim);
+  const std::uint64_t br = block_rows.value_or(static_cast<std::uint64_t>(def.block_rows));
+  const std::uint64_t bc = block_cols.value_or(static_cast<std::uint64_t>(def.block_cols));
+  for (const auto& c : configs)
+    if (static_cast<std::uint64_t>(c.head_dim) == head_dim &&
+        static_cast<std::uint64_t>(c.block_rows) == br &&
+        static_cast<std::uint64_t>(c.block_cols) == bc)
+      return c;
+  std::string have;
+  for (const auto& c : configs)
+    if (static_cast<std::uint64_t>(c.head_dim) == head_dim)
+      have += (have.empty() ? "" : ", ") + std::to_string(c.block_rows) + "x" +
+              std::to_string(c.block_cols);
+  throw Error("flash kernel: blocks " + std::to_string(br) + "x" + std::to_string(bc) +
+              " are not compiled for head dim " + std::to_string(head_dim) + " (have " + have +
+              ")");
+}
+
+int flash_threads(const FlashConfig& c) { return c.block_rows / 16 * 32; }
+
+std::size_t flash_smem_bytes(const FlashConfig& c) {
+  const auto d = static_cast<std::size_t>(c.head_dim);
+  return (static_cast<std::size_t>(c.block_rows) * d + 4 * static_cast<std::size_t>(c.block_cols) * d) *
+         2;
+}
+
+LaunchGeometry flash_geometry(const Shape& s, const FlashConfig& c) {
+  if (s.head_dim != static_cast<std::uint64_t>(c.head_dim))
+    throw Error("flash kernel: shape head dim " + std::to_string(s.head_dim) +
+                " does not match the instantiation " + describe(c));
+  LaunchGeometry g;
+  const std::uint64_t qb = ceil_div(s.seq_q, static_cast<std::uint64_t>(c.block_rows));
+  if (qb > static_cast<std::uint64_t>(INT_MAX) || s.seq_q > static_cast<std::uint64_t>(INT_MAX) ||
+      s.seq_kv > static_cast<std::uint64_t>(INT_MAX))
+    throw Error("flash kernel: sequence length too long for 32-bit indices: " + describe(s));
+  if (s.heads > max_grid_yz)
+    throw Error("flash kernel: " + std::to_string(s.heads) + " heads exceed the grid's 65535");
+  if (s.batch > max_grid_yz)
+    throw Error("flash kernel: batch " + std::to_string(s.batch) + " exceeds the grid's 65535");
+  g.grid_x = static_cast<std::uint32_t>(qb);
+  g.grid_y = static_cast<std::uint32_t>(s.heads);
+  g.grid_z = static_cast<std::uint32_t>(s.batch);
+  g.threads = static_cast<std::uint32_t>(flash_threads(c));
+  g.smem_bytes = flash_smem_bytes(c);
+  return g;
+}
+
+std::uint64_t score_row_stride(const Shape& s) { return ceil_div(s.seq_kv, 8) * 8; }
+
+SoftmaxPlan softmax_plan(const Shape& s) {
+  SoftmaxPlan p;
+  const std::uint64_t chunks = score_row_stride(s) / 8;
+  p.rows = checked_product("softmax rows", s.batch, s.heads, s.seq_q);
+  if (chunks <= 256) {
+    p.threads = static_cast<std::uint32_t>(std::max<std::uint64_t>(32, next_pow2(chunks)));
+    p.chunks_per_thread = 1;
+  } else if (chunks <= 8 * 256) {
+    p.threads = 256;
+    p.chunks_per_thread = static_cast<std::uint32_t>(next_pow2(ceil_div(chunks, 256)));
+  } else {
+    p.threads = 1024;
+    p.chunks_per_thread = 8;
+    p.single_pass = false;
+  }
+  if (p.rows > static_cast<std::uint64_t>(INT_MAX))
+    throw Error("softmax kernel: " + std::to_string(p.rows) + " rows exceed the grid's limit");
+  return p;
+}
+
+FloorPlan floor_plan(const Shape& s, int sm_count) {
+  FloorPlan p;
+  p.q_chunks = checked_product("floor chunks", s.batch, s.heads, s.seq_q, s.head_dim) / 8;
+  p.kv_chunks = checked_product("floor chunks", s.batch, s.kv_heads, s.seq_kv, s.head_dim) / 8;
+  const std::uint64_t n = std::max(p.q_chunks, p.kv_chunks);
+  const std::uint64_t per_block = static_cast<std::uint64_t>(p.threads) * p.unroll;
+  const std::uint64_t wanted = ceil_div(n, per_block);
+  // Enough CTAs for every SM to hold several; the grid-stride loop does the rest.
+  const std::uint64_t cap = static_cast<std::uint64_t>(std::max(sm_count, 1)) * 8;
+  p.blocks = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min(wanted, cap)));
+  return p;
+}
+
+std::uint64_t device_footprint(const Shape& s, KernelKind k) {
+  const std::uint64_t e = elem_bytes(s.dtype);
+  const std::uint64_t q = checked_product("footprint", s.batch, s.heads, s.seq_q, s.head_dim, e);
+  const std::uint64_t kv = checked_product("footprint", s.batch, s.kv_heads, s.seq_kv, s.head_dim, e);
+  const std::uint64_t qkvo = checked_add(checked_mul(q, 2, "footprint"), checked_mul(kv, 2, "footprint"),
+                                         "footprint");
+  switch (k) {
+    case KernelKind::softmax:
+    case KernelKind::standard: {
+      const std::uint64_t sp =
+          checked_product("footprint", s.batch, s.heads, s.seq_q, score_row_stride(s), e);
+      return checked_add(qkvo, checked_mul(sp, 2, "footprint"), "footprint");
+    }
+    case KernelKind::flash:
+      return checked_add(qkvo, checked_product("footprint", s.batch, s.heads, s.seq_q, 4), "footprint");
+    case KernelKind::floor: return qkvo;
+    case KernelKind::copy: return 0;  // the copy probe has its own fixed buffers
+  }
+  return qkvo;
+}
+
+std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
+  if (k == KernelKind::copy) return std::nullopt;
+  if (s.dtype != Dtype::bf16)
+    return "the kernels are BF16 only (shape is " + std::string(dtype_name(s.dtype)) + ")";
+  if (s.head_dim % 8 != 0)
+    return "head dim " + std::to_string(s.head_dim) + " is not a multiple of 8 (16-byte accesses)";
+  switch (k) {
+    case KernelKind::flash:
+      if (!flash_supports(s.head_dim))
+        return "flash kernel compiled for head dim 64 and 128 only (shape has " +
+               std::to_string(s.head_dim) + ")";
+      break;
+    case KernelKind::softmax:
+    case KernelKind::standard: {
+      const std::uint64_t rows = s.heads / s.kv_heads * s.seq_q;
+      if (rows > static_cast<std::uint64_t>(INT_MAX) || score_row_stride(s) > static_cast<std::uint64_t>(INT_MAX) ||
+          s.batch * s.kv_heads > static_cast<std::uint64_t>(INT_MAX))
+        return "sizes exceed cuBLAS's 32-bit GEMM dimensions";
+      break;
+    }
+    default: break;
+  }
+  return std::nullopt;
+}
+
+bool fits_in_memory(std::uint64_t need, std::uint64_t free_bytes) {
+  const std::uint64_t margin = std::max<std::uint64_t>(free_bytes / 20, 256ull << 20);
+  return free_bytes > margin && need <= free_bytes - margin;
+}
+
+Shape validation_shape(const Shape& s) {
+  const auto cost = [](const Shape& x) {
+    return static_cast<double>(x.batch) * static_cast<double>(x.heads) * static_cast<double>(x.seq_q) *
+           static_cast<double>(x.seq_kv) * static_cast<double>(x.head_dim);
+  };
+  if (cost(s) <= static_cast<double>(validation_budget)) return s;
+  Shape v = s;
+  const std::uint64_t group = s.heads / s.kv_heads;
+  v.batch = std::min<std::uint64_t>(s.batch, 2);
+  v.kv_heads = std::min<std::uint64_t>(s.kv_heads, 2);
+  v.heads = v.kv_heads * std::min<std::uint64_t>(group, 2);
+  constexpr std::uint64_t cap = 1024, cut = 1000;
+  v.seq_q = s.seq_q <= cap ? s.seq_q : cut;
+  v.seq_kv = s.seq_kv <= cap ? s.seq_kv : cut;
+  if (s.seq_kv != s.seq_q && v.seq_kv == v.seq_q) v.seq_kv = s.seq_kv > s.seq_q ? v.seq_q + 24 : v.seq_q - 24;
+  return v;
+}
+
+std::uint64_t flush_bytes(std::uint64_t l2_bytes) {
+  const std::uint64_t mib = 1ull << 20;
+  return std::max<std::uint64_t>(ceil_div(checked_mul(l2_bytes, 2, "flush size"), mib) * mib, mib);
+}
+
+}  // namespace hbmscope

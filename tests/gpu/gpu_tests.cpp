@@ -1,0 +1,117 @@
+// Kernel correctness on a real device: each kernel family against the CPU
+// reference on many shapes (ragged lengths, causal, GQA, Nq != Nkv, d = 64 and
+// 128, every flash instantiation), through the same Backend::run that
+// `hbmscope measure` uses, with the output poisoned first and the whole shape
+// validated. Exits 77 (CTest: skipped) with the reason when there is no device.
+//
+//   usage: hbmscope_gpu_tests standard|flash|floor
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hbmscope/backend.hpp"
+#include "hbmscope/error.hpp"
+#include "hbmscope/measure.hpp"
+
+using namespace hbmscope;
+
+namespace {
+
+struct Case {
+  std::uint64_t batch, heads, kv_heads, seq_q, seq_kv, head_dim;
+  bool causal;
+};
+
+// Chosen to hit: one token; lengths below, at and just past block sizes;
+// Nq > Nkv under the causal mask (leading rows see no key: O = 0, lse = -inf);
+// Nq < Nkv; GQA groups of 2, 3 and 4; batch > 1.
+const Case cases[] = {
+    {1, 1, 1, 1, 1, 64, false},     {1, 1, 1, 1, 1, 128, true},     {1, 2, 1, 77, 77, 64, true},
+    {2, 4, 2, 128, 128, 128, false}, {1, 4, 1, 1000, 1000, 128, true}, {2, 2, 2, 300, 513, 64, true},
+    {1, 2, 2, 513, 300, 128, true},  {1, 2, 2, 513, 300, 64, false},  {3, 6, 2, 257, 129, 64, false},
+    {1, 3, 1, 64, 2048, 64, true},   {2, 8, 8, 200, 200, 128, true},  {1, 1, 1, 4096, 4096, 64, true},
+    {1, 2, 1, 1025, 1023, 128, false},
+};
+
+Shape to_shape(const Case& c) {
+  Shape s;
+  s.batch = c.batch;
+  s.heads = c.heads;
+  s.kv_heads = c.kv_heads;
+  s.seq_q = c.seq_q;
+  s.seq_kv = c.seq_kv;
+  s.head_dim = c.head_dim;
+  s.causal = c.causal;
+  return s;
+}
+
+int run_family(Backend& b, KernelKind kind) {
+  MeasureOptions opt;
+  opt.repeats = 0;  // correctness only
+  opt.warmup = 0;
+  opt.validate = true;
+  opt.validate_full_shape = true;
+  int failures = 0, runs = 0;
+  std::uint64_t seed = 11;
+  for (const Case& c : cases) {
+    const Shape base = to_shape(c);
+    std::vector<Shape> shapes;
+    if (kind == KernelKind::flash) {
+      for (const FlashConfig& f : flash_configs()) {
+        if (static_cast<std::uint64_t>(f.head_dim) != base.head_dim) continue;
+        Shape s = base;
+        s.block_rows = static_cast<std::uint64_t>(f.block_rows);
+        s.block_cols = static_cast<std::uint64_t>(f.block_cols);
+        shapes.push_back(s);
+      }
+    } else {
+      shapes.push_back(base);
+    }
+    for (const Shape& s : shapes) {
+      opt.seed = seed++;  // fresh inputs for every check
+      const KernelMeasurement m = b.run(s, kind, opt);
+      ++runs;
+      const bool ok = m.status == MeasureStatus::ok;
+      std::printf("%-7s %-60s %s  error %.3g", ok ? "ok" : "FAIL", describe(s).c_str(), m.kernel.c_str(),
+                  m.rel_error);
+      if (kind == KernelKind::flash) std::printf("  lse error %.3g", m.lse_rel_error);
+      if (!ok) std::printf("  (%s: %s)", status_name(m.status).c_str(), m.reason.c_str());
+      std::printf("\n");
+      failures += ok ? 0 : 1;
+    }
+  }
+  std::printf("%d of %d passed\n", runs - failures, runs);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s standard|flash|floor\n", argv[0]);
+    return 2;
+  }
+  KernelKind kind{};
+  try {
+    const auto kinds = parse_kernels(argv[1]);
+    if (kinds.size() != 1) throw Error("one kernel family per run");
+    kind = kinds[0];
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  try {
+    auto backend = make_backend(0);
+    if (!backend->available()) {
+      std::printf("SKIPPED: %s\n", backend->unavailable_reason().c_str());
+      return 77;
+    }
+    const DeviceInfo d = backend->device();
+    std::printf("device: %s (sm_%d%d, %d SMs)\n", d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count);
+    return run_family(*backend, kind);
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,306 @@
+// A lane-by-lane CPU emulation of flash_forward_kernel (src/cuda/flash_attention.cuh),
+// step for step: swizzled tiles filled as load_tile does (zero rows past the
+// sequence), ldmatrix and mma.m16n8k16 emulated from the PTX ISA's fragment
+// layouts (flash_layout.hpp), quad shuffles as reductions over lanes 4g..4g+3,
+// the same key-block count, mask decisions, -inf guards, P repacked to bf16 as
+// the A operand, O staged through the swizzled Q tile. It is a second copy of
+// the kernel's algorithm, not the kernel: it checks that the algorithm and the
+// index maps compose into attention (against attention_naive), which is as
+// close as a machine without a GPU gets.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "flash_layout.hpp"
+#include "hbmscope/launch_plan.hpp"
+#include "hbmscope/reference.hpp"
+
+using namespace hbmscope;
+using namespace hbmscope::flash;
+
+namespace {
+
+constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+
+float bf16(float x) { return round_to_dtype(x, Dtype::bf16); }
+
+// One CTA of the kernel for (batch b, head h, query block starting at q0).
+class CtaEmulator {
+ public:
+  CtaEmulator(int d, int br, int bc) : d_(d), br_(br), bc_(bc), threads_(br / 16 * 32) {}
+
+  void run(const Shape& s, float scale, const float* q, const float* k, const float* v, float* o, float* lse,
+           int q0) {
+    const int nq = static_cast<int>(s.seq_q), nkv = static_cast<int>(s.seq_kv);
+    const bool causal = s.causal;
+    const int offset = nkv - nq;
+    const float scale_log2 = scale * 1.4426950408889634f;
+    std::vector<float> tq(static_cast<std::size_t>(br_ * d_)), tk[2], tv[2];
+    for (auto* t : {&tk[0], &tk[1], &tv[0], &tv[1]}) t->assign(static_cast<std::size_t>(bc_ * d_), 0.f);
+
+    const int n_blocks = key_blocks(q0, br_, bc_, nq, nkv, causal, offset);
+    load(tq, br_, q, q0, nq);
+    if (n_blocks > 0) {
+      load(tk[0], bc_, k, 0, nkv);
+      load(tv[0], bc_, v, 0, nkv);
+    }
+    const int warps = br_ / 16;
+    // Registers of every lane of every warp.
+    std::vector<std::vector<float>> o_acc(static_cast<std::size_t>(warps * 32),
+                                          std::vector<float>(static_cast<std::size_t>(d_ / 8 * 4), 0.f));
+    std::vector<float> row_max(static_cast<std::size_t>(warps * 32 * 2), neg_inf);
+    std::vector<float> row_sum(static_cast<std::size_t>(warps * 32 * 2), 0.f);
+
+    for (int j = 0; j < n_blocks; ++j) {
+      const int stage = j & 1;
+      if (j + 1 < n_blocks) {
+        load(tk[stage ^ 1], bc_, k, (j + 1) * bc_, nkv);
+        load(tv[stage ^ 1], bc_, v, (j + 1) * bc_, nkv);
+      }
+      for (int w = 0; w < warps; ++w) {
+        // S = Q K^T: per lane s[t][e].
+        std::vector<std::vector<float>> sacc(32, std::vector<float>(static_cast<std::size_t>(bc_ / 8 * 4), 0.f));
+        for (int ks = 0; ks < d_ / 16; ++ks) {
+          float a[32][4][2];
+          for (int lane = 0; lane < 32; ++lane) {
+            const RowCol qa = ldmatrix_a_address(lane);
+            q_addr_[lane] = step_bytes(lane_bytes(w * 16 + qa.row, qa.col, d_), ks) / 2;
+          }
+          ldmatrix(tq, q_addr_, false, a);
+          for (int np = 0; np < bc_ / 16; ++np) {
+            float b[32][4][2];
+            for (int lane = 0; lane < 32; ++lane) {
+              const RowCol ka = ldmatrix_k_address(lane);
+              q_addr_[lane] = step_bytes(lane_bytes(ka.row, ka.col, d_) + np * 16 * d_ * 2, ks) / 2;
+            }
+            ldmatrix(tk[stage], q_addr_, false, b);
+            mma(sacc, 2 * np, a, b, 0);
+            mma(sacc, 2 * np + 1, a, b, 2);
+          }
+        }
+        const int key0 = j * bc_;
+        if (block_needs_mask(q0, j, bc_, nkv, causal, offset))
+          for (int lane = 0; lane < 32; ++lane)
+            for (int t = 0; t < bc_ / 8; ++t)
+              for (int e = 0; e < 4; ++e) {
+                const RowCol rc = c_fragment(lane, e);
+                if (!key_visible(q0 + w * 16 + rc.row, key0 + t * 8 + rc.col, nkv, causal, offset))
+                  sacc[static_cast<std::size_t>(lane)][static_cast<std::size_t>(t * 4 + e)] = neg_inf;
+              }
+        // Online softmax per row: the quad's max via "shuffles".
+        for (int r = 0; r < 2; ++r) {
+          float local[32];
+          for (int lane = 0; lane < 32; ++lane) {
+            float mx = row_max[idx(w, lane, r)];
+            for (int t = 0; t < bc_ / 8; ++t)
+              mx = std::fmax(mx, std::fmax(sacc[lane][static_cast<std::size_t>(t * 4 + 2 * r)],
+                                           sacc[lane][static_cast<std::size_t>(t * 4 + 2 * r + 1)]));
+            local[lane] = mx;
+          }
+          for (int lane = 0; lane < 32; ++lane) {
+            const int g = lane & ~3;
+            const float mx = std::fmax(std::fmax(local[g], local[g + 1]), std::fmax(local[g + 2], local[g + 3]));
+            const float m_scaled = mx == neg_inf ? 0.f : mx * scale_log2;
+            const float alpha = std::exp2(row_max[idx(w, lane, r)] * scale_log2 - m_scaled);
+            row_max[idx(w, lane, r)] = mx;
+            float sum = 0.f;
+            for (int t = 0; t < bc_ / 8; ++t)
+              for (int h = 0; h < 2; ++h) {
+                float& x = sacc[lane][static_cast<std::size_t>(t * 4 + 2 * r + h)];
+                x = std::exp2(std::fma(x, scale_log2, -m_scaled));
+                sum += x;
+              }
+            row_sum[idx(w, lane, r)] = row_sum[idx(w, lane, r)] * alpha + sum;
+            auto& oa = o_acc[static_cast<std::size_t>(w * 32 + lane)];
+            for (int t = 0; t < d_ / 8; ++t) {
+              oa[static_cast<std::size_t>(t * 4 + 2 * r)] *= alpha;
+              oa[static_cast<std::size_t>(t * 4 + 2 * r + 1)] *= alpha;
+            }
+          }
+        }
+        // O += P V with P repacked (bf16) as the A fragment.
+        for (int kk = 0; kk < bc_ / 16; ++kk) {
+          float a[32][4][2];
+          for (int lane = 0; lane < 32; ++lane)
+            for (int reg = 0; reg < 4; ++reg)
+              for (int h = 0; h < 2; ++h)
+                a[lane][reg][h] =
+                    bf16(sacc[lane][static_cast<std::size_t>((2 * kk + reg / 2) * 4 + 2 * (reg % 2) + h)]);
+          for (int dp = 0; dp < d_ / 16; ++dp) {
+            float b[32][4][2];
+            for (int lane = 0; lane < 32; ++lane) {
+              const RowCol va = ldmatrix_v_address(lane);
+              q_addr_[lane] = step_bytes(lane_bytes(va.row, va.col, d_) + kk * 16 * d_ * 2, dp) / 2;
+            }
+            ldmatrix(tv[stage], q_addr_, true, b);
+            std::vector<std::vector<float>> tmp(32);
+            for (int lane = 0; lane < 32; ++lane) tmp[lane] = o_acc[static_cast<std::size_t>(w * 32 + lane)];
+            mma(tmp, 2 * dp, a, b, 0);
+            mma(tmp, 2 * dp + 1, a, b, 2);
+            for (int lane = 0; lane < 32; ++lane) o_acc[static_cast<std::size_t>(w * 32 + lane)] = tmp[lane];
+          }
+        }
+      }
+    }
+
+    // Normalise, stage in the Q tile, store rows < Nq; lse.
+    for (int w = 0; w < warps; ++w) {
+      float inv[32][2];
+      for (int r = 0; r < 2; ++r) {
+        float l_all[32];
+        for (int lane = 0; lane < 32; ++lane) l_all[lane] = row_sum[idx(w, lane, r)];
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane & ~3;
+          const float l = l_all[g] + l_all[g + 1] + l_all[g + 2] + l_all[g + 3];
+          row_sum[idx(w, lane, r)] = l;
+          inv[lane][r] = l > 0.f ? 1.f / l : 0.f;
+        }
+      }
+      for (int lane = 0; lane < 32; ++lane)
+        for (int t = 0; t < d_ / 8; ++t)
+          for (int r = 0; r < 2; ++r) {
+            const RowCol rc = c_fragment(lane, 2 * r);
+            const int off = swizzled_offset(w * 16 + rc.row, t * 8 + rc.col, d_);
+            const auto& oa = o_acc[static_cast<std::size_t>(w * 32 + lane)];
+            tq[static_cast<std::size_t>(off)] = bf16(oa[static_cast<std::size_t>(t * 4 + 2 * r)] * inv[lane][r]);
+            tq[static_cast<std::size_t>(off + 1)] = bf16(oa[static_cast<std::size_t>(t * 4 + 2 * r + 1)] * inv[lane][r]);
+          }
+      const int chunks_per_row = d_ / 8;
+      for (int lane = 0; lane < 32; ++lane)
+        for (int i = lane; i < 16 * chunks_per_row; i += 32) {
+          const int row = i / chunks_per_row, col = (i % chunks_per_row) * 8;
+          const int g = q0 + w * 16 + row;
+          if (g < nq)
+            for (int e = 0; e < 8; ++e)
+              o[static_cast<std::size_t>(g * d_ + col + e)] =
+                  tq[static_cast<std::size_t>(swizzled_offset(w * 16 + row, col, d_) + e)];
+        }
+      for (int lane = 0; lane < 32; lane += 4)
+        for (int r = 0; r < 2; ++r) {
+          const int g = q0 + w * 16 + lane / 4 + 8 * r;
+          const float l = row_sum[idx(w, lane, r)];
+          if (g < nq) lse[g] = l > 0.f ? row_max[idx(w, lane, r)] * scale + std::log(l) : neg_inf;
+        }
+    }
+  }
+
+ private:
+  std::size_t idx(int w, int lane, int r) const { return static_cast<std::size_t>((w * 32 + lane) * 2 + r); }
+
+  // load_tile: every chunk by (tid, step), zero-filled past `seq`.
+  void load(std::vector<float>& tile, int rows, const float* head, int row0, int seq) const {
+    const int steps = rows * d_ / 8 / threads_;
+    for (int step = 0; step < steps; ++step)
+      for (int tid = 0; tid < threads_; ++tid) {
+        const RowCol rc = load_chunk(tid, step, threads_, d_);
+        const int g = row0 + rc.row;
+        for (int e = 0; e < 8; ++e)
+          tile[static_cast<std::size_t>(swizzled_offset(rc.row, rc.col, d_) + e)] =
+              g < seq ? head[static_cast<std::size_t>(g * d_ + rc.col + e)] : 0.f;
+      }
+  }
+
+  // ldmatrix.x4 from element offsets addr[lane]: out[lane][reg][half].
+  static void ldmatrix(const std::vector<float>& tile, const int (&addr)[32], bool trans, float (&out)[32][4][2]) {
+    for (int lane = 0; lane < 32; ++lane)
+      for (int reg = 0; reg < 4; ++reg)
+        for (int h = 0; h < 2; ++h) {
+          const RowCol e = ldmatrix_element(lane, h, trans);
+          out[lane][reg][h] = tile[static_cast<std::size_t>(addr[reg * 8 + e.row] + e.col)];
+        }
+  }
+
+  // D(tile n) += A * B, B from registers b_reg0, b_reg0 + 1 of every lane.
+  static void mma(std::vector<std::vector<float>>& acc, int n, const float (&a)[32][4][2],
+                  const float (&b)[32][4][2], int b_reg0) {
+    float A[16][16], B[16][8];
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int reg = 0; reg < 4; ++reg)
+        for (int h = 0; h < 2; ++h) {
+          const RowCol x = a_fragment(lane, reg, h);
+          A[x.row][x.col] = a[lane][reg][h];
+        }
+      for (int reg = 0; reg < 2; ++reg)
+        for (int h = 0; h < 2; ++h) {
+          const RowCol x = b_fragment(lane, reg, h);
+          B[x.row][x.col] = b[lane][b_reg0 + reg][h];
+        }
+    }
+    for (int lane = 0; lane < 32; ++lane)
+      for (int e = 0; e < 4; ++e) {
+        const RowCol x = c_fragment(lane, e);
+        float sum = 0.f;
+        for (int kk = 0; kk < 16; ++kk) sum += A[x.row][kk] * B[kk][x.col];
+        acc[static_cast<std::size_t>(lane)][static_cast<std::size_t>(n * 4 + e)] += sum;
+      }
+  }
+
+  int d_, br_, bc_, threads_;
+  int q_addr_[32] = {};
+};
+
+void emulate(const Shape& s, const FlashConfig& c, const AttentionBuffers& in, std::vector<float>& o,
+             std::vector<float>& lse) {
+  const float scale = default_scale(s);
+  const std::size_t d = s.head_dim;
+  const std::uint64_t group = s.heads / s.kv_heads;
+  CtaEmulator cta(c.head_dim, c.block_rows, c.block_cols);
+  for (std::uint64_t b = 0; b < s.batch; ++b)
+    for (std::uint64_t h = 0; h < s.heads; ++h) {
+      const std::size_t qh = (b * s.heads + h) * s.seq_q, kvh = (b * s.kv_heads + h / group) * s.seq_kv;
+      for (std::uint64_t q0 = 0; q0 < s.seq_q; q0 += static_cast<std::uint64_t>(c.block_rows))
+        cta.run(s, scale, in.q.data() + qh * d, in.k.data() + kvh * d, in.v.data() + kvh * d, o.data() + qh * d,
+                lse.data() + qh, static_cast<int>(q0));
+    }
+}
+
+double lse_error(const std::vector<float>& out, const std::vector<float>& ref) {
+  std::vector<float> a, b;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (std::isinf(ref[i])) {
+      if (!(std::isinf(out[i]) && out[i] < 0)) return std::numeric_limits<double>::quiet_NaN();
+      continue;
+    }
+    a.push_back(out[i]);
+    b.push_back(ref[i]);
+  }
+  return relative_l2_error(a, b);
+}
+
+}  // namespace
+
+TEST_CASE("emulated flash kernel equals the reference", "[flash][emulation]") {
+  struct Case {
+    std::uint64_t batch, heads, kv_heads, nq, nkv;
+    bool causal;
+  };
+  // Ragged, causal with Nq > Nkv (leading rows see nothing), Nq < Nkv, GQA, one token.
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, false},   {1, 2, 1, 77, 77, true},   {1, 2, 2, 200, 130, true},
+      {2, 2, 1, 130, 200, true}, {1, 3, 1, 100, 257, false}, {1, 1, 1, 129, 129, false},
+  };
+  std::uint64_t seed = 5;
+  for (const FlashConfig& c : flash_configs())
+    for (const Case& k : cases) {
+      Shape s;
+      s.batch = k.batch;
+      s.heads = k.heads;
+      s.kv_heads = k.kv_heads;
+      s.seq_q = k.nq;
+      s.seq_kv = k.nkv;
+      s.head_dim = static_cast<std::uint64_t>(c.head_dim);
+      s.block_rows = static_cast<std::uint64_t>(c.block_rows);
+      s.block_cols = static_cast<std::uint64_t>(c.block_cols);
+      s.causal = k.causal;
+      const AttentionBuffers in = random_inputs(s, seed++);
+      std::vector<float> o(q_elements(s), std::nanf("")), lse(lse_elements(s), std::nanf(""));
+      std::vector<float> ref(q_elements(s)), ref_lse(lse_elements(s));
+      emulate(s, c, in, o, lse);
+      attention_naive(s, default_scale(s), in.q, in.k, in.v, ref, ref_lse);
+      INFO(describe(c) << " on " << describe(s));
+      const double err = relative_l2_error(o, ref);
+      CHECK(err < 1e-2);
+      CHECK(lse_error(lse, ref_lse) < 1e-3);
+    }
+}

@@ -1,0 +1,270 @@
+// The flash kernel's index maps (src/cuda/flash_layout.hpp), checked on the
+// CPU: no GPU has run the kernel, so these are the evidence that its shared
+// memory layout, ldmatrix addressing and mma fragment bookkeeping agree.
+// ldmatrix is emulated from the PTX ISA's description: lanes 8i..8i+7 address
+// the eight 16-byte rows of matrix i; register i of lane t receives elements
+// (t/4, 2(t%4)) and (t/4, 2(t%4)+1) of matrix i, or transposed with .trans.
+// Fragment layouts: PTX ISA 9.7.14.5.8 (mma.m16n8k16, .bf16 A/B, .f32 C/D).
+#include <catch2/catch.hpp>
+#include <set>
+#include <vector>
+
+#include "flash_layout.hpp"
+#include "hbmscope/launch_plan.hpp"
+#include "hbmscope/tile_walk.hpp"
+
+using namespace hbmscope;
+using namespace hbmscope::flash;
+
+namespace {
+
+// A tile of `rows` x `d` whose stored element at swizzled_offset(r, c) records (r, c).
+struct Tile {
+  int rows, d;
+  std::vector<RowCol> at;  // indexed by element offset
+  Tile(int rows_, int d_) : rows(rows_), d(d_), at(static_cast<std::size_t>(rows_ * d_), RowCol{-1, -1}) {
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < d; ++c) at[static_cast<std::size_t>(swizzled_offset(r, c, d))] = {r, c};
+  }
+};
+
+// What register `reg`, half `half` of lane `lane` receives from ldmatrix.x4
+// when lane l supplies element offset addr[l].
+RowCol ldmatrix(const Tile& t, const int (&addr)[32], int lane, int reg, int half, bool trans) {
+  const RowCol e = ldmatrix_element(lane, half, trans);  // (row, col) inside the 8x8 matrix
+  const int row_addr = addr[reg * 8 + e.row];
+  return t.at[static_cast<std::size_t>(row_addr + e.col)];
+}
+
+constexpr int head_dims[] = {64, 128};
+
+}  // namespace
+
+TEST_CASE("swizzle is a bijection that keeps 16-byte chunks whole", "[flash][layout]") {
+  for (int d : head_dims)
+    for (int rows : {16, 64, 128}) {
+      std::set<int> seen;
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < d; ++c) {
+          const int off = swizzled_offset(r, c, d);
+          CHECK(off >= r * d);
+          CHECK(off < (r + 1) * d);    // stays in its row
+          CHECK(off % 8 == c % 8);     // inside a chunk, order kept
+          seen.insert(off);
+        }
+      CHECK(seen.size() == static_cast<std::size_t>(rows * d));
+    }
+}
+
+TEST_CASE("per-lane byte offsets XOR a step equal the swizzled offset", "[flash][layout]") {
+  for (int d : head_dims)
+    for (int row = 0; row < 16; ++row)
+      for (int lane_col : {0, 8})
+        for (int step = 0; step < d / 16; ++step)
+          for (int extra = 0; extra < 8; ++extra) {  // 16-row blocks added later
+            const int r = row + 16 * extra;
+            CHECK(step_bytes(lane_bytes(row, lane_col, d) + extra * 16 * d * 2, step) ==
+                  2 * swizzled_offset(r, 16 * step + lane_col, d));
+          }
+}
+
+TEST_CASE("cp.async tile loads cover every chunk once", "[flash][layout]") {
+  for (const FlashConfig& c : flash_configs()) {
+    const int threads = flash_threads(c);
+    for (int rows : {c.block_rows, c.block_cols}) {
+      const int chunks = rows * c.head_dim / 8;
+      REQUIRE(chunks % threads == 0);
+      std::set<std::pair<int, int>> seen;
+      for (int step = 0; step < chunks / threads; ++step)
+        for (int tid = 0; tid < threads; ++tid) {
+          const RowCol rc = load_chunk(tid, step, threads, c.head_dim);
+          CHECK(rc.col % 8 == 0);
+          CHECK(rc.row < rows);
+          seen.insert({rc.row, rc.col});
+        }
+      CHECK(seen.size() == static_cast<std::size_t>(chunks));
+    }
+  }
+}
+
+TEST_CASE("mma m16n8k16 fragments cover their tiles exactly once", "[flash][layout]") {
+  std::set<std::pair<int, int>> a, b, c;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int reg = 0; reg < 4; ++reg)
+      for (int h = 0; h < 2; ++h) {
+        const RowCol x = a_fragment(lane, reg, h);
+        CHECK((x.row >= 0 && x.row < 16 && x.col >= 0 && x.col < 16));
+        a.insert({x.row, x.col});
+      }
+    for (int reg = 0; reg < 2; ++reg)
+      for (int h = 0; h < 2; ++h) {
+        const RowCol x = b_fragment(lane, reg, h);
+        CHECK((x.row >= 0 && x.row < 16 && x.col >= 0 && x.col < 8));
+        b.insert({x.row, x.col});
+      }
+    for (int e = 0; e < 4; ++e) {
+      const RowCol x = c_fragment(lane, e);
+      CHECK((x.row >= 0 && x.row < 16 && x.col >= 0 && x.col < 8));
+      c.insert({x.row, x.col});
+    }
+  }
+  CHECK(a.size() == 256);
+  CHECK(b.size() == 128);
+  CHECK(c.size() == 128);
+}
+
+TEST_CASE("two accumulator n-tiles are the A fragment of the next mma", "[flash][layout]") {
+  // The kernel packs a[reg] = (s[2kk + reg/2][2(reg%2)], s[2kk + reg/2][2(reg%2)+1]).
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < 4; ++reg)
+      for (int h = 0; h < 2; ++h) {
+        const RowCol acc = c_fragment(lane, 2 * (reg % 2) + h);
+        const RowCol want{acc.row, acc.col + 8 * (reg / 2)};
+        CHECK(a_fragment(lane, reg, h) == want);
+      }
+}
+
+TEST_CASE("ldmatrix of Q yields the A fragment", "[flash][layout]") {
+  for (int d : head_dims) {
+    const Tile t(128, d);
+    for (int warp = 0; warp < 8; ++warp)
+      for (int ks = 0; ks < d / 16; ++ks) {
+        int addr[32];
+        for (int l = 0; l < 32; ++l) {
+          const RowCol a = ldmatrix_a_address(l);
+          addr[l] = step_bytes(lane_bytes(warp * 16 + a.row, a.col, d), ks) / 2;  // as the kernel
+          REQUIRE(addr[l] % 8 == 0);                                              // 16-byte aligned
+        }
+        for (int lane = 0; lane < 32; ++lane)
+          for (int reg = 0; reg < 4; ++reg)
+            for (int h = 0; h < 2; ++h) {
+              const RowCol f = a_fragment(lane, reg, h);
+              CHECK(ldmatrix(t, addr, lane, reg, h, false) == RowCol{warp * 16 + f.row, ks * 16 + f.col});
+            }
+      }
+  }
+}
+
+TEST_CASE("ldmatrix of K yields the B fragments of two n-tiles", "[flash][layout]") {
+  for (int d : head_dims) {
+    const Tile t(128, d);
+    for (int np = 0; np < 8; ++np)
+      for (int ks = 0; ks < d / 16; ++ks) {
+        int addr[32];
+        for (int l = 0; l < 32; ++l) {
+          const RowCol a = ldmatrix_k_address(l);
+          addr[l] = step_bytes(lane_bytes(a.row, a.col, d) + np * 16 * d * 2, ks) / 2;
+          REQUIRE(addr[l] % 8 == 0);
+        }
+        for (int lane = 0; lane < 32; ++lane)
+          for (int reg = 0; reg < 4; ++reg)
+            for (int h = 0; h < 2; ++h) {
+              const RowCol f = b_fragment(lane, reg % 2, h);  // row = k (dim), col = n (key)
+              const RowCol want{np * 16 + 8 * (reg / 2) + f.col, ks * 16 + f.row};
+              CHECK(ldmatrix(t, addr, lane, reg, h, false) == want);
+            }
+      }
+  }
+}
+
+TEST_CASE("ldmatrix.trans of V yields the B fragments of two n-tiles", "[flash][layout]") {
+  for (int d : head_dims) {
+    const Tile t(128, d);
+    for (int kk = 0; kk < 8; ++kk)
+      for (int dp = 0; dp < d / 16; ++dp) {
+        int addr[32];
+        for (int l = 0; l < 32; ++l) {
+          const RowCol a = ldmatrix_v_address(l);
+          addr[l] = step_bytes(lane_bytes(a.row, a.col, d) + kk * 16 * d * 2, dp) / 2;
+          REQUIRE(addr[l] % 8 == 0);
+        }
+        for (int lane = 0; lane < 32; ++lane)
+          for (int reg = 0; reg < 4; ++reg)
+            for (int h = 0; h < 2; ++h) {
+              const RowCol f = b_fragment(lane, reg % 2, h);  // row = k (key), col = n (dim)
+              const RowCol want{kk * 16 + f.row, dp * 16 + 8 * (reg / 2) + f.col};
+              CHECK(ldmatrix(t, addr, lane, reg, h, true) == want);
+            }
+      }
+  }
+}
+
+TEST_CASE("each ldmatrix phase hits 8 different bank groups", "[flash][layout]") {
+  // A phase is 8 lanes reading 8 rows of 16 bytes: conflict-free iff the rows
+  // fall on different 16-byte columns of the 128-byte bank window.
+  for (int d : head_dims)
+    for (int step = 0; step < d / 16; ++step)
+      for (int which = 0; which < 3; ++which)
+        for (int phase = 0; phase < 4; ++phase) {
+          std::set<int> groups;
+          for (int l = phase * 8; l < phase * 8 + 8; ++l) {
+            const RowCol a = which == 0   ? ldmatrix_a_address(l)
+                             : which == 1 ? ldmatrix_k_address(l)
+                                          : ldmatrix_v_address(l);
+            groups.insert((step_bytes(lane_bytes(a.row, a.col, d), step) / 16) % 8);
+          }
+          CHECK(groups.size() == 8);
+        }
+}
+
+TEST_CASE("O staging: fragment writes and 16-byte reads cover the warp's rows once", "[flash][layout]") {
+  for (int d : head_dims) {
+    std::set<int> written, read;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int t = 0; t < d / 8; ++t)
+        for (int r = 0; r < 2; ++r) {
+          const RowCol rc = c_fragment(lane, 2 * r);
+          const int off = swizzled_offset(rc.row, t * 8 + rc.col, d);
+          CHECK(off % 2 == 0);  // 4-byte aligned bf16 pair
+          written.insert(off);
+          written.insert(off + 1);
+        }
+    for (int lane = 0; lane < 32; ++lane)
+      for (int i = lane; i < 16 * d / 8; i += 32)
+        for (int e = 0; e < 8; ++e) read.insert(swizzled_offset(i / (d / 8), (i % (d / 8)) * 8, d) + e);
+    CHECK(written.size() == static_cast<std::size_t>(16 * d));
+    CHECK(written == read);
+  }
+}
+
+TEST_CASE("the kernel's key-block count equals the tile walk's", "[flash][mask]") {
+  for (int br : {64, 128})
+    for (int bc : {64, 128})
+      for (int nq : {1, 63, 64, 65, 200, 1000})
+        for (int nkv : {1, 64, 100, 129, 1000, 1024})
+          for (bool causal : {false, true}) {
+            Shape s;
+            s.seq_q = static_cast<std::uint64_t>(nq);
+            s.seq_kv = static_cast<std::uint64_t>(nkv);
+            s.block_rows = static_cast<std::uint64_t>(br);
+            s.block_cols = static_cast<std::uint64_t>(bc);
+            s.causal = causal;
+            const int off = nkv - nq;
+            for (int qb = 0; qb * br < nq; ++qb)
+              CHECK(static_cast<std::uint64_t>(key_blocks(qb * br, br, bc, nq, nkv, causal, off)) ==
+                    visited_key_blocks(s, static_cast<std::uint64_t>(qb)));
+          }
+}
+
+TEST_CASE("blocks that skip masking have every key visible to every row", "[flash][mask]") {
+  for (int br : {64, 128})
+    for (int bc : {64, 128})
+      for (int nq : {1, 77, 128, 300})
+        for (int nkv : {1, 77, 128, 300, 513})
+          for (bool causal : {false, true}) {
+            const int off = nkv - nq;
+            for (int q0 = 0; q0 < nq; q0 += br) {
+              const int nb = key_blocks(q0, br, bc, nq, nkv, causal, off);
+              for (int j = 0; j < nb; ++j) {
+                if (block_needs_mask(q0, j, bc, nkv, causal, off)) continue;
+                bool all = true;
+                for (int r = q0; r < std::min(q0 + br, nq); ++r)
+                  for (int c = j * bc; c < (j + 1) * bc; ++c) all &= key_visible(r, c, nkv, causal, off);
+                CHECK(all);
+              }
+              // No visible key lies past the visited blocks.
+              for (int r = q0; r < std::min(q0 + br, nq); ++r)
+                for (int c = nb * bc; c < nkv; ++c) CHECK_FALSE(key_visible(r, c, nkv, causal, off));
+            }
+          }
+}
