@@ -1,6 +1,9 @@
 #pragma once
 // The JSON form of a Report: schema "hbmscope.report/1", documented in
 // docs/report-schema.md. Fields are added over time, never renamed.
+#include <string>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "hbmscope/report.hpp"
@@ -9,5 +12,15 @@ namespace hbmscope {
 
 nlohmann::json shape_to_json(const Shape& s);
 nlohmann::json report_to_json(const Report& r);
+
+// The device object of a report (also the form `hbmscope devices --format
+// json` prints): the spec's figures, sources and, in reports, the fraction.
+nlohmann::json device_to_json(const DeviceSpec& d);
+
+// Reads a report back (for compare and merge). Checks the schema and every
+// field this version writes; fields it does not know are ignored. Throws
+// Error "ORIGIN: KEY: expected ..., got ..." on anything malformed.
+Report report_from_json(const nlohmann::json& j, std::string_view origin);
+Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const std::string& key);
 
 }  // namespace hbmscope

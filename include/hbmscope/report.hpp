@@ -2,10 +2,13 @@
 // What a run produces: rows of figures per shape, kept apart from how they are
 // printed (src/report) and how they were computed (src/core).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "hbmscope/device_spec.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -14,15 +17,22 @@ inline constexpr std::string_view report_schema = "hbmscope.report/1";
 
 // One variant's traffic on one shape.
 struct VariantResult {
+  VariantResult() = default;
+  VariantResult(std::string id_, std::uint64_t bytes_, double intensity_)
+      : id(std::move(id_)), bytes(bytes_), intensity(intensity_) {}
+
   std::string id;            // "standard", "flash_no_l2", "floor"
   std::uint64_t bytes = 0;   // HBM bytes, reads + writes
   double intensity = 0.0;    // FLOPs per HBM byte
+  std::optional<Prediction> prediction;  // roofline time, when a device is chosen
 };
 
 struct Row {
   Shape shape;
   std::uint64_t flops = 0;   // attention FLOPs (halved when causal)
   std::vector<VariantResult> variants;
+  std::string label;         // optional: which group of a sweep config (e.g. "Llama-3 8B")
+  double ridge_point = 0.0;  // device's FLOP/B where memory and compute time meet (0: no device)
 
   const VariantResult* variant(std::string_view id) const {
     for (const auto& v : variants)
@@ -31,9 +41,19 @@ struct Row {
   }
 };
 
+// Slice I (1-based) of N of a sweep: `--shard I/N`.
+struct ShardInfo {
+  std::uint64_t index = 1;
+  std::uint64_t count = 1;
+  std::uint64_t total_rows = 0;  // rows of the whole sweep
+};
+
 struct Report {
   std::string command = "model";
   std::vector<Row> rows;
+  std::optional<DeviceSpec> device;   // set when predictions were made
+  double bandwidth_fraction = 1.0;    // of the device's datasheet bandwidth
+  std::optional<ShardInfo> shard;     // set for `sweep --shard`
 };
 
 }  // namespace hbmscope

@@ -8,28 +8,20 @@
 #include "hbmscope/config.hpp"
 #include "hbmscope/error.hpp"
 #include "options.hpp"
+#include "sweep_commands.hpp"
 
 namespace {
 
 using namespace hbmscope;
 
-// Prints the whole output at once, or writes it atomically to --output.
-void emit(const std::string& text, const cli::OutputOptions& out) {
-  if (out.output) {
-    write_file_atomic(*out.output, text);
-    std::fprintf(stderr, "hbmscope: wrote %s\n", out.output->c_str());
-  } else {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  }
-}
-
-int run_model(const cli::ShapeOptions& shape, const cli::OutputOptions& out) {
-  const PrintOptions print = cli::to_print_options(out);
+int run_model(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
+              const cli::DeviceOptions& dev) {
+  (void)cli::to_print_options(out);
+  cli::check_device_options(dev, out);
   Report report;
   report.command = "model";
   report.rows = model_rows(expand(cli::to_axes(shape)));
-  emit(render(report, print), out);
-  return 0;
+  return cli::finish_report(report, out, dev);
 }
 
 // `hbmscope` and `hbmscope --seq ...` mean `hbmscope model ...`.
@@ -64,6 +56,9 @@ int main(int argc, char** argv) {
   cli::add_shape_options(*model, model_shape);
   cli::add_output_options(*model, model_out);
   model->footer(cli::model_columns_help);
+  cli::DeviceOptions model_device;
+  cli::add_device_options(*model, model_device);
+  cli::SweepCommands sweep_commands(app);
 
   try {
     auto args = with_default_command(argc, argv);
@@ -80,7 +75,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (model->parsed()) return run_model(model_shape, model_out);
+    if (model->parsed()) return run_model(model_shape, model_out, model_device);
+    if (int rc = 0; sweep_commands.run(rc)) return rc;
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
     return 1;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -99,7 +100,23 @@ std::string title(const Report& rep, const Varying& v) {
     if (s.block_cols != s.block_rows) t += " × " + std::to_string(s.block_cols);
   }
   if (!v.causal && s.causal) t += ", causal";
-  return t + ")";
+  t += ")";
+  if (rep.device) {
+    const DeviceSpec& d = *rep.device;
+    t += "\nRoofline on " + d.name + ": " + format_bandwidth(d.bandwidth);
+    if (rep.bandwidth_fraction != 1.0) {
+      char f[32];
+      std::snprintf(f, sizeof f, "%g", rep.bandwidth_fraction);
+      t += " × " + std::string(f) + " = " + format_bandwidth(d.bandwidth * rep.bandwidth_fraction);
+    }
+    if (!v.dtype) {
+      const double p = peak_flops(d, s.dtype);
+      t += ", " + std::string(dtype_name(s.dtype)) + " " + format_flop_rate(p) + " dense, ridge " +
+           format_intensity(rep.rows.front().ridge_point);
+    }
+    t += "; time = max(bytes / bandwidth, FLOPs / peak)";
+  }
+  return t;
 }
 
 std::vector<std::string> variant_ids(const Report& rep) {
@@ -116,6 +133,9 @@ std::vector<std::string> variant_ids(const Report& rep) {
 std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
   const Varying v = varying(rep.rows);
   std::vector<Column> cols;
+  bool labels = false;
+  for (const Row& r : rep.rows) labels |= !r.label.empty();
+  if (labels) cols.push_back({"Group", false, [](const Row& r) { return r.label; }});
   cols.push_back({"Sequence × head dim", false, [](const Row& r) { return seq_label(r.shape); }});
   if (v.batch)
     cols.push_back({"Batch", true, [](const Row& r) { return std::to_string(r.shape.batch); }});
@@ -131,6 +151,14 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                       const auto* var = r.variant(id);
                       return var ? format_bytes(var->bytes, units) : std::string("-");
                     }});
+  if (rep.device)
+    for (const auto& id : ids)
+      cols.push_back({"Time: " + id, true, [id](const Row& r) {
+                        const auto* var = r.variant(id);
+                        if (!var || !var->prediction) return std::string("-");
+                        return format_seconds(var->prediction->seconds) + " (" +
+                               std::string(bound_name(var->prediction->bound)) + ")";
+                      }});
   if (opt.wide) {
     cols.push_back({"FLOPs", true, [](const Row& r) { return format_flops(r.flops); }});
     for (const auto& id : ids)
@@ -138,6 +166,8 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                         const auto* var = r.variant(id);
                         return var ? format_intensity(var->intensity) : std::string("-");
                       }});
+    if (rep.device)
+      cols.push_back({"Ridge", true, [](const Row& r) { return format_intensity(r.ridge_point); }});
   }
   return cols;
 }
@@ -177,7 +207,14 @@ std::string render_table(const Report& rep, const PrintOptions& opt) {
 
 std::string render_md(const Report& rep, const PrintOptions& opt) {
   const auto cols = model_columns(rep, opt);
-  std::string out = "**" + title(rep, varying(rep.rows)) + "**\n\n|";
+  std::string t = title(rep, varying(rep.rows));
+  std::string out;
+  for (std::size_t pos = 0; pos <= t.size();) {
+    const std::size_t nl = std::min(t.find('\n', pos), t.size());
+    out += "**" + t.substr(pos, nl - pos) + "**\n";
+    pos = nl + 1;
+  }
+  out += "\n|";
   for (const auto& c : cols) out += " " + c.header + " |";
   out += "\n|";
   for (const auto& c : cols) out += c.right ? " ---: |" : " :--- |";
@@ -190,6 +227,17 @@ std::string render_md(const Report& rep, const PrintOptions& opt) {
   return out;
 }
 
+// RFC 4180: quote a field holding a comma, quote or newline.
+std::string csv_field(const std::string& f) {
+  if (f.find_first_of(",\"\n\r") == std::string::npos) return f;
+  std::string r = "\"";
+  for (char c : f) {
+    if (c == '"') r += '"';
+    r += c;
+  }
+  return r + "\"";
+}
+
 std::string render_csv(const Report& rep) {
   const auto ids = variant_ids(rep);
   std::string out =
@@ -197,6 +245,14 @@ std::string render_csv(const Report& rep) {
       "flops";
   for (const auto& id : ids) out += ",bytes_" + id;
   for (const auto& id : ids) out += ",intensity_" + id;
+  bool labels = false;
+  for (const Row& r : rep.rows) labels |= !r.label.empty();
+  if (labels) out += ",label";
+  if (rep.device) {
+    out += ",device,bandwidth_fraction,ridge_point";
+    for (const auto& id : ids) out += ",seconds_" + id;
+    for (const auto& id : ids) out += ",bound_" + id;
+  }
   out += "\n";
   for (const Row& r : rep.rows) {
     const Shape& s = r.shape;
@@ -216,6 +272,23 @@ std::string render_csv(const Report& rep) {
       char buf[64] = "";
       if (v) std::snprintf(buf, sizeof buf, "%.17g", v->intensity);
       out += std::string(",") + buf;
+    }
+    if (labels) out += "," + csv_field(r.label);
+    if (rep.device) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, ",%.17g,%.17g", rep.bandwidth_fraction, r.ridge_point);
+      out += "," + csv_field(rep.device->name) + buf;
+      for (const auto& id : ids) {
+        const auto* v = r.variant(id);
+        buf[0] = 0;
+        if (v && v->prediction) std::snprintf(buf, sizeof buf, "%.17g", v->prediction->seconds);
+        out += std::string(",") + buf;
+      }
+      for (const auto& id : ids) {
+        const auto* v = r.variant(id);
+        out += ",";
+        if (v && v->prediction) out += bound_name(v->prediction->bound);
+      }
     }
     out += "\n";
   }
