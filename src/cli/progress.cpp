@@ -5,24 +5,21 @@
 namespace hbmscope::cli {
 
 ProgressBar::ProgressBar(std::FILE* out, ProgressMode mode, std::string what,
-                         std::chrono::milliseconds delay)
+                         std::size_t min_total)
     : out_(out),
       enabled_(mode == ProgressMode::always ||
                (mode == ProgressMode::auto_ && ::isatty(::fileno(out)) == 1)),
       what_(std::move(what)),
-      delay_(mode == ProgressMode::always ? std::chrono::milliseconds(0) : delay),
-      start_(std::chrono::steady_clock::now()),
-      last_(start_) {}
+      min_total_(mode == ProgressMode::always ? 0 : min_total) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
 void ProgressBar::update(std::size_t done, std::size_t total) {
-  if (!enabled_ || total == 0) return;
+  if (!enabled_ || total == 0 || total < min_total_) return;
   // Looking at the clock for every one of millions of shapes would cost more
   // than the model itself.
   if (++calls_ % 256 != 0 && done != total) return;
   const auto now = std::chrono::steady_clock::now();
-  if (now - start_ < delay_) return;
   if (drawn_ && now - last_ < std::chrono::milliseconds(100) && done != total) return;
   last_ = now;
   constexpr int width = 30;

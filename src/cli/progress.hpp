@@ -12,10 +12,10 @@ enum class ProgressMode { auto_, always, never };
 
 class ProgressBar {
  public:
-  // `auto_`: drawn when `out` is a terminal and the work has taken longer than
-  // `delay` (short sweeps never show it).
-  ProgressBar(std::FILE* out, ProgressMode mode, std::string what,
-              std::chrono::milliseconds delay = std::chrono::milliseconds(300));
+  // `auto_`: drawn when `out` is a terminal and the work counts at least
+  // `min_total` items (short sweeps never show it). Redrawn at most 10 times a
+  // second.
+  ProgressBar(std::FILE* out, ProgressMode mode, std::string what, std::size_t min_total = 100000);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -28,8 +28,8 @@ class ProgressBar {
   std::FILE* out_;
   bool enabled_;
   std::string what_;
-  std::chrono::milliseconds delay_;
-  std::chrono::steady_clock::time_point start_, last_;
+  std::size_t min_total_;
+  std::chrono::steady_clock::time_point last_;
   std::size_t calls_ = 0;
   bool drawn_ = false;
 };

@@ -51,7 +51,8 @@ Examples:
   hbmscope sweep --config llm --shard 2/4 --format json --output part2.json
   hbmscope merge part*.json --output all.json
   hbmscope sweep --config long-context --device b200 --plot long.svg
-A progress bar appears on stderr for long sweeps when stderr is a terminal.)";
+A progress bar appears on stderr for sweeps of 100000 shapes or more when stderr
+is a terminal; never in a pipe or a file.)";
 
 void emit(const std::string& text, const std::optional<std::string>& output) {
   if (output) {
@@ -153,8 +154,8 @@ SweepCommands::SweepCommands(CLI::App& app) {
                      "the whole), e.g. --shard 2/8 in a Slurm array job; join with `hbmscope merge`")
       ->type_name("I/N");
   sweep_->add_option("--progress", progress_,
-                     "Progress bar on stderr: auto (when stderr is a terminal and the sweep is "
-                     "long), always, never [default: auto]")
+                     "Progress bar on stderr: auto (when stderr is a terminal and the sweep has "
+                     "100000 shapes or more), always, never [default: auto]")
       ->type_name("auto|always|never");
   sweep_->footer(sweep_help);
   add_device_options(*sweep_, dev_);

@@ -147,6 +147,19 @@ Comparison compare_reports(const nlohmann::json& a, std::string_view a_name, con
         c.columns.push_back(p);
       }
   }
+  // JSON objects list keys alphabetically; put variants in the model's order.
+  const auto sort_key = [](const std::string& p) {
+    std::string k = p;
+    for (const auto& [id, r] : {std::pair<const char*, const char*>{"standard", "0"}, {"flash_no_l2", "1"}, {"floor", "2"}}) {
+      const std::string part = std::string(".") + id;
+      const auto at = k.find(part);
+      if (at != std::string::npos && (at + part.size() == k.size() || k[at + part.size()] == '.'))
+        k.insert(at + 1, r);
+    }
+    return k;
+  };
+  std::stable_sort(c.columns.begin(), c.columns.end(),
+                   [&](const std::string& x, const std::string& y) { return sort_key(x) < sort_key(y); });
   c.metric = opt.metric.empty() ? choose_metric(c.columns) : opt.metric;
   if (!opt.metric.empty() && !col_seen.count(opt.metric)) {
     std::string list;
