@@ -12,6 +12,8 @@ namespace hbmscope {
 
 nlohmann::json shape_to_json(const Shape& s);
 nlohmann::json report_to_json(const Report& r);
+// report_to_json(r).dump(2) + "\n", built row by row (fast for big sweeps).
+std::string report_json_text(const Report& r);
 
 // The device object of a report (also the form `hbmscope devices --format
 // json` prints): the spec's figures, sources and, in reports, the fraction.

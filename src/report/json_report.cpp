@@ -48,9 +48,10 @@ nlohmann::json device_to_json(const DeviceSpec& d) {
   };
 }
 
-nlohmann::json report_to_json(const Report& r) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const Row& row : r.rows) {
+namespace {
+
+nlohmann::json row_to_json(const Row& row) {
+  {
     nlohmann::json bytes = nlohmann::json::object();
     nlohmann::json inten = nlohmann::json::object();
     nlohmann::json pred = nlohmann::json::object();
@@ -72,8 +73,12 @@ nlohmann::json report_to_json(const Report& r) {
       j["prediction"] = pred;
       j["ridge_point"] = row.ridge_point;
     }
-    rows.push_back(std::move(j));
+    return j;
   }
+}
+
+// Everything but the rows.
+nlohmann::json report_header_json(const Report& r) {
   nlohmann::json out = {
       {"schema", std::string(report_schema)},
       {"tool", {{"name", "hbmscope"}, {"version", config::version}}},
@@ -88,8 +93,42 @@ nlohmann::json report_to_json(const Report& r) {
     out["shard"] = {{"index", r.shard->index},
                     {"count", r.shard->count},
                     {"total_rows", r.shard->total_rows}};
-  out["rows"] = rows;
+  out["rows"] = nlohmann::json::array();
   return out;
+}
+
+}  // namespace
+
+nlohmann::json report_to_json(const Report& r) {
+  nlohmann::json out = report_header_json(r);
+  for (const Row& row : r.rows) out["rows"].push_back(row_to_json(row));
+  return out;
+}
+
+std::string report_json_text(const Report& r) {
+  // Row by row, so that a sweep of millions of rows never holds them all as
+  // JSON values; the text is the same as report_to_json(r).dump(2).
+  std::string head = report_header_json(r).dump(2);
+  const std::string slot = "\"rows\": []";
+  const std::size_t at = head.find(slot);
+  std::string out = head.substr(0, at + slot.size() - 1);
+  if (r.rows.empty()) {
+    out += "]";
+  } else {
+    out += "\n";
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+      const std::string row = row_to_json(r.rows[i]).dump(2);
+      out += "    ";
+      for (char c : row) {
+        out += c;
+        if (c == '\n') out += "    ";
+      }
+      out += i + 1 < r.rows.size() ? ",\n" : "\n";
+    }
+    out += "  ]";
+  }
+  out += head.substr(at + slot.size());
+  return out + "\n";
 }
 
 namespace {

@@ -41,8 +41,13 @@ std::string upper(std::string_view s) {
 
 std::string seq_label(const Shape& s) {
   std::string r = std::to_string(s.seq_q);
-  if (s.seq_kv != s.seq_q) r += "/" + std::to_string(s.seq_kv);
-  return r + " × " + std::to_string(s.head_dim);
+  if (s.seq_kv != s.seq_q) {
+    r += '/';
+    r += std::to_string(s.seq_kv);
+  }
+  r += " × ";
+  r += std::to_string(s.head_dim);
+  return r;
 }
 
 std::string heads_label(const Shape& s) {
@@ -302,7 +307,7 @@ std::string render(const Report& report, const PrintOptions& options) {
     case Format::table: return render_table(report, options);
     case Format::md: return render_md(report, options);
     case Format::csv: return render_csv(report);
-    case Format::json: return report_to_json(report).dump(2) + "\n";
+    case Format::json: return report_json_text(report);
   }
   return {};
 }
