@@ -70,7 +70,10 @@ std::uint64_t group_size(const Shape& s) { return s.heads / s.kv_heads; }
 
 std::string describe(const Shape& s) {
   std::string r = std::to_string(s.seq_q);
-  if (s.seq_kv != s.seq_q) r += "/" + std::to_string(s.seq_kv);
+  if (s.seq_kv != s.seq_q) {  // appended in two steps: GCC 12 warns (-Wrestrict) on "/" + string
+    r += '/';
+    r += std::to_string(s.seq_kv);
+  }
   r += " x " + std::to_string(s.head_dim) + " (batch " + std::to_string(s.batch) + ", " +
        std::to_string(s.heads) + (s.heads == 1 ? " head" : " heads");
   if (s.kv_heads != s.heads) r += ", " + std::to_string(s.kv_heads) + " kv-heads";
