@@ -138,6 +138,14 @@ std::string secs(double s) {
   return b;
 }
 
+// Pads to a display width (µ is one column but two bytes).
+std::string pad(const std::string& s, std::size_t w, bool right) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  const std::string fill(w > n ? w - n : 0, ' ');
+  return right ? fill + s : s + fill;
+}
+
 }  // namespace
 
 int main() {
@@ -158,8 +166,9 @@ int main() {
     const Result r = c.run();
     all_met &= r.met;
     const std::string rate = si(r.items / r.seconds) + r.unit + "/s";
-    std::printf("%-24s  %-58s  %10s  %18s  %s%s\n", c.name.c_str(), r.work.c_str(), secs(r.seconds).c_str(),
-                rate.c_str(), r.target.c_str(), r.target.empty() ? "" : (r.met ? " (met)" : " (MISSED)"));
+    std::printf("%s  %s  %s  %s  %s%s\n", pad(c.name, 24, false).c_str(), pad(r.work, 58, false).c_str(),
+                pad(secs(r.seconds), 10, true).c_str(), pad(rate, 18, true).c_str(), r.target.c_str(),
+                r.target.empty() ? "" : (r.met ? " (met)" : " (MISSED)"));
   }
   return all_met ? 0 : 1;
 }
