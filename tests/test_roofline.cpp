@@ -221,6 +221,9 @@ TEST_CASE("JSON report carries the device and predictions, and reads back", "[js
   CHECK(back.bandwidth_fraction == 0.8);
   CHECK(back.shard->total_rows == 9);
   CHECK(render(back, {Format::json}) == render(r, {Format::json}));
+  // The row-by-row text is exactly the DOM's.
+  CHECK(report_json_text(r) == report_to_json(r).dump(2) + "\n");
+  CHECK(report_json_text(Report{}) == report_to_json(Report{}).dump(2) + "\n");
 }
 
 TEST_CASE("report_from_json names the file and key of a malformed report", "[json]") {
