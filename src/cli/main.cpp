@@ -14,6 +14,17 @@ namespace {
 
 using namespace hbmscope;
 
+// Prints the whole output at once, or writes it atomically to --output.
+// (model and sweep now go through cli::finish_report; kept for other commands.)
+[[maybe_unused]] void emit(const std::string& text, const cli::OutputOptions& out) {
+  if (out.output) {
+    write_file_atomic(*out.output, text);
+    std::fprintf(stderr, "hbmscope: wrote %s\n", out.output->c_str());
+  } else {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+}
+
 int run_model(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
               const cli::DeviceOptions& dev) {
   (void)cli::to_print_options(out);
