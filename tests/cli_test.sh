@@ -84,7 +84,7 @@ check "model --device: 40.7 µs memory-bound" grep -q "40.7 µs (memory)" "$work
 "$bin" model --device h100 --bandwidth-fraction 0.5 --format json >"$work/m_dev.json"
 check "json has device and predictions" python3 -c "
 import json; d=json.load(open('$work/m_dev.json'))
-assert d['device']['name']=='H100 SXM' and d['device']['bandwidth_fraction']==0.5
+assert d['roofline']['device']['name']=='H100 SXM' and d['roofline']['bandwidth_fraction']==0.5
 p=d['rows'][0]['prediction']['standard']
 assert abs(p['seconds']-136314880/(3.35e12*0.5))<1e-12 and p['bound']=='memory', p
 assert d['rows'][0]['prediction']['floor']['bound']=='compute'"

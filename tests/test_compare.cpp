@@ -87,6 +87,30 @@ TEST_CASE("a higher-is-better metric flips the verdict; unknown fields are compa
   CHECK_THAT(t, Catch::Contains("1.500"));
 }
 
+TEST_CASE("measurement lists are matched by kernel name; samples are not compared", "[compare]") {
+  auto a = sweep_json("1K:2K:x2");
+  auto b = a;
+  auto meas = [](double flash_s, double std_s) {
+    return nlohmann::json::array(
+        {{{"kernel", "standard"}, {"time_s", {{"median", std_s}, {"samples", {std_s, std_s}}}}},
+         {{"kernel", "flash"}, {"time_s", {{"median", flash_s}, {"samples", {flash_s}}}}, {"tflops", 1.0 / flash_s}}});
+  };
+  for (auto& row : a["rows"]) row["measurements"] = meas(2e-3, 8e-3);
+  for (auto& row : b["rows"]) {
+    auto m = meas(1e-3, 8e-3);
+    std::swap(m[0], m[1]);  // another order: still matched by kernel
+    row["measurements"] = m;
+  }
+  const auto c = compare_reports(a, "a", b, "b", {});
+  CHECK(c.metric == "measurements[flash].time_s.median");
+  CHECK_FALSE(c.higher_is_better);
+  for (const auto& r : c.rows) CHECK(r.verdict == "FASTER");
+  for (const auto& col : c.columns) CHECK(col.find("samples") == std::string::npos);
+  const auto i = std::find(c.columns.begin(), c.columns.end(), "measurements[standard].time_s.median") - c.columns.begin();
+  REQUIRE(i < static_cast<long>(c.columns.size()));
+  CHECK(ratio(c.rows[0].a[static_cast<std::size_t>(i)], c.rows[0].b[static_cast<std::size_t>(i)]) == 1.0);
+}
+
 TEST_CASE("unmatched rows are listed; schemas and malformed files are refused", "[compare]") {
   const auto a = sweep_json("1K:4K:x2");
   const auto b = sweep_json("2K:8K:x2");

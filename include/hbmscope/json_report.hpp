@@ -15,9 +15,9 @@ nlohmann::json report_to_json(const Report& r);
 // report_to_json(r).dump(2) + "\n", built row by row (fast for big sweeps).
 std::string report_json_text(const Report& r);
 
-// The device object of a report (also the form `hbmscope devices --format
-// json` prints): the spec's figures, sources and, in reports, the fraction.
-nlohmann::json device_to_json(const DeviceSpec& d);
+// A device spec as JSON (the form of docs/devices.md, as `hbmscope devices
+// --format json` prints it and reports hold it in roofline.device).
+nlohmann::json device_spec_to_json(const DeviceSpec& d);
 
 // Reads a report back (for compare and merge). Checks the schema and every
 // field this version writes; fields it does not know are ignored. Throws

@@ -48,12 +48,17 @@ struct ShardInfo {
   std::uint64_t total_rows = 0;  // rows of the whole sweep
 };
 
+// The device the roofline predictions of a report were made for.
+struct RooflineInfo {
+  DeviceSpec device;
+  double bandwidth_fraction = 1.0;  // of the device's datasheet bandwidth
+};
+
 struct Report {
   std::string command = "model";
   std::vector<Row> rows;
-  std::optional<DeviceSpec> device;   // set when predictions were made
-  double bandwidth_fraction = 1.0;    // of the device's datasheet bandwidth
-  std::optional<ShardInfo> shard;     // set for `sweep --shard`
+  std::optional<RooflineInfo> roofline;  // set when predictions were made (--device)
+  std::optional<ShardInfo> shard;        // set for `sweep --shard`
 };
 
 }  // namespace hbmscope

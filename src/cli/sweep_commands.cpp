@@ -266,7 +266,7 @@ int SweepCommands::run_devices() {
   const bool detail = devices_which_.has_value();
   if (f == Format::json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& d : list) j.push_back(device_to_json(d));
+    for (const auto& d : list) j.push_back(device_spec_to_json(d));
     std::string text = (detail ? j[0] : j).dump(2) + "\n";
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
@@ -367,12 +367,12 @@ int SweepCommands::run_merge() {
     if (x.r.command != first.r.command)
       throw Error("merge: " + x.name + " comes from `" + x.r.command + "`, " + first.name + " from `" +
                   first.r.command + "`: refusing to mix them");
-    const nlohmann::json da = x.j.value("device", nlohmann::json()), db = first.j.value("device", nlohmann::json());
+    const nlohmann::json da = x.j.value("roofline", nlohmann::json()), db = first.j.value("roofline", nlohmann::json());
     if (da != db)
       throw Error("merge: " + x.name + " and " + first.name +
                   " were predicted for different devices or bandwidth fractions (" +
-                  (x.r.device ? x.r.device->name : std::string("none")) + " vs " +
-                  (first.r.device ? first.r.device->name : std::string("none")) + ")");
+                  (x.r.roofline ? x.r.roofline->device.name : std::string("none")) + " vs " +
+                  (first.r.roofline ? first.r.roofline->device.name : std::string("none")) + ")");
   }
   // Shards of one sweep go back in shard order.
   const bool shards = std::all_of(in.begin(), in.end(), [&](const Input& x) {

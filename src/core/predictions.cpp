@@ -14,8 +14,7 @@ void add_predictions(Report& report, const DeviceSpec& device, double bandwidth_
       throw Error("shape " + describe(row.shape) + ": " + e.what());
     }
   }
-  report.device = device;
-  report.bandwidth_fraction = bandwidth_fraction;
+  report.roofline = RooflineInfo{device, bandwidth_fraction};
 }
 
 }  // namespace hbmscope

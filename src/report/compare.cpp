@@ -25,7 +25,22 @@ void flatten(const nlohmann::json& j, const std::string& prefix, Flat& out) {
       flatten(v, prefix.empty() ? k : prefix + "." + k, out);
     }
   } else if (j.is_array()) {
-    for (std::size_t i = 0; i < j.size(); ++i) flatten(j[i], prefix + "[" + std::to_string(i) + "]", out);
+    // A list of plain numbers is a distribution (timing samples): not compared
+    // element by element.
+    if (!j.empty() && std::all_of(j.begin(), j.end(), [](const auto& x) { return x.is_number(); })) return;
+    // Objects named by a "kernel" or "variant" field are matched by that name,
+    // not by position: measurements[flash].time_s.median.
+    std::map<std::string, int> seen;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      std::string name = std::to_string(i);
+      for (const char* k : {"kernel", "variant", "id"})
+        if (j[i].is_object() && j[i].contains(k) && j[i][k].is_string()) {
+          name = j[i][k].get<std::string>();
+          break;
+        }
+      if (const int n = seen[name]++; n > 0) name += "#" + std::to_string(n + 1);
+      flatten(j[i], prefix + "[" + name + "]", out);
+    }
   }
 }
 
@@ -45,7 +60,9 @@ std::vector<Keyed> keyed_rows(const nlohmann::json& j, std::string_view name) {
     Keyed k;
     k.label = rows[i].value("label", std::string());
     k.shape = shape_from_json(rows[i]["shape"], name, "rows[" + std::to_string(i) + "].shape");
-    k.key = k.label + "\n" + shape_to_json(k.shape).dump();
+    // The shape as written (all its fields, including any this version does not
+    // know) identifies the row.
+    k.key = k.label + "\n" + rows[i]["shape"].dump();
     if (seen.count(k.key))
       throw Error(std::string(name) + ": rows[" + std::to_string(i) + "] repeats the shape of rows[" +
                   std::to_string(seen[k.key]) + "] (" + describe(k.shape) + ")");
@@ -57,22 +74,24 @@ std::vector<Keyed> keyed_rows(const nlohmann::json& j, std::string_view name) {
 }
 
 bool higher_better(const std::string& metric) {
-  for (const char* w : {"per_s", "tflops", "throughput", "bandwidth", "utilization"})
+  for (const char* w : {"per_s", "tflops", "throughput", "bandwidth", "utilization", "Bps", "copy_fraction"})
     if (metric.find(w) != std::string::npos) return true;
   return false;
 }
 
 std::string choose_metric(const std::vector<std::string>& cols) {
   auto has = [&](const std::string& c) { return std::find(cols.begin(), cols.end(), c) != cols.end(); };
-  // A measured time first (a later issue adds measurements), then the
-  // roofline prediction, then bytes.
+  // A measured time first (the median of `measure`'s flash kernel, else of any
+  // kernel), then the roofline prediction, then bytes.
+  const auto measured_time = [](const std::string& c) {
+    const std::string tail = "time_s.median";
+    return c.rfind("measure", 0) == 0 && c.size() >= tail.size() &&
+           c.compare(c.size() - tail.size(), tail.size(), tail) == 0;
+  };
   for (const auto& c : cols)
-    if (c.rfind("measured", 0) == 0 && c.find("flash") != std::string::npos &&
-        c.size() >= 7 && c.compare(c.size() - 7, 7, "seconds") == 0)
-      return c;
+    if (measured_time(c) && c.find("[flash") != std::string::npos) return c;
   for (const auto& c : cols)
-    if (c.rfind("measured", 0) == 0 && c.size() >= 7 && c.compare(c.size() - 7, 7, "seconds") == 0)
-      return c;
+    if (measured_time(c)) return c;
   for (const char* c : {"prediction.flash_no_l2.seconds", "bytes.flash_no_l2"})
     if (has(c)) return c;
   return cols.empty() ? std::string() : cols.front();

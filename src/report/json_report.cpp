@@ -28,7 +28,7 @@ nlohmann::json shape_to_json(const Shape& s) {
   };
 }
 
-nlohmann::json device_to_json(const DeviceSpec& d) {
+nlohmann::json device_spec_to_json(const DeviceSpec& d) {
   auto peak = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json sources = nlohmann::json::object();
   for (const auto& [k, v] : d.sources) sources[k] = v;
@@ -84,10 +84,11 @@ nlohmann::json report_header_json(const Report& r) {
       {"tool", {{"name", "hbmscope"}, {"version", config::version}}},
       {"command", r.command},
   };
-  if (r.device) {
-    out["device"] = device_to_json(*r.device);
-    out["device"]["bandwidth_fraction"] = r.bandwidth_fraction;
-    out["device"]["effective_bandwidth_bytes_per_s"] = r.device->bandwidth * r.bandwidth_fraction;
+  if (r.roofline) {
+    const RooflineInfo& rl = *r.roofline;
+    out["roofline"] = {{"device", device_spec_to_json(rl.device)},
+                       {"bandwidth_fraction", rl.bandwidth_fraction},
+                       {"effective_bandwidth_bytes_per_s", rl.device.bandwidth * rl.bandwidth_fraction}};
   }
   if (r.shard)
     out["shard"] = {{"index", r.shard->index},
@@ -192,31 +193,32 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
     if (!j["command"].is_string()) jc::fail(origin, "command", "a string", j["command"]);
     r.command = j["command"].get<std::string>();
   }
-  if (j.contains("device")) {
-    const auto& d = j["device"];
-    if (!d.is_object()) jc::fail(origin, "device", "an object", d);
+  if (j.contains("roofline")) {
+    const auto& rl = j["roofline"];
+    if (!rl.is_object()) jc::fail(origin, "roofline", "an object", rl);
+    const auto& d = get_object(rl, origin, "roofline", "device");
     DeviceSpec spec;
     if (!d.contains("name") || !d["name"].is_string())
-      jc::fail(origin, "device.name", "a string", d.value("name", nlohmann::json()));
+      jc::fail(origin, "roofline.device.name", "a string", d.value("name", nlohmann::json()));
     spec.name = d["name"].get<std::string>();
     spec.id = d.value("id", spec.name);
     if (d.contains("memory") && d["memory"].is_string()) spec.memory = d["memory"].get<std::string>();
     spec.bandwidth = get_number(d.value("memory_bandwidth_bytes_per_s", nlohmann::json()), origin,
-                                "device.memory_bandwidth_bytes_per_s");
-    spec.l2_bytes = get_u64(d, origin, "device", "l2_bytes");
-    spec.sm_count = get_u64(d, origin, "device", "sm_count");
-    const auto& pk = get_object(d, origin, "device", "peak_flops_dense");
+                                "roofline.device.memory_bandwidth_bytes_per_s");
+    spec.l2_bytes = get_u64(d, origin, "roofline.device", "l2_bytes");
+    spec.sm_count = get_u64(d, origin, "roofline.device", "sm_count");
+    const auto& pk = get_object(d, origin, "roofline.device", "peak_flops_dense");
     auto peak = [&](const char* k) {
       if (!pk.contains(k) || pk[k].is_null()) return 0.0;
-      return get_number(pk[k], origin, std::string("device.peak_flops_dense.") + k);
+      return get_number(pk[k], origin, std::string("roofline.device.peak_flops_dense.") + k);
     };
     spec.peak = {peak("fp32"), peak("fp16"), peak("bf16"), peak("fp8")};
     if (d.contains("sources") && d["sources"].is_object())
       for (const auto& [k, v] : d["sources"].items())
         if (v.is_string()) spec.sources[k] = v.get<std::string>();
-    r.bandwidth_fraction =
-        get_number(d.value("bandwidth_fraction", nlohmann::json(1.0)), origin, "device.bandwidth_fraction");
-    r.device = spec;
+    const double f = get_number(rl.value("bandwidth_fraction", nlohmann::json()), origin,
+                                "roofline.bandwidth_fraction");
+    r.roofline = RooflineInfo{spec, f};
   }
   if (j.contains("shard")) {
     const auto& s = j["shard"];

@@ -106,13 +106,14 @@ std::string title(const Report& rep, const Varying& v) {
   }
   if (!v.causal && s.causal) t += ", causal";
   t += ")";
-  if (rep.device) {
-    const DeviceSpec& d = *rep.device;
+  if (rep.roofline) {
+    const DeviceSpec& d = rep.roofline->device;
+    const double fraction = rep.roofline->bandwidth_fraction;
     t += "\nRoofline on " + d.name + ": " + format_bandwidth(d.bandwidth);
-    if (rep.bandwidth_fraction != 1.0) {
+    if (fraction != 1.0) {
       char f[32];
-      std::snprintf(f, sizeof f, "%g", rep.bandwidth_fraction);
-      t += " × " + std::string(f) + " = " + format_bandwidth(d.bandwidth * rep.bandwidth_fraction);
+      std::snprintf(f, sizeof f, "%g", fraction);
+      t += " × " + std::string(f) + " = " + format_bandwidth(d.bandwidth * fraction);
     }
     if (!v.dtype) {
       const double p = peak_flops(d, s.dtype);
@@ -156,7 +157,7 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                       const auto* var = r.variant(id);
                       return var ? format_bytes(var->bytes, units) : std::string("-");
                     }});
-  if (rep.device)
+  if (rep.roofline)
     for (const auto& id : ids)
       cols.push_back({"Time: " + id, true, [id](const Row& r) {
                         const auto* var = r.variant(id);
@@ -171,7 +172,7 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                         const auto* var = r.variant(id);
                         return var ? format_intensity(var->intensity) : std::string("-");
                       }});
-    if (rep.device)
+    if (rep.roofline)
       cols.push_back({"Ridge", true, [](const Row& r) { return format_intensity(r.ridge_point); }});
   }
   return cols;
@@ -253,7 +254,7 @@ std::string render_csv(const Report& rep) {
   bool labels = false;
   for (const Row& r : rep.rows) labels |= !r.label.empty();
   if (labels) out += ",label";
-  if (rep.device) {
+  if (rep.roofline) {
     out += ",device,bandwidth_fraction,ridge_point";
     for (const auto& id : ids) out += ",seconds_" + id;
     for (const auto& id : ids) out += ",bound_" + id;
@@ -279,10 +280,10 @@ std::string render_csv(const Report& rep) {
       out += std::string(",") + buf;
     }
     if (labels) out += "," + csv_field(r.label);
-    if (rep.device) {
+    if (rep.roofline) {
       char buf[64];
-      std::snprintf(buf, sizeof buf, ",%.17g,%.17g", rep.bandwidth_fraction, r.ridge_point);
-      out += "," + csv_field(rep.device->name) + buf;
+      std::snprintf(buf, sizeof buf, ",%.17g,%.17g", rep.roofline->bandwidth_fraction, r.ridge_point);
+      out += "," + csv_field(rep.roofline->device.name) + buf;
       for (const auto& id : ids) {
         const auto* v = r.variant(id);
         buf[0] = 0;
