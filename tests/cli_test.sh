@@ -234,6 +234,7 @@ if command -v script >/dev/null 2>&1; then
   script -qec "'$bin' sweep --config seed >/dev/null" /dev/null >"$work/prog_short" 2>&1
   check "no progress bar for a short sweep" test ! -s "$work/prog_short"
 fi
+expect_error "progress mode" "--progress: 'sometimes'" sweep --progress sometimes
 "$bin" sweep --help >"$work/shelp"
 check "sweep --help has examples" grep -q "hbmscope sweep --config llm --device h100" "$work/shelp"
 "$bin" model --help >"$work/mhelp2"
