@@ -120,6 +120,10 @@ assert h[:3]==['batch','heads','kv_heads'] and 'label' in h and len(set(h))==len
 if python3 -c "import pandas" 2>/dev/null; then
   check "pandas reads the csv" python3 -c "import pandas as pd; d=pd.read_csv('$work/long.csv'); assert d['seq_q'].max()==1048576"
 fi
+check "long-context reports only the flash variants" bash -c "head -1 '$work/long.csv' | grep -q 'bytes_flash_no_l2,bytes_floor,' && ! head -1 '$work/long.csv' | grep -q bytes_standard"
+"$bin" sweep --seq 4K --variants floor >"$work/var"
+check "--variants keeps only those" bash -c "grep -q 'Every value once' '$work/var' && ! grep -q 'Standard attention' '$work/var'"
+expect_error "--variants: unknown id" "--variants: 'flash' is not a variant of these rows" sweep --variants flash
 echo '{"axes": {"seq": 1024, "head_dim": 64, "sequence": 5}}' >"$work/cfg_unknown.json"
 expect_error "config: unknown key" "cfg_unknown.json: axes.sequence: unknown key" sweep --config "$work/cfg_unknown.json"
 echo '{"axes": {"seq": [], "head_dim": 64}}' >"$work/cfg_empty.json"

@@ -79,7 +79,7 @@ TEST_CASE("groups inherit axes; a shape repeated under one label is dropped", "[
 
 TEST_CASE("config errors name the file, the key and the expected form", "[config]") {
   CHECK(error_of(R"({"axes": {"seq": 1024, "head_dim": 64}, "colour": 1})") ==
-        "s.json: colour: unknown key (known: schema, description, axes, groups)");
+        "s.json: colour: unknown key (known: schema, description, variants, axes, groups)");
   CHECK_THAT(error_of(R"({"axes": {"seq": 1024, "head_dim": 64, "sq": 3}})"),
              Catch::StartsWith("s.json: axes.sq: unknown key"));
   CHECK_THAT(error_of(R"({"groups": [{"seq": 1024, "head_dim": 64, "heds": 3}]})"),
@@ -110,6 +110,24 @@ TEST_CASE("config errors name the file, the key and the expected form", "[config
   CHECK_THAT(error_of(R"({"schema": "hbmscope.sweep/9", "axes": {"seq": 1, "head_dim": 1}})"),
              Catch::StartsWith("s.json: schema: expected \"hbmscope.sweep/1\""));
   CHECK_THAT(error_of(R"([1, 2])"), Catch::StartsWith("s.json: (top level): expected a JSON object"));
+}
+
+TEST_CASE("a config's variants limit the reported variants", "[config]") {
+  const auto lc = find_sweep_config("long-context");
+  CHECK(lc.variants == std::vector<std::string>{"flash_no_l2", "floor"});
+  Report r = report_of(lc);
+  keep_variants(r.rows, lc.variants, "long-context");
+  for (const Row& row : r.rows) {
+    REQUIRE(row.variants.size() == 2);
+    CHECK(row.variants[0].id == "flash_no_l2");
+    CHECK(row.variants[1].id == "floor");
+  }
+  CHECK_THROWS_WITH(keep_variants(r.rows, {"flash"}, "x.json: variants"),
+                    "x.json: variants: 'flash' is not a variant of these rows (flash_no_l2, floor)");
+  CHECK_THAT(error_of(R"({"variants": [], "axes": {"seq": 1, "head_dim": 1}})"),
+             Catch::StartsWith("s.json: variants: expected a non-empty array of variant ids"));
+  CHECK_THAT(error_of(R"({"variants": ["floor", 3], "axes": {"seq": 1, "head_dim": 1}})"),
+             Catch::StartsWith("s.json: variants[1]: expected a variant id"));
 }
 
 TEST_CASE("config files: malformed JSON and invalid shapes are errors, never crashes", "[config]") {

@@ -20,7 +20,12 @@ struct SweepGroup {
 struct SweepConfig {
   std::string description;
   std::vector<SweepGroup> groups;
+  std::vector<std::string> variants;  // report only these variant ids; empty: all
 };
+
+// Keeps only the listed variants in every row (all when `ids` is empty).
+// Throws Error when an id is in no row, naming the ids the rows have.
+void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, std::string_view where);
 
 // Throws Error "ORIGIN: KEY: expected ..., got ..." on unknown keys, wrong
 // types and empty axes.

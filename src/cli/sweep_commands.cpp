@@ -149,6 +149,10 @@ SweepCommands::SweepCommands(CLI::App& app) {
                      "Axes from a config file: a shipped name (seed, llm, long-context) or a path, "
                      "e.g. --config configs/sweeps/llm.json")
       ->type_name("NAME|FILE");
+  sweep_->add_option("--variants", variants_,
+                     "Report only these variants, e.g. flash_no_l2,floor [default: all, or the "
+                     "config's \"variants\"]")
+      ->type_name("LIST");
   sweep_->add_option("--shard", shard_,
                      "Run only slice I of N of the sweep (contiguous, disjoint; the N slices make "
                      "the whole), e.g. --shard 2/8 in a Slurm array job; join with `hbmscope merge`")
@@ -255,6 +259,20 @@ int SweepCommands::run_sweep() {
     report.rows = model_rows(all.shapes, [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
+  if (variants_) {
+    std::vector<std::string> ids;
+    std::string_view t = *variants_;
+    for (std::size_t pos = 0; pos <= t.size();) {
+      const std::size_t comma = std::min(t.find(',', pos), t.size());
+      const std::string id(t.substr(pos, comma - pos));
+      if (id.empty()) throw Error("--variants: '" + *variants_ + "' has an empty item");
+      ids.push_back(id);
+      pos = comma + 1;
+    }
+    keep_variants(report.rows, ids, "--variants");
+  } else if (config_ && !cfg.variants.empty()) {
+    keep_variants(report.rows, cfg.variants, *config_ + ": variants");
+  }
   return finish_report(report, out_, dev_);
 }
 

@@ -46,7 +46,7 @@ class SweepCommands {
   ShapeOptions shape_;
   OutputOptions out_;
   DeviceOptions dev_;
-  std::optional<std::string> config_, shard_;
+  std::optional<std::string> config_, shard_, variants_;
   std::string progress_ = "auto";
 
   std::optional<std::string> devices_which_;

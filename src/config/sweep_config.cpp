@@ -1,5 +1,6 @@
 #include "hbmscope/sweep_config.hpp"
 
+#include <algorithm>
 #include <map>
 #include <unordered_set>
 
@@ -155,13 +156,23 @@ struct ShapeHash {
 
 SweepConfig sweep_config_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object", j);
-  jc::only_keys(j, origin, "", {"schema", "description", "axes", "groups"});
+  jc::only_keys(j, origin, "", {"schema", "description", "variants", "axes", "groups"});
   if (j.contains("schema") && j["schema"] != sweep_schema)
     jc::fail(origin, "schema", "\"hbmscope.sweep/1\"", j["schema"]);
   SweepConfig c;
   if (j.contains("description")) {
     if (!j["description"].is_string()) jc::fail(origin, "description", "a string", j["description"]);
     c.description = j["description"].get<std::string>();
+  }
+  if (j.contains("variants")) {
+    const auto& v = j["variants"];
+    constexpr const char* form = "a non-empty array of variant ids such as [\"flash_no_l2\", \"floor\"]";
+    if (!v.is_array() || v.empty()) jc::fail(origin, "variants", form, v);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string() || v[i].get<std::string>().empty())
+        jc::fail(origin, "variants[" + std::to_string(i) + "]", "a variant id (a string)", v[i]);
+      c.variants.push_back(v[i].get<std::string>());
+    }
   }
   if (!j.contains("axes") && !j.contains("groups"))
     jc::fail_text(origin, "(top level)", "needs 'axes', 'groups' or both");
@@ -247,6 +258,26 @@ SweepConfig find_sweep_config(std::string_view arg) {
   }
   throw Error("--config: '" + std::string(arg) + "' is not a shipped config (" + known +
               ") nor a .json file");
+}
+
+void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, std::string_view where) {
+  if (ids.empty()) return;
+  std::vector<std::string> present;
+  for (const Row& r : rows)
+    for (const auto& v : r.variants)
+      if (std::find(present.begin(), present.end(), v.id) == present.end()) present.push_back(v.id);
+  for (const auto& id : ids)
+    if (!rows.empty() && std::find(present.begin(), present.end(), id) == present.end()) {
+      std::string list;
+      for (const auto& p : present) list += (list.empty() ? "" : ", ") + p;
+      throw Error(std::string(where) + ": '" + id + "' is not a variant of these rows (" + list + ")");
+    }
+  for (Row& r : rows)
+    r.variants.erase(std::remove_if(r.variants.begin(), r.variants.end(),
+                                    [&](const VariantResult& v) {
+                                      return std::find(ids.begin(), ids.end(), v.id) == ids.end();
+                                    }),
+                     r.variants.end());
 }
 
 LabelledShapes expand(const SweepConfig& config) {
