@@ -191,6 +191,184 @@ else
 fi
 "$bin" model >"$work/model2"
 check "model still works" cmp -s "$work/default" "$work/model2"
+# ---- Devices, roofline, sweeps, shards, merge, compare, plots (issue 3) ----
+src=$(cd "$(dirname "$0")/.." && pwd)
+"$bin" devices >"$work/devs"
+check "devices exits 0" test $? -eq 0
+for d in "H100 SXM" "H200 SXM" "A100 80GB SXM" "B200 (HGX)" "L40S" "RTX 4090"; do
+  check "devices lists $d" grep -qF "$d" "$work/devs"
+done
+check "devices shows units" grep -q "3.35 TB/s .*50 MiB .*132 .*989 TFLOP/s" "$work/devs"
+"$bin" devices h100 >"$work/dev1"
+check "devices NAME shows sources" grep -q "peak_flops_dense.bf16: NVIDIA H100 datasheet" "$work/dev1"
+"$bin" devices --format json >"$work/devs.json"
+check "devices json" python3 -c "import json; d=json.load(open('$work/devs.json')); assert len(d)>=6 and all('sources' in x for x in d)"
+
+"$bin" model --device h100 >"$work/m_dev"
+check "model --device adds time columns" grep -q "Time: standard" "$work/m_dev"
+check "model --device: 40.7 µs memory-bound" grep -q "40.7 µs (memory)" "$work/m_dev"
+"$bin" model --device h100 --bandwidth-fraction 0.5 --format json >"$work/m_dev.json"
+check "json has device and predictions" python3 -c "
+import json; d=json.load(open('$work/m_dev.json'))
+assert d['roofline']['device']['name']=='H100 SXM' and d['roofline']['bandwidth_fraction']==0.5
+p=d['rows'][0]['prediction']['standard']
+assert abs(p['seconds']-136314880/(3.35e12*0.5))<1e-12 and p['bound']=='memory', p
+assert d['rows'][0]['prediction']['floor']['bound']=='compute'"
+printf '%s\n' '{"name": "My GPU", "memory_bandwidth_bytes_per_s": 2e12, "l2_bytes": 41943040,' \
+  ' "sm_count": 100, "peak_flops_dense": {"bf16": 400e12}}' >"$work/my-gpu.json"
+"$bin" model --device "$work/my-gpu.json" >"$work/m_user"
+check "user device file works" grep -q "Roofline on My GPU: 2 TB/s" "$work/m_user"
+echo '{"name": "X", "memory_bandwidth_bytes_per_s": "fast", "l2_bytes": 1, "sm_count": 1, "peak_flops_dense": {"bf16": 1e12}}' >"$work/badtype.json"
+expect_error "device: wrong type" "badtype.json: memory_bandwidth_bytes_per_s: expected a positive number, got \"fast\"" model --device "$work/badtype.json"
+echo '{"name": "X", "memory_bandwidth_bytes_per_s": 1e12, "l2_bytes": 1, "peak_flops_dense": {"bf16": 1e12}}' >"$work/nokey.json"
+expect_error "device: missing key" "nokey.json: sm_count: missing" model --device "$work/nokey.json"
+printf '{"name": "X",' >"$work/broken.json"
+expect_error "device: malformed JSON" "broken.json: not valid JSON: parse error" model --device "$work/broken.json"
+expect_error "device: no such file" "cannot read" sweep --device "$work/none.json"
+expect_error "device: unknown preset" "'tpu9' is not a preset" model --device tpu9
+expect_error "device: no fp8 on A100" "has no fp8 peak" model --device a100 --dtype fp8
+expect_error "fraction needs device" "--bandwidth-fraction: needs --device" model --bandwidth-fraction 0.5
+expect_error "fraction range" "is not in (0, 1]" model --device h100 --bandwidth-fraction 1.5
+
+"$bin" sweep --config seed >"$work/seed"
+check "sweep --config seed = the note's table" cmp -s "$work/seed" "$work/default"
+"$bin" sweep --config "$src/configs/sweeps/seed.json" >"$work/seed2"
+check "sweep config by path" cmp -s "$work/seed2" "$work/default"
+"$bin" sweep --config llm --device h100 >"$work/llm"
+check "llm config has model groups" grep -q "^Llama-3 70B  *131072 × 128" "$work/llm"
+"$bin" sweep --config llm --dtype fp8 --format json >"$work/llm8.json"
+check "options override config axes" python3 -c "import json; d=json.load(open('$work/llm8.json')); assert len(d['rows'])==18 and all(r['shape']['dtype']=='fp8' for r in d['rows'])"
+"$bin" sweep --config long-context --format csv >"$work/long.csv"
+check "long-context reaches 1M tokens" grep -q ",1048576,1048576,128," "$work/long.csv"
+check "csv header is one line of names" python3 -c "
+import csv; r=list(csv.reader(open('$work/long.csv'))); h=r[0]
+assert h[:3]==['batch','heads','kv_heads'] and 'label' in h and len(set(h))==len(h) and all(len(x)==len(h) for x in r)"
+if python3 -c "import pandas" 2>/dev/null; then
+  check "pandas reads the csv" python3 -c "import pandas as pd; d=pd.read_csv('$work/long.csv'); assert d['seq_q'].max()==1048576"
+fi
+check "long-context reports only the flash variants" bash -c "head -1 '$work/long.csv' | grep -q 'bytes_flash_no_l2,bytes_floor,' && ! head -1 '$work/long.csv' | grep -q bytes_standard"
+"$bin" sweep --seq 4K --variants floor >"$work/var"
+check "--variants keeps only those" bash -c "grep -q 'Every value once' '$work/var' && ! grep -q 'Standard attention' '$work/var'"
+expect_error "--variants: unknown id" "--variants: 'flash' is not a variant of these rows" sweep --variants flash
+echo '{"axes": {"seq": 1024, "head_dim": 64, "sequence": 5}}' >"$work/cfg_unknown.json"
+expect_error "config: unknown key" "cfg_unknown.json: axes.sequence: unknown key" sweep --config "$work/cfg_unknown.json"
+echo '{"axes": {"seq": [], "head_dim": 64}}' >"$work/cfg_empty.json"
+expect_error "config: empty axis" "cfg_empty.json: axes.seq: expected a positive integer" sweep --config "$work/cfg_empty.json"
+echo '{"axes": {"seq": 1024, "head_dim": "64b"}}' >"$work/cfg_type.json"
+expect_error "config: bad value" "cfg_type.json: axes.head_dim: '64b' is not a positive integer" sweep --config "$work/cfg_type.json"
+printf '{"axes": ' >"$work/cfg_broken.json"
+expect_error "config: malformed JSON" "cfg_broken.json: not valid JSON" sweep --config "$work/cfg_broken.json"
+expect_error "config: unknown name" "'gpt5' is not a shipped config" sweep --config gpt5
+
+# --output through the CLI: whole file, old file kept on failure, no temporary left.
+"$bin" sweep --config llm --format json --output "$work/sw.json" 2>/dev/null
+check "sweep --output written" python3 -c "import json; assert len(json.load(open('$work/sw.json'))['rows'])==18"
+cp "$work/sw.json" "$work/sw_before.json"
+"$bin" sweep --config "$work/cfg_unknown.json" --format json --output "$work/sw.json" 2>/dev/null
+check "sweep: failed config keeps old report" cmp -s "$work/sw.json" "$work/sw_before.json"
+"$bin" sweep --seq 8G --head-dim 128 --format json --output "$work/sw.json" 2>/dev/null
+check "sweep: overflow keeps old report" cmp -s "$work/sw.json" "$work/sw_before.json"
+check "sweep: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
+
+# Shards: disjoint, union = sweep, for several sweeps and counts; merge joins them.
+for spec in seed llm long-context "--seq 1K:32K:x2 --head-dim 64,128 --dtype bf16,fp8"; do
+  if [ "${spec#--}" != "$spec" ]; then args=($spec); else args=(--config "$spec"); fi
+  "$bin" sweep "${args[@]}" --format json --output "$work/full.json" 2>/dev/null
+  for n in 1 2 3 5 7 25; do
+    files=()
+    for i in $(seq 1 "$n"); do
+      "$bin" sweep "${args[@]}" --shard "$i/$n" --format json --output "$work/s$i.json" 2>/dev/null
+      files+=("$work/s$i.json")
+    done
+    check "shards [$spec] $n: disjoint, union = sweep" python3 -c "
+import json,sys
+key=lambda r: json.dumps([r.get('label',''),r['shape']],sort_keys=True)
+full=[key(r) for r in json.load(open('$work/full.json'))['rows']]
+joined=[key(r) for f in sys.argv[1:] for r in json.load(open(f))['rows']]
+assert joined==full and len(set(joined))==len(joined)" "${files[@]}"
+    rev=()
+    for ((k = ${#files[@]} - 1; k >= 0; k--)); do rev+=("${files[$k]}"); done
+    "$bin" merge "${rev[@]}" --output "$work/merged.json" 2>/dev/null
+    check "merge [$spec] $n (reversed) = sweep" python3 -c "import json; assert json.load(open('$work/merged.json'))==json.load(open('$work/full.json'))"
+  done
+done
+expect_error "shard syntax" "--shard: '0/4'" sweep --shard 0/4
+expect_error "shard syntax 2" "--shard: 'half'" sweep --shard half
+"$bin" sweep --config llm --shard 1/2 --format json --output "$work/h1.json" 2>/dev/null
+"$bin" sweep --config llm --shard 2/2 --format json --output "$work/h2.json" 2>/dev/null
+expect_error "merge refuses overlap" "rows overlap" merge "$work/h1.json" "$work/h1.json"
+python3 -c "import json; d=json.load(open('$work/h2.json')); d['schema']='hbmscope.report/2'; json.dump(d,open('$work/h2v2.json','w'))"
+expect_error "merge refuses other schema" "refusing to mix them" merge "$work/h1.json" "$work/h2v2.json"
+"$bin" sweep --config llm --shard 2/2 --device h100 --format json --output "$work/h2dev.json" 2>/dev/null
+expect_error "merge refuses other device" "different devices" merge "$work/h1.json" "$work/h2dev.json"
+expect_error "merge: malformed" "broken.json: not valid JSON" merge "$work/h1.json" "$work/broken.json"
+"$bin" merge "$work/h1.json" >/dev/null 2>"$work/merge_note"
+check "merge notes missing shards" grep -q "merged 1 of 2 shards" "$work/merge_note"
+
+# compare
+"$bin" sweep --seq 1K:8K:x2 --format json --output "$work/ca.json" 2>/dev/null
+"$bin" sweep --seq 2K:16K:x2 --format json --output "$work/cb.json" 2>/dev/null
+"$bin" compare "$work/ca.json" "$work/cb.json" >"$work/cmp"
+check "compare exits 0" test $? -eq 0
+check "compare marks SAME" grep -q "3 rows matched: 0 FASTER, 0 SLOWER, 3 SAME" "$work/cmp"
+check "compare lists unmatched A" grep -q "Only in A (.*ca.json), 1 rows:" "$work/cmp"
+check "compare lists unmatched B" grep -q "^  16384 x 64" "$work/cmp"
+check "compare ratio columns" grep -q "B/A bytes.standard" "$work/cmp"
+"$bin" sweep --seq 1K:8K:x2 --device h100 --format json --output "$work/c100.json" 2>/dev/null
+"$bin" sweep --seq 1K:8K:x2 --device h200 --format json --output "$work/c200.json" 2>/dev/null
+"$bin" compare "$work/c100.json" "$work/c200.json" >"$work/cmp2"
+check "H200 is FASTER than H100 on predicted time" grep -q "4 rows matched: 4 FASTER" "$work/cmp2"
+"$bin" compare "$work/c100.json" "$work/c200.json" --threshold 50 >"$work/cmp3"
+check "threshold 50% makes them SAME" grep -q "4 rows matched: 0 FASTER, 0 SLOWER, 4 SAME" "$work/cmp3"
+"$bin" compare "$work/c200.json" "$work/c100.json" --format json >"$work/cmp.json"
+check "compare json: SLOWER the other way" python3 -c "import json; d=json.load(open('$work/cmp.json')); assert d['summary']['slower']==4"
+expect_error "compare: schema differs" "have different schemas" compare "$work/h1.json" "$work/h2v2.json"
+expect_error "compare: malformed" "broken.json: not valid JSON" compare "$work/ca.json" "$work/broken.json"
+expect_error "compare: not a report" "schema: missing" compare "$work/ca.json" "$work/my-gpu.json"
+expect_error "compare: bad metric" "--metric: 'speed'" compare "$work/ca.json" "$work/cb.json" --metric speed
+
+# Plots through gnuplot.
+if command -v gnuplot >/dev/null 2>&1; then
+  "$bin" sweep --seq 1K:64K:x2 --head-dim 64,128 --plot "$work/bytes.svg" >"$work/plot_out" 2>/dev/null
+  check "plot svg exits 0" test $? -eq 0
+  check "plot svg produced" grep -q "<svg" "$work/bytes.svg"
+  check "plot: report still printed" grep -q "Standard attention" "$work/plot_out"
+  "$bin" sweep --config llm --device h100 --plot "$work/time.png" >/dev/null 2>&1
+  check "plot png produced" python3 -c "assert open('$work/time.png','rb').read(8)==b'\x89PNG\r\n\x1a\n'"
+  "$bin" sweep --seq 1K:64K:x2 --device h200 --plot - >"$work/dumb"
+  check "plot - draws in the terminal" grep -q "sequence length Nq" "$work/dumb"
+  check "plot - comes after the table" grep -q "Time: flash_no_l2" "$work/dumb"
+  check "plot: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
+fi
+expect_error "plot: bad extension" "must end in .svg or .png" model --plot "$work/x.pdf"
+expect_error "plot -: not into json on stdout" "would be mixed into the json" model --plot - --format json
+# No gnuplot on the PATH: a clear message, non-zero exit, the report still written.
+mkdir -p "$work/emptybin"
+PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" >"$work/nognu_out" 2>"$work/nognu_err"
+rc=$?
+check "no gnuplot: non-zero exit" test "$rc" -ne 0
+check "no gnuplot: clear message" grep -q "gnuplot is not on the PATH" "$work/nognu_err"
+check "no gnuplot: report still written" grep -q "136 MB" "$work/nognu_out"
+check "no gnuplot: no image" test ! -e "$work/none.svg"
+PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" --format json --output "$work/nognu.json" 2>/dev/null
+check "no gnuplot: --output report written" python3 -c "import json; json.load(open('$work/nognu.json'))"
+
+# Progress bar: never on a pipe; on a terminal for long sweeps; forced with --progress always.
+"$bin" sweep --seq 1:150K:+1 --head-dim 64 --format csv >/dev/null 2>"$work/prog_pipe"
+check "no progress bar when stderr is piped" test ! -s "$work/prog_pipe"
+"$bin" sweep --progress always --seq 1:20K:+1 --head-dim 64 --format csv >/dev/null 2>"$work/prog_forced"
+check "progress always draws the bar" grep -q "hbmscope sweep \[#" "$work/prog_forced"
+if command -v script >/dev/null 2>&1; then
+  script -qec "'$bin' sweep --seq 1:150K:+1 --head-dim 64 --format csv >/dev/null" /dev/null >"$work/prog_tty" 2>&1
+  check "progress bar on a terminal" grep -q "hbmscope sweep \[" "$work/prog_tty"
+  script -qec "'$bin' sweep --config seed >/dev/null" /dev/null >"$work/prog_short" 2>&1
+  check "no progress bar for a short sweep" test ! -s "$work/prog_short"
+fi
+expect_error "progress mode" "--progress: 'sometimes'" sweep --progress sometimes
+"$bin" sweep --help >"$work/shelp"
+check "sweep --help has examples" grep -q "hbmscope sweep --config llm --device h100" "$work/shelp"
+"$bin" model --help >"$work/mhelp2"
+check "model --help explains --device" grep -q "Time: ID" "$work/mhelp2"
 
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

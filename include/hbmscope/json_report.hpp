@@ -1,6 +1,9 @@
 #pragma once
 // The JSON form of a Report: schema "hbmscope.report/1", documented in
 // docs/report-schema.md. Fields are added over time, never renamed.
+#include <string>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "hbmscope/report.hpp"
@@ -13,5 +16,17 @@ nlohmann::json device_to_json(const DeviceReport& d);
 nlohmann::json report_to_json(const Report& r);
 // The optional rows[].l2_sim object.
 nlohmann::json l2_sim_to_json(const L2SimDetail& d);
+// report_to_json(r).dump(2) + "\n", built row by row (fast for big sweeps).
+std::string report_json_text(const Report& r);
+
+// A device spec as JSON (the form of docs/devices.md, as `hbmscope devices
+// --format json` prints it and reports hold it in roofline.device).
+nlohmann::json device_spec_to_json(const DeviceSpec& d);
+
+// Reads a report back (for compare and merge). Checks the schema and every
+// field this version writes; fields it does not know are ignored. Throws
+// Error "ORIGIN: KEY: expected ..., got ..." on anything malformed.
+Report report_from_json(const nlohmann::json& j, std::string_view origin);
+Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const std::string& key);
 
 }  // namespace hbmscope

@@ -30,10 +30,12 @@ std::string format_flops(std::uint64_t flops);
 // "%.3g FLOP/B"
 std::string format_intensity(double flop_per_byte);
 
-// 0.0123 -> "12.3 ms", 4.5e-6 -> "4.5 µs" (3 significant figures).
+// 4.08e-5 -> "40.8 µs" (ns, µs, ms, s; %.3g)
 std::string format_seconds(double seconds);
-// bytes/s -> "3.45 TB/s" (decimal, 3 significant figures).
-std::string format_bandwidth(double bytes_per_second);
+// 3.35e12 -> "3.35 TB/s"
+std::string format_bandwidth(double bytes_per_s);
+// 9.894e14 -> "989 TFLOP/s"
+std::string format_flop_rate(double flop_per_s);
 
 // Column heading of a variant id ("flash_no_l2" -> "FlashAttention, no L2 reuse").
 std::string variant_label(std::string_view id);

@@ -5,9 +5,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hbmscope/measurement.hpp"
+#include "hbmscope/device_spec.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -16,9 +18,14 @@ inline constexpr std::string_view report_schema = "hbmscope.report/1";
 
 // One variant's traffic on one shape.
 struct VariantResult {
+  VariantResult() = default;
+  VariantResult(std::string id_, std::uint64_t bytes_, double intensity_)
+      : id(std::move(id_)), bytes(bytes_), intensity(intensity_) {}
+
   std::string id;            // "standard", "flash_no_l2", "floor"
   std::uint64_t bytes = 0;   // HBM bytes, reads + writes
   double intensity = 0.0;    // FLOPs per HBM byte
+  std::optional<Prediction> prediction;  // roofline time, when a device is chosen
 };
 
 // What the L2 simulation (l2_sim.hpp) found on one shape, beside its
@@ -48,6 +55,8 @@ struct Row {
   std::vector<VariantResult> variants;
   std::optional<L2SimDetail> l2_sim;  // present when the L2 simulation ran
   std::vector<KernelMeasurement> measurements;  // `measure`: one per kernel run on this shape
+  std::string label;         // optional: which group of a sweep config (e.g. "Llama-3 8B")
+  double ridge_point = 0.0;  // device's FLOP/B where memory and compute time meet (0: no device)
 
   const VariantResult* variant(std::string_view id) const {
     for (const auto& v : variants)
@@ -56,10 +65,25 @@ struct Row {
   }
 };
 
+// Slice I (1-based) of N of a sweep: `--shard I/N`.
+struct ShardInfo {
+  std::uint64_t index = 1;
+  std::uint64_t count = 1;
+  std::uint64_t total_rows = 0;  // rows of the whole sweep
+};
+
+// The device the roofline predictions of a report were made for.
+struct RooflineInfo {
+  DeviceSpec device;
+  double bandwidth_fraction = 1.0;  // of the device's datasheet bandwidth
+};
+
 struct Report {
   std::string command = "model";
   std::vector<Row> rows;
   std::optional<DeviceReport> device;  // `measure`: the device and its copy ceiling
+  std::optional<RooflineInfo> roofline;  // set when predictions were made (--device)
+  std::optional<ShardInfo> shard;        // set for `sweep --shard`
 };
 
 }  // namespace hbmscope

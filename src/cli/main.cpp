@@ -10,13 +10,15 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
 #include "options.hpp"
+#include "sweep_commands.hpp"
 
 namespace {
 
 using namespace hbmscope;
 
 // Prints the whole output at once, or writes it atomically to --output.
-void emit(const std::string& text, const cli::OutputOptions& out) {
+// (model and sweep now go through cli::finish_report; kept for other commands.)
+[[maybe_unused]] void emit(const std::string& text, const cli::OutputOptions& out) {
   if (out.output) {
     write_file_atomic(*out.output, text);
     std::fprintf(stderr, "hbmscope: wrote %s\n", out.output->c_str());
@@ -26,8 +28,10 @@ void emit(const std::string& text, const cli::OutputOptions& out) {
 }
 
 int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
-              const cli::OutputOptions& out, const ModelOptions& variants) {
-  const PrintOptions print = cli::to_print_options(out);
+              const cli::OutputOptions& out, const ModelOptions& variants,
+              const cli::DeviceOptions& dev) {
+  (void)cli::to_print_options(out);
+  cli::check_device_options(dev, out);
   const auto l2_config = cli::to_l2_config(l2);
   Report report;
   report.command = "model";
@@ -36,8 +40,7 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
   if (l2_config)
     for (Row& row : report.rows)
       if (row.shape.pass == Pass::fwd) add_l2_sim(row, *l2_config);
-  emit(render(report, print), out);
-  return 0;
+  return cli::finish_report(report, out, dev);
 }
 
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
@@ -119,6 +122,9 @@ int main(int argc, char** argv) {
   model->add_flag("--fa1", model_variants.flash1,
                   "Add the FlashAttention-1 loop order column (flash1_no_l2; forward pass only)");
   model->footer(cli::model_columns_help);
+  cli::DeviceOptions model_device;
+  cli::add_device_options(*model, model_device);
+  cli::SweepCommands sweep_commands(app);
 
   cli::ShapeOptions walk_shape;
   cli::WalkOptions walk_opts;
@@ -159,7 +165,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (model->parsed()) return run_model(model_shape, model_l2, model_out, model_variants);
+    if (model->parsed()) return run_model(model_shape, model_l2, model_out, model_variants, model_device);
+    if (int rc = 0; sweep_commands.run(rc)) return rc;
     if (walk->parsed()) return run_walk(walk_shape, walk_opts);
     if (softmax->parsed()) return run_softmax(softmax_opts);
     if (measure->parsed()) return run_measure(measure_shape, measure_out, measure_opts);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <algorithm>
@@ -42,8 +43,13 @@ std::string upper(std::string_view s) {
 
 std::string seq_label(const Shape& s) {
   std::string r = std::to_string(s.seq_q);
-  if (s.seq_kv != s.seq_q) r += "/" + std::to_string(s.seq_kv);
-  return r + " × " + std::to_string(s.head_dim);
+  if (s.seq_kv != s.seq_q) {
+    r += '/';
+    r += std::to_string(s.seq_kv);
+  }
+  r += " × ";
+  r += std::to_string(s.head_dim);
+  return r;
 }
 
 std::string heads_label(const Shape& s) {
@@ -126,6 +132,22 @@ std::string title(const Report& rep, const Varying& v) {
     t += "; simulated L2 of " + format_bytes(l2->l2_bytes, Units::binary) + ", " +
          std::to_string(l2->sm_count) + " SMs × " + std::to_string(l2->ctas_per_sm) + " CTAs, " +
          l2->order;
+  if (rep.roofline) {
+    const DeviceSpec& d = rep.roofline->device;
+    const double fraction = rep.roofline->bandwidth_fraction;
+    t += "\nRoofline on " + d.name + ": " + format_bandwidth(d.bandwidth);
+    if (fraction != 1.0) {
+      char f[32];
+      std::snprintf(f, sizeof f, "%g", fraction);
+      t += " × " + std::string(f) + " = " + format_bandwidth(d.bandwidth * fraction);
+    }
+    if (!v.dtype) {
+      const double p = peak_flops(d, s.dtype);
+      t += ", " + std::string(dtype_name(s.dtype)) + " " + format_flop_rate(p) + " dense, ridge " +
+           format_intensity(rep.rows.front().ridge_point);
+    }
+    t += "; time = max(bytes / bandwidth, FLOPs / peak)";
+  }
   return t;
 }
 
@@ -161,6 +183,9 @@ std::string format_count(double v) {
 std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
   const Varying v = varying(rep.rows);
   std::vector<Column> cols;
+  bool labels = false;
+  for (const Row& r : rep.rows) labels |= !r.label.empty();
+  if (labels) cols.push_back({"Group", false, [](const Row& r) { return r.label; }});
   cols.push_back({"Sequence × head dim", false, [](const Row& r) { return seq_label(r.shape); }});
   if (v.batch)
     cols.push_back({"Batch", true, [](const Row& r) { return std::to_string(r.shape.batch); }});
@@ -192,6 +217,14 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                       return r.l2_sim ? format_percent(r.l2_sim->standard.hit_rate) : std::string("-");
                     }});
   }
+  if (rep.roofline)
+    for (const auto& id : ids)
+      cols.push_back({"Time: " + id, true, [id](const Row& r) {
+                        const auto* var = r.variant(id);
+                        if (!var || !var->prediction) return std::string("-");
+                        return format_seconds(var->prediction->seconds) + " (" +
+                               std::string(bound_name(var->prediction->bound)) + ")";
+                      }});
   if (opt.wide) {
     cols.push_back({"FLOPs", true, [](const Row& r) { return format_flops(r.flops); }});
     for (const auto& id : ids)
@@ -199,6 +232,8 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                         const auto* var = r.variant(id);
                         return var ? format_intensity(var->intensity) : std::string("-");
                       }});
+    if (rep.roofline)
+      cols.push_back({"Ridge", true, [](const Row& r) { return format_intensity(r.ridge_point); }});
   }
   return cols;
 }
@@ -373,7 +408,14 @@ std::string render_table(const Report& rep, const PrintOptions& opt) {
 
 std::string render_md(const Report& rep, const PrintOptions& opt) {
   const auto cols = model_columns(rep, opt);
-  std::string out = "**" + title(rep, varying(rep.rows)) + "**\n\n|";
+  std::string t = title(rep, varying(rep.rows));
+  std::string out;
+  for (std::size_t pos = 0; pos <= t.size();) {
+    const std::size_t nl = std::min(t.find('\n', pos), t.size());
+    out += "**" + t.substr(pos, nl - pos) + "**\n";
+    pos = nl + 1;
+  }
+  out += "\n|";
   for (const auto& c : cols) out += " " + c.header + " |";
   out += "\n|";
   for (const auto& c : cols) out += c.right ? " ---: |" : " :--- |";
@@ -416,6 +458,17 @@ std::string measure_csv_cells(const KernelMeasurement& m) {
   return out;
 }
 
+// RFC 4180: quote a field holding a comma, quote or newline.
+std::string csv_field(const std::string& f) {
+  if (f.find_first_of(",\"\n\r") == std::string::npos) return f;
+  std::string r = "\"";
+  for (char c : f) {
+    if (c == '"') r += '"';
+    r += c;
+  }
+  return r + "\"";
+}
+
 std::string render_csv(const Report& rep) {
   const auto ids = variant_ids(rep);
   // The pass column appears only when some row is not the forward pass, so
@@ -435,6 +488,14 @@ std::string render_csv(const Report& rep) {
   const auto kernels = measured_kernels(rep);
   for (const auto& k : kernels)
     for (const char* f : measure_csv_fields) out += "," + k + "_" + f;
+  bool labels = false;
+  for (const Row& r : rep.rows) labels |= !r.label.empty();
+  if (labels) out += ",label";
+  if (rep.roofline) {
+    out += ",device,bandwidth_fraction,ridge_point";
+    for (const auto& id : ids) out += ",seconds_" + id;
+    for (const auto& id : ids) out += ",bound_" + id;
+  }
   out += "\n";
   for (const Row& r : rep.rows) {
     const Shape& s = r.shape;
@@ -475,6 +536,23 @@ std::string render_csv(const Report& rep) {
         if (x.kernel == k) m = &x;
       out += m ? measure_csv_cells(*m) : std::string(std::size(measure_csv_fields), ',');
     }
+    if (labels) out += "," + csv_field(r.label);
+    if (rep.roofline) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, ",%.17g,%.17g", rep.roofline->bandwidth_fraction, r.ridge_point);
+      out += "," + csv_field(rep.roofline->device.name) + buf;
+      for (const auto& id : ids) {
+        const auto* v = r.variant(id);
+        buf[0] = 0;
+        if (v && v->prediction) std::snprintf(buf, sizeof buf, "%.17g", v->prediction->seconds);
+        out += std::string(",") + buf;
+      }
+      for (const auto& id : ids) {
+        const auto* v = r.variant(id);
+        out += ",";
+        if (v && v->prediction) out += bound_name(v->prediction->bound);
+      }
+    }
     out += "\n";
   }
   return out;
@@ -487,7 +565,7 @@ std::string render(const Report& report, const PrintOptions& options) {
     case Format::table: return render_table(report, options);
     case Format::md: return render_md(report, options);
     case Format::csv: return render_csv(report);
-    case Format::json: return report_to_json(report).dump(2) + "\n";
+    case Format::json: return report_json_text(report);
   }
   return {};
 }

@@ -71,18 +71,22 @@ std::string format_intensity(double flop_per_byte) {
   return buf;
 }
 
-std::string format_seconds(double seconds) {
-  if (seconds <= 0) return "-";
-  if (seconds >= 1) return g3(seconds) + " s";
-  if (seconds >= 1e-3) return g3(seconds * 1e3) + " ms";
-  if (seconds >= 1e-6) return g3(seconds * 1e6) + " µs";
-  return g3(seconds * 1e9) + " ns";
+std::string format_seconds(double s) {
+  if (!(s > 0)) return "0 s";
+  if (s < 1e-6) return g3(s * 1e9) + " ns";
+  if (s < 1e-3) return g3(s * 1e6) + " µs";
+  if (s < 1) return g3(s * 1e3) + " ms";
+  return g3(s) + " s";
 }
 
-std::string format_bandwidth(double bytes_per_second) {
-  if (bytes_per_second <= 0) return "-";
+std::string format_bandwidth(double bps) {
   static const char* const units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s"};
-  return scaled(bytes_per_second, 1000.0, units, 6);
+  return scaled(bps, 1000.0, units, 6);
+}
+
+std::string format_flop_rate(double fps) {
+  static const char* const units[] = {"FLOP/s", "kFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"};
+  return scaled(fps, 1000.0, units, 7);
 }
 
 std::string variant_label(std::string_view id) {

@@ -1,0 +1,174 @@
+// hbmscope_bench: speed of the model's parts, printed as a table. Not a test:
+// timings depend on the machine. To add a row, write a function returning a
+// Result and append it to `cases` in main().
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hbmscope/model.hpp"
+#include "hbmscope/reference.hpp"
+#include "hbmscope/sweep.hpp"
+#include "hbmscope/tile_walk.hpp"
+
+namespace {
+
+using namespace hbmscope;
+using Clock = std::chrono::steady_clock;
+
+struct Result {
+  std::string work;     // what one run did, e.g. "100000 shapes"
+  double seconds = 0;   // wall time of one run
+  double items = 0;     // items in one run, for the rate
+  std::string unit;     // "shapes", "tiles", ...: rate is items/s
+  std::string target;   // the goal, or empty
+  bool met = true;
+};
+
+struct Case {
+  std::string name;
+  std::function<Result()> run;
+};
+
+// Repeats f until at least min_s has passed; returns seconds per call.
+template <class F>
+double time_per_call(F&& f, double min_s = 0.3) {
+  f();  // warm up
+  int calls = 0;
+  const auto t0 = Clock::now();
+  double el = 0;
+  do {
+    f();
+    ++calls;
+    el = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (el < min_s);
+  return el / calls;
+}
+
+volatile std::uint64_t sink = 0;  // keeps results alive
+
+std::vector<Shape> bench_shapes() {
+  std::vector<Shape> shapes;
+  shapes.reserve(100000);
+  for (std::uint64_t i = 0; shapes.size() < 100000; ++i) {
+    Shape s;
+    s.seq_q = 128 + (i * 7919) % 262144;
+    s.seq_kv = (i % 3 == 0) ? s.seq_q + (i % 1000) : s.seq_q;
+    s.head_dim = (i % 2) ? 128 : 64;
+    s.heads = 32;
+    s.kv_heads = (i % 4) ? 8 : 32;
+    s.batch = 1 + i % 4;
+    s.causal = i % 2 == 0;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+Result closed_form_model() {
+  const std::vector<Shape> shapes = bench_shapes();
+  const double t = time_per_call([&] {
+    std::uint64_t acc = 0;
+    for (const Shape& s : shapes) {
+      const ModelBytes m = evaluate(s);
+      acc += m.standard ^ m.flash_no_l2 ^ m.floor ^ m.flops;
+    }
+    sink = sink + acc;
+  });
+  const double rate = 1e5 / t;
+  return {"100000 shapes (causal and not, GQA, Nq != Nkv)", t, 1e5, "shapes", ">= 1e5 shapes/s", rate >= 1e5};
+}
+
+Result sweep_rows() {
+  const std::vector<Shape> shapes = bench_shapes();
+  const double t = time_per_call([&] { sink = sink + model_rows(shapes).size(); });
+  const double rate = 1e5 / t;
+  return {"model_rows: 100000 rows with three variants each", t, 1e5, "rows", ">= 1e5 rows/s", rate >= 1e5};
+}
+
+Result tile_walk(std::uint64_t n, bool causal) {
+  static double first_rate = 0;  // the walk must stay linear: same tiles/s at every N
+  Shape s;
+  s.seq_q = s.seq_kv = n;
+  s.head_dim = 128;
+  s.causal = causal;
+  WalkTotals w;
+  const double t = time_per_call([&] { w = walk_totals(s); sink = sink + w.moved; }, 0.2);
+  const double rate = static_cast<double>(w.tiles) / t;
+  if (first_rate == 0) first_rate = rate;
+  return {"N = " + std::to_string(n) + (causal ? ", causal" : "") + ": " + std::to_string(w.tiles) + " tiles",
+          t, static_cast<double>(w.tiles), "tiles", "linear: tiles/s within 40% of the first walk's",
+          rate > 0.6 * first_rate && rate < 1.4 * first_rate};
+}
+
+Result reference_attention(bool tiled) {
+  Shape s;
+  s.batch = 2;
+  s.heads = s.kv_heads = 4;
+  s.seq_q = s.seq_kv = 1024;
+  s.head_dim = 128;
+  const auto in = random_inputs(s, 1);
+  std::vector<float> o(q_elements(s)), lse(lse_elements(s));
+  const float scale = default_scale(s);
+  const double t = time_per_call(
+      [&] {
+        if (tiled) attention_tiled(s, scale, in.q, in.k, in.v, o, lse);
+        else attention_naive(s, scale, in.q, in.k, in.v, o, lse);
+      },
+      0.5);
+  return {"2 x 4 heads x 1024 x 128, " + std::string(tiled ? "tiled (FA2)" : "naive"), t,
+          static_cast<double>(attention_flops(s)), "FLOP", "< 1 s", t < 1.0};
+}
+
+std::string si(double v) {
+  const char* p[] = {"", "k", "M", "G", "T"};
+  int i = 0;
+  while (v >= 1000 && i < 4) v /= 1000, ++i;
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g %s", v, p[i]);
+  return b;
+}
+
+std::string secs(double s) {
+  char b[32];
+  if (s < 1e-3) std::snprintf(b, sizeof b, "%.3g µs", s * 1e6);
+  else if (s < 1) std::snprintf(b, sizeof b, "%.3g ms", s * 1e3);
+  else std::snprintf(b, sizeof b, "%.3g s", s);
+  return b;
+}
+
+// Pads to a display width (µ is one column but two bytes).
+std::string pad(const std::string& s, std::size_t w, bool right) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  const std::string fill(w > n ? w - n : 0, ' ');
+  return right ? fill + s : s + fill;
+}
+
+}  // namespace
+
+int main() {
+  const std::vector<Case> cases = {
+      {"closed-form model", closed_form_model},
+      {"sweep rows", sweep_rows},
+      {"tile walk", [] { return tile_walk(32768, false); }},
+      {"tile walk", [] { return tile_walk(65536, false); }},
+      {"tile walk", [] { return tile_walk(131072, false); }},
+      {"tile walk", [] { return tile_walk(131072, true); }},
+      {"CPU reference attention", [] { return reference_attention(false); }},
+      {"CPU reference attention", [] { return reference_attention(true); }},
+  };
+  std::printf("hbmscope_bench: one core; time = mean wall time of one run, repeated for at least 0.2 s\n\n");
+  std::printf("%-24s  %-58s  %10s  %18s  %s\n", "case", "work", "time", "rate", "target");
+  bool all_met = true;
+  for (const auto& c : cases) {
+    const Result r = c.run();
+    all_met &= r.met;
+    const std::string rate = si(r.items / r.seconds) + r.unit + "/s";
+    std::printf("%s  %s  %s  %s  %s%s\n", pad(c.name, 24, false).c_str(), pad(r.work, 58, false).c_str(),
+                pad(secs(r.seconds), 10, true).c_str(), pad(rate, 18, true).c_str(), r.target.c_str(),
+                r.target.empty() ? "" : (r.met ? " (met)" : " (MISSED)"));
+  }
+  return all_met ? 0 : 1;
+}

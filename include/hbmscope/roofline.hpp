@@ -1,0 +1,13 @@
+#pragma once
+// Roofline predictions for the rows of a report (maths in device_spec.hpp).
+#include "hbmscope/device_spec.hpp"
+#include "hbmscope/report.hpp"
+
+namespace hbmscope {
+
+// Fills every variant's prediction and each row's ridge point, and records the
+// device and fraction in the report. Throws Error (naming the shape) when the
+// device has no peak for a row's dtype.
+void add_predictions(Report& report, const DeviceSpec& device, double bandwidth_fraction);
+
+}  // namespace hbmscope

@@ -1,0 +1,112 @@
+#include "plot_run.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "hbmscope/error.hpp"
+#include "hbmscope/plot.hpp"
+
+extern char** environ;
+
+namespace hbmscope::cli {
+
+namespace {
+
+std::string find_in_path(const std::string& exe) {
+  const char* path = std::getenv("PATH");
+  if (!path) return {};
+  std::string p(path);
+  std::size_t pos = 0;
+  while (pos <= p.size()) {
+    const std::size_t colon = std::min(p.find(':', pos), p.size());
+    std::string cand = colon > pos ? p.substr(pos, colon - pos) : std::string(1, '.');
+    cand += '/';
+    cand += exe;
+    if (::access(cand.c_str(), X_OK) == 0) return cand;
+    pos = colon + 1;
+  }
+  return {};
+}
+
+// A temporary file that removes itself.
+struct TempFile {
+  std::string path;
+  explicit TempFile(std::string tmpl) : path(std::move(tmpl)) {
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) throw Error("--plot: cannot create a temporary file '" + path + "': " + std::strerror(errno));
+    ::close(fd);
+  }
+  ~TempFile() { ::unlink(path.c_str()); }
+};
+
+}  // namespace
+
+void plot_report(const Report& report, const std::string& target) {
+  const PlotTerminal term = plot_terminal_for(target);
+  const std::string gnuplot = find_in_path("gnuplot");
+  if (gnuplot.empty())
+    throw Error("--plot: gnuplot is not on the PATH (Debian: apt-get install gnuplot-nox, or run "
+                "scripts/install-deps.sh); the report itself was written");
+
+  namespace fs = std::filesystem;
+  std::unique_ptr<TempFile> image;
+  if (term != PlotTerminal::dumb) {
+    const fs::path t(target);
+    const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
+    std::string name = ".";
+    name += t.filename().string();
+    name += ".tmp-XXXXXX";
+    image = std::make_unique<TempFile>((dir / name).string());
+  }
+  TempFile script("/tmp/hbmscope-plot-XXXXXX");
+  TempFile errors("/tmp/hbmscope-plot-err-XXXXXX");
+  {
+    std::ofstream f(script.path);
+    f << gnuplot_script(report, term, image ? image->path : std::string());
+    if (!f) throw Error("--plot: cannot write the gnuplot script " + script.path);
+  }
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (term != PlotTerminal::dumb) posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, errors.path.c_str(), O_WRONLY | O_TRUNC, 0);
+  std::fflush(stdout);
+  std::string a0 = "gnuplot", a1 = script.path;
+  char* argv[] = {a0.data(), a1.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, gnuplot.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw Error("--plot: cannot run " + gnuplot + ": " + std::strerror(rc));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::ifstream e(errors.path);
+    std::string line, first;
+    while (std::getline(e, line))
+      if (line.find_first_not_of(" \t^") != std::string::npos) first = line;  // last non-empty line
+    throw Error("--plot: gnuplot failed" + (first.empty() ? std::string() : ": " + first));
+  }
+  if (image) {
+    struct stat st {};
+    if (::stat(image->path.c_str(), &st) != 0 || st.st_size == 0)
+      throw Error("--plot: gnuplot wrote nothing to " + target);
+    ::chmod(image->path.c_str(), 0644);
+    if (std::rename(image->path.c_str(), target.c_str()) != 0)
+      throw Error("--plot: cannot write '" + target + "': " + std::strerror(errno));
+  }
+}
+
+}  // namespace hbmscope::cli

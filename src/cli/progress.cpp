@@ -1,0 +1,42 @@
+#include "progress.hpp"
+
+#include <unistd.h>
+
+namespace hbmscope::cli {
+
+ProgressBar::ProgressBar(std::FILE* out, ProgressMode mode, std::string what,
+                         std::size_t min_total)
+    : out_(out),
+      enabled_(mode == ProgressMode::always ||
+               (mode == ProgressMode::auto_ && ::isatty(::fileno(out)) == 1)),
+      what_(std::move(what)),
+      min_total_(mode == ProgressMode::always ? 0 : min_total) {}
+
+ProgressBar::~ProgressBar() { finish(); }
+
+void ProgressBar::update(std::size_t done, std::size_t total) {
+  if (!enabled_ || total == 0 || total < min_total_) return;
+  // Looking at the clock for every one of millions of shapes would cost more
+  // than the model itself.
+  if (++calls_ % 256 != 0 && done != total) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && now - last_ < std::chrono::milliseconds(100) && done != total) return;
+  last_ = now;
+  constexpr int width = 30;
+  const double f = static_cast<double>(done) / static_cast<double>(total);
+  const int filled = static_cast<int>(f * width);
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.append(static_cast<std::size_t>(width - filled), '.');
+  std::fprintf(out_, "\r%s [%s] %3.0f%% %zu/%zu", what_.c_str(), bar.c_str(), f * 100.0, done, total);
+  std::fflush(out_);
+  drawn_ = true;
+}
+
+void ProgressBar::finish() {
+  if (!drawn_) return;
+  std::fprintf(out_, "\r\033[K");
+  std::fflush(out_);
+  drawn_ = false;
+}
+
+}  // namespace hbmscope::cli

@@ -1,0 +1,437 @@
+#include "sweep_commands.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "hbmscope/compare.hpp"
+#include "hbmscope/device_config.hpp"
+#include "hbmscope/error.hpp"
+#include "hbmscope/json_report.hpp"
+#include "hbmscope/plot.hpp"
+#include "hbmscope/printers.hpp"
+#include "hbmscope/roofline.hpp"
+#include "hbmscope/shard.hpp"
+#include "hbmscope/sweep_config.hpp"
+#include "../report/json_check.hpp"
+#include "plot_run.hpp"
+#include "progress.hpp"
+
+namespace hbmscope::cli {
+
+namespace {
+
+const char* const device_help = R"(
+With --device, one more column per variant: "Time: ID" = max(bytes / (bandwidth x
+fraction), FLOPs / dense peak of the dtype), and which term binds, "memory" or
+"compute" (time in ns, µs, ms or s). --wide adds "Ridge": the FLOP/B at which the
+two terms are equal; a variant whose intensity is below it is memory-bound.
+  hbmscope model --device h100 --seq 4K:64K:x2 --head-dim 128
+  hbmscope model --device my-gpu.json --bandwidth-fraction 0.8 --wide
+  hbmscope model --seq 1K:64K:x2 --plot bytes.svg       (needs gnuplot)
+  hbmscope model --seq 1K:64K:x2 --device h200 --plot -  (chart in the terminal)
+`hbmscope devices` lists the presets and their sources.)";
+
+const char* const sweep_help = R"(Columns: as `hbmscope model` (see `hbmscope model --help`), plus "Group"
+for the groups of a config file and, with --device, the roofline time per variant.
+
+A sweep's axes come from the shape options (each takes lists and ranges; every
+combination is swept) or from a config file, docs/sweep-config.md. Shape options
+given with --config replace that axis in every group of the config.
+Shipped configs (by name or as configs/sweeps/NAME.json):
+  seed          the design note's three rows
+  llm           causal prefill of Llama-3 8B / 70B and Mistral 7B, 4K..128K tokens
+  long-context  causal prefill at 128K..1M tokens
+
+Examples:
+  hbmscope sweep --config seed                          the note's table
+  hbmscope sweep --config llm --device h100 --wide      roofline per model
+  hbmscope sweep --seq 1K:1M:x2 --head-dim 64,128 --causal --format csv --output s.csv
+  hbmscope sweep --config llm --shard 2/4 --format json --output part2.json
+  hbmscope merge part*.json --output all.json
+  hbmscope sweep --config long-context --device b200 --plot long.svg
+A progress bar appears on stderr for sweeps of 100000 shapes or more when stderr
+is a terminal; never in a pipe or a file.)";
+
+void emit(const std::string& text, const std::optional<std::string>& output) {
+  if (output) {
+    write_file_atomic(*output, text);
+    std::fprintf(stderr, "hbmscope: wrote %s\n", output->c_str());
+  } else {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+}
+
+Format format_or_throw(const std::string& f) {
+  const auto p = parse_format(f);
+  if (!p) throw Error("--format: '" + f + "' is not one of table, json, csv, md");
+  return *p;
+}
+
+void apply_overrides(SweepAxes& a, const ShapeOptions& o) {
+  if (o.seq || o.head_dim) {
+    if (!a.seq_head_dim.empty()) {
+      std::set<std::uint64_t> seqs, dims;
+      for (auto [n, d] : a.seq_head_dim) seqs.insert(n), dims.insert(d);
+      a.seq.assign(seqs.begin(), seqs.end());
+      a.head_dim.assign(dims.begin(), dims.end());
+      a.seq_head_dim.clear();
+    }
+    if (o.seq) a.seq = parse_int_axis(*o.seq, "seq");
+    if (o.head_dim) a.head_dim = parse_int_axis(*o.head_dim, "head-dim");
+  }
+  if (o.seq_kv) a.seq_kv = parse_int_axis(*o.seq_kv, "seq-kv");
+  if (o.batch) a.batch = parse_int_axis(*o.batch, "batch");
+  if (o.heads) a.heads = parse_int_axis(*o.heads, "heads");
+  if (o.kv_heads) a.kv_heads = parse_int_axis(*o.kv_heads, "kv-heads");
+  if (o.dtype) a.dtype = parse_dtype_axis(*o.dtype, "dtype");
+  if (o.block_rows) a.block_rows = parse_int_axis(*o.block_rows, "block-rows");
+  if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
+  if (o.causal) a.causal = {true};
+}
+
+std::string row_key(const nlohmann::json& row) {
+  return row.value("label", std::string()) + "\n" + row["shape"].dump();
+}
+
+}  // namespace
+
+void add_device_options(CLI::App& app, DeviceOptions& o) {
+  app.add_option("--device", o.device,
+                 "Predict time on this GPU: a preset (h100, h200, a100, b200, l40s, 4090; see "
+                 "`hbmscope devices`) or a JSON file of the same form, e.g. --device my-gpu.json")
+      ->type_name("NAME|FILE");
+  app.add_option("--bandwidth-fraction", o.bandwidth_fraction,
+                 "Share of the datasheet bandwidth the roofline assumes, in (0, 1], e.g. 0.8 "
+                 "[default: 1.0]; recorded in the report")
+      ->type_name("F");
+  app.add_option("--plot", o.plot,
+                 "Chart through gnuplot: bytes (and, with --device, time) against sequence "
+                 "length, one line per variant: FILE.svg, FILE.png, or - for the terminal")
+      ->type_name("FILE|-");
+  app.footer(app.get_footer() + "\n" + device_help);
+}
+
+void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
+  if (d.bandwidth_fraction && !d.device)
+    throw Error("--bandwidth-fraction: needs --device (the fraction of which device's bandwidth?)");
+  if (d.bandwidth_fraction && !(*d.bandwidth_fraction > 0 && *d.bandwidth_fraction <= 1))
+    throw Error("--bandwidth-fraction: " + std::to_string(*d.bandwidth_fraction) + " is not in (0, 1]");
+  if (d.plot) {
+    (void)plot_terminal_for(*d.plot);
+    if (*d.plot == "-" && !out.output && (out.format == "json" || out.format == "csv"))
+      throw Error("--plot -: the chart would be mixed into the " + out.format +
+                  " on stdout; write the report with --output FILE");
+  }
+}
+
+int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev) {
+  check_device_options(dev, out);
+  const PrintOptions print = to_print_options(out);
+  if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
+  std::string text = render(report, print);
+  if (dev.plot && *dev.plot == "-" && !out.output) text += "\n";
+  emit(text, out.output);
+  if (dev.plot) {
+    plot_report(report, *dev.plot);
+    if (*dev.plot != "-") std::fprintf(stderr, "hbmscope: wrote %s\n", dev.plot->c_str());
+  }
+  return 0;
+}
+
+SweepCommands::SweepCommands(CLI::App& app) {
+  sweep_ = app.add_subcommand(
+      "sweep", "Count bytes (and predict time on a device) over many shapes, from options or a config file");
+  add_shape_options(*sweep_, shape_);
+  add_output_options(*sweep_, out_);
+  sweep_->add_option("--config", config_,
+                     "Axes from a config file: a shipped name (seed, llm, long-context) or a path, "
+                     "e.g. --config configs/sweeps/llm.json")
+      ->type_name("NAME|FILE");
+  sweep_->add_option("--variants", variants_,
+                     "Report only these variants, e.g. flash_no_l2,floor [default: all, or the "
+                     "config's \"variants\"]")
+      ->type_name("LIST");
+  sweep_->add_option("--shard", shard_,
+                     "Run only slice I of N of the sweep (contiguous, disjoint; the N slices make "
+                     "the whole), e.g. --shard 2/8 in a Slurm array job; join with `hbmscope merge`")
+      ->type_name("I/N");
+  sweep_->add_option("--progress", progress_,
+                     "Progress bar on stderr: auto (when stderr is a terminal and the sweep has "
+                     "100000 shapes or more), always, never [default: auto]")
+      ->type_name("auto|always|never");
+  sweep_->footer(sweep_help);
+  add_device_options(*sweep_, dev_);
+
+  devices_ = app.add_subcommand("devices", "List the GPU presets of the roofline, or show one with its sources");
+  devices_->add_option("device", devices_which_, "A preset name or a device JSON file to show in full")
+      ->type_name("NAME|FILE");
+  devices_->add_option("--format", devices_format_, "table, json, csv or md [default: table]")
+      ->type_name("table|json|csv|md");
+  devices_->footer(R"(Columns: memory bandwidth (datasheet, bytes/s in decimal units), L2 size, SM count,
+dense peak FLOP/s per dtype (no 2:4 sparsity; "-" where the GPU has no such path),
+and the bf16 ridge point: FLOP per byte where memory time equals compute time.
+Examples:
+  hbmscope devices
+  hbmscope devices h100            every figure with its source
+  hbmscope devices my-gpu.json     check a file of your own (schema: docs/devices.md))");
+
+  compare_ = app.add_subcommand("compare", "Compare two JSON reports row by row (matched by shape)");
+  compare_->add_option("reports", compare_files_, "A.json B.json: reports from `--format json`")
+      ->required()
+      ->expected(2)
+      ->type_name("A.json B.json");
+  compare_->add_option("--threshold", threshold_,
+                       "Percent within which the metric counts as SAME, e.g. 2 [default: 5]")
+      ->type_name("PCT");
+  compare_->add_option("--metric", metric_,
+                       "The number the verdict is on, e.g. bytes.standard or "
+                       "prediction.flash_no_l2.seconds [default: a measured time, else "
+                       "prediction.flash_no_l2.seconds, else bytes.flash_no_l2]")
+      ->type_name("PATH");
+  compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
+      ->type_name("table|json|csv|md");
+  compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout")
+      ->type_name("FILE");
+  compare_->footer(R"(Rows are matched by their shape (and group label). One column per number both rows
+hold, as the ratio B/A ("inf" when only A is 0). Verdict on the metric: FASTER when
+B is better by more than the threshold, SLOWER when worse, SAME otherwise. Rows in
+only one report are listed after the table.
+Examples:
+  hbmscope compare before.json after.json
+  hbmscope compare h100.json h200.json --metric prediction.flash_no_l2.seconds --threshold 1)");
+
+  merge_ = app.add_subcommand("merge", "Join JSON reports (e.g. the shards of a sweep) into one");
+  merge_->add_option("reports", merge_files_, "Reports to join, in order (shards are put in shard order)")
+      ->required()
+      ->type_name("FILE...");
+  merge_->add_option("--output", merge_output_, "Write to FILE atomically instead of stdout")
+      ->type_name("FILE");
+  merge_->add_option("--format", merge_format_, "json, table, csv or md [default: json]")
+      ->type_name("json|table|csv|md");
+  merge_->footer(R"(Refuses reports of another schema, of different devices or bandwidth fractions, and
+any row (label and shape) that two reports both hold. Shards of one sweep are put
+back in shard order; a missing shard is reported on stderr.
+Example:
+  for i in 1 2 3 4; do hbmscope sweep --config llm --shard $i/4 --format json --output p$i.json; done
+  hbmscope merge p1.json p2.json p3.json p4.json --output all.json)");
+}
+
+bool SweepCommands::run(int& rc) {
+  if (sweep_->parsed()) rc = run_sweep();
+  else if (devices_->parsed()) rc = run_devices();
+  else if (compare_->parsed()) rc = run_compare();
+  else if (merge_->parsed()) rc = run_merge();
+  else return false;
+  return true;
+}
+
+int SweepCommands::run_sweep() {
+  const ProgressMode mode = progress_ == "auto"     ? ProgressMode::auto_
+                            : progress_ == "always" ? ProgressMode::always
+                            : progress_ == "never"  ? ProgressMode::never
+                                                    : throw Error("--progress: '" + progress_ +
+                                                                  "' is not one of auto, always, never");
+  (void)to_print_options(out_);
+  check_device_options(dev_, out_);
+  SweepConfig cfg;
+  if (config_) {
+    cfg = find_sweep_config(*config_);
+    for (auto& g : cfg.groups) apply_overrides(g.axes, shape_);
+  } else {
+    cfg.groups.push_back({"", to_axes(shape_)});
+  }
+  LabelledShapes all = expand(cfg);
+  Report report;
+  report.command = "sweep";
+  if (shard_) {
+    const Shard s = parse_shard(*shard_);
+    const auto [b, e] = shard_range(all.shapes.size(), s);
+    report.shard = ShardInfo{s.index, s.count, all.shapes.size()};
+    all.shapes = std::vector<Shape>(all.shapes.begin() + static_cast<std::ptrdiff_t>(b),
+                                    all.shapes.begin() + static_cast<std::ptrdiff_t>(e));
+    all.labels = std::vector<std::string>(all.labels.begin() + static_cast<std::ptrdiff_t>(b),
+                                          all.labels.begin() + static_cast<std::ptrdiff_t>(e));
+  }
+  {
+    ProgressBar bar(stderr, mode, "hbmscope sweep");
+    report.rows = model_rows(all.shapes, [&](std::size_t d, std::size_t t) { bar.update(d, t); });
+  }
+  for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
+  if (variants_) {
+    std::vector<std::string> ids;
+    std::string_view t = *variants_;
+    for (std::size_t pos = 0; pos <= t.size();) {
+      const std::size_t comma = std::min(t.find(',', pos), t.size());
+      const std::string id(t.substr(pos, comma - pos));
+      if (id.empty()) throw Error("--variants: '" + *variants_ + "' has an empty item");
+      ids.push_back(id);
+      pos = comma + 1;
+    }
+    keep_variants(report.rows, ids, "--variants");
+  } else if (config_ && !cfg.variants.empty()) {
+    keep_variants(report.rows, cfg.variants, *config_ + ": variants");
+  }
+  return finish_report(report, out_, dev_);
+}
+
+int SweepCommands::run_devices() {
+  const Format f = format_or_throw(devices_format_);
+  std::vector<DeviceSpec> list;
+  if (devices_which_) list.push_back(find_device(*devices_which_));
+  else list = preset_devices();
+  const bool detail = devices_which_.has_value();
+  if (f == Format::json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& d : list) j.push_back(device_spec_to_json(d));
+    std::string text = (detail ? j[0] : j).dump(2) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  auto tf = [](double v) { return v > 0 ? format_flop_rate(v) : std::string("-"); };
+  const std::vector<std::string> head{"Device", "Name", "Memory", "Bandwidth", "L2", "SMs",
+                                      "BF16 dense", "FP16 dense", "FP32", "FP8 dense", "Ridge (bf16)"};
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& d : list)
+    rows.push_back({d.id, d.name, d.memory, format_bandwidth(d.bandwidth), format_bytes(d.l2_bytes, Units::binary),
+                    std::to_string(d.sm_count), tf(d.peak.bf16), tf(d.peak.fp16), tf(d.peak.fp32),
+                    tf(d.peak.fp8),
+                    d.peak.bf16 > 0 ? format_intensity(d.peak.bf16 / d.bandwidth) : std::string("-")});
+  std::string out;
+  if (f == Format::csv) {
+    out = "device,name,memory,memory_bandwidth_bytes_per_s,l2_bytes,sm_count,peak_bf16,peak_fp16,peak_fp32,peak_fp8\n";
+    for (const auto& d : list) {
+      char b[256];
+      std::snprintf(b, sizeof b, "%.6g,%llu,%llu,%.6g,%.6g,%.6g,%.6g\n", d.bandwidth,
+                    static_cast<unsigned long long>(d.l2_bytes), static_cast<unsigned long long>(d.sm_count),
+                    d.peak.bf16, d.peak.fp16, d.peak.fp32, d.peak.fp8);
+      out += d.id + ",\"" + d.name + "\",\"" + d.memory + "\"," + b;
+    }
+  } else if (f == Format::md) {
+    out = "|";
+    for (const auto& h : head) out += " " + h + " |";
+    out += "\n|";
+    for (std::size_t i = 0; i < head.size(); ++i) out += i < 3 ? " :--- |" : " ---: |";
+    out += "\n";
+    for (const auto& r : rows) {
+      out += "|";
+      for (const auto& c : r) out += " " + c + " |";
+      out += "\n";
+    }
+  } else {
+    std::vector<std::size_t> w(head.size());
+    auto width = [](const std::string& s) {
+      std::size_t n = 0;
+      for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+      return n;
+    };
+    for (std::size_t i = 0; i < head.size(); ++i) w[i] = width(head[i]);
+    for (const auto& r : rows)
+      for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], width(r[i]));
+    auto line = [&](const std::vector<std::string>& r) {
+      std::string l;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        const std::string fill(w[i] - width(r[i]), ' ');
+        l += (i ? "   " : "") + (i < 3 ? r[i] + fill : fill + r[i]);
+      }
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+      out += l + "\n";
+    };
+    out = "GPU presets for --device (dense peaks, datasheet bandwidth; `hbmscope devices NAME` for sources)\n\n";
+    line(head);
+    for (const auto& r : rows) line(r);
+  }
+  if (detail && f != Format::csv) {
+    out += "\nSources:\n";
+    for (const auto& [k, v] : list[0].sources) out += "  " + k + ": " + v + "\n";
+    if (list[0].sources.empty()) out += "  (none given)\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int SweepCommands::run_compare() {
+  const Format f = format_or_throw(compare_format_);
+  CompareOptions opt;
+  opt.threshold_pct = threshold_;
+  if (metric_) opt.metric = *metric_;
+  const auto a = json_check::read_json_file(compare_files_.at(0));
+  const auto b = json_check::read_json_file(compare_files_.at(1));
+  const Comparison c = compare_reports(a, compare_files_[0], b, compare_files_[1], opt);
+  emit(render_comparison(c, f), compare_output_);
+  return 0;
+}
+
+int SweepCommands::run_merge() {
+  const Format f = format_or_throw(merge_format_);
+  struct Input {
+    std::string name;
+    nlohmann::json j;
+    Report r;
+  };
+  std::vector<Input> in;
+  for (const auto& name : merge_files_) {
+    Input x{name, json_check::read_json_file(name), {}};
+    if (!in.empty() && x.j.is_object() && x.j.contains("schema") && in[0].j.contains("schema") &&
+        x.j["schema"] != in[0].j["schema"])
+      throw Error("merge: " + name + " has schema " + json_check::brief(x.j["schema"]) + ", " +
+                  in[0].name + " has " + json_check::brief(in[0].j["schema"]) + ": refusing to mix them");
+    x.r = report_from_json(x.j, name);
+    in.push_back(std::move(x));
+  }
+  const auto& first = in.front();
+  for (const auto& x : in) {
+    if (x.r.command != first.r.command)
+      throw Error("merge: " + x.name + " comes from `" + x.r.command + "`, " + first.name + " from `" +
+                  first.r.command + "`: refusing to mix them");
+    const nlohmann::json da = x.j.value("roofline", nlohmann::json()), db = first.j.value("roofline", nlohmann::json());
+    if (da != db)
+      throw Error("merge: " + x.name + " and " + first.name +
+                  " were predicted for different devices or bandwidth fractions (" +
+                  (x.r.roofline ? x.r.roofline->device.name : std::string("none")) + " vs " +
+                  (first.r.roofline ? first.r.roofline->device.name : std::string("none")) + ")");
+  }
+  // Shards of one sweep go back in shard order.
+  const bool shards = std::all_of(in.begin(), in.end(), [&](const Input& x) {
+    return x.r.shard && first.r.shard && x.r.shard->count == first.r.shard->count &&
+           x.r.shard->total_rows == first.r.shard->total_rows;
+  });
+  if (shards)
+    std::stable_sort(in.begin(), in.end(),
+                     [](const Input& a, const Input& b) { return a.r.shard->index < b.r.shard->index; });
+  std::map<std::string, std::string> owner;
+  nlohmann::json out = in.front().j;
+  out.erase("shard");
+  out["rows"] = nlohmann::json::array();
+  for (const auto& x : in)
+    for (std::size_t i = 0; i < x.j["rows"].size(); ++i) {
+      const auto& row = x.j["rows"][i];
+      const std::string key = row_key(row);
+      const auto [it, fresh] = owner.emplace(key, x.name);
+      if (!fresh)
+        throw Error("merge: rows overlap: " + (row.value("label", std::string()).empty() ? "" : row.value("label", std::string()) + ": ") +
+                    describe(x.r.rows[i].shape) + " is in both " + it->second + " and " + x.name);
+      out["rows"].push_back(row);
+    }
+  if (shards) {
+    std::set<std::uint64_t> have;
+    for (const auto& x : in) have.insert(x.r.shard->index);
+    if (have.size() != first.r.shard->count || out["rows"].size() != first.r.shard->total_rows)
+      std::fprintf(stderr, "hbmscope: note: merged %zu of %llu shards (%zu of %llu rows)\n", have.size(),
+                   static_cast<unsigned long long>(first.r.shard->count), out["rows"].size(),
+                   static_cast<unsigned long long>(first.r.shard->total_rows));
+  }
+  std::string text;
+  if (f == Format::json) {
+    text = out.dump(2) + "\n";
+  } else {
+    PrintOptions p;
+    p.format = f;
+    text = render(report_from_json(out, "merged report"), p);
+  }
+  emit(text, merge_output_);
+  return 0;
+}
+
+}  // namespace hbmscope::cli

@@ -1,0 +1,158 @@
+#include "hbmscope/device_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "embedded.hpp"
+#include "../report/json_check.hpp"
+
+namespace hbmscope {
+
+namespace jc = json_check;
+
+namespace {
+
+constexpr std::string_view device_schema = "hbmscope.device/1";
+
+double positive_number(const nlohmann::json& j, std::string_view origin, const std::string& key) {
+  if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() <= 0)
+    jc::fail(origin, key, "a positive number", j);
+  return j.get<double>();
+}
+
+std::uint64_t positive_integer(const nlohmann::json& j, std::string_view origin,
+                               const std::string& key) {
+  if (j.is_number_unsigned() && j.get<std::uint64_t>() > 0) return j.get<std::uint64_t>();
+  // 5.24288e7 written as a float is fine when it is a whole number.
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (v > 0 && v < 1.8e19 && std::floor(v) == v) return static_cast<std::uint64_t>(v);
+  }
+  jc::fail(origin, key, "a positive integer", j);
+}
+
+std::string normalise(std::string_view s) {
+  std::string r;
+  for (unsigned char c : s)
+    if (std::isalnum(c)) r += static_cast<char>(std::tolower(c));
+  return r;
+}
+
+bool looks_like_path(std::string_view s) {
+  return s.find('/') != std::string_view::npos ||
+         (s.size() > 5 && s.substr(s.size() - 5) == ".json");
+}
+
+}  // namespace
+
+DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
+  if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object", j);
+  jc::only_keys(j, origin, "",
+                {"schema", "name", "aliases", "memory", "memory_bandwidth_bytes_per_s", "l2_bytes",
+                 "sm_count", "peak_flops_dense", "sources"});
+  DeviceSpec d;
+  if (j.contains("schema") && j["schema"] != device_schema)
+    jc::fail(origin, "schema", "\"hbmscope.device/1\"", j["schema"]);
+  for (const char* k : {"name", "memory_bandwidth_bytes_per_s", "l2_bytes", "sm_count",
+                        "peak_flops_dense"})
+    if (!j.contains(k)) jc::fail_text(origin, k, "missing (required)");
+  if (!j["name"].is_string() || j["name"].get<std::string>().empty())
+    jc::fail(origin, "name", "a non-empty string", j["name"]);
+  d.name = j["name"].get<std::string>();
+  if (j.contains("aliases")) {
+    const auto& a = j["aliases"];
+    if (!a.is_array()) jc::fail(origin, "aliases", "an array of strings", a);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!a[i].is_string())
+        jc::fail(origin, "aliases[" + std::to_string(i) + "]", "a string", a[i]);
+  }
+  if (j.contains("memory")) {
+    if (!j["memory"].is_string()) jc::fail(origin, "memory", "a string such as \"80 GB HBM3\"", j["memory"]);
+    d.memory = j["memory"].get<std::string>();
+  }
+  d.bandwidth = positive_number(j["memory_bandwidth_bytes_per_s"], origin,
+                                "memory_bandwidth_bytes_per_s");
+  d.l2_bytes = positive_integer(j["l2_bytes"], origin, "l2_bytes");
+  d.sm_count = positive_integer(j["sm_count"], origin, "sm_count");
+
+  const auto& pk = j["peak_flops_dense"];
+  if (!pk.is_object() || pk.empty())
+    jc::fail(origin, "peak_flops_dense",
+             "an object of dense FLOP/s per dtype, e.g. {\"bf16\": 989.4e12}", pk);
+  jc::only_keys(pk, origin, "peak_flops_dense", {"fp32", "fp16", "bf16", "fp8"});
+  for (const auto& [k, v] : pk.items()) {
+    const std::string key = "peak_flops_dense." + k;
+    const double val = v.is_null() ? 0.0 : positive_number(v, origin, key);
+    if (k == "fp32") d.peak.fp32 = val;
+    if (k == "fp16") d.peak.fp16 = val;
+    if (k == "bf16") d.peak.bf16 = val;
+    if (k == "fp8") d.peak.fp8 = val;
+  }
+  if (d.peak.fp32 == 0 && d.peak.fp16 == 0 && d.peak.bf16 == 0 && d.peak.fp8 == 0)
+    jc::fail(origin, "peak_flops_dense", "at least one positive peak", pk);
+
+  if (j.contains("sources")) {
+    const auto& s = j["sources"];
+    if (!s.is_object()) jc::fail(origin, "sources", "an object of strings", s);
+    for (const auto& [k, v] : s.items()) {
+      if (!v.is_string()) jc::fail(origin, "sources." + k, "a string", v);
+      d.sources[k] = v.get<std::string>();
+    }
+  }
+  d.id = std::string(origin);
+  validate(d);
+  return d;
+}
+
+DeviceSpec load_device_file(const std::filesystem::path& path) {
+  return device_from_json(jc::read_json_file(path), path.string());
+}
+
+const std::vector<DeviceSpec>& preset_devices() {
+  static const std::vector<DeviceSpec> presets = [] {
+    std::vector<DeviceSpec> v;
+    for (std::size_t i = 0; i < embedded::device_count; ++i) {
+      const auto& f = embedded::devices[i];
+      const std::string origin = "configs/devices/" + std::string(f.name) + ".json";
+      DeviceSpec d = device_from_json(jc::parse_json_text(f.text, origin), origin);
+      d.id = f.name;
+      v.push_back(std::move(d));
+    }
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    return v;
+  }();
+  return presets;
+}
+
+namespace {
+
+std::vector<std::string> aliases_of(std::string_view id) {
+  std::vector<std::string> r;
+  for (std::size_t i = 0; i < embedded::device_count; ++i) {
+    if (embedded::devices[i].name != id) continue;
+    const auto j = nlohmann::json::parse(embedded::devices[i].text, nullptr, false);
+    if (j.is_object() && j.contains("aliases") && j["aliases"].is_array())
+      for (const auto& a : j["aliases"])
+        if (a.is_string()) r.push_back(a.get<std::string>());
+  }
+  return r;
+}
+
+}  // namespace
+
+DeviceSpec find_device(std::string_view arg) {
+  if (looks_like_path(arg)) return load_device_file(std::filesystem::path(std::string(arg)));
+  const std::string want = normalise(arg);
+  std::string known;
+  for (const auto& d : preset_devices()) {
+    bool match = normalise(d.id) == want || normalise(d.name) == want;
+    for (const auto& a : aliases_of(d.id)) match |= normalise(a) == want;
+    if (match && !want.empty()) return d;
+    known += (known.empty() ? "" : ", ") + d.id;
+  }
+  throw Error("--device: '" + std::string(arg) + "' is not a preset (" + known +
+              ") nor a .json file; `hbmscope devices` lists them");
+}
+
+}  // namespace hbmscope

@@ -1,0 +1,301 @@
+#include "hbmscope/sweep_config.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
+#include "embedded.hpp"
+#include "../report/json_check.hpp"
+
+namespace hbmscope {
+
+namespace jc = json_check;
+
+namespace {
+
+constexpr std::string_view sweep_schema = "hbmscope.sweep/1";
+constexpr const char* int_form =
+    "a positive integer, a string such as \"4K:128K:x2\" or \"1024,4096\", or a non-empty array of "
+    "them";
+
+// parse_int_axis's messages start "--OPTION: "; the config names the key instead.
+[[noreturn]] void rethrow_as_key(const Error& e, std::string_view origin) {
+  std::string m = e.what();
+  if (m.rfind("--", 0) == 0) m.erase(0, 2);
+  throw Error(std::string(origin) + ": " + m);
+}
+
+std::vector<std::uint64_t> int_items(const nlohmann::json& v, std::string_view origin,
+                                     const std::string& key) {
+  try {
+    if (v.is_number_unsigned()) {
+      if (v.get<std::uint64_t>() == 0) jc::fail(origin, key, "positive values", v);
+      return {v.get<std::uint64_t>()};
+    }
+    if (v.is_string()) return parse_int_axis(v.get<std::string>(), key);
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind("--", 0) == 0) rethrow_as_key(e, origin);
+    throw;
+  }
+  jc::fail(origin, key, int_form, v);
+}
+
+std::vector<std::uint64_t> int_axis(const nlohmann::json& v, std::string_view origin,
+                                    const std::string& key) {
+  if (!v.is_array()) return int_items(v, origin, key);
+  if (v.empty()) jc::fail(origin, key, int_form, v);
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto items = int_items(v[i], origin, key + "[" + std::to_string(i) + "]");
+    out.insert(out.end(), items.begin(), items.end());
+  }
+  return out;
+}
+
+std::uint64_t single_count(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  const auto items = (v.is_number_unsigned() || v.is_string())
+                         ? int_items(v, origin, key)
+                         : std::vector<std::uint64_t>{};
+  if (items.size() != 1) jc::fail(origin, key, "one positive integer such as 4096 or \"4K\"", v);
+  return items[0];
+}
+
+std::vector<Dtype> dtype_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  constexpr const char* form = "a dtype (\"fp32\", \"fp16\", \"bf16\", \"fp8\") or a non-empty array of them";
+  std::vector<Dtype> out;
+  auto one = [&](const nlohmann::json& x, const std::string& k) {
+    if (!x.is_string()) jc::fail(origin, k, form, x);
+    try {
+      const auto d = parse_dtype_axis(x.get<std::string>(), k);
+      out.insert(out.end(), d.begin(), d.end());
+    } catch (const Error& e) {
+      rethrow_as_key(e, origin);
+    }
+  };
+  if (v.is_array()) {
+    if (v.empty()) jc::fail(origin, key, form, v);
+    for (std::size_t i = 0; i < v.size(); ++i) one(v[i], key + "[" + std::to_string(i) + "]");
+  } else {
+    one(v, key);
+  }
+  return out;
+}
+
+std::vector<bool> causal_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  constexpr const char* form = "true, false or a non-empty array of them such as [false, true]";
+  if (v.is_boolean()) return {v.get<bool>()};
+  if (!v.is_array() || v.empty()) jc::fail(origin, key, form, v);
+  std::vector<bool> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_boolean()) jc::fail(origin, key + "[" + std::to_string(i) + "]", "true or false", v[i]);
+    out.push_back(v[i].get<bool>());
+  }
+  return out;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> points_axis(const nlohmann::json& v,
+                                                                 std::string_view origin,
+                                                                 const std::string& key) {
+  constexpr const char* form = "a non-empty array of [seq, head_dim] pairs such as [[4096, 64], [\"8K\", 128]]";
+  if (!v.is_array() || v.empty()) jc::fail(origin, key, form, v);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    if (!v[i].is_array() || v[i].size() != 2) jc::fail(origin, k, "a pair [seq, head_dim]", v[i]);
+    out.emplace_back(single_count(v[i][0], origin, k + "[0]"), single_count(v[i][1], origin, k + "[1]"));
+  }
+  return out;
+}
+
+const std::initializer_list<std::string_view> axis_keys = {
+    "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "points",
+    "dtype", "block_rows", "block_cols", "causal"};
+
+// `fields` maps each axis key to (value, path of the key for messages).
+SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
+                    std::string_view origin, const std::string& where) {
+  SweepAxes a;
+  const bool has_points = fields.count("points") != 0;
+  if (!has_points && (fields.count("seq") == 0 || fields.count("head_dim") == 0))
+    jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                  "needs both 'seq' and 'head_dim', or 'points'");
+  for (const auto& [k, vp] : fields) {
+    const auto& [v, path] = vp;
+    if (k == "batch") a.batch = int_axis(v, origin, path);
+    else if (k == "heads") a.heads = int_axis(v, origin, path);
+    else if (k == "kv_heads") a.kv_heads = int_axis(v, origin, path);
+    else if (k == "seq") a.seq = int_axis(v, origin, path);
+    else if (k == "seq_kv") a.seq_kv = int_axis(v, origin, path);
+    else if (k == "head_dim") a.head_dim = int_axis(v, origin, path);
+    else if (k == "points") a.seq_head_dim = points_axis(v, origin, path);
+    else if (k == "dtype") a.dtype = dtype_axis(v, origin, path);
+    else if (k == "block_rows") a.block_rows = int_axis(v, origin, path);
+    else if (k == "block_cols") a.block_cols = int_axis(v, origin, path);
+    else if (k == "causal") a.causal = causal_axis(v, origin, path);
+  }
+  return a;
+}
+
+bool looks_like_path(std::string_view s) {
+  return s.find('/') != std::string_view::npos ||
+         (s.size() > 5 && s.substr(s.size() - 5) == ".json");
+}
+
+struct ShapeHash {
+  std::size_t operator()(const Shape& s) const {
+    std::size_t h = 1469598103934665603ull;
+    for (std::uint64_t v : {s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv, s.head_dim,
+                            static_cast<std::uint64_t>(s.dtype), s.block_rows, s.block_cols,
+                            static_cast<std::uint64_t>(s.causal)})
+      h = (h ^ v) * 1099511628211ull;
+    return h;
+  }
+};
+
+}  // namespace
+
+SweepConfig sweep_config_from_json(const nlohmann::json& j, std::string_view origin) {
+  if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object", j);
+  jc::only_keys(j, origin, "", {"schema", "description", "variants", "axes", "groups"});
+  if (j.contains("schema") && j["schema"] != sweep_schema)
+    jc::fail(origin, "schema", "\"hbmscope.sweep/1\"", j["schema"]);
+  SweepConfig c;
+  if (j.contains("description")) {
+    if (!j["description"].is_string()) jc::fail(origin, "description", "a string", j["description"]);
+    c.description = j["description"].get<std::string>();
+  }
+  if (j.contains("variants")) {
+    const auto& v = j["variants"];
+    constexpr const char* form = "a non-empty array of variant ids such as [\"flash_no_l2\", \"floor\"]";
+    if (!v.is_array() || v.empty()) jc::fail(origin, "variants", form, v);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string() || v[i].get<std::string>().empty())
+        jc::fail(origin, "variants[" + std::to_string(i) + "]", "a variant id (a string)", v[i]);
+      c.variants.push_back(v[i].get<std::string>());
+    }
+  }
+  if (!j.contains("axes") && !j.contains("groups"))
+    jc::fail_text(origin, "(top level)", "needs 'axes', 'groups' or both");
+
+  std::map<std::string, std::pair<nlohmann::json, std::string>> common;
+  if (j.contains("axes")) {
+    const auto& a = j["axes"];
+    if (!a.is_object()) jc::fail(origin, "axes", "an object of axes", a);
+    jc::only_keys(a, origin, "axes", axis_keys);
+    for (const auto& [k, v] : a.items()) common[k] = {v, "axes." + k};
+    if (common.count("points") && (common.count("seq") || common.count("head_dim")))
+      jc::fail_text(origin, "axes", "give 'points' or 'seq' and 'head_dim', not both");
+  }
+  if (!j.contains("groups")) {
+    c.groups.push_back({"", axes_from(common, origin, "axes")});
+    return c;
+  }
+  const auto& g = j["groups"];
+  if (!g.is_array() || g.empty()) jc::fail(origin, "groups", "a non-empty array of objects", g);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const std::string where = "groups[" + std::to_string(i) + "]";
+    if (!g[i].is_object()) jc::fail(origin, where, "an object of axes", g[i]);
+    std::vector<std::string_view> allowed(axis_keys);
+    allowed.push_back("label");
+    for (const auto& [k, v] : g[i].items()) {
+      bool ok = false;
+      for (auto a : allowed) ok |= k == a;
+      if (!ok)
+        jc::fail_text(origin, where + "." + k, "unknown key (known: label and the axes: batch, heads, "
+                                               "kv_heads, seq, seq_kv, head_dim, points, dtype, "
+                                               "block_rows, block_cols, causal)");
+    }
+    if (g[i].contains("points") && (g[i].contains("seq") || g[i].contains("head_dim")))
+      jc::fail_text(origin, where, "give 'points' or 'seq' and 'head_dim', not both");
+    auto fields = common;
+    for (const auto& [k, v] : g[i].items()) {
+      if (k == "label") continue;
+      // A group's own seq/head_dim replace inherited points, and the reverse.
+      if (k == "points") fields.erase("seq"), fields.erase("head_dim");
+      if (k == "seq" || k == "head_dim") fields.erase("points");
+      fields[k] = {v, where + "." + k};
+    }
+    SweepGroup group;
+    if (g[i].contains("label")) {
+      if (!g[i]["label"].is_string()) jc::fail(origin, where + ".label", "a string", g[i]["label"]);
+      group.label = g[i]["label"].get<std::string>();
+    }
+    group.axes = axes_from(fields, origin, where);
+    c.groups.push_back(std::move(group));
+  }
+  return c;
+}
+
+SweepConfig load_sweep_config_file(const std::filesystem::path& path) {
+  const auto j = jc::read_json_file(path);
+  SweepConfig c = sweep_config_from_json(j, path.string());
+  // Shapes that fail validation (heads not a multiple of kv_heads...) are
+  // reported now, naming the file.
+  try {
+    (void)expand(c);
+  } catch (const Error& e) {
+    throw Error(path.string() + ": " + e.what());
+  }
+  return c;
+}
+
+std::vector<std::string> preset_sweep_names() {
+  std::vector<std::string> r;
+  for (std::size_t i = 0; i < embedded::sweep_count; ++i) r.emplace_back(embedded::sweeps[i].name);
+  return r;
+}
+
+SweepConfig find_sweep_config(std::string_view arg) {
+  if (looks_like_path(arg)) return load_sweep_config_file(std::filesystem::path(std::string(arg)));
+  std::string known;
+  for (std::size_t i = 0; i < embedded::sweep_count; ++i) {
+    const auto& f = embedded::sweeps[i];
+    if (arg == f.name) {
+      const std::string origin = "configs/sweeps/" + std::string(f.name) + ".json";
+      return sweep_config_from_json(jc::parse_json_text(f.text, origin), origin);
+    }
+    known += (known.empty() ? "" : ", ") + std::string(f.name);
+  }
+  throw Error("--config: '" + std::string(arg) + "' is not a shipped config (" + known +
+              ") nor a .json file");
+}
+
+void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, std::string_view where) {
+  if (ids.empty()) return;
+  std::vector<std::string> present;
+  for (const Row& r : rows)
+    for (const auto& v : r.variants)
+      if (std::find(present.begin(), present.end(), v.id) == present.end()) present.push_back(v.id);
+  for (const auto& id : ids)
+    if (!rows.empty() && std::find(present.begin(), present.end(), id) == present.end()) {
+      std::string list;
+      for (const auto& p : present) list += (list.empty() ? "" : ", ") + p;
+      throw Error(std::string(where) + ": '" + id + "' is not a variant of these rows (" + list + ")");
+    }
+  for (Row& r : rows)
+    r.variants.erase(std::remove_if(r.variants.begin(), r.variants.end(),
+                                    [&](const VariantResult& v) {
+                                      return std::find(ids.begin(), ids.end(), v.id) == ids.end();
+                                    }),
+                     r.variants.end());
+}
+
+LabelledShapes expand(const SweepConfig& config) {
+  LabelledShapes out;
+  // Rows are identified by (label, shape): two models with the same attention
+  // shape both keep their rows, a shape repeated under one label is dropped.
+  std::map<std::string, std::unordered_set<Shape, ShapeHash>> seen;
+  for (const auto& g : config.groups) {
+    auto& seen_here = seen[g.label];
+    for (const Shape& s : expand(g.axes)) {
+      if (config.groups.size() > 1 && !seen_here.insert(s).second) continue;
+      if (out.shapes.size() >= max_sweep_shapes)
+        throw Error("sweep too large: more than " + std::to_string(max_sweep_shapes) + " shapes");
+      out.shapes.push_back(s);
+      out.labels.push_back(g.label);
+    }
+  }
+  return out;
+}
+
+}  // namespace hbmscope

@@ -1,0 +1,33 @@
+#pragma once
+// Small helpers that turn a JSON value of the wrong shape into one line:
+// "ORIGIN: KEY: expected WHAT, got VALUE". Shared by the config loaders and
+// the report reader.
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "hbmscope/error.hpp"
+
+namespace hbmscope::json_check {
+
+// A short rendering of a value for messages (long values are cut).
+std::string brief(const nlohmann::json& v);
+
+[[noreturn]] void fail(std::string_view origin, std::string_view key, std::string_view expected,
+                       const nlohmann::json& got);
+[[noreturn]] void fail_text(std::string_view origin, std::string_view key, std::string_view message);
+
+// Throws unless j is an object whose keys are all in `allowed`.
+void only_keys(const nlohmann::json& j, std::string_view origin, std::string_view where,
+               std::initializer_list<std::string_view> allowed);
+
+std::string path(std::string_view parent, std::string_view key);  // "a.b", or "b" at top level
+
+// Reads a whole file and parses it; errors name the file.
+nlohmann::json read_json_file(const std::filesystem::path& p);
+nlohmann::json parse_json_text(std::string_view text, std::string_view origin);
+
+}  // namespace hbmscope::json_check
