@@ -178,6 +178,14 @@ fi
 check "measure --help explains columns" grep -q "Measured/predicted" "$work/meashelp"
 check "measure --help has examples" grep -q "hbmscope measure --seq" "$work/meashelp"
 expect_error "measure bad kernels" "--kernels: 'cudnn' is not one of" measure --seq 128 --kernels cudnn
+expect_error "sweep --measure without a device" "no CUDA device" sweep --seq 256 --head-dim 64 --measure --repeats 1
+expect_error "sweep --measure bwd" "measure runs forward kernels only" sweep --seq 256 --head-dim 64 --pass bwd --measure
+"$bin" sweep --config seed --device h200 --format json >"$work/l2dev.json"
+check "--device runs the L2 simulation with the device's L2 and SMs" python3 -c "import json; r=json.load(open('$work/l2dev.json'))['rows'][0]; assert r['l2_sim']['sm_count']==132 and r['l2_sim']['l2_bytes']>0; assert r['bytes']['floor']<=r['bytes']['flash_l2_sim']<=r['bytes']['flash_no_l2']; assert 'flash_l2_sim' in r['prediction']"
+"$bin" sweep --seq 1M --head-dim 128 --heads 32 --device h200 --format csv >"$work/big.csv" 2>"$work/big.err"
+check "--device skips shapes too large to simulate, with a note" grep -q "L2 simulation left out for 1 shape" "$work/big.err"
+"$bin" sweep --seq 4096 --head-dim 64 --pass fwd,bwd --fa1 --format json >"$work/passes.json"
+check "sweep --pass and --fa1" python3 -c "import json; rows=json.load(open('$work/passes.json'))['rows']; assert [r['shape']['pass'] for r in rows]==['fwd','bwd']; assert rows[0]['bytes']['flash1_no_l2']==54034432"
 expect_error "measure bwd" "measure runs forward kernels only" measure --seq 128 --pass bwd
 expect_error "measure bad blocks" "not compiled for head dim 64" measure --seq 128 --block-rows 96
 if "$bin" measure --seq 256 --head-dim 64 --repeats 2 >"$work/mout" 2>"$work/merr"; then

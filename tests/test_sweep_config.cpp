@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "hbmscope/error.hpp"
+#include "hbmscope/json_report.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/sweep_config.hpp"
 
@@ -149,4 +150,17 @@ TEST_CASE("config files: malformed JSON and invalid shapes are errors, never cra
   const auto good = write("good.json", R"({"axes": {"seq": "1K:4K:x2", "head_dim": 64}})");
   CHECK(expand(find_sweep_config(good)).shapes.size() == 3);
   fs::remove_all(dir);
+}
+
+TEST_CASE("a config's pass axis; reports keep the pass when read back", "[config]") {
+  const auto c = parse(R"({"axes": {"seq": 4096, "head_dim": 64, "pass": ["fwd", "bwd"]}})");
+  const Report r = report_of(c);
+  REQUIRE(r.rows.size() == 2);
+  CHECK(r.rows[0].shape.pass == Pass::fwd);
+  CHECK(r.rows[1].shape.pass == Pass::bwd);
+  CHECK(r.rows[1].variant("standard")->bytes == 239075328);
+  const Report back = report_from_json(report_to_json(r), "r.json");
+  CHECK(back.rows[1].shape.pass == Pass::bwd);
+  CHECK_THAT(error_of(R"({"axes": {"seq": 4096, "head_dim": 64, "pass": "sideways"}})"),
+             Catch::Contains("s.json: axes.pass"));
 }

@@ -95,4 +95,11 @@ void add_l2_sim(Row& row, const L2SimConfig& c);
 // The most L2 accesses one simulation may make; larger shapes are refused.
 inline constexpr std::uint64_t max_l2_sim_accesses = 1ull << 32;
 
+// L2 accesses the larger of the two simulations makes on this shape, counted
+// without running it (so that a caller can skip shapes too large to simulate
+// quickly).
+std::uint64_t l2_sim_accesses(const Shape& s);
+std::uint64_t flash_l2_sim_accesses(const Shape& s);
+std::uint64_t standard_l2_sim_accesses(const Shape& s);
+
 }  // namespace hbmscope

@@ -32,14 +32,10 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
               const cli::DeviceOptions& dev) {
   (void)cli::to_print_options(out);
   cli::check_device_options(dev, out);
-  const auto l2_config = cli::to_l2_config(l2);
   Report report;
   report.command = "model";
   report.rows = model_rows(expand(cli::to_axes(shape)), variants, {});
-  // The L2 simulation models the forward pass only.
-  if (l2_config)
-    for (Row& row : report.rows)
-      if (row.shape.pass == Pass::fwd) add_l2_sim(row, *l2_config);
+  cli::add_l2_sims(report, l2, dev);
   return cli::finish_report(report, out, dev);
 }
 
@@ -58,29 +54,13 @@ int run_softmax(const cli::SoftmaxOptions& o) {
 int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
                 const cli::MeasureCliOptions& mo) {
   const PrintOptions print = cli::to_print_options(out);
-  const auto kinds = parse_kernels(mo.kernels);
   const bool blocks_given = shape.block_rows || shape.block_cols;
   std::vector<Shape> shapes;
-  for (const Shape& s : expand(cli::to_axes(shape))) {
-    if (s.pass != Pass::fwd)
-      throw Error("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
-    shapes.push_back(with_flash_blocks(s, blocks_given));
-  }
-  MeasureOptions opt;
-  opt.repeats = mo.repeats;
-  opt.warmup = mo.warmup;
-  opt.seed = mo.seed;
-  opt.validate = !mo.no_validate;
-  auto backend = make_backend(mo.device_index);
-  if (!backend->available()) throw Error(backend->unavailable_reason());
+  for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
   Report report;
   report.command = "measure";
-  report.device = measure_device(*backend, opt);
-  const double ceiling = copy_bandwidth(report.device->copy);
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    std::fprintf(stderr, "hbmscope: measuring %zu/%zu: %s\n", i + 1, shapes.size(), describe(shapes[i]).c_str());
-    report.rows.push_back(measure_row(*backend, shapes[i], kinds, opt, ceiling));
-  }
+  report.rows = model_rows(shapes);
+  cli::add_measurements(report, mo);
   emit(render(report, print), out);
   return 0;
 }

@@ -188,16 +188,21 @@ std::uint32_t small_count(const std::string& text, std::string_view option) {
 
 }  // namespace
 
-std::optional<L2SimConfig> to_l2_config(const L2Options& o) {
-  if (!o.l2_bytes) {
+std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* device) {
+  if (!o.l2_bytes && !device) {
     for (const auto& [given, name] : {std::pair{o.sms.has_value(), "--sms"},
                                       {o.ctas_per_sm.has_value(), "--ctas-per-sm"},
                                       {o.order.has_value(), "--l2-order"}})
-      if (given) throw Error(std::string(name) + " needs --l2-bytes (the L2 simulation is off)");
+      if (given)
+        throw Error(std::string(name) + " needs --l2-bytes or --device (the L2 simulation is off)");
     return std::nullopt;
   }
   L2SimConfig c;
-  c.l2_bytes = single_value(*o.l2_bytes, "l2-bytes", true);
+  if (device) {
+    c.l2_bytes = device->l2_bytes;
+    c.sm_count = static_cast<std::uint32_t>(device->sm_count);
+  }
+  if (o.l2_bytes) c.l2_bytes = single_value(*o.l2_bytes, "l2-bytes", true);
   if (o.sms) c.sm_count = small_count(*o.sms, "sms");
   if (o.ctas_per_sm) c.ctas_per_sm = small_count(*o.ctas_per_sm, "ctas-per-sm");
   if (o.order) {

@@ -53,9 +53,11 @@ void add_output_options(CLI::App& app, OutputOptions& o);
 // nor --head-dim is given. Throws Error on bad values.
 SweepAxes to_axes(const ShapeOptions& o);
 PrintOptions to_print_options(const OutputOptions& o);
-// The simulation's parameters when --l2-bytes is given, none otherwise.
-// Throws Error on bad values or on --sms and friends without --l2-bytes.
-std::optional<L2SimConfig> to_l2_config(const L2Options& o);
+// The simulation's parameters when --l2-bytes is given, or else when a device
+// is (its L2 size and SM count; --sms, --ctas-per-sm, --l2-order still apply);
+// none otherwise. Throws Error on bad values or on --sms and friends with
+// neither.
+std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* device = nullptr);
 
 // Help text shared by the commands that print model rows.
 extern const char* const model_columns_help;

@@ -9,6 +9,7 @@
 #include "hbmscope/device_config.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
+#include "hbmscope/measure.hpp"
 #include "hbmscope/plot.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/roofline.hpp"
@@ -89,6 +90,7 @@ void apply_overrides(SweepAxes& a, const ShapeOptions& o) {
   if (o.block_rows) a.block_rows = parse_int_axis(*o.block_rows, "block-rows");
   if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
   if (o.causal) a.causal = {true};
+  if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
 }
 
 std::string row_key(const nlohmann::json& row) {
@@ -126,6 +128,51 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   }
 }
 
+void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev) {
+  std::optional<DeviceSpec> spec;
+  if (dev.device) spec = find_device(*dev.device);
+  const auto config = to_l2_config(l2, spec ? &*spec : nullptr);
+  if (!config) return;
+  const bool automatic = !l2.l2_bytes;
+  std::size_t skipped = 0;
+  for (Row& row : report.rows) {
+    if (row.shape.pass != Pass::fwd) continue;  // the simulation models the forward pass
+    if (automatic && l2_sim_accesses(row.shape) > auto_l2_sim_accesses) {
+      ++skipped;
+      continue;
+    }
+    add_l2_sim(row, *config);
+  }
+  if (skipped)
+    std::fprintf(stderr,
+                 "hbmscope: note: L2 simulation left out for %zu shape(s) of more than %llu tile "
+                 "accesses; --l2-bytes runs it on every shape\n",
+                 skipped, static_cast<unsigned long long>(auto_l2_sim_accesses));
+}
+
+void add_measurements(Report& report, const MeasureCliOptions& mo) {
+  const auto kinds = parse_kernels(mo.kernels);
+  for (const Row& row : report.rows)
+    if (row.shape.pass != Pass::fwd)
+      throw Error("--pass: measure runs forward kernels only (got '" +
+                  std::string(pass_name(row.shape.pass)) + "')");
+  MeasureOptions opt;
+  opt.repeats = mo.repeats;
+  opt.warmup = mo.warmup;
+  opt.seed = mo.seed;
+  opt.validate = !mo.no_validate;
+  auto backend = make_backend(mo.device_index);
+  if (!backend->available()) throw Error(backend->unavailable_reason());
+  report.device = measure_device(*backend, opt);
+  const double ceiling = copy_bandwidth(report.device->copy);
+  for (std::size_t i = 0; i < report.rows.size(); ++i) {
+    Row& row = report.rows[i];
+    std::fprintf(stderr, "hbmscope: measuring %zu/%zu: %s\n", i + 1, report.rows.size(),
+                 describe(row.shape).c_str());
+    row.measurements = measure_row(*backend, row.shape, kinds, opt, ceiling).measurements;
+  }
+}
+
 int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev) {
   check_device_options(dev, out);
   const PrintOptions print = to_print_options(out);
@@ -144,6 +191,9 @@ SweepCommands::SweepCommands(CLI::App& app) {
   sweep_ = app.add_subcommand(
       "sweep", "Count bytes (and predict time on a device) over many shapes, from options or a config file");
   add_shape_options(*sweep_, shape_);
+  add_l2_options(*sweep_, l2_);
+  sweep_->add_flag("--fa1", variants_opts_.flash1,
+                   "Add the FlashAttention-1 loop order variant (flash1_no_l2; forward pass only)");
   add_output_options(*sweep_, out_);
   sweep_->add_option("--config", config_,
                      "Axes from a config file: a shipped name (seed, llm, long-context) or a path, "
@@ -161,6 +211,10 @@ SweepCommands::SweepCommands(CLI::App& app) {
                      "Progress bar on stderr: auto (when stderr is a terminal and the sweep has "
                      "100000 shapes or more), always, never [default: auto]")
       ->type_name("auto|always|never");
+  sweep_->add_flag("--measure", measure_,
+                   "Also run and time our kernels on each shape (a CUDA device needed; the "
+                   "flash blocks become the kernel's instantiation), as `hbmscope measure`");
+  add_measure_options(*sweep_, measure_opts_);
   sweep_->footer(sweep_help);
   add_device_options(*sweep_, dev_);
 
@@ -243,6 +297,10 @@ int SweepCommands::run_sweep() {
     cfg.groups.push_back({"", to_axes(shape_)});
   }
   LabelledShapes all = expand(cfg);
+  if (measure_) {
+    const bool blocks_given = shape_.block_rows || shape_.block_cols;
+    for (Shape& s : all.shapes) s = with_flash_blocks(s, blocks_given);
+  }
   Report report;
   report.command = "sweep";
   if (shard_) {
@@ -256,8 +314,11 @@ int SweepCommands::run_sweep() {
   }
   {
     ProgressBar bar(stderr, mode, "hbmscope sweep");
-    report.rows = model_rows(all.shapes, [&](std::size_t d, std::size_t t) { bar.update(d, t); });
+    report.rows = model_rows(all.shapes, variants_opts_,
+                             [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
+  add_l2_sims(report, l2_, dev_);
+  if (measure_) add_measurements(report, measure_opts_);
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {
     std::vector<std::string> ids;

@@ -22,6 +22,17 @@ void add_device_options(CLI::App& app, DeviceOptions& o);
 // Checks the device and plot options before any work is done.
 void check_device_options(const DeviceOptions& d, const OutputOptions& out);
 
+// Adds the L2 simulation to the forward rows when --l2-bytes or a device is
+// given. With only a device, shapes whose simulation would exceed
+// auto_l2_sim_accesses are left out (a note on stderr says how many).
+inline constexpr std::uint64_t auto_l2_sim_accesses = std::uint64_t{1} << 25;
+void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev);
+
+// Runs the kernels of --kernels on every row's shape (a CUDA device needed:
+// Error saying why otherwise) and attaches the measurements and the device.
+// Rows must be forward-pass shapes with the flash instantiation's blocks.
+void add_measurements(Report& report, const MeasureCliOptions& mo);
+
 // Adds predictions (with a device), renders, writes (stdout or --output,
 // atomically) and plots. Returns the exit code.
 int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev);
@@ -46,6 +57,10 @@ class SweepCommands {
   ShapeOptions shape_;
   OutputOptions out_;
   DeviceOptions dev_;
+  L2Options l2_;
+  ModelOptions variants_opts_;
+  bool measure_ = false;
+  MeasureCliOptions measure_opts_;
   std::optional<std::string> config_, shard_, variants_;
   std::string progress_ = "auto";
 

@@ -81,6 +81,27 @@ std::vector<Dtype> dtype_axis(const nlohmann::json& v, std::string_view origin, 
   return out;
 }
 
+std::vector<Pass> pass_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  constexpr const char* form = "a pass (\"fwd\", \"bwd\", \"fwdbwd\") or a non-empty array of them";
+  std::vector<Pass> out;
+  auto one = [&](const nlohmann::json& x, const std::string& k) {
+    if (!x.is_string()) jc::fail(origin, k, form, x);
+    try {
+      const auto d = parse_pass_axis(x.get<std::string>(), k);
+      out.insert(out.end(), d.begin(), d.end());
+    } catch (const Error& e) {
+      rethrow_as_key(e, origin);
+    }
+  };
+  if (v.is_array()) {
+    if (v.empty()) jc::fail(origin, key, form, v);
+    for (std::size_t i = 0; i < v.size(); ++i) one(v[i], key + "[" + std::to_string(i) + "]");
+  } else {
+    one(v, key);
+  }
+  return out;
+}
+
 std::vector<bool> causal_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
   constexpr const char* form = "true, false or a non-empty array of them such as [false, true]";
   if (v.is_boolean()) return {v.get<bool>()};
@@ -109,7 +130,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> points_axis(const nlohmann:
 
 const std::initializer_list<std::string_view> axis_keys = {
     "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "points",
-    "dtype", "block_rows", "block_cols", "causal"};
+    "dtype", "block_rows", "block_cols", "causal", "pass"};
 
 // `fields` maps each axis key to (value, path of the key for messages).
 SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
@@ -132,6 +153,7 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
     else if (k == "block_rows") a.block_rows = int_axis(v, origin, path);
     else if (k == "block_cols") a.block_cols = int_axis(v, origin, path);
     else if (k == "causal") a.causal = causal_axis(v, origin, path);
+    else if (k == "pass") a.pass = pass_axis(v, origin, path);
   }
   return a;
 }
@@ -146,7 +168,7 @@ struct ShapeHash {
     std::size_t h = 1469598103934665603ull;
     for (std::uint64_t v : {s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv, s.head_dim,
                             static_cast<std::uint64_t>(s.dtype), s.block_rows, s.block_cols,
-                            static_cast<std::uint64_t>(s.causal)})
+                            static_cast<std::uint64_t>(s.causal), static_cast<std::uint64_t>(s.pass)})
       h = (h ^ v) * 1099511628211ull;
     return h;
   }
@@ -203,7 +225,7 @@ SweepConfig sweep_config_from_json(const nlohmann::json& j, std::string_view ori
       if (!ok)
         jc::fail_text(origin, where + "." + k, "unknown key (known: label and the axes: batch, heads, "
                                                "kv_heads, seq, seq_kv, head_dim, points, dtype, "
-                                               "block_rows, block_cols, causal)");
+                                               "block_rows, block_cols, causal, pass)");
     }
     if (g[i].contains("points") && (g[i].contains("seq") || g[i].contains("head_dim")))
       jc::fail_text(origin, where, "give 'points' or 'seq' and 'head_dim', not both");

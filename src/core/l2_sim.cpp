@@ -196,6 +196,21 @@ void refuse_if_too_large(const Shape& s, std::uint64_t accesses, const char* wha
                 std::to_string(max_l2_sim_accesses) + ")");
 }
 
+std::uint64_t flash_accesses(const Shape& s) {
+  constexpr std::string_view what = "L2 simulation";
+  const std::uint64_t nqb = query_blocks(s);
+  std::uint64_t tiles_per_head = 0;
+  for (std::uint64_t i = 0; i < nqb; ++i) tiles_per_head += visited_key_blocks(s, i);
+  return checked_add(checked_product(what, s.batch, s.heads, tiles_per_head),
+                     checked_product(what, 2, s.batch, s.heads, nqb), what);
+}
+
+std::uint64_t standard_accesses(const Shape& s) {
+  constexpr std::string_view what = "L2 simulation";
+  const std::uint64_t panels = checked_product(what, s.batch, s.heads, query_blocks(s));
+  return checked_add(checked_mul(6, panels, what), checked_product(what, 2, s.batch, s.heads), what);
+}
+
 // Counts of resident CTAs per head, and how many heads have at least one.
 struct Occupancy {
   std::vector<std::uint32_t> count;
@@ -217,12 +232,7 @@ Stats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
   const std::uint64_t group = group_size(s);
   constexpr std::string_view what = "L2 simulation";
   const std::uint64_t ctas = checked_product(what, s.batch, s.heads, nqb);
-  std::uint64_t tiles_per_head = 0;
-  for (std::uint64_t i = 0; i < nqb; ++i) tiles_per_head += visited_key_blocks(s, i);
-  const std::uint64_t accesses =
-      checked_add(checked_product(what, s.batch, s.heads, tiles_per_head),
-                  checked_mul(2, ctas, what), what);
-  refuse_if_too_large(s, accesses, "the FlashAttention L2 simulation");
+  refuse_if_too_large(s, flash_accesses(s), "the FlashAttention L2 simulation");
   const std::uint64_t kv_pairs = checked_mul(s.batch, s.kv_heads, what);
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
 
@@ -329,9 +339,7 @@ void run_standard(const Shape& s, const L2SimConfig& c, Sink& l2) {
   const std::uint64_t group = group_size(s);
   const std::uint64_t kv_pairs = checked_mul(s.batch, s.kv_heads, what);
   const std::uint64_t panels = checked_product(what, s.batch, s.heads, nqb);
-  const std::uint64_t accesses = checked_add(checked_mul(6, panels, what),
-                                             checked_product(what, 2, s.batch, s.heads), what);
-  refuse_if_too_large(s, accesses, "the standard-attention L2 simulation");
+  refuse_if_too_large(s, standard_accesses(s), "the standard-attention L2 simulation");
   const std::uint64_t objects = checked_add(checked_mul(2, kv_pairs, what),
                                             checked_mul(2, panels, what), what);
   if (objects >= (std::uint64_t{1} << 28))
@@ -479,6 +487,20 @@ std::uint64_t qo_footprint_bytes(const Shape& s) {
 }  // namespace hbmscope
 
 namespace hbmscope {
+
+std::uint64_t flash_l2_sim_accesses(const Shape& s) {
+  validate(s);
+  return flash_accesses(s);
+}
+
+std::uint64_t standard_l2_sim_accesses(const Shape& s) {
+  validate(s);
+  return standard_accesses(s);
+}
+
+std::uint64_t l2_sim_accesses(const Shape& s) {
+  return std::max(flash_l2_sim_accesses(s), standard_l2_sim_accesses(s));
+}
 
 void add_l2_sim(Row& row, const L2SimConfig& c) {
   L2SimResult f, st;

@@ -254,6 +254,11 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
   if (!j.contains("causal") || !j["causal"].is_boolean())
     jc::fail(origin, key + ".causal", "true or false", j.value("causal", nlohmann::json()));
   s.causal = j["causal"].get<bool>();
+  if (j.contains("pass")) {  // reports written before the backward pass have none: forward
+    const auto p = j["pass"].is_string() ? parse_pass(j["pass"].get<std::string>()) : std::nullopt;
+    if (!p) jc::fail(origin, key + ".pass", "one of \"fwd\", \"bwd\", \"fwdbwd\"", j["pass"]);
+    s.pass = *p;
+  }
   try {
     validate(s);
   } catch (const Error& e) {

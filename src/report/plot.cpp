@@ -52,7 +52,8 @@ struct SeriesKey {
     auto t = [](const SeriesKey& k) {
       const Shape& s = k.shape;
       return std::tuple(k.label, s.batch, s.heads, s.kv_heads, s.seq_kv, s.head_dim,
-                        static_cast<int>(s.dtype), s.block_rows, s.block_cols, s.causal);
+                        static_cast<int>(s.dtype), s.block_rows, s.block_cols, s.causal,
+                        static_cast<int>(s.pass));
     };
     return t(*this) < t(o);
   }
@@ -61,7 +62,8 @@ struct SeriesKey {
 std::string series_name(const SeriesKey& k, const std::vector<SeriesKey>& all) {
   const Shape& s = k.shape;
   const Shape& f = all.front().shape;
-  bool label = false, d = false, b = false, h = false, dt = false, bl = false, c = false, kv = false;
+  bool label = false, d = false, b = false, h = false, dt = false, bl = false, c = false, kv = false,
+       ps = false;
   for (const auto& o : all) {
     label |= o.label != all.front().label;
     d |= o.shape.head_dim != f.head_dim;
@@ -71,6 +73,7 @@ std::string series_name(const SeriesKey& k, const std::vector<SeriesKey>& all) {
     bl |= o.shape.block_rows != f.block_rows || o.shape.block_cols != f.block_cols;
     c |= o.shape.causal != f.causal;
     kv |= o.shape.seq_kv != f.seq_kv;
+    ps |= o.shape.pass != f.pass;
   }
   std::string n;
   auto add = [&](const std::string& part) { n += (n.empty() ? "" : ", ") + part; };
@@ -81,6 +84,7 @@ std::string series_name(const SeriesKey& k, const std::vector<SeriesKey>& all) {
   if (dt) add(std::string(dtype_name(s.dtype)));
   if (bl) add("Br×Bc=" + std::to_string(s.block_rows) + "×" + std::to_string(s.block_cols));
   if (c) add(s.causal ? "causal" : "full");
+  if (ps) add(std::string(pass_name(s.pass)));
   if (kv) add(s.seq_kv ? "Nkv=" + std::to_string(s.seq_kv) : "Nkv=Nq");
   return n;
 }
