@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hbmscope/report.hpp"
 
@@ -39,6 +40,16 @@ std::string format_flop_rate(double flop_per_s);
 
 // Column heading of a variant id ("flash_no_l2" -> "FlashAttention, no L2 reuse").
 std::string variant_label(std::string_view id);
+
+// A grid of text cells: a Markdown table for Format::md, otherwise a terminal
+// table, columns three spaces apart, padded to their display width. right[c]
+// aligns column c to the right.
+std::string render_grid(const std::vector<std::string>& head,
+                        const std::vector<std::vector<std::string>>& rows,
+                        const std::vector<bool>& right, Format format);
+
+// `hbmscope devices`: the presets (or one device with its sources, detail).
+std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, Format format);
 
 // The whole output, ready to write in one piece.
 std::string render(const Report& report, const PrintOptions& options);

@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include <set>
+
 #include "hbmscope/error.hpp"
 
 namespace hbmscope::cli {
@@ -149,13 +151,17 @@ void add_output_options(CLI::App& app, OutputOptions& o) {
       ->type_name("FILE");
 }
 
-SweepAxes to_axes(const ShapeOptions& o) {
-  SweepAxes a;
-  if (!o.seq && !o.head_dim) {
-    a = note_axes();
-  } else {
-    a.seq = o.seq ? parse_int_axis(*o.seq, "seq") : std::vector<std::uint64_t>{4096};
-    a.head_dim = o.head_dim ? parse_int_axis(*o.head_dim, "head-dim") : std::vector<std::uint64_t>{64};
+void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
+  if (o.seq || o.head_dim) {
+    if (!a.seq_head_dim.empty()) {
+      std::set<std::uint64_t> seqs, dims;
+      for (auto [n, d] : a.seq_head_dim) seqs.insert(n), dims.insert(d);
+      a.seq.assign(seqs.begin(), seqs.end());
+      a.head_dim.assign(dims.begin(), dims.end());
+      a.seq_head_dim.clear();
+    }
+    if (o.seq) a.seq = parse_int_axis(*o.seq, "seq");
+    if (o.head_dim) a.head_dim = parse_int_axis(*o.head_dim, "head-dim");
   }
   if (o.seq_kv) a.seq_kv = parse_int_axis(*o.seq_kv, "seq-kv");
   if (o.batch) a.batch = parse_int_axis(*o.batch, "batch");
@@ -164,8 +170,13 @@ SweepAxes to_axes(const ShapeOptions& o) {
   if (o.dtype) a.dtype = parse_dtype_axis(*o.dtype, "dtype");
   if (o.block_rows) a.block_rows = parse_int_axis(*o.block_rows, "block-rows");
   if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
-  a.causal = {o.causal};
+  if (o.causal) a.causal = {true};
   if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
+}
+
+SweepAxes to_axes(const ShapeOptions& o) {
+  SweepAxes a = o.seq || o.head_dim ? SweepAxes{} : note_axes();
+  apply_shape_options(a, o);
   return a;
 }
 

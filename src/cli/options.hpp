@@ -52,6 +52,9 @@ void add_output_options(CLI::App& app, OutputOptions& o);
 // The axes the options describe: the design note's table when neither --seq
 // nor --head-dim is given. Throws Error on bad values.
 SweepAxes to_axes(const ShapeOptions& o);
+// Replaces the axes the options name; --seq or --head-dim turn (seq, head_dim)
+// points into the two axes first.
+void apply_shape_options(SweepAxes& a, const ShapeOptions& o);
 PrintOptions to_print_options(const OutputOptions& o);
 // The simulation's parameters when --l2-bytes is given, or else when a device
 // is (its L2 size and SM count; --sms, --ctas-per-sm, --l2-order still apply);

@@ -70,29 +70,6 @@ Format format_or_throw(const std::string& f) {
   return *p;
 }
 
-void apply_overrides(SweepAxes& a, const ShapeOptions& o) {
-  if (o.seq || o.head_dim) {
-    if (!a.seq_head_dim.empty()) {
-      std::set<std::uint64_t> seqs, dims;
-      for (auto [n, d] : a.seq_head_dim) seqs.insert(n), dims.insert(d);
-      a.seq.assign(seqs.begin(), seqs.end());
-      a.head_dim.assign(dims.begin(), dims.end());
-      a.seq_head_dim.clear();
-    }
-    if (o.seq) a.seq = parse_int_axis(*o.seq, "seq");
-    if (o.head_dim) a.head_dim = parse_int_axis(*o.head_dim, "head-dim");
-  }
-  if (o.seq_kv) a.seq_kv = parse_int_axis(*o.seq_kv, "seq-kv");
-  if (o.batch) a.batch = parse_int_axis(*o.batch, "batch");
-  if (o.heads) a.heads = parse_int_axis(*o.heads, "heads");
-  if (o.kv_heads) a.kv_heads = parse_int_axis(*o.kv_heads, "kv-heads");
-  if (o.dtype) a.dtype = parse_dtype_axis(*o.dtype, "dtype");
-  if (o.block_rows) a.block_rows = parse_int_axis(*o.block_rows, "block-rows");
-  if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
-  if (o.causal) a.causal = {true};
-  if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
-}
-
 std::string row_key(const nlohmann::json& row) {
   return row.value("label", std::string()) + "\n" + row["shape"].dump();
 }
@@ -292,7 +269,7 @@ int SweepCommands::run_sweep() {
   SweepConfig cfg;
   if (config_) {
     cfg = find_sweep_config(*config_);
-    for (auto& g : cfg.groups) apply_overrides(g.axes, shape_);
+    for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
   } else {
     cfg.groups.push_back({"", to_axes(shape_)});
   }
@@ -342,72 +319,15 @@ int SweepCommands::run_devices() {
   std::vector<DeviceSpec> list;
   if (devices_which_) list.push_back(find_device(*devices_which_));
   else list = preset_devices();
-  const bool detail = devices_which_.has_value();
   if (f == Format::json) {
+    const bool detail = devices_which_.has_value();
     nlohmann::json j = nlohmann::json::array();
     for (const auto& d : list) j.push_back(device_spec_to_json(d));
     std::string text = (detail ? j[0] : j).dump(2) + "\n";
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }
-  auto tf = [](double v) { return v > 0 ? format_flop_rate(v) : std::string("-"); };
-  const std::vector<std::string> head{"Device", "Name", "Memory", "Bandwidth", "L2", "SMs",
-                                      "BF16 dense", "FP16 dense", "FP32", "FP8 dense", "Ridge (bf16)"};
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& d : list)
-    rows.push_back({d.id, d.name, d.memory, format_bandwidth(d.bandwidth), format_bytes(d.l2_bytes, Units::binary),
-                    std::to_string(d.sm_count), tf(d.peak.bf16), tf(d.peak.fp16), tf(d.peak.fp32),
-                    tf(d.peak.fp8),
-                    d.peak.bf16 > 0 ? format_intensity(d.peak.bf16 / d.bandwidth) : std::string("-")});
-  std::string out;
-  if (f == Format::csv) {
-    out = "device,name,memory,memory_bandwidth_bytes_per_s,l2_bytes,sm_count,peak_bf16,peak_fp16,peak_fp32,peak_fp8\n";
-    for (const auto& d : list) {
-      char b[256];
-      std::snprintf(b, sizeof b, "%.6g,%llu,%llu,%.6g,%.6g,%.6g,%.6g\n", d.bandwidth,
-                    static_cast<unsigned long long>(d.l2_bytes), static_cast<unsigned long long>(d.sm_count),
-                    d.peak.bf16, d.peak.fp16, d.peak.fp32, d.peak.fp8);
-      out += d.id + ",\"" + d.name + "\",\"" + d.memory + "\"," + b;
-    }
-  } else if (f == Format::md) {
-    out = "|";
-    for (const auto& h : head) out += " " + h + " |";
-    out += "\n|";
-    for (std::size_t i = 0; i < head.size(); ++i) out += i < 3 ? " :--- |" : " ---: |";
-    out += "\n";
-    for (const auto& r : rows) {
-      out += "|";
-      for (const auto& c : r) out += " " + c + " |";
-      out += "\n";
-    }
-  } else {
-    std::vector<std::size_t> w(head.size());
-    auto width = [](const std::string& s) {
-      std::size_t n = 0;
-      for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
-      return n;
-    };
-    for (std::size_t i = 0; i < head.size(); ++i) w[i] = width(head[i]);
-    for (const auto& r : rows)
-      for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], width(r[i]));
-    auto line = [&](const std::vector<std::string>& r) {
-      std::string l;
-      for (std::size_t i = 0; i < r.size(); ++i) {
-        const std::string fill(w[i] - width(r[i]), ' ');
-        l += (i ? "   " : "") + (i < 3 ? r[i] + fill : fill + r[i]);
-      }
-      while (!l.empty() && l.back() == ' ') l.pop_back();
-      out += l + "\n";
-    };
-    out = "GPU presets for --device (dense peaks, datasheet bandwidth; `hbmscope devices NAME` for sources)\n\n";
-    line(head);
-    for (const auto& r : rows) line(r);
-  }
-  if (detail && f != Format::csv) {
-    out += "\nSources:\n";
-    for (const auto& [k, v] : list[0].sources) out += "  " + k + ": " + v + "\n";
-    if (list[0].sources.empty()) out += "  (none given)\n";
-  }
+  const std::string out = render_devices(list, devices_which_.has_value(), f);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -279,39 +279,10 @@ std::string render_comparison(const Comparison& c, Format format) {
   std::string out = "Compare A = " + c.a_name + " with B = " + c.b_name + ": ratios B/A; verdict on " +
                     c.metric + (c.higher_is_better ? " (higher is better)" : " (lower is better)") +
                     ", SAME within " + thr + "%\n\n";
-  if (format == Format::md) {
-    out = "**" + out.substr(0, out.size() - 2) + "**\n\n|";
-    for (const auto& h : head) out += " " + h + " |";
-    out += "\n|";
-    for (std::size_t i = 0; i < head.size(); ++i) out += i == 0 ? " :--- |" : " ---: |";
-    out += "\n";
-    for (const auto& line : cells) {
-      out += "|";
-      for (const auto& x : line) out += " " + x + " |";
-      out += "\n";
-    }
-  } else {
-    std::vector<std::size_t> w(head.size());
-    auto width = [](const std::string& s) {
-      std::size_t n = 0;
-      for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
-      return n;
-    };
-    for (std::size_t i = 0; i < head.size(); ++i) w[i] = width(head[i]);
-    for (const auto& line : cells)
-      for (std::size_t i = 0; i < line.size(); ++i) w[i] = std::max(w[i], width(line[i]));
-    auto emit = [&](const std::vector<std::string>& line) {
-      std::string l;
-      for (std::size_t i = 0; i < line.size(); ++i) {
-        const std::string fill(w[i] - width(line[i]), ' ');
-        l += (i ? "   " : "") + (i == 0 ? line[i] + fill : fill + line[i]);
-      }
-      while (!l.empty() && l.back() == ' ') l.pop_back();
-      out += l + "\n";
-    };
-    emit(head);
-    for (const auto& line : cells) emit(line);
-  }
+  std::vector<bool> right(head.size(), true);
+  right[0] = false;
+  if (format == Format::md) out = "**" + out.substr(0, out.size() - 2) + "**\n\n";
+  out += render_grid(head, cells, right, format);
   out += "\n" + std::to_string(c.rows.size()) + " rows matched: " + std::to_string(faster) + " FASTER, " +
          std::to_string(slower) + " SLOWER, " + std::to_string(same) + " SAME\n";
   auto list = [&](const char* which, const std::string& name, const auto& v) {

@@ -334,98 +334,53 @@ const char* const measure_legend =
     "Bandwidth: the model's bytes for the kernel's variant / median time. Predicted: model bytes / measured\n"
     "copy bandwidth. Error: ||out - ref|| / ||ref|| against the CPU reference (pass < 1e-2).\n";
 
-std::string render_measure_table(const Report& rep) {
+// The measurement grid: shape columns left, figures right, the reason (last) left.
+std::string render_measure_grid(const Report& rep, Format format) {
   const auto cols = measure_columns();
-  const auto rows = measure_rows(rep);
-  std::vector<std::size_t> w(cols.size());
-  std::vector<std::vector<std::string>> cells;
-  for (std::size_t c = 0; c < cols.size(); ++c) w[c] = width(cols[c].first);
-  for (const auto& r : rows) {
-    auto& line = cells.emplace_back();
-    for (std::size_t c = 0; c < cols.size(); ++c) {
-      line.push_back(cols[c].second(r));
-      if (c + 1 < cols.size()) w[c] = std::max(w[c], width(line.back()));
-    }
+  std::vector<std::string> head;
+  std::vector<bool> right;
+  for (std::size_t c = 0; c < cols.size(); ++c) {
+    head.push_back(cols[c].first);
+    right.push_back(c >= 3 && c + 1 < cols.size());
   }
-  std::string out = "\n" + device_line(rep) + "\n\n";
-  auto emit = [&](auto get) {
-    std::string line;
-    for (std::size_t c = 0; c < cols.size(); ++c) {
-      if (c) line += "   ";
-      const std::string v = get(c);
-      line += c + 1 == cols.size() ? v : pad(v, w[c], c >= 3);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  };
-  emit([&](std::size_t c) { return cols[c].first; });
-  for (const auto& line : cells) emit([&](std::size_t c) { return line[c]; });
-  return out + "\n" + measure_legend;
-}
-
-std::string render_measure_md(const Report& rep) {
-  const auto cols = measure_columns();
-  std::string out = "\n**" + device_line(rep) + "**\n\n|";
-  for (const auto& c : cols) out += " " + c.first + " |";
-  out += "\n|";
-  for (std::size_t c = 0; c < cols.size(); ++c) out += c >= 3 && c + 1 < cols.size() ? " ---: |" : " :--- |";
-  out += "\n";
+  std::vector<std::vector<std::string>> cells;
   for (const auto& r : measure_rows(rep)) {
-    out += "|";
-    for (const auto& c : cols) out.append(" ").append(c.second(r)).append(" |");
-    out += "\n";
+    auto& line = cells.emplace_back();
+    for (const auto& c : cols) line.push_back(c.second(r));
   }
-  return out;
+  const std::string grid = render_grid(head, cells, right, format);
+  if (format == Format::md) return "\n**" + device_line(rep) + "**\n\n" + grid;
+  return "\n" + device_line(rep) + "\n\n" + grid + "\n" + measure_legend;
 }
 
-std::string render_table(const Report& rep, const PrintOptions& opt) {
+// The model's grid, under its title (bold lines in Markdown).
+std::string render_model(const Report& rep, const PrintOptions& opt) {
   const auto cols = model_columns(rep, opt);
+  std::vector<std::string> head;
+  std::vector<bool> right;
+  for (const auto& c : cols) {
+    head.push_back(c.header);
+    right.push_back(c.right);
+  }
   std::vector<std::vector<std::string>> cells;
-  std::vector<std::size_t> w(cols.size());
-  for (std::size_t c = 0; c < cols.size(); ++c) w[c] = width(cols[c].header);
   for (const Row& r : rep.rows) {
     auto& line = cells.emplace_back();
-    for (std::size_t c = 0; c < cols.size(); ++c) {
-      line.push_back(cols[c].cell(r));
-      w[c] = std::max(w[c], width(line.back()));
-    }
+    for (const auto& c : cols) line.push_back(c.cell(r));
   }
-  std::string out = title(rep, varying(rep.rows)) + "\n\n";
-  auto emit = [&](auto get) {
-    std::string line;
-    for (std::size_t c = 0; c < cols.size(); ++c) {
-      if (c) line += "   ";
-      line += pad(get(c), w[c], c == 0 ? false : cols[c].right);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  };
-  emit([&](std::size_t c) { return cols[c].header; });
-  for (const auto& line : cells) emit([&](std::size_t c) { return line[c]; });
-  if (has_measurements(rep)) out += render_measure_table(rep);
-  return out;
-}
-
-std::string render_md(const Report& rep, const PrintOptions& opt) {
-  const auto cols = model_columns(rep, opt);
-  std::string t = title(rep, varying(rep.rows));
+  const std::string t = title(rep, varying(rep.rows));
   std::string out;
-  for (std::size_t pos = 0; pos <= t.size();) {
-    const std::size_t nl = std::min(t.find('\n', pos), t.size());
-    out += "**" + t.substr(pos, nl - pos) + "**\n";
-    pos = nl + 1;
-  }
-  out += "\n|";
-  for (const auto& c : cols) out += " " + c.header + " |";
-  out += "\n|";
-  for (const auto& c : cols) out += c.right ? " ---: |" : " :--- |";
-  out += "\n";
-  for (const Row& r : rep.rows) {
-    out += "|";
-    for (const auto& c : cols) out.append(" ").append(c.cell(r)).append(" |");
+  if (opt.format == Format::md) {
+    for (std::size_t pos = 0; pos <= t.size();) {
+      const std::size_t nl = std::min(t.find('\n', pos), t.size());
+      out += "**" + t.substr(pos, nl - pos) + "**\n";
+      pos = nl + 1;
+    }
     out += "\n";
+  } else {
+    out = t + "\n\n";
   }
-  if (has_measurements(rep)) out += render_measure_md(rep);
+  out += render_grid(head, cells, right, opt.format);
+  if (has_measurements(rep)) out += render_measure_grid(rep, opt.format);
   return out;
 }
 
@@ -448,13 +403,17 @@ std::string measure_csv_cells(const KernelMeasurement& m) {
     std::snprintf(buf, sizeof buf, "%.17g", x);
     return std::string(buf);
   };
-  std::string out = "," + status_name(m.status) + "," + std::to_string(m.block_rows) + "," +
-                    std::to_string(m.block_cols) + "," + num(m.rel_error);
-  for (double x : {m.timing.median, m.timing.min, m.timing.max, m.timing.warm_median}) out += "," + num(x);
-  out += "," + std::to_string(m.model_bytes);
+  std::string out;
+  auto field = [&](const std::string& f) { out.append(1, ',').append(f); };
+  field(std::string(status_name(m.status)));
+  field(std::to_string(m.block_rows));
+  field(std::to_string(m.block_cols));
+  field(num(m.rel_error));
+  for (double x : {m.timing.median, m.timing.min, m.timing.max, m.timing.warm_median}) field(num(x));
+  field(std::to_string(m.model_bytes));
   for (double x : {m.bandwidth, m.copy_fraction, m.tflops, m.predicted_copy, m.predicted_peak,
                    m.measured_over_predicted})
-    out += "," + num(x);
+    field(num(x));
   return out;
 }
 
@@ -560,10 +519,46 @@ std::string render_csv(const Report& rep) {
 
 }  // namespace
 
+std::string render_grid(const std::vector<std::string>& head,
+                        const std::vector<std::vector<std::string>>& rows,
+                        const std::vector<bool>& right, Format format) {
+  auto is_right = [&](std::size_t c) { return c < right.size() && right[c]; };
+  std::string out;
+  if (format == Format::md) {
+    out += "|";
+    for (const auto& h : head) out.append(" ").append(h).append(" |");
+    out += "\n|";
+    for (std::size_t c = 0; c < head.size(); ++c) out += is_right(c) ? " ---: |" : " :--- |";
+    out += "\n";
+    for (const auto& r : rows) {
+      out += "|";
+      for (const auto& x : r) out.append(" ").append(x).append(" |");
+      out += "\n";
+    }
+    return out;
+  }
+  std::vector<std::size_t> w(head.size());
+  for (std::size_t c = 0; c < head.size(); ++c) w[c] = width(head[c]);
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size() && c < w.size(); ++c) w[c] = std::max(w[c], width(r[c]));
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string l;
+    for (std::size_t c = 0; c < r.size() && c < w.size(); ++c) {
+      if (c) l += "   ";
+      l += pad(r[c], w[c], is_right(c));
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  line(head);
+  for (const auto& r : rows) line(r);
+  return out;
+}
+
 std::string render(const Report& report, const PrintOptions& options) {
   switch (options.format) {
-    case Format::table: return render_table(report, options);
-    case Format::md: return render_md(report, options);
+    case Format::table:
+    case Format::md: return render_model(report, options);
     case Format::csv: return render_csv(report);
     case Format::json: return report_json_text(report);
   }
