@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole GPU check in one device call. Each step has its own time limit
-# (build 150 s, GPU tests 100, memcheck 60, measure 2 x 50, PyTorch 60: under
-# 8 minutes even if every step runs to its limit; not yet run on a GPU):
+# (build 140 s, GPU tests 90, memcheck 40, racecheck 30, synccheck 30,
+# measure 2 x 45, PyTorch 60: 8 minutes even if every step runs to its limit;
+# not yet run on a GPU):
 #   1. configure + build for sm_90 with ninja (ptxas resource report in build.log)
 #   2. the GPU tests (ctest -L gpu): every kernel against the CPU reference
-#   3. compute-sanitizer memcheck on small ragged/causal/GQA shapes
+#   3. compute-sanitizer memcheck on small ragged/causal/GQA shapes, and
+#      racecheck + synccheck of the flash kernel (cp.async groups, barriers)
 #   4. hbmscope measure at 4096 and 8192 x head dim 64 and 128, causal and not
 #   5. PyTorch SDPA (flash and cuDNN backends, BF16) on the same shapes, same timing
 #   6. a short table last (scripts/device_summary.py)
@@ -37,7 +39,7 @@ nvcc --version | tail -2 >>"$log" 2>&1
 step "build"
 if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps" \
          -DCMAKE_CUDA_ARCHITECTURES=90 -DHBMSCOPE_PTXAS_VERBOSE=ON -DHBMSCOPE_BENCH=OFF &&
-       timeout 150 cmake --build build-gpu -j16; } >"$out/build.log" 2>&1; then
+       timeout 140 cmake --build build-gpu -j16; } >"$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   echo "device-check: build failed (build.log)"
   exit 1
@@ -46,21 +48,26 @@ grep -E "Compiling entry|Used [0-9]+ registers|spill" "$out/build.log" | sed 's/
 bin=build-gpu/hbmscope
 
 step "gpu tests"
-timeout 100 ctest --test-dir build-gpu -L gpu -j3 --output-on-failure >>"$log" 2>&1
+timeout 90 ctest --test-dir build-gpu -L gpu -j3 --output-on-failure >>"$log" 2>&1
 status+=("gpu tests rc=$?")
 
 step "memcheck"
 # compute-sanitizer works on Firecracker machines, not under gVisor ("Device not supported"): see run.log.
-timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" measure --seq 300 --seq-kv 513 \
+timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" measure --seq 300 --seq-kv 513 \
   --head-dim 64,128 --heads 4 --kv-heads 2 --causal --repeats 1 --warmup 0 --kernels standard,flash,floor \
   >>"$log" 2>&1
 status+=("memcheck rc=$?")
+for tool in racecheck synccheck; do
+  timeout 30 compute-sanitizer --tool $tool --error-exitcode 9 "$bin" measure --seq 200 --seq-kv 333 \
+    --head-dim 64,128 --heads 2 --kv-heads 1 --causal --repeats 1 --warmup 0 --kernels flash >>"$log" 2>&1
+  status+=("$tool rc=$?")
+done
 
 step "measure"
 shapes=(--seq 4096,8192 --head-dim 64,128 --batch 4 --heads 16)
-timeout 50 "$bin" measure "${shapes[@]}" --format json --output "$out/measure.json" >>"$log" 2>&1
+timeout 45 "$bin" measure "${shapes[@]}" --format json --output "$out/measure.json" >>"$log" 2>&1
 status+=("measure rc=$?")
-timeout 50 "$bin" measure "${shapes[@]}" --causal --format json --output "$out/measure-causal.json" >>"$log" 2>&1
+timeout 45 "$bin" measure "${shapes[@]}" --causal --format json --output "$out/measure-causal.json" >>"$log" 2>&1
 status+=("measure causal rc=$?")
 
 step "pytorch sdpa"

@@ -171,12 +171,17 @@ TEST_CASE("validation shape: cheap shapes as they are, big ones reduced", "[plan
   CHECK(longer_kv.seq_kv > longer_kv.seq_q);
   const Shape shorter_kv = validation_shape(shape(8192, 4096, 64, 1, 16, 16, true));
   CHECK(shorter_kv.seq_kv < shorter_kv.seq_q);
+  // A length in (1000, 1024] is kept while the other is cut: the sign must survive that too.
+  const Shape kept_q = validation_shape(shape(1024, 4096, 64, 4, 16, 16, true));
+  CHECK(kept_q.seq_kv > kept_q.seq_q);
+  const Shape kept_kv = validation_shape(shape(4096, 1020, 64, 4, 16, 16, true));
+  CHECK(kept_kv.seq_kv < kept_kv.seq_q);
   const Shape one_long = validation_shape(shape(512, 100000, 64, 8, 8, 8));
   CHECK(one_long.seq_q == 512);
   CHECK(one_long.seq_kv > 512);
   CHECK(one_long.seq_kv <= 1024);
   // The reduced shape is cheap for the CPU reference.
-  for (const Shape& s : {v, longer_kv, shorter_kv, one_long})
+  for (const Shape& s : {v, longer_kv, shorter_kv, kept_q, kept_kv, one_long})
     CHECK(s.batch * s.heads * s.seq_q * s.seq_kv * s.head_dim <= validation_budget);
 }
 

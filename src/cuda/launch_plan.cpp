@@ -17,9 +17,9 @@ namespace {
 constexpr std::array<FlashConfig, 6> configs{{
     {64, 64, 64},
     {64, 128, 64},
-    {64, 128, 128},  // default for d = 64: 80 KiB of shared memory, 2 CTAs per SM
+    {64, 128, 128},  // default for d = 64: 80 KiB of shared memory; 204 registers: 1 CTA per SM
     {128, 64, 64},
-    {128, 128, 64},  // default for d = 128: 96 KiB, 2 CTAs per SM
+    {128, 128, 64},  // default for d = 128: 96 KiB; 191 registers: 1 CTA per SM
     {128, 128, 128},
 }};
 
@@ -198,7 +198,12 @@ Shape validation_shape(const Shape& s) {
   constexpr std::uint64_t cap = 1024, cut = 1000;
   v.seq_q = s.seq_q <= cap ? s.seq_q : cut;
   v.seq_kv = s.seq_kv <= cap ? s.seq_kv : cut;
-  if (s.seq_kv != s.seq_q && v.seq_kv == v.seq_q) v.seq_kv = s.seq_kv > s.seq_q ? v.seq_q + 24 : v.seq_q - 24;
+  // Keep the sign of Nkv - Nq (it decides which rows the causal mask hides).
+  const auto sign = [](const Shape& x) { return (x.seq_kv > x.seq_q) - (x.seq_kv < x.seq_q); };
+  if (sign(v) != sign(s)) {
+    if (s.seq_kv > s.seq_q) v.seq_kv = v.seq_q + 24;
+    else v.seq_q = v.seq_kv + 24;
+  }
   return v;
 }
 

@@ -130,11 +130,12 @@ __global__ void __launch_bounds__(1024) softmax_rows_two_pass_kernel(const Softm
   float m = -INFINITY, l = 0.f;
   for (int idx = static_cast<int>(threadIdx.x); idx < chunks; idx += static_cast<int>(blockDim.x)) {
     Chunk c;
-    c.raw = __ldcs(s + idx);
+    c.raw = __ldcg(s + idx);  // not evict-first: the second pass reads S again
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       if (idx * 8 + e >= visible) break;
       const float x = (e % 2 ? __high2float(c.h[e / 2]) : __low2float(c.h[e / 2])) * log2e;
+      if (x == -INFINITY) continue;  // adds nothing; e^(-inf - -inf) would be NaN
       if (x > m) {
         l = l * exp2_approx(m - x) + 1.f;
         m = x;
