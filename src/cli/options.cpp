@@ -22,7 +22,9 @@ key blocks outer, dQ accumulated in fp32 by atomic adds, then converted); floor 
 V, O, dO and the log-sum-exp read once, dQ, dK, dV written once. FLOPs are 2.5x the
 forward's; --pass fwdbwd adds both passes (3.5x). docs/model.md lists every read and write.
 
-With --l2-bytes, a simulation of the CTA schedule and an LRU L2 adds (docs/model.md):
+With --l2-bytes, or --device (its L2 size and SM count), a simulation of the CTA schedule
+and an LRU L2 adds (docs/model.md; with --device alone, shapes over 2^25 simulated
+accesses are left out, with a note on stderr):
   FlashAttention, simulated L2  FlashAttention-2's DRAM bytes when CTAs run in launch order on
                                 SMs x CTAs-per-SM slots and re-reads of K, V hit the L2
   Standard, simulated L2        the three kernels through the same L2: S and P reads that hit
@@ -124,9 +126,10 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
 void add_l2_options(CLI::App& app, L2Options& o) {
   app.add_option("--l2-bytes", o.l2_bytes,
                  "Simulate an L2 of BYTES (K, M, G = 2^10, 2^20, 2^30; 0 = none) and add the "
-                 "flash_l2_sim and standard_l2_sim columns, e.g. 60M")
+                 "flash_l2_sim and standard_l2_sim columns, e.g. 60M [default: the --device's "
+                 "L2, else no simulation]")
       ->type_name("BYTES");
-  app.add_option("--sms", o.sms, "Simulation: streaming multiprocessors, e.g. 132 [default: 132]")
+  app.add_option("--sms", o.sms, "Simulation: streaming multiprocessors, e.g. 132 [default: the --device's, else 132]")
       ->type_name("N");
   app.add_option("--ctas-per-sm", o.ctas_per_sm,
                  "Simulation: FlashAttention CTAs resident per SM, e.g. 1 [default: 2]")
