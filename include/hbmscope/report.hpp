@@ -86,4 +86,16 @@ struct Report {
   std::optional<ShardInfo> shard;        // set for `sweep --shard`
 };
 
+// Variant ids of a report's rows, in order of first appearance.
+inline std::vector<std::string> variant_ids(const Report& rep) {
+  std::vector<std::string> ids;
+  for (const Row& r : rep.rows)
+    for (const auto& v : r.variants) {
+      bool known = false;
+      for (const auto& id : ids) known |= id == v.id;
+      if (!known) ids.push_back(v.id);
+    }
+  return ids;
+}
+
 }  // namespace hbmscope

@@ -60,14 +60,17 @@ std::uint64_t single_count(const nlohmann::json& v, std::string_view origin, con
   return items[0];
 }
 
-std::vector<Dtype> dtype_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
-  constexpr const char* form = "a dtype (\"fp32\", \"fp16\", \"bf16\", \"fp8\") or a non-empty array of them";
-  std::vector<Dtype> out;
+// A string axis: one string or a non-empty array of them, each parsed by
+// parse(text, key) (the command line's parser, so both accept the same lists).
+template <class T, class Parse>
+std::vector<T> string_axis(const nlohmann::json& v, std::string_view origin, const std::string& key,
+                           const char* form, Parse parse) {
+  std::vector<T> out;
   auto one = [&](const nlohmann::json& x, const std::string& k) {
     if (!x.is_string()) jc::fail(origin, k, form, x);
     try {
-      const auto d = parse_dtype_axis(x.get<std::string>(), k);
-      out.insert(out.end(), d.begin(), d.end());
+      const auto items = parse(x.get<std::string>(), k);
+      out.insert(out.end(), items.begin(), items.end());
     } catch (const Error& e) {
       rethrow_as_key(e, origin);
     }
@@ -81,25 +84,16 @@ std::vector<Dtype> dtype_axis(const nlohmann::json& v, std::string_view origin, 
   return out;
 }
 
+std::vector<Dtype> dtype_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  return string_axis<Dtype>(v, origin, key,
+                            "a dtype (\"fp32\", \"fp16\", \"bf16\", \"fp8\") or a non-empty array of them",
+                            parse_dtype_axis);
+}
+
 std::vector<Pass> pass_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
-  constexpr const char* form = "a pass (\"fwd\", \"bwd\", \"fwdbwd\") or a non-empty array of them";
-  std::vector<Pass> out;
-  auto one = [&](const nlohmann::json& x, const std::string& k) {
-    if (!x.is_string()) jc::fail(origin, k, form, x);
-    try {
-      const auto d = parse_pass_axis(x.get<std::string>(), k);
-      out.insert(out.end(), d.begin(), d.end());
-    } catch (const Error& e) {
-      rethrow_as_key(e, origin);
-    }
-  };
-  if (v.is_array()) {
-    if (v.empty()) jc::fail(origin, key, form, v);
-    for (std::size_t i = 0; i < v.size(); ++i) one(v[i], key + "[" + std::to_string(i) + "]");
-  } else {
-    one(v, key);
-  }
-  return out;
+  return string_axis<Pass>(v, origin, key,
+                           "a pass (\"fwd\", \"bwd\", \"fwdbwd\") or a non-empty array of them",
+                           parse_pass_axis);
 }
 
 std::vector<bool> causal_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {

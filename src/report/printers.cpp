@@ -151,16 +151,6 @@ std::string title(const Report& rep, const Varying& v) {
   return t;
 }
 
-std::vector<std::string> variant_ids(const Report& rep) {
-  std::vector<std::string> ids;
-  for (const Row& r : rep.rows)
-    for (const auto& v : r.variants) {
-      bool known = false;
-      for (const auto& id : ids) known |= id == v.id;
-      if (!known) ids.push_back(v.id);
-    }
-  return ids;
-}
 
 bool any_l2_sim(const Report& rep) {
   for (const Row& r : rep.rows)
