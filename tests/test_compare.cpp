@@ -72,7 +72,7 @@ TEST_CASE("threshold decides FASTER / SLOWER / SAME", "[compare]") {
   CHECK_THROWS_WITH(compare_reports(a, "a", a, "b", o), Catch::StartsWith("--threshold"));
 }
 
-TEST_CASE("a higher-is-better metric flips the verdict; unknown fields are compared", "[compare]") {
+TEST_CASE("a higher-is-better metric flips the verdict, unknown fields are compared", "[compare]") {
   auto a = sweep_json("1K:2K:x2");
   auto b = a;
   for (auto& row : a["rows"]) row["measured"] = {{"tflops", 100.0}};
@@ -87,7 +87,7 @@ TEST_CASE("a higher-is-better metric flips the verdict; unknown fields are compa
   CHECK_THAT(t, Catch::Contains("1.500"));
 }
 
-TEST_CASE("measurement lists are matched by kernel name; samples are not compared", "[compare]") {
+TEST_CASE("measurement lists are matched by kernel name, samples are not compared", "[compare]") {
   auto a = sweep_json("1K:2K:x2");
   auto b = a;
   auto meas = [](double flash_s, double std_s) {
@@ -111,7 +111,7 @@ TEST_CASE("measurement lists are matched by kernel name; samples are not compare
   CHECK(ratio(c.rows[0].a[static_cast<std::size_t>(i)], c.rows[0].b[static_cast<std::size_t>(i)]) == 1.0);
 }
 
-TEST_CASE("unmatched rows are listed; schemas and malformed files are refused", "[compare]") {
+TEST_CASE("unmatched rows are listed, schemas and malformed files are refused", "[compare]") {
   const auto a = sweep_json("1K:4K:x2");
   const auto b = sweep_json("2K:8K:x2");
   const auto c = compare_reports(a, "a.json", b, "b.json", {});

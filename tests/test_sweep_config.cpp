@@ -64,7 +64,7 @@ TEST_CASE("llm.json: real models' heads, causal, 4K..128K", "[config]") {
   CHECK(preset_sweep_names() == std::vector<std::string>{"llm", "long-context", "seed"});
 }
 
-TEST_CASE("groups inherit axes; a shape repeated under one label is dropped", "[config]") {
+TEST_CASE("groups inherit axes, a shape repeated under one label is dropped", "[config]") {
   const auto c = parse(R"({"axes": {"seq": [1024, "2K"], "head_dim": 64, "causal": [false, true]},
       "groups": [{"label": "a", "heads": 4}, {"label": "a", "heads": [4, 8]},
                  {"label": "b", "points": [[4096, 128]], "dtype": ["fp8", "bf16"]}]})");
@@ -152,7 +152,7 @@ TEST_CASE("config files: malformed JSON and invalid shapes are errors, never cra
   fs::remove_all(dir);
 }
 
-TEST_CASE("a config's pass axis; reports keep the pass when read back", "[config]") {
+TEST_CASE("a config's pass axis, reports keep the pass when read back", "[config]") {
   const auto c = parse(R"({"axes": {"seq": 4096, "head_dim": 64, "pass": ["fwd", "bwd"]}})");
   const Report r = report_of(c);
   REQUIRE(r.rows.size() == 2);
