@@ -16,17 +16,6 @@ namespace {
 
 using namespace hbmscope;
 
-// Prints the whole output at once, or writes it atomically to --output.
-// (model and sweep now go through cli::finish_report; kept for other commands.)
-[[maybe_unused]] void emit(const std::string& text, const cli::OutputOptions& out) {
-  if (out.output) {
-    write_file_atomic(*out.output, text);
-    std::fprintf(stderr, "hbmscope: wrote %s\n", out.output->c_str());
-  } else {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  }
-}
-
 int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
               const cli::OutputOptions& out, const ModelOptions& variants,
               const cli::DeviceOptions& dev) {
@@ -53,7 +42,7 @@ int run_softmax(const cli::SoftmaxOptions& o) {
 
 int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
                 const cli::MeasureCliOptions& mo) {
-  const PrintOptions print = cli::to_print_options(out);
+  (void)cli::to_print_options(out);  // refuse a bad --format before any kernel runs
   const bool blocks_given = shape.block_rows || shape.block_cols;
   std::vector<Shape> shapes;
   for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
@@ -61,8 +50,7 @@ int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
   report.command = "measure";
   report.rows = model_rows(shapes);
   cli::add_measurements(report, mo);
-  emit(render(report, print), out);
-  return 0;
+  return cli::finish_report(report, out, cli::DeviceOptions{});
 }
 
 // `hbmscope` and `hbmscope --seq ...` mean `hbmscope model ...`.
