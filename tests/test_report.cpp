@@ -1,4 +1,9 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -109,5 +114,31 @@ TEST_CASE("atomic write replaces the whole file or nothing", "[report][io]") {
   CHECK(content == "second, longer");
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);  // no temp left
   CHECK_THROWS_WITH(write_file_atomic(dir / "missing" / "r.json", "x"), Catch::Contains("cannot write"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an interrupted atomic write leaves neither a partial report nor a temporary file", "[report][io]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hbmscope-test-interrupt";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path file = dir / "r.json";
+  write_file_atomic(file, "old");
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Interrupted after the whole temporary file is written, before the rename.
+    write_file_atomic(file, std::string(1 << 20, 'x'), [] { std::raise(SIGINT); });
+    ::_exit(0);  // not reached: SIGINT ends the child
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGINT);
+  std::ifstream in(file);
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  CHECK(content == "old");
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);
   fs::remove_all(dir);
 }

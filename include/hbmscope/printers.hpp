@@ -3,6 +3,7 @@
 // format what the rows hold; they never compute a figure.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,9 @@ std::string render(const Report& report, const PrintOptions& options);
 
 // Writes content to path through a temporary file in the same folder and a
 // rename: the path holds either its old content or all of the new, never part.
-void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+// An interrupt (SIGINT, SIGTERM, SIGHUP) while it runs removes the temporary
+// file before the process ends. before_rename is a test seam.
+void write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                       const std::function<void()>& before_rename = {});
 
 }  // namespace hbmscope

@@ -555,43 +555,4 @@ std::string render(const Report& report, const PrintOptions& options) {
   return {};
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
-  namespace fs = std::filesystem;
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::string name = path.filename().string();
-  name.insert(0, 1, '.');
-  name.append(".tmp-XXXXXX");
-  std::string tmpl = (dir / name).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0)
-    throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path.string() + "': " + what + ": " + std::strerror(err));
-  };
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fchmod(fd, 0644) != 0) fail("chmod");
-  if (::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path.string() + "': close: " + std::strerror(err));
-  }
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path.string() + "': rename: " + std::strerror(err));
-  }
-}
-
 }  // namespace hbmscope

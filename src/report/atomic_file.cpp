@@ -1,0 +1,100 @@
+// Report files are written whole or not at all: a temporary file in the same
+// folder, then a rename. An interrupt removes the temporary file too.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "hbmscope/error.hpp"
+#include "hbmscope/printers.hpp"
+
+namespace hbmscope {
+
+namespace {
+
+// The temporary file in flight, for the signal handler (which may only use
+// async-signal-safe calls: unlink, signal, raise).
+char pending_path[4096];
+volatile std::sig_atomic_t pending = 0;
+
+extern "C" void remove_pending_and_reraise(int sig) {
+  if (pending) ::unlink(pending_path);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+// Installs the handler for the lifetime of one write, then restores the old.
+class InterruptGuard {
+ public:
+  explicit InterruptGuard(const std::string& tmp) {
+    if (tmp.size() >= sizeof pending_path) return;  // too long to register: no cleanup
+    std::memcpy(pending_path, tmp.c_str(), tmp.size() + 1);
+    struct sigaction sa {};
+    sa.sa_handler = remove_pending_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < std::size(signals_); ++i) ::sigaction(signals_[i], &sa, &old_[i]);
+    pending = 1;
+    active_ = true;
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  ~InterruptGuard() {
+    if (!active_) return;
+    pending = 0;
+    for (std::size_t i = 0; i < std::size(signals_); ++i) ::sigaction(signals_[i], &old_[i], nullptr);
+  }
+
+ private:
+  static constexpr int signals_[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[3] {};
+  bool active_ = false;
+};
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                       const std::function<void()>& before_rename) {
+  namespace fs = std::filesystem;
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::string name = path.filename().string();
+  name.insert(0, 1, '.');
+  name.append(".tmp-XXXXXX");
+  std::string tmpl = (dir / name).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
+  const InterruptGuard guard(tmpl);
+  auto fail = [&](const char* what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    throw Error("cannot write '" + path.string() + "': " + what + ": " + std::strerror(err));
+  };
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0) fail("chmod");
+  if (::fsync(fd) != 0) fail("fsync");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    throw Error("cannot write '" + path.string() + "': close: " + std::strerror(err));
+  }
+  if (before_rename) before_rename();
+  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmpl.c_str());
+    throw Error("cannot write '" + path.string() + "': rename: " + std::strerror(err));
+  }
+}
+
+}  // namespace hbmscope
