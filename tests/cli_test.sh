@@ -186,6 +186,9 @@ check "--device runs the L2 simulation with the device's L2 and SMs" python3 -c 
 check "--device skips shapes too large to simulate, with a note" grep -q "L2 simulation left out for 1 shape" "$work/big.err"
 "$bin" sweep --seq 4096 --head-dim 64 --pass fwd,bwd --fa1 --format json >"$work/passes.json"
 check "sweep --pass and --fa1" python3 -c "import json; rows=json.load(open('$work/passes.json'))['rows']; assert [r['shape']['pass'] for r in rows]==['fwd','bwd']; assert rows[0]['bytes']['flash1_no_l2']==54034432"
+"$bin" sweep --config long-context --device b200 >"$work/lc" 2>/dev/null
+check "a variant filter keeps the simulation that refines a kept variant" grep -q "FlashAttention, simulated L2" "$work/lc"
+check "and drops the detail of a dropped one" bash -c "! grep -q 'L2 hit (standard)' '$work/lc'"
 expect_error "measure bwd" "measure runs forward kernels only" measure --seq 128 --pass bwd
 expect_error "measure bad blocks" "not compiled for head dim 64" measure --seq 128 --block-rows 96
 if "$bin" measure --seq 256 --head-dim 64 --repeats 2 >"$work/mout" 2>"$work/merr"; then

@@ -288,11 +288,16 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
       for (const auto& p : present) list += (list.empty() ? "" : ", ") + p;
       throw Error(std::string(where) + ": '" + id + "' is not a variant of these rows (" + list + ")");
     }
+  // A simulated variant stays with the variant it refines, so that a filter
+  // written without a device keeps its meaning with one.
+  const auto listed = [&](std::string_view id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
+  const auto keep = [&](const VariantResult& v) {
+    return listed(v.id) || (v.id == "flash_l2_sim" && listed("flash_no_l2")) ||
+           (v.id == "standard_l2_sim" && listed("standard"));
+  };
   for (Row& r : rows)
     r.variants.erase(std::remove_if(r.variants.begin(), r.variants.end(),
-                                    [&](const VariantResult& v) {
-                                      return std::find(ids.begin(), ids.end(), v.id) == ids.end();
-                                    }),
+                                    [&](const VariantResult& v) { return !keep(v); }),
                      r.variants.end());
 }
 

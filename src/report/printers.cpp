@@ -192,7 +192,9 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                       const auto* var = r.variant(id);
                       return var ? format_bytes(var->bytes, units) : std::string("-");
                     }});
-  if (any_l2_sim(rep)) {
+  // The simulation's detail columns go with its variants (a --variants filter may drop one).
+  const auto shown = [&](const char* id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
+  if (any_l2_sim(rep) && shown("flash_l2_sim")) {
     cols.push_back({"L2 hit (flash)", true, [](const Row& r) {
                       return r.l2_sim ? format_percent(r.l2_sim->flash.hit_rate) : std::string("-");
                     }});
@@ -203,10 +205,11 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                       return r.l2_sim ? format_bytes(r.l2_sim->flash.l2_bytes_to_min, units)
                                       : std::string("-");
                     }});
+  }
+  if (any_l2_sim(rep) && shown("standard_l2_sim"))
     cols.push_back({"L2 hit (standard)", true, [](const Row& r) {
                       return r.l2_sim ? format_percent(r.l2_sim->standard.hit_rate) : std::string("-");
                     }});
-  }
   if (rep.roofline)
     for (const auto& id : ids)
       cols.push_back({"Time: " + id, true, [id](const Row& r) {
