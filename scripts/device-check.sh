@@ -39,7 +39,7 @@ nvcc --version | tail -2 >>"$log" 2>&1
 step "build"
 if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps" \
          -DCMAKE_CUDA_ARCHITECTURES=90 -DHBMSCOPE_PTXAS_VERBOSE=ON -DHBMSCOPE_BENCH=OFF &&
-       timeout 140 cmake --build build-gpu -j16; } >"$out/build.log" 2>&1; then
+       timeout "${BUILD_TIMEOUT:-140}" cmake --build build-gpu -j"${BUILD_JOBS:-16}"; } >"$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   echo "device-check: build failed (build.log)"
   exit 1
