@@ -381,5 +381,22 @@ check "sweep --help has examples" grep -q "hbmscope sweep --config llm --device 
 "$bin" model --help >"$work/mhelp2"
 check "model --help explains --device" grep -q "Time: ID" "$work/mhelp2"
 
+# ---- JSON input from users' files (audit: depth, types, ranges, finiteness) ----
+# Deep nesting: refused while parsing at every entry point, exit 1, never a crash.
+for n in 100000 1000000; do
+  python3 -c "import sys; sys.stdout.write('['*$n + ']'*$n)" >"$work/deep$n.json"
+  python3 -c "import sys; sys.stdout.write('{\"a\":'*$n + '1' + '}'*$n)" >"$work/deepobj$n.json"
+  for f in "deep$n.json" "deepobj$n.json"; do
+    for cmd in "sweep --config" "compare $work/ca.json" "merge" "devices" "model --device" "sweep --device"; do
+      read -ra words <<<"$cmd"
+      "$bin" "${words[@]}" "$work/$f" >"$work/out" 2>"$work/err"
+      rc=$?
+      check "deep $f [$cmd]: exit 1" test "$rc" -eq 1
+      check "deep $f [$cmd]: says nested too deep" grep -q "^hbmscope: error: .*$f: nested deeper than 64 levels" "$work/err"
+    done
+    expect_error "deep $f as compare's A" "nested deeper than 64" compare "$work/$f" "$work/ca.json"
+  done
+done
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

@@ -131,7 +131,7 @@ std::vector<std::string> aliases_of(std::string_view id) {
   std::vector<std::string> r;
   for (std::size_t i = 0; i < embedded::device_count; ++i) {
     if (embedded::devices[i].name != id) continue;
-    const auto j = nlohmann::json::parse(embedded::devices[i].text, nullptr, false);
+    const auto j = jc::parse_json_text(embedded::devices[i].text, embedded::devices[i].name);
     if (j.is_object() && j.contains("aliases") && j["aliases"].is_array())
       for (const auto& a : j["aliases"])
         if (a.is_string()) r.push_back(a.get<std::string>());
