@@ -398,5 +398,21 @@ for n in 100000 1000000; do
   done
 done
 
+# Reports read back: a wrong-typed field is one line naming the key, never an internal error.
+for v in 1 true null '[]' '{}'; do
+  python3 -c "import json; d=json.load(open('$work/c100.json')); d['roofline']['device']['id']=json.loads('$v'); json.dump(d,open('$work/badid.json','w'))"
+  expect_error "merge: device id $v" "badid.json: roofline.device.id: expected a string" merge "$work/badid.json"
+  expect_error "compare: device id $v" "badid.json: roofline.device.id: expected a string" compare "$work/c100.json" "$work/badid.json"
+done
+for mod in "r['rows'][0]['prediction']=''|rows[0].prediction: expected an object" \
+           "r['rows'][0]['l2_sim']=[]|rows[0].l2_sim: expected an object" \
+           "r['roofline']['device']['memory']=80|roofline.device.memory: expected a string" \
+           "r['roofline']['bandwidth_fraction']='1'|roofline.bandwidth_fraction: expected a positive number" \
+           "r['rows'][0]['prediction']['floor']['seconds']=None|rows[0].prediction.floor.seconds: expected a number, got null"; do
+  python3 -c "import json; r=json.load(open('$work/c100.json')); ${mod%%|*}; json.dump(r,open('$work/badfield.json','w'))"
+  expect_error "merge: ${mod#*|}" "badfield.json: ${mod#*|}" merge "$work/badfield.json"
+  expect_error "compare: ${mod#*|}" "badfield.json: ${mod#*|}" compare "$work/badfield.json" "$work/c100.json"
+done
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

@@ -23,6 +23,20 @@ std::string nested(std::size_t levels, const char* open = "[", const char* close
   for (std::size_t i = 0; i < levels; ++i) s += close;
   return s;
 }
+
+nlohmann::json device_report() {
+  Report r;
+  SweepAxes a;
+  a.seq = {1024};
+  a.head_dim = {64};
+  r.rows = model_rows(expand(a));
+  L2SimConfig c;
+  c.l2_bytes = 1 << 20;
+  add_l2_sim(r.rows[0], c);
+  add_predictions(r, find_device("h100"), 0.8);
+  return nlohmann::json::parse(render(r, {Format::json}));
+}
+
 }  // namespace
 
 TEST_CASE("JSON nested deeper than 64 levels is refused while parsing", "[json][input]") {
@@ -51,4 +65,64 @@ TEST_CASE("brief() renders a bounded prefix, never the whole value", "[json][inp
   const nlohmann::json big(std::vector<int>(1'000'000, 7));
   CHECK(brief(big).size() == 60);
   CHECK(brief(std::string(1'000'000, 'x')).size() == 60);
+}
+
+TEST_CASE("reports read back: every field read or copied is type-checked", "[json][input]") {
+  const auto good = device_report();
+  REQUIRE_NOTHROW(report_from_json(good, "a.json"));
+  const auto refused = [&](const nlohmann::json::json_pointer& at, const nlohmann::json& v) {
+    auto j = good;
+    j[at] = v;
+    try {
+      (void)report_from_json(j, "a.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  using P = nlohmann::json::json_pointer;
+  for (const auto& v : {nlohmann::json(1), nlohmann::json(true), nlohmann::json(nullptr),
+                        nlohmann::json::array(), nlohmann::json::object()})
+    CHECK_THAT(refused(P("/roofline/device/id"), v),
+               Catch::StartsWith("a.json: roofline.device.id: expected a string, got "));
+  CHECK_THAT(refused(P("/roofline/device/memory"), 80), Catch::StartsWith("a.json: roofline.device.memory: expected a string"));
+  CHECK_THAT(refused(P("/roofline/device/sources"), nlohmann::json::array()),
+             Catch::StartsWith("a.json: roofline.device.sources: expected an object"));
+  CHECK_THAT(refused(P("/roofline/device/sources/l2_bytes"), 1),
+             Catch::StartsWith("a.json: roofline.device.sources.l2_bytes: expected a string"));
+  CHECK_THAT(refused(P("/roofline/device/peak_flops_dense/fp8"), "lots"),
+             Catch::StartsWith("a.json: roofline.device.peak_flops_dense.fp8: expected a positive number"));
+  CHECK_THAT(refused(P("/roofline/bandwidth_fraction"), "0.8"),
+             Catch::StartsWith("a.json: roofline.bandwidth_fraction: expected a positive number"));
+  CHECK_THAT(refused(P("/roofline/bandwidth_fraction"), 2),
+             Catch::StartsWith("a.json: roofline.bandwidth_fraction: expected a number in (0, 1]"));
+  CHECK_THAT(refused(P("/roofline/effective_bandwidth_bytes_per_s"), nullptr),
+             Catch::StartsWith("a.json: roofline.effective_bandwidth_bytes_per_s: expected a number"));
+  CHECK_THAT(refused(P("/rows/0/prediction"), ""), Catch::StartsWith("a.json: rows[0].prediction: expected an object, got \"\""));
+  CHECK_THAT(refused(P("/rows/0/prediction/other"), 3), Catch::StartsWith("a.json: rows[0].prediction.other: expected an object"));
+  CHECK_THAT(refused(P("/rows/0/prediction/floor/seconds"), nullptr),
+             Catch::StartsWith("a.json: rows[0].prediction.floor.seconds: expected a number, got null"));
+  CHECK_THAT(refused(P("/rows/0/prediction/floor/memory_seconds"), "1"),
+             Catch::StartsWith("a.json: rows[0].prediction.floor.memory_seconds: expected a number"));
+  CHECK_THAT(refused(P("/rows/0/intensity"), 5), Catch::StartsWith("a.json: rows[0].intensity: expected an object"));
+  CHECK_THAT(refused(P("/rows/0/intensity/other"), "x"), Catch::StartsWith("a.json: rows[0].intensity.other: expected a number"));
+  CHECK_THAT(refused(P("/rows/0/l2_sim"), "yes"), Catch::StartsWith("a.json: rows[0].l2_sim: expected an object"));
+  CHECK_THAT(refused(P("/rows/0/l2_sim/sm_count"), -1), Catch::StartsWith("a.json: rows[0].l2_sim.sm_count: expected a non-negative integer"));
+  CHECK_THAT(refused(P("/rows/0/l2_sim/order"), "diagonal"), Catch::StartsWith("a.json: rows[0].l2_sim.order: expected"));
+  CHECK_THAT(refused(P("/rows/0/l2_sim/q_o_allocate"), 1), Catch::StartsWith("a.json: rows[0].l2_sim.q_o_allocate: expected true or false"));
+  CHECK_THAT(refused(P("/rows/0/l2_sim/flash/hit_rate"), "90%"), Catch::StartsWith("a.json: rows[0].l2_sim.flash.hit_rate: expected a number"));
+  CHECK_THAT(refused(P("/rows/0/measurements"), nlohmann::json::object()),
+             Catch::StartsWith("a.json: rows[0].measurements: expected an array"));
+  nlohmann::json m = nlohmann::json::object();
+  m["time_s"]["median"] = "1";
+  CHECK_THAT(refused(P("/rows/0/measurements"), nlohmann::json::array({m})),
+             Catch::StartsWith("a.json: rows[0].measurements[0].time_s.median: expected a number or null"));
+  CHECK_THAT(refused(P("/rows/0/shape/elem_bytes"), "2"), Catch::StartsWith("a.json: rows[0].shape.elem_bytes: expected"));
+  CHECK_THAT(refused(P("/tool"), "hbmscope"), Catch::StartsWith("a.json: tool: expected an object"));
+  CHECK_THAT(refused(P("/device"), 1), Catch::StartsWith("a.json: device: expected an object"));
+  CHECK_THAT(refused(P("/device/sm_count"), "132"), Catch::StartsWith("a.json: device.sm_count: expected"));
+  CHECK_THAT(refused(P("/shard"), nlohmann::json{{"index", 3u}, {"count", 2u}, {"total_rows", 4u}}),
+             Catch::StartsWith("a.json: shard.index: expected 1 <= index <= count"));
+  // Fields this version does not know stay free.
+  CHECK(refused(P("/rows/0/future_field"), "anything") == "accepted");
 }
