@@ -414,5 +414,28 @@ for mod in "r['rows'][0]['prediction']=''|rows[0].prediction: expected an object
   expect_error "compare: ${mod#*|}" "badfield.json: ${mod#*|}" compare "$work/badfield.json" "$work/c100.json"
 done
 
+# Device files: numbers in the command line's ranges, predictions always finite.
+devfile() {  # devfile FILE SM_COUNT BANDWIDTH PEAK
+  printf '{"name": "Odd", "memory_bandwidth_bytes_per_s": %s, "l2_bytes": 1048576, "sm_count": %s, "peak_flops_dense": {"bf16": %s}}\n' "$3" "$2" "$4" >"$1"
+}
+for n in 4294967297 4294967296 1000001; do
+  devfile "$work/sms.json" "$n" 1e12 1e14
+  expect_error "device sm_count $n" "sms.json: sm_count: expected a positive integer at most 1000000, got $n" model --device "$work/sms.json"
+done
+devfile "$work/sms.json" 1000000 1e12 1e14
+"$bin" model --device "$work/sms.json" --format json >"$work/sms_out.json"
+check "device sm_count 1000000 reaches the simulation unchanged" python3 -c "import json; assert json.load(open('$work/sms_out.json'))['rows'][0]['l2_sim']['sm_count']==1000000"
+devfile "$work/slow.json" 132 5e-324 1e14
+expect_error "device bandwidth 5e-324" "slow.json: memory_bandwidth_bytes_per_s: expected a rate in bytes/s from 1e6 to 1e18" model --device "$work/slow.json"
+devfile "$work/weak.json" 132 1e12 5e-324
+expect_error "device peak 5e-324" "weak.json: peak_flops_dense.bf16: expected a rate in FLOP/s from 1e6 to 1e18" model --device "$work/weak.json"
+expect_error "fraction 4.9e-324" "--bandwidth-fraction: 4.94066e-324 is below 1e-06" model --device h100 --bandwidth-fraction 4.9e-324
+expect_error "fraction 4.9e-324 (sweep)" "is below 1e-06" sweep --config seed --device h100 --bandwidth-fraction 4.9e-324 --format json --output "$work/tiny.json"
+check "fraction 4.9e-324: no report written" test ! -e "$work/tiny.json"
+"$bin" model --device h100 --bandwidth-fraction 1e-6 --format json >"$work/f6.json"
+check "fraction 1e-6: every time finite" python3 -c "
+import json,math; d=json.load(open('$work/f6.json'))
+assert all(isinstance(p['seconds'],float) and math.isfinite(p['seconds']) for r in d['rows'] for p in r['prediction'].values())"
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

@@ -126,3 +126,38 @@ TEST_CASE("reports read back: every field read or copied is type-checked", "[jso
   // Fields this version does not know stay free.
   CHECK(refused(P("/rows/0/future_field"), "anything") == "accepted");
 }
+
+TEST_CASE("device files: numbers within the command line's ranges, nothing narrowed", "[devices][input]") {
+  const auto ok = nlohmann::json::parse(R"({"name": "X", "memory_bandwidth_bytes_per_s": 1e12,
+      "l2_bytes": 1048576, "sm_count": 8, "peak_flops_dense": {"bf16": 1e14}})");
+  auto with = [&](const char* key, nlohmann::json v) {
+    auto j = ok;
+    j[key] = v;
+    return j;
+  };
+  CHECK(device_from_json(with("sm_count", 1'000'000u), "g.json").sm_count == 1'000'000);
+  for (std::uint64_t n : {1'000'001ull, 4294967296ull, 4294967297ull})
+    CHECK_THROWS_WITH(device_from_json(with("sm_count", n), "g.json"),
+                      "g.json: sm_count: expected a positive integer at most 1000000, got " + std::to_string(n));
+  for (double bw : {5e-324, 1.0, 999999.0, 1.1e18})
+    CHECK_THROWS_WITH(device_from_json(with("memory_bandwidth_bytes_per_s", bw), "g.json"),
+                      Catch::StartsWith("g.json: memory_bandwidth_bytes_per_s: expected a rate in bytes/s from 1e6 to 1e18"));
+  CHECK_THROWS_WITH(device_from_json(with("peak_flops_dense", nlohmann::json{{"bf16", 5e-324}}), "g.json"),
+                    Catch::StartsWith("g.json: peak_flops_dense.bf16: expected a rate in FLOP/s from 1e6 to 1e18"));
+  CHECK(device_from_json(with("memory_bandwidth_bytes_per_s", 1e6), "g.json").bandwidth == 1e6);
+}
+
+TEST_CASE("predictions are finite or refused", "[roofline][input]") {
+  const DeviceSpec h100 = find_device("h100");
+  CHECK_THROWS_WITH(predict(1, 1, Dtype::bf16, h100, 4.9e-324),
+                    "--bandwidth-fraction: 4.94066e-324 is below 1e-06: no prediction could be finite");
+  CHECK_THROWS_WITH(ridge_point(h100, Dtype::bf16, 1e-7), Catch::Contains("is below 1e-06"));
+  const Prediction p = predict(~std::uint64_t{0}, ~std::uint64_t{0}, Dtype::bf16, h100, 1e-6);
+  CHECK(std::isfinite(p.seconds));
+  DeviceSpec tiny = h100;
+  tiny.bandwidth = 5e-324;
+  CHECK_THROWS_WITH(predict(1, 1, Dtype::bf16, tiny, 1.0), Catch::Contains("memory bandwidth"));
+  tiny = h100;
+  tiny.peak.bf16 = 5e-324;
+  CHECK_THROWS_WITH(predict(1, 1, Dtype::bf16, tiny, 1.0), Catch::Contains("peak"));
+}

@@ -95,8 +95,7 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
 void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   if (d.bandwidth_fraction && !d.device)
     throw Error("--bandwidth-fraction: needs --device (the fraction of which device's bandwidth?)");
-  if (d.bandwidth_fraction && !(*d.bandwidth_fraction > 0 && *d.bandwidth_fraction <= 1))
-    throw Error("--bandwidth-fraction: " + std::to_string(*d.bandwidth_fraction) + " is not in (0, 1]");
+  if (d.bandwidth_fraction) validate_bandwidth_fraction(*d.bandwidth_fraction);
   if (d.plot) {
     (void)plot_terminal_for(*d.plot);
     if (*d.plot == "-" && !out.output && (out.format == "json" || out.format == "csv"))
