@@ -437,5 +437,22 @@ check "fraction 1e-6: every time finite" python3 -c "
 import json,math; d=json.load(open('$work/f6.json'))
 assert all(isinstance(p['seconds'],float) and math.isfinite(p['seconds']) for r in d['rows'] for p in r['prediction'].values())"
 
+# A device exported by `devices NAME --format json` loads back, for every preset.
+for f in "$src"/configs/devices/*.json; do
+  id=$(basename "$f" .json)
+  "$bin" devices "$id" --format json >"$work/export-$id.json"
+  "$bin" model --device "$work/export-$id.json" --format json >"$work/rt-file.json" 2>"$work/err"
+  check "export $id: loads back" test $? -eq 0
+  "$bin" model --device "$id" --format json >"$work/rt-preset.json"
+  check "export $id: same predictions as the preset" python3 -c "
+import json; a=json.load(open('$work/rt-file.json')); b=json.load(open('$work/rt-preset.json'))
+for x in (a,b): del x['roofline']['device']['id']
+assert a==b"
+  "$bin" devices "$work/export-$id.json" >/dev/null
+  check "export $id: devices FILE checks it" test $? -eq 0
+done
+"$bin" devices --format json >"$work/all-devices.json"
+expect_error "device list as a device" "devices NAME --format json" model --device "$work/all-devices.json"
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

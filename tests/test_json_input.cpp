@@ -161,3 +161,25 @@ TEST_CASE("predictions are finite or refused", "[roofline][input]") {
   tiny.peak.bf16 = 5e-324;
   CHECK_THROWS_WITH(predict(1, 1, Dtype::bf16, tiny, 1.0), Catch::Contains("peak"));
 }
+
+TEST_CASE("a device exported by `devices NAME --format json` loads back", "[devices][input]") {
+  for (const DeviceSpec& p : preset_devices()) {
+    const DeviceSpec back = device_from_json(device_spec_to_json(p), "exported.json");
+    CHECK(back.id == "exported.json");
+    CHECK(back.name == p.name);
+    CHECK(back.memory == p.memory);
+    CHECK(back.bandwidth == p.bandwidth);
+    CHECK(back.l2_bytes == p.l2_bytes);
+    CHECK(back.sm_count == p.sm_count);
+    CHECK(back.sources == p.sources);
+    CHECK(device_spec_to_json(back).dump() ==
+          [&] { auto j = device_spec_to_json(p); j["id"] = "exported.json"; return j.dump(); }());
+  }
+  // The list of all presets is an array: the message says how to get one.
+  nlohmann::json all = nlohmann::json::array();
+  for (const DeviceSpec& p : preset_devices()) all.push_back(device_spec_to_json(p));
+  CHECK_THROWS_WITH(device_from_json(all, "all.json"),
+                    Catch::StartsWith("all.json: (top level): expected a JSON object, one device "
+                                      "(`hbmscope devices NAME --format json` writes one"));
+  CHECK_THROWS_WITH(device_from_json(nlohmann::json{{"id", 3}}, "x.json"), "x.json: id: expected a string, got 3");
+}

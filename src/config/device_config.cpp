@@ -57,10 +57,18 @@ bool looks_like_path(std::string_view s) {
 }  // namespace
 
 DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
+  if (j.is_array())  // what `hbmscope devices --format json` prints for all presets
+    jc::fail(origin, "(top level)",
+             "a JSON object, one device (`hbmscope devices NAME --format json` writes one; an "
+             "array is the list of all presets)",
+             j);
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object", j);
+  // `id` is what `hbmscope devices NAME --format json` and reports write: a
+  // file loaded back is named by its path, so it is checked and not used.
   jc::only_keys(j, origin, "",
-                {"schema", "name", "aliases", "memory", "memory_bandwidth_bytes_per_s", "l2_bytes",
-                 "sm_count", "peak_flops_dense", "sources"});
+                {"schema", "id", "name", "aliases", "memory", "memory_bandwidth_bytes_per_s",
+                 "l2_bytes", "sm_count", "peak_flops_dense", "sources"});
+  if (j.contains("id") && !j["id"].is_string()) jc::fail(origin, "id", "a string", j["id"]);
   DeviceSpec d;
   if (j.contains("schema") && j["schema"] != device_schema)
     jc::fail(origin, "schema", "\"hbmscope.device/1\"", j["schema"]);
