@@ -454,5 +454,13 @@ done
 "$bin" devices --format json >"$work/all-devices.json"
 expect_error "device list as a device" "devices NAME --format json" model --device "$work/all-devices.json"
 
+# merge names what differs between two reports' rooflines.
+"$bin" sweep --config llm --shard 1/2 --device h100 --bandwidth-fraction 0.5 --format json --output "$work/f5.json" 2>/dev/null
+"$bin" sweep --config llm --shard 2/2 --device h100 --bandwidth-fraction 0.8 --format json --output "$work/f8.json" 2>/dev/null
+expect_error "merge: fractions differ" "(roofline.bandwidth_fraction: 0.8 vs 0.5)" merge "$work/f5.json" "$work/f8.json"
+expect_error "merge: devices differ" "(H100 SXM vs none)" merge "$work/h1.json" "$work/h2dev.json"
+python3 -c "import json; d=json.load(open('$work/f8.json')); d['roofline']['bandwidth_fraction']=0.5; d['roofline']['device']['memory_bandwidth_bytes_per_s']=3e12; json.dump(d,open('$work/f8bw.json','w'))"
+expect_error "merge: a figure differs" "roofline.device.memory_bandwidth_bytes_per_s: 3000000000000.0 vs 3350000000000.0" merge "$work/f5.json" "$work/f8bw.json"
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0
