@@ -381,5 +381,86 @@ check "sweep --help has examples" grep -q "hbmscope sweep --config llm --device 
 "$bin" model --help >"$work/mhelp2"
 check "model --help explains --device" grep -q "Time: ID" "$work/mhelp2"
 
+# ---- JSON input from users' files (audit: depth, types, ranges, finiteness) ----
+# Deep nesting: refused while parsing at every entry point, exit 1, never a crash.
+for n in 100000 1000000; do
+  python3 -c "import sys; sys.stdout.write('['*$n + ']'*$n)" >"$work/deep$n.json"
+  python3 -c "import sys; sys.stdout.write('{\"a\":'*$n + '1' + '}'*$n)" >"$work/deepobj$n.json"
+  for f in "deep$n.json" "deepobj$n.json"; do
+    for cmd in "sweep --config" "compare $work/ca.json" "merge" "devices" "model --device" "sweep --device"; do
+      read -ra words <<<"$cmd"
+      "$bin" "${words[@]}" "$work/$f" >"$work/out" 2>"$work/err"
+      rc=$?
+      check "deep $f [$cmd]: exit 1" test "$rc" -eq 1
+      check "deep $f [$cmd]: says nested too deep" grep -q "^hbmscope: error: .*$f: nested deeper than 64 levels" "$work/err"
+    done
+    expect_error "deep $f as compare's A" "nested deeper than 64" compare "$work/$f" "$work/ca.json"
+  done
+done
+
+# Reports read back: a wrong-typed field is one line naming the key, never an internal error.
+for v in 1 true null '[]' '{}'; do
+  python3 -c "import json; d=json.load(open('$work/c100.json')); d['roofline']['device']['id']=json.loads('$v'); json.dump(d,open('$work/badid.json','w'))"
+  expect_error "merge: device id $v" "badid.json: roofline.device.id: expected a string" merge "$work/badid.json"
+  expect_error "compare: device id $v" "badid.json: roofline.device.id: expected a string" compare "$work/c100.json" "$work/badid.json"
+done
+for mod in "r['rows'][0]['prediction']=''|rows[0].prediction: expected an object" \
+           "r['rows'][0]['l2_sim']=[]|rows[0].l2_sim: expected an object" \
+           "r['roofline']['device']['memory']=80|roofline.device.memory: expected a string" \
+           "r['roofline']['bandwidth_fraction']='1'|roofline.bandwidth_fraction: expected a positive number" \
+           "r['rows'][0]['prediction']['floor']['seconds']=None|rows[0].prediction.floor.seconds: expected a number, got null"; do
+  python3 -c "import json; r=json.load(open('$work/c100.json')); ${mod%%|*}; json.dump(r,open('$work/badfield.json','w'))"
+  expect_error "merge: ${mod#*|}" "badfield.json: ${mod#*|}" merge "$work/badfield.json"
+  expect_error "compare: ${mod#*|}" "badfield.json: ${mod#*|}" compare "$work/badfield.json" "$work/c100.json"
+done
+
+# Device files: numbers in the command line's ranges, predictions always finite.
+devfile() {  # devfile FILE SM_COUNT BANDWIDTH PEAK
+  printf '{"name": "Odd", "memory_bandwidth_bytes_per_s": %s, "l2_bytes": 1048576, "sm_count": %s, "peak_flops_dense": {"bf16": %s}}\n' "$3" "$2" "$4" >"$1"
+}
+for n in 4294967297 4294967296 1000001; do
+  devfile "$work/sms.json" "$n" 1e12 1e14
+  expect_error "device sm_count $n" "sms.json: sm_count: expected a positive integer at most 1000000, got $n" model --device "$work/sms.json"
+done
+devfile "$work/sms.json" 1000000 1e12 1e14
+"$bin" model --device "$work/sms.json" --format json >"$work/sms_out.json"
+check "device sm_count 1000000 reaches the simulation unchanged" python3 -c "import json; assert json.load(open('$work/sms_out.json'))['rows'][0]['l2_sim']['sm_count']==1000000"
+devfile "$work/slow.json" 132 5e-324 1e14
+expect_error "device bandwidth 5e-324" "slow.json: memory_bandwidth_bytes_per_s: expected a rate in bytes/s from 1e6 to 1e18" model --device "$work/slow.json"
+devfile "$work/weak.json" 132 1e12 5e-324
+expect_error "device peak 5e-324" "weak.json: peak_flops_dense.bf16: expected a rate in FLOP/s from 1e6 to 1e18" model --device "$work/weak.json"
+expect_error "fraction 4.9e-324" "--bandwidth-fraction: 4.94066e-324 is below 1e-06" model --device h100 --bandwidth-fraction 4.9e-324
+expect_error "fraction 4.9e-324 (sweep)" "is below 1e-06" sweep --config seed --device h100 --bandwidth-fraction 4.9e-324 --format json --output "$work/tiny.json"
+check "fraction 4.9e-324: no report written" test ! -e "$work/tiny.json"
+"$bin" model --device h100 --bandwidth-fraction 1e-6 --format json >"$work/f6.json"
+check "fraction 1e-6: every time finite" python3 -c "
+import json,math; d=json.load(open('$work/f6.json'))
+assert all(isinstance(p['seconds'],float) and math.isfinite(p['seconds']) for r in d['rows'] for p in r['prediction'].values())"
+
+# A device exported by `devices NAME --format json` loads back, for every preset.
+for f in "$src"/configs/devices/*.json; do
+  id=$(basename "$f" .json)
+  "$bin" devices "$id" --format json >"$work/export-$id.json"
+  "$bin" model --device "$work/export-$id.json" --format json >"$work/rt-file.json" 2>"$work/err"
+  check "export $id: loads back" test $? -eq 0
+  "$bin" model --device "$id" --format json >"$work/rt-preset.json"
+  check "export $id: same predictions as the preset" python3 -c "
+import json; a=json.load(open('$work/rt-file.json')); b=json.load(open('$work/rt-preset.json'))
+for x in (a,b): del x['roofline']['device']['id']
+assert a==b"
+  "$bin" devices "$work/export-$id.json" >/dev/null
+  check "export $id: devices FILE checks it" test $? -eq 0
+done
+"$bin" devices --format json >"$work/all-devices.json"
+expect_error "device list as a device" "devices NAME --format json" model --device "$work/all-devices.json"
+
+# merge names what differs between two reports' rooflines.
+"$bin" sweep --config llm --shard 1/2 --device h100 --bandwidth-fraction 0.5 --format json --output "$work/f5.json" 2>/dev/null
+"$bin" sweep --config llm --shard 2/2 --device h100 --bandwidth-fraction 0.8 --format json --output "$work/f8.json" 2>/dev/null
+expect_error "merge: fractions differ" "(roofline.bandwidth_fraction: 0.8 vs 0.5)" merge "$work/f5.json" "$work/f8.json"
+expect_error "merge: devices differ" "(H100 SXM vs none)" merge "$work/h1.json" "$work/h2dev.json"
+python3 -c "import json; d=json.load(open('$work/f8.json')); d['roofline']['bandwidth_fraction']=0.5; d['roofline']['device']['memory_bandwidth_bytes_per_s']=3e12; json.dump(d,open('$work/f8bw.json','w'))"
+expect_error "merge: a figure differs" "roofline.device.memory_bandwidth_bytes_per_s: 3000000000000.0 vs 3350000000000.0" merge "$work/f5.json" "$work/f8bw.json"
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

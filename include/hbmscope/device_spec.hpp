@@ -31,6 +31,18 @@ struct DeviceSpec {
   std::map<std::string, std::string> sources;
 };
 
+// The ranges a device's figures and the bandwidth fraction must lie in, for
+// device files and the command line alike: wide enough for any GPU, narrow
+// enough that no count is narrowed later and every prediction is finite
+// (bytes and FLOPs below 2^64 over at least 1 B/s or 1e6 FLOP/s).
+inline constexpr std::uint64_t max_sm_count = 1'000'000;  // also --sms, --ctas-per-sm
+inline constexpr double min_device_rate = 1e6;             // bytes/s, FLOP/s
+inline constexpr double max_device_rate = 1e18;
+inline constexpr double min_bandwidth_fraction = 1e-6;
+
+// Throws Error "--bandwidth-fraction: ..." unless f is in [1e-6, 1].
+void validate_bandwidth_fraction(double f);
+
 // 0 when the device has no peak for that type.
 double peak_flops(const DeviceSpec& d, Dtype t);
 
@@ -46,8 +58,8 @@ struct Prediction {
   Bound bound = Bound::memory; // which term binds (memory on a tie)
 };
 
-// Throws Error when the fraction is not in (0, 1], the device lacks a figure or
-// has no peak for the dtype.
+// Throws Error when the fraction is not in [1e-6, 1], the device lacks a figure
+// or has no peak for the dtype, or the result is not finite.
 Prediction predict(std::uint64_t bytes, std::uint64_t flops, Dtype dtype, const DeviceSpec& d,
                    double bandwidth_fraction);
 

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "hbmscope/device_spec.hpp"
 #include "hbmscope/error.hpp"
 
 namespace hbmscope::cli {
@@ -195,8 +196,9 @@ std::uint64_t single_value(const std::string& text, std::string_view option, boo
 
 std::uint32_t small_count(const std::string& text, std::string_view option) {
   const std::uint64_t v = single_value(text, option, false);
-  if (v > 1'000'000)
-    throw Error("--" + std::string(option) + ": '" + text + "' is too large (at most 1000000)");
+  if (v > max_sm_count)
+    throw Error("--" + std::string(option) + ": '" + text + "' is too large (at most " +
+                std::to_string(max_sm_count) + ")");
   return static_cast<std::uint32_t>(v);
 }
 
@@ -214,6 +216,11 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
   L2SimConfig c;
   if (device) {
     c.l2_bytes = device->l2_bytes;
+    // Device files are checked against the same limit on load; this keeps
+    // the narrowing below exact for a spec made any other way.
+    if (device->sm_count == 0 || device->sm_count > max_sm_count)
+      throw Error("device '" + device->name + "': " + std::to_string(device->sm_count) +
+                  " SMs is not in [1, " + std::to_string(max_sm_count) + "]");
     c.sm_count = static_cast<std::uint32_t>(device->sm_count);
   }
   if (o.l2_bytes) c.l2_bytes = single_value(*o.l2_bytes, "l2-bytes", true);

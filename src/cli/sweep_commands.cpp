@@ -70,6 +70,22 @@ Format format_or_throw(const std::string& f) {
   return *p;
 }
 
+// The first place where a and b differ, as "PATH: A vs B" (for messages);
+// depth is bounded by the parser's limit.
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [k, v] : a.items()) {
+      const std::string p = path + "." + k;
+      if (!b.contains(k)) return p + ": " + json_check::brief(v) + " vs none";
+      if (v != b[k]) return first_difference(v, b[k], p);
+    }
+    for (const auto& [k, v] : b.items())
+      if (!a.contains(k)) return path + "." + k + ": none vs " + json_check::brief(v);
+  }
+  const auto side = [](const nlohmann::json& x) { return x.is_null() ? std::string("none") : json_check::brief(x); };
+  return path + ": " + side(a) + " vs " + side(b);
+}
+
 std::string row_key(const nlohmann::json& row) {
   return row.value("label", std::string()) + "\n" + row["shape"].dump();
 }
@@ -95,8 +111,7 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
 void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   if (d.bandwidth_fraction && !d.device)
     throw Error("--bandwidth-fraction: needs --device (the fraction of which device's bandwidth?)");
-  if (d.bandwidth_fraction && !(*d.bandwidth_fraction > 0 && *d.bandwidth_fraction <= 1))
-    throw Error("--bandwidth-fraction: " + std::to_string(*d.bandwidth_fraction) + " is not in (0, 1]");
+  if (d.bandwidth_fraction) validate_bandwidth_fraction(*d.bandwidth_fraction);
   if (d.plot) {
     (void)plot_terminal_for(*d.plot);
     if (*d.plot == "-" && !out.output && (out.format == "json" || out.format == "csv"))
@@ -367,11 +382,15 @@ int SweepCommands::run_merge() {
       throw Error("merge: " + x.name + " comes from `" + x.r.command + "`, " + first.name + " from `" +
                   first.r.command + "`: refusing to mix them");
     const nlohmann::json da = x.j.value("roofline", nlohmann::json()), db = first.j.value("roofline", nlohmann::json());
-    if (da != db)
+    if (da != db) {
+      // Name what differs: the device names when they do, else the first
+      // differing figure or the fractions.
+      const std::string na = x.r.roofline ? x.r.roofline->device.name : std::string("none");
+      const std::string nb = first.r.roofline ? first.r.roofline->device.name : std::string("none");
       throw Error("merge: " + x.name + " and " + first.name +
                   " were predicted for different devices or bandwidth fractions (" +
-                  (x.r.roofline ? x.r.roofline->device.name : std::string("none")) + " vs " +
-                  (first.r.roofline ? first.r.roofline->device.name : std::string("none")) + ")");
+                  (na != nb ? na + " vs " + nb : first_difference(da, db, "roofline")) + ")");
+    }
   }
   // Shards of one sweep go back in shard order.
   const bool shards = std::all_of(in.begin(), in.end(), [&](const Input& x) {

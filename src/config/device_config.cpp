@@ -21,6 +21,16 @@ double positive_number(const nlohmann::json& j, std::string_view origin, const s
   return j.get<double>();
 }
 
+// Bandwidth and peaks: outside this range no GPU exists and predictions could
+// overflow to inf or round to 0.
+double rate(const nlohmann::json& j, std::string_view origin, const std::string& key,
+            const char* unit) {
+  const double v = positive_number(j, origin, key);
+  if (v < min_device_rate || v > max_device_rate)
+    jc::fail(origin, key, std::string("a rate in ") + unit + " from 1e6 to 1e18", j);
+  return v;
+}
+
 std::uint64_t positive_integer(const nlohmann::json& j, std::string_view origin,
                                const std::string& key) {
   if (j.is_number_unsigned() && j.get<std::uint64_t>() > 0) return j.get<std::uint64_t>();
@@ -47,10 +57,18 @@ bool looks_like_path(std::string_view s) {
 }  // namespace
 
 DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
+  if (j.is_array())  // what `hbmscope devices --format json` prints for all presets
+    jc::fail(origin, "(top level)",
+             "a JSON object, one device (`hbmscope devices NAME --format json` writes one; an "
+             "array is the list of all presets)",
+             j);
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object", j);
+  // `id` is what `hbmscope devices NAME --format json` and reports write: a
+  // file loaded back is named by its path, so it is checked and not used.
   jc::only_keys(j, origin, "",
-                {"schema", "name", "aliases", "memory", "memory_bandwidth_bytes_per_s", "l2_bytes",
-                 "sm_count", "peak_flops_dense", "sources"});
+                {"schema", "id", "name", "aliases", "memory", "memory_bandwidth_bytes_per_s",
+                 "l2_bytes", "sm_count", "peak_flops_dense", "sources"});
+  if (j.contains("id") && !j["id"].is_string()) jc::fail(origin, "id", "a string", j["id"]);
   DeviceSpec d;
   if (j.contains("schema") && j["schema"] != device_schema)
     jc::fail(origin, "schema", "\"hbmscope.device/1\"", j["schema"]);
@@ -71,10 +89,12 @@ DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
     if (!j["memory"].is_string()) jc::fail(origin, "memory", "a string such as \"80 GB HBM3\"", j["memory"]);
     d.memory = j["memory"].get<std::string>();
   }
-  d.bandwidth = positive_number(j["memory_bandwidth_bytes_per_s"], origin,
-                                "memory_bandwidth_bytes_per_s");
+  d.bandwidth = rate(j["memory_bandwidth_bytes_per_s"], origin, "memory_bandwidth_bytes_per_s",
+                     "bytes/s");
   d.l2_bytes = positive_integer(j["l2_bytes"], origin, "l2_bytes");
   d.sm_count = positive_integer(j["sm_count"], origin, "sm_count");
+  if (d.sm_count > max_sm_count)  // as --sms; the L2 simulation counts SMs in 32 bits
+    jc::fail(origin, "sm_count", "a positive integer at most " + std::to_string(max_sm_count), j["sm_count"]);
 
   const auto& pk = j["peak_flops_dense"];
   if (!pk.is_object() || pk.empty())
@@ -83,7 +103,7 @@ DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
   jc::only_keys(pk, origin, "peak_flops_dense", {"fp32", "fp16", "bf16", "fp8"});
   for (const auto& [k, v] : pk.items()) {
     const std::string key = "peak_flops_dense." + k;
-    const double val = v.is_null() ? 0.0 : positive_number(v, origin, key);
+    const double val = v.is_null() ? 0.0 : rate(v, origin, key, "FLOP/s");
     if (k == "fp32") d.peak.fp32 = val;
     if (k == "fp16") d.peak.fp16 = val;
     if (k == "bf16") d.peak.bf16 = val;
@@ -131,7 +151,7 @@ std::vector<std::string> aliases_of(std::string_view id) {
   std::vector<std::string> r;
   for (std::size_t i = 0; i < embedded::device_count; ++i) {
     if (embedded::devices[i].name != id) continue;
-    const auto j = nlohmann::json::parse(embedded::devices[i].text, nullptr, false);
+    const auto j = jc::parse_json_text(embedded::devices[i].text, embedded::devices[i].name);
     if (j.is_object() && j.contains("aliases") && j["aliases"].is_array())
       for (const auto& a : j["aliases"])
         if (a.is_string()) r.push_back(a.get<std::string>());

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "hbmscope/device_spec.hpp"
@@ -22,9 +23,21 @@ namespace {
 
 bool positive(double v) { return std::isfinite(v) && v > 0; }
 
-void check_fraction(double f) {
-  if (!(std::isfinite(f) && f > 0 && f <= 1))
-    throw Error("--bandwidth-fraction: " + std::to_string(f) + " is not in (0, 1]");
+std::string g(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+bool in_rate_range(double v) { return v >= min_device_rate && v <= max_device_rate; }
+
+// A last guard: the ranges above keep results finite, but a report must never
+// hold a null time, whatever the inputs.
+double finite(double v, const char* what) {
+  if (!std::isfinite(v))
+    throw Error(std::string("roofline: the ") + what + " is not a finite number; check the device's "
+                "bandwidth and peak FLOP/s and --bandwidth-fraction");
+  return v;
 }
 
 double checked_peak(const DeviceSpec& d, Dtype t) {
@@ -37,6 +50,14 @@ double checked_peak(const DeviceSpec& d, Dtype t) {
 
 }  // namespace
 
+void validate_bandwidth_fraction(double f) {
+  if (!(std::isfinite(f) && f > 0 && f <= 1))
+    throw Error("--bandwidth-fraction: " + g(f) + " is not in (0, 1]");
+  if (f < min_bandwidth_fraction)
+    throw Error("--bandwidth-fraction: " + g(f) + " is below " + g(min_bandwidth_fraction) +
+                ": no prediction could be finite");
+}
+
 void validate(const DeviceSpec& d) {
   if (d.name.empty()) throw Error("device spec has no name");
   if (!positive(d.bandwidth))
@@ -47,22 +68,34 @@ void validate(const DeviceSpec& d) {
   for (double p : {d.peak.fp32, d.peak.fp16, d.peak.bf16, d.peak.fp8})
     if (!(std::isfinite(p) && p >= 0))
       throw Error("device '" + d.name + "': a peak FLOP/s is negative or not finite");
+  if (!in_rate_range(d.bandwidth))
+    throw Error("device '" + d.name + "': memory bandwidth " + g(d.bandwidth) + " B/s is not in [" +
+                g(min_device_rate) + ", " + g(max_device_rate) + "]");
+  for (double p : {d.peak.fp32, d.peak.fp16, d.peak.bf16, d.peak.fp8})
+    if (p != 0 && !in_rate_range(p))
+      throw Error("device '" + d.name + "': peak " + g(p) + " FLOP/s is not in [" + g(min_device_rate) +
+                  ", " + g(max_device_rate) + "]");
+  if (d.sm_count > max_sm_count)
+    throw Error("device '" + d.name + "': " + std::to_string(d.sm_count) + " SMs is more than " +
+                std::to_string(max_sm_count));
 }
 
 double ridge_point(const DeviceSpec& d, Dtype dtype, double bandwidth_fraction) {
-  check_fraction(bandwidth_fraction);
-  return checked_peak(d, dtype) / (d.bandwidth * bandwidth_fraction);
+  validate_bandwidth_fraction(bandwidth_fraction);
+  return finite(checked_peak(d, dtype) / (d.bandwidth * bandwidth_fraction), "ridge point");
 }
 
 Prediction predict(std::uint64_t bytes, std::uint64_t flops, Dtype dtype, const DeviceSpec& d,
                    double bandwidth_fraction) {
-  check_fraction(bandwidth_fraction);
+  validate_bandwidth_fraction(bandwidth_fraction);
   validate(d);
   Prediction p;
   p.memory_seconds = static_cast<double>(bytes) / (d.bandwidth * bandwidth_fraction);
   p.compute_seconds = static_cast<double>(flops) / checked_peak(d, dtype);
   p.bound = p.compute_seconds > p.memory_seconds ? Bound::compute : Bound::memory;
   p.seconds = std::max(p.memory_seconds, p.compute_seconds);
+  (void)finite(p.memory_seconds, "predicted memory time");
+  (void)finite(p.compute_seconds, "predicted compute time");
   return p;
 }
 

@@ -3,8 +3,11 @@
 #include <cmath>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "hbmscope/config.hpp"
+#include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
 #include "json_check.hpp"
 
@@ -213,12 +216,27 @@ std::string report_json_text(const Report& r) {
 
 namespace {
 
+// Checked getters: every field read from a report, required or optional, is
+// type-checked here, so that a wrong type is one line naming the key (never a
+// nlohmann type_error) and merge never copies a malformed field.
+
+std::string key_of(const std::string& parent, const char* key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+// The member, or nullptr when absent (never operator[] on a missing key).
+const nlohmann::json* member(const nlohmann::json& o, const char* key) {
+  const auto it = o.find(key);
+  return it == o.end() ? nullptr : &*it;
+}
+
 std::uint64_t get_u64(const nlohmann::json& o, std::string_view origin, const std::string& parent,
                       const char* key) {
-  const std::string k = parent + "." + key;
-  if (!o.contains(key)) jc::fail_text(origin, k, "missing");
-  if (!o[key].is_number_unsigned()) jc::fail(origin, k, "a non-negative integer", o[key]);
-  return o[key].get<std::uint64_t>();
+  const std::string k = key_of(parent, key);
+  const auto* v = member(o, key);
+  if (!v) jc::fail_text(origin, k, "missing");
+  if (!v->is_number_unsigned()) jc::fail(origin, k, "a non-negative integer", *v);
+  return v->get<std::uint64_t>();
 }
 
 double get_number(const nlohmann::json& o, std::string_view origin, const std::string& k) {
@@ -226,12 +244,135 @@ double get_number(const nlohmann::json& o, std::string_view origin, const std::s
   return o.get<double>();
 }
 
+double get_positive(const nlohmann::json& o, std::string_view origin, const std::string& k) {
+  if (!o.is_number() || !std::isfinite(o.get<double>()) || o.get<double>() <= 0)
+    jc::fail(origin, k, "a positive number", o);
+  return o.get<double>();
+}
+
 const nlohmann::json& get_object(const nlohmann::json& o, std::string_view origin,
                                  const std::string& parent, const char* key) {
-  const std::string k = parent.empty() ? key : parent + "." + key;
-  if (!o.contains(key)) jc::fail_text(origin, k, "missing");
-  if (!o[key].is_object()) jc::fail(origin, k, "an object", o[key]);
-  return o[key];
+  const std::string k = key_of(parent, key);
+  const auto* v = member(o, key);
+  if (!v) jc::fail_text(origin, k, "missing");
+  if (!v->is_object()) jc::fail(origin, k, "an object", *v);
+  return *v;
+}
+
+// Optional members: absent is fine, present must have the type.
+void opt_u64(const nlohmann::json& o, std::string_view origin, const std::string& parent,
+             const char* key) {
+  if (member(o, key)) (void)get_u64(o, origin, parent, key);
+}
+
+void opt_number(const nlohmann::json& o, std::string_view origin, const std::string& parent,
+                const char* key, bool null_ok = false) {
+  const auto* v = member(o, key);
+  if (!v || (null_ok && v->is_null())) return;
+  if (!v->is_number() || !std::isfinite(v->get<double>()))
+    jc::fail(origin, key_of(parent, key), null_ok ? "a number or null" : "a number", *v);
+}
+
+std::optional<std::string> opt_string(const nlohmann::json& o, std::string_view origin,
+                                      const std::string& parent, const char* key) {
+  const auto* v = member(o, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) jc::fail(origin, key_of(parent, key), "a string", *v);
+  return v->get<std::string>();
+}
+
+void opt_bool(const nlohmann::json& o, std::string_view origin, const std::string& parent,
+              const char* key) {
+  const auto* v = member(o, key);
+  if (v && !v->is_boolean()) jc::fail(origin, key_of(parent, key), "true or false", *v);
+}
+
+const nlohmann::json* opt_object(const nlohmann::json& o, std::string_view origin,
+                                 const std::string& parent, const char* key) {
+  const auto* v = member(o, key);
+  if (v && !v->is_object()) jc::fail(origin, key_of(parent, key), "an object", *v);
+  return v;
+}
+
+DeviceSpec roofline_device_from_json(const nlohmann::json& d, std::string_view origin) {
+  const std::string p = "roofline.device";
+  DeviceSpec spec;
+  const auto name = opt_string(d, origin, p, "name");
+  if (!name) jc::fail_text(origin, p + ".name", "missing");
+  spec.name = *name;
+  spec.id = opt_string(d, origin, p, "id").value_or(spec.name);
+  spec.memory = opt_string(d, origin, p, "memory").value_or("");
+  const auto* bw = member(d, "memory_bandwidth_bytes_per_s");
+  if (!bw) jc::fail_text(origin, p + ".memory_bandwidth_bytes_per_s", "missing");
+  spec.bandwidth = get_positive(*bw, origin, p + ".memory_bandwidth_bytes_per_s");
+  spec.l2_bytes = get_u64(d, origin, p, "l2_bytes");
+  spec.sm_count = get_u64(d, origin, p, "sm_count");
+  const auto& pk = get_object(d, origin, p, "peak_flops_dense");
+  auto peak = [&](const char* k) {
+    const auto* v = member(pk, k);
+    if (!v || v->is_null()) return 0.0;
+    return get_positive(*v, origin, p + ".peak_flops_dense." + k);
+  };
+  spec.peak = {peak("fp32"), peak("fp16"), peak("bf16"), peak("fp8")};
+  if (const auto* src = opt_object(d, origin, p, "sources"))
+    for (const auto& [k, v] : src->items()) {
+      if (!v.is_string()) jc::fail(origin, p + ".sources." + k, "a string", v);
+      spec.sources[k] = v.get<std::string>();
+    }
+  return spec;
+}
+
+// measure's objects: checked, not read back (compare reads their numbers as
+// JSON); numbers may be null where a failed run has none.
+void check_measurement(const nlohmann::json& m, std::string_view origin, const std::string& p) {
+  if (!m.is_object()) jc::fail(origin, p, "a measurement object", m);
+  for (const char* k : {"kernel", "variant", "status", "reason", "validated_on"})
+    (void)opt_string(m, origin, p, k);
+  for (const char* k : {"block_rows", "block_cols", "model_bytes"}) opt_u64(m, origin, p, k);
+  for (const char* k : {"rel_error", "lse_rel_error", "bandwidth_Bps", "copy_fraction", "tflops",
+                        "measured_over_predicted"})
+    opt_number(m, origin, p, k, true);
+  if (const auto* t = opt_object(m, origin, p, "time_s")) {
+    const std::string tp = p + ".time_s";
+    for (const char* k : {"median", "min", "max", "rel_spread", "warm_median"})
+      opt_number(*t, origin, tp, k, true);
+    if (const auto* s = member(*t, "samples")) {
+      if (!s->is_array()) jc::fail(origin, tp + ".samples", "an array of numbers", *s);
+      for (std::size_t i = 0; i < s->size(); ++i)
+        if (!(*s)[i].is_number() && !(*s)[i].is_null())
+          jc::fail(origin, tp + ".samples[" + std::to_string(i) + "]", "a number", (*s)[i]);
+    }
+  }
+  if (const auto* ps = opt_object(m, origin, p, "predicted_s"))
+    for (const char* k : {"copy", "peak"}) opt_number(*ps, origin, p + ".predicted_s", k, true);
+}
+
+void check_measured_device(const nlohmann::json& d, std::string_view origin) {
+  const std::string p = "device";
+  for (const char* k : {"name", "compute_capability"}) (void)opt_string(d, origin, p, k);
+  for (const char* k : {"index", "sm_count", "l2_bytes", "memory_clock_khz", "bus_width_bits",
+                        "total_memory", "free_memory", "driver_version", "runtime_version"})
+    opt_u64(d, origin, p, k);
+  opt_number(d, origin, p, "peak_bandwidth_Bps", true);
+  if (const auto* c = member(d, "copy")) check_measurement(*c, origin, p + ".copy");
+}
+
+void check_l2_sim(const nlohmann::json& rj, std::string_view origin, const std::string& row) {
+  const auto* l2 = opt_object(rj, origin, row, "l2_sim");
+  if (!l2) return;
+  const std::string p = row + ".l2_sim";
+  for (const char* k : {"l2_bytes", "sm_count", "ctas_per_sm"}) opt_u64(*l2, origin, p, k);
+  if (const auto o = opt_string(*l2, origin, p, "order"); o && !parse_rasterization(*o))
+    jc::fail(origin, p + ".order", "\"query-block-major\" or \"head-major\"", (*l2)["order"]);
+  opt_bool(*l2, origin, p, "q_o_allocate");
+  for (const char* v : {"flash", "standard"})
+    if (const auto* x = opt_object(*l2, origin, p, v)) {
+      const std::string xp = p + "." + v;
+      for (const char* k : {"read_bytes", "write_bytes", "l2_bytes_to_floor", "l2_bytes_to_min", "waves"})
+        opt_u64(*x, origin, xp, k);
+      for (const char* k : {"hit_rate", "heads_per_wave", "kv_heads_per_wave"})
+        opt_number(*x, origin, xp, k);
+    }
 }
 
 }  // namespace
@@ -247,6 +388,7 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
   s.head_dim = get_u64(j, origin, key, "head_dim");
   s.block_rows = get_u64(j, origin, key, "block_rows");
   s.block_cols = get_u64(j, origin, key, "block_cols");
+  opt_u64(j, origin, key, "elem_bytes");
   if (!j.contains("dtype")) jc::fail_text(origin, key + ".dtype", "missing");
   const auto d = j["dtype"].is_string() ? parse_dtype(j["dtype"].get<std::string>()) : std::nullopt;
   if (!d) jc::fail(origin, key + ".dtype", "one of \"fp32\", \"fp16\", \"bf16\", \"fp8\"", j["dtype"]);
@@ -273,42 +415,25 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
   if (j["schema"] != report_schema)
     jc::fail(origin, "schema", "\"" + std::string(report_schema) + "\"", j["schema"]);
   Report r;
-  if (j.contains("command")) {
-    if (!j["command"].is_string()) jc::fail(origin, "command", "a string", j["command"]);
-    r.command = j["command"].get<std::string>();
-  }
-  if (j.contains("roofline")) {
-    const auto& rl = j["roofline"];
-    if (!rl.is_object()) jc::fail(origin, "roofline", "an object", rl);
-    const auto& d = get_object(rl, origin, "roofline", "device");
-    DeviceSpec spec;
-    if (!d.contains("name") || !d["name"].is_string())
-      jc::fail(origin, "roofline.device.name", "a string", d.value("name", nlohmann::json()));
-    spec.name = d["name"].get<std::string>();
-    spec.id = d.value("id", spec.name);
-    if (d.contains("memory") && d["memory"].is_string()) spec.memory = d["memory"].get<std::string>();
-    spec.bandwidth = get_number(d.value("memory_bandwidth_bytes_per_s", nlohmann::json()), origin,
-                                "roofline.device.memory_bandwidth_bytes_per_s");
-    spec.l2_bytes = get_u64(d, origin, "roofline.device", "l2_bytes");
-    spec.sm_count = get_u64(d, origin, "roofline.device", "sm_count");
-    const auto& pk = get_object(d, origin, "roofline.device", "peak_flops_dense");
-    auto peak = [&](const char* k) {
-      if (!pk.contains(k) || pk[k].is_null()) return 0.0;
-      return get_number(pk[k], origin, std::string("roofline.device.peak_flops_dense.") + k);
-    };
-    spec.peak = {peak("fp32"), peak("fp16"), peak("bf16"), peak("fp8")};
-    if (d.contains("sources") && d["sources"].is_object())
-      for (const auto& [k, v] : d["sources"].items())
-        if (v.is_string()) spec.sources[k] = v.get<std::string>();
-    const double f = get_number(rl.value("bandwidth_fraction", nlohmann::json()), origin,
-                                "roofline.bandwidth_fraction");
+  if (const auto c = opt_string(j, origin, "", "command")) r.command = *c;
+  if (const auto* tool = opt_object(j, origin, "", "tool"))
+    for (const char* k : {"name", "version"}) (void)opt_string(*tool, origin, "tool", k);
+  if (const auto* rl = opt_object(j, origin, "", "roofline")) {
+    DeviceSpec spec = roofline_device_from_json(get_object(*rl, origin, "roofline", "device"), origin);
+    const auto* fj = member(*rl, "bandwidth_fraction");
+    if (!fj) jc::fail_text(origin, "roofline.bandwidth_fraction", "missing");
+    const double f = get_positive(*fj, origin, "roofline.bandwidth_fraction");
+    if (f > 1) jc::fail(origin, "roofline.bandwidth_fraction", "a number in (0, 1]", *fj);
+    opt_number(*rl, origin, "roofline", "effective_bandwidth_bytes_per_s");
     r.roofline = RooflineInfo{spec, f};
   }
-  if (j.contains("shard")) {
-    const auto& s = j["shard"];
-    if (!s.is_object()) jc::fail(origin, "shard", "an object", s);
+  if (const auto* d = opt_object(j, origin, "", "device")) check_measured_device(*d, origin);
+  if (const auto* sh = opt_object(j, origin, "", "shard")) {
+    const auto& s = *sh;
     r.shard = ShardInfo{get_u64(s, origin, "shard", "index"), get_u64(s, origin, "shard", "count"),
                         get_u64(s, origin, "shard", "total_rows")};
+    if (r.shard->count == 0 || r.shard->index < 1 || r.shard->index > r.shard->count)
+      jc::fail(origin, "shard.index", "1 <= index <= count", s["index"]);
   }
   if (!j.contains("rows") || !j["rows"].is_array())
     jc::fail(origin, "rows", "an array of rows", j.value("rows", nlohmann::json()));
@@ -320,33 +445,49 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
     Row row;
     row.shape = shape_from_json(rj.value("shape", nlohmann::json()), origin, k + ".shape");
     row.flops = get_u64(rj, origin, k, "flops");
-    if (rj.contains("label")) {
-      if (!rj["label"].is_string()) jc::fail(origin, k + ".label", "a string", rj["label"]);
-      row.label = rj["label"].get<std::string>();
-    }
+    row.label = opt_string(rj, origin, k, "label").value_or("");
     const auto& bytes = get_object(rj, origin, k, "bytes");
+    // Every entry of intensity and prediction is checked, also those of a
+    // variant without bytes: merge copies them all.
+    const auto* inten = opt_object(rj, origin, k, "intensity");
+    if (inten)
+      for (const auto& [id, x] : inten->items()) (void)get_number(x, origin, k + ".intensity." + id);
+    const auto* pred = opt_object(rj, origin, k, "prediction");
+    std::map<std::string, Prediction> preds;
+    if (pred)
+      for (const auto& [id, p] : pred->items()) {
+        const std::string pk = k + ".prediction." + id;
+        if (!p.is_object()) jc::fail(origin, pk, "an object", p);
+        Prediction pr;
+        const auto* sec = member(p, "seconds");
+        if (!sec) jc::fail_text(origin, pk + ".seconds", "missing");
+        pr.seconds = get_number(*sec, origin, pk + ".seconds");
+        opt_number(p, origin, pk, "memory_seconds");
+        opt_number(p, origin, pk, "compute_seconds");
+        pr.memory_seconds = p.value("memory_seconds", 0.0);
+        pr.compute_seconds = p.value("compute_seconds", 0.0);
+        const auto* bound = member(p, "bound");
+        if (!bound) jc::fail_text(origin, pk + ".bound", "missing");
+        if (*bound != "memory" && *bound != "compute")
+          jc::fail(origin, pk + ".bound", "\"memory\" or \"compute\"", *bound);
+        pr.bound = *bound == "compute" ? Bound::compute : Bound::memory;
+        preds[id] = pr;
+      }
     for (const auto& [id, b] : bytes.items()) {
       if (!b.is_number_unsigned()) jc::fail(origin, k + ".bytes." + id, "a non-negative integer", b);
       VariantResult v;
       v.id = id;
       v.bytes = b.get<std::uint64_t>();
       v.intensity = intensity(row.flops, v.bytes);
-      if (rj.contains("intensity") && rj["intensity"].is_object() && rj["intensity"].contains(id))
-        v.intensity = get_number(rj["intensity"][id], origin, k + ".intensity." + id);
-      if (rj.contains("prediction") && rj["prediction"].is_object() && rj["prediction"].contains(id)) {
-        const auto& p = rj["prediction"][id];
-        const std::string pk = k + ".prediction." + id;
-        if (!p.is_object()) jc::fail(origin, pk, "an object", p);
-        Prediction pr;
-        pr.seconds = get_number(p.value("seconds", nlohmann::json()), origin, pk + ".seconds");
-        pr.memory_seconds = get_number(p.value("memory_seconds", nlohmann::json(0.0)), origin, pk + ".memory_seconds");
-        pr.compute_seconds = get_number(p.value("compute_seconds", nlohmann::json(0.0)), origin, pk + ".compute_seconds");
-        const auto b2 = p.value("bound", nlohmann::json());
-        if (b2 != "memory" && b2 != "compute") jc::fail(origin, pk + ".bound", "\"memory\" or \"compute\"", b2);
-        pr.bound = b2 == "compute" ? Bound::compute : Bound::memory;
-        v.prediction = pr;
-      }
+      if (inten && inten->contains(id)) v.intensity = inten->at(id).get<double>();
+      if (const auto it = preds.find(id); it != preds.end()) v.prediction = it->second;
       row.variants.push_back(std::move(v));
+    }
+    check_l2_sim(rj, origin, k);
+    if (const auto* ms = member(rj, "measurements")) {
+      if (!ms->is_array()) jc::fail(origin, k + ".measurements", "an array of measurements", *ms);
+      for (std::size_t m = 0; m < ms->size(); ++m)
+        check_measurement((*ms)[m], origin, k + ".measurements[" + std::to_string(m) + "]");
     }
     // JSON objects come back in key order: restore the model's variant order.
     const auto rank = [](const std::string& id) {
@@ -357,7 +498,7 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
     };
     std::stable_sort(row.variants.begin(), row.variants.end(),
                      [&](const auto& a, const auto& b) { return rank(a.id) < rank(b.id); });
-    if (rj.contains("ridge_point")) row.ridge_point = get_number(rj["ridge_point"], origin, k + ".ridge_point");
+    if (const auto* rp = member(rj, "ridge_point")) row.ridge_point = get_number(*rp, origin, k + ".ridge_point");
     r.rows.push_back(std::move(row));
   }
   return r;
