@@ -350,6 +350,27 @@ if command -v gnuplot >/dev/null 2>&1; then
   check "plot - draws in the terminal" grep -q "sequence length Nq" "$work/dumb"
   check "plot - comes after the table" grep -q "Time: flash_no_l2" "$work/dumb"
   check "plot: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
+  # User text reaches gnuplot as data, never as commands: backticks, quotes, $,
+  # @ and line breaks in the plot path, a group label and a device name.
+  mkdir -p "$work/inj" && cd "$work/inj"
+  python3 - <<'PY'
+import json
+bad = 'x`touch PWNED1`"\\n\'$HOME @m\nsystem(\'touch PWNED2\')\n!touch PWNED3'
+json.dump({'schema': 'hbmscope.sweep/1', 'axes': {'seq': '1K:4K:x2'},
+           'groups': [{'label': bad, 'head_dim': 64}, {'label': 'b', 'head_dim': 128}]}, open('cfg.json', 'w'))
+json.dump({'name': bad, 'memory_bandwidth_bytes_per_s': 2e12, 'l2_bytes': 41943040, 'sm_count': 100,
+           'peak_flops_dense': {'bf16': 400e12}}, open('dev.json', 'w'))
+PY
+  odd=$'p`touch PWNED4`$(touch PWNED5)\'"\n!touch PWNED7\nq.svg'
+  "$bin" sweep --config cfg.json --device dev.json --plot "$odd" >/dev/null 2>"$work/inj_err"
+  check "plot injection: exits 0" test $? -eq 0
+  check "plot injection: image under its odd name" grep -q "<svg" "$odd"
+  "$bin" model --seq 1K:8K:x2 --plot 'x`touch PWNED6`.svg' >/dev/null 2>&1
+  check "plot injection: backtick path" grep -q "<svg" 'x`touch PWNED6`.svg'
+  for f in PWNED1 PWNED2 PWNED3 PWNED4 PWNED5 PWNED6 PWNED7; do
+    check "plot injection: $f not created" test ! -e "$f"
+  done
+  cd - >/dev/null
 fi
 expect_error "plot: bad extension" "must end in .svg or .png" model --plot "$work/x.pdf"
 expect_error "plot -: not into json on stdout" "would be mixed into the json" model --plot - --format json

@@ -74,13 +74,14 @@ void plot_report(const Report& report, const std::string& target) {
   TempFile errors("/tmp/hbmscope-plot-err-XXXXXX");
   {
     std::ofstream f(script.path);
-    f << gnuplot_script(report, term, image ? image->path : std::string());
+    // No file name in the script: gnuplot draws to its stdout, which is the image.
+    f << gnuplot_script(report, term, std::string());
     if (!f) throw Error("--plot: cannot write the gnuplot script " + script.path);
   }
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  if (term != PlotTerminal::dumb) posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  if (image) posix_spawn_file_actions_addopen(&fa, 1, image->path.c_str(), O_WRONLY | O_TRUNC, 0);
   posix_spawn_file_actions_addopen(&fa, 2, errors.path.c_str(), O_WRONLY | O_TRUNC, 0);
   std::fflush(stdout);
   std::string a0 = "gnuplot", a1 = script.path;
