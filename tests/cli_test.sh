@@ -2,7 +2,7 @@
 # The command line as a user meets it: output, exit codes, one-line errors on
 # stderr with nothing on stdout, and no half-written report files.
 set -u
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some checks cd
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
@@ -92,6 +92,47 @@ cp "$work/report.json" "$work/before.json"
 check "failed run keeps old report" cmp -s "$work/report.json" "$work/before.json"
 check "no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
 expect_error "unwritable output" "cannot write" model --output "$work/no/such/dir/r.json"
+
+# --output onto what is not a plain file. Device nodes are our own copies of
+# /dev/null and /dev/full (mknod, as root) so that a regression replaces a
+# node in $work, never the real ones; without root a rename in /dev fails anyway.
+if mknod "$work/null" c 1 3 2>/dev/null && mknod "$work/full" c 1 7 2>/dev/null; then
+  dev_null=$work/null dev_full=$work/full
+elif [ "$(id -u)" -ne 0 ]; then
+  dev_null=/dev/null dev_full=/dev/full
+else
+  dev_null= dev_full=
+fi
+if [ -n "$dev_null" ]; then
+  "$bin" model --format json --output "$dev_null" 2>"$work/err"
+  check "--output device: exit 0" test $? -eq 0
+  check "--output device: still a device" test -c "$dev_null"
+  expect_error "--output full device" "cannot write '$dev_full': write: No space left on device" model --output "$dev_full"
+  check "--output full device: still a device" test -c "$dev_full"
+fi
+mkfifo "$work/fifo"
+timeout 20 cat "$work/fifo" >"$work/fifo_read" &
+reader=$!
+timeout 20 "$bin" model --format json --output "$work/fifo" 2>/dev/null
+check "--output fifo: exit 0" test $? -eq 0
+wait "$reader"
+check "--output fifo: still a FIFO" test -p "$work/fifo"
+check "--output fifo: report read through it" python3 -c "import json; json.load(open('$work/fifo_read'))"
+echo old >"$work/real.json"
+ln -s real.json "$work/link.json"
+ln -s new.json "$work/dangling.json"
+"$bin" model --format json --output "$work/link.json" 2>/dev/null
+check "--output symlink: still a link" test -L "$work/link.json"
+check "--output symlink: its file replaced" python3 -c "import json; json.load(open('$work/real.json'))"
+"$bin" model --format json --output "$work/dangling.json" 2>/dev/null
+check "--output dangling symlink: still a link" test -L "$work/dangling.json"
+check "--output dangling symlink: file created" python3 -c "import json; json.load(open('$work/new.json'))"
+(cd "$work" && "$bin" model --output - >"$work/dash" 2>"$work/dash_err")
+check "--output -: stdout" cmp -s "$work/default" "$work/dash"
+check "--output -: no file named -" test ! -e "$work/-"
+check "--output -: no 'wrote' line" test ! -s "$work/dash_err"
+expect_error "--output directory" "is a directory" model --output "$work"
+check "--output: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
 
 # --pass and --fa1 on model.
 "$bin" model --pass bwd --seq 4096 --head-dim 64 --format json >"$work/bwd.json"

@@ -55,12 +55,15 @@ Examples:
 A progress bar appears on stderr for sweeps of 100000 shapes or more when stderr
 is a terminal; never in a pipe or a file.)";
 
+// "--output -", like no --output, means standard output.
+bool to_stdout(const std::optional<std::string>& output) { return !output || *output == "-"; }
+
 void emit(const std::string& text, const std::optional<std::string>& output) {
-  if (output) {
+  if (to_stdout(output)) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
     write_file_atomic(*output, text);
     std::fprintf(stderr, "hbmscope: wrote %s\n", output->c_str());
-  } else {
-    std::fwrite(text.data(), 1, text.size(), stdout);
   }
 }
 
@@ -99,7 +102,7 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
     throw Error("--bandwidth-fraction: " + std::to_string(*d.bandwidth_fraction) + " is not in (0, 1]");
   if (d.plot) {
     (void)plot_terminal_for(*d.plot);
-    if (*d.plot == "-" && !out.output && (out.format == "json" || out.format == "csv"))
+    if (*d.plot == "-" && to_stdout(out.output) && (out.format == "json" || out.format == "csv"))
       throw Error("--plot -: the chart would be mixed into the " + out.format +
                   " on stdout; write the report with --output FILE");
   }
@@ -155,7 +158,7 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
   const PrintOptions print = to_print_options(out);
   if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
   std::string text = render(report, print);
-  if (dev.plot && *dev.plot == "-" && !out.output) text += "\n";
+  if (dev.plot && *dev.plot == "-" && to_stdout(out.output)) text += "\n";
   emit(text, out.output);
   if (dev.plot) {
     plot_report(report, *dev.plot);
@@ -223,7 +226,7 @@ Examples:
       ->type_name("PATH");
   compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
       ->type_name("table|json|csv|md");
-  compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout")
+  compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout (- is stdout)")
       ->type_name("FILE");
   compare_->footer(R"(Rows are matched by their shape (and group label). One column per number both rows
 hold, as the ratio B/A ("inf" when only A is 0). Verdict on the metric: FASTER when
@@ -237,7 +240,7 @@ Examples:
   merge_->add_option("reports", merge_files_, "Reports to join, in order (shards are put in shard order)")
       ->required()
       ->type_name("FILE...");
-  merge_->add_option("--output", merge_output_, "Write to FILE atomically instead of stdout")
+  merge_->add_option("--output", merge_output_, "Write to FILE atomically instead of stdout (- is stdout)")
       ->type_name("FILE");
   merge_->add_option("--format", merge_format_, "json, table, csv or md [default: json]")
       ->type_name("json|table|csv|md");
