@@ -134,6 +134,16 @@ check "--output -: no 'wrote' line" test ! -s "$work/dash_err"
 expect_error "--output directory" "is a directory" model --output "$work"
 check "--output: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
 
+# Past the file size limit: an error, not death by SIGXFSZ with a temp file left.
+mkdir "$work/fsz"
+(ulimit -f 1; "$bin" sweep --seq 1K:64K:x2 --head-dim 64,128 --format json --output "$work/fsz/r.json") \
+  >"$work/out" 2>"$work/err"
+rc=$?
+check "file size limit: exit 1" test "$rc" -eq 1
+check "file size limit: one stderr line" test "$(wc -l <"$work/err")" -eq 1
+check "file size limit: EFBIG" grep -q "cannot write '$work/fsz/r.json': write: File too large" "$work/err"
+check "file size limit: nothing left" test -z "$(ls -A "$work/fsz")"
+
 # --pass and --fa1 on model.
 "$bin" model --pass bwd --seq 4096 --head-dim 64 --format json >"$work/bwd.json"
 check "bwd json" python3 -c "import json; r=json.load(open('$work/bwd.json'))['rows'][0]; assert r['shape']['pass']=='bwd'; assert r['bytes']=={'standard':239075328,'flash_no_l2':107495424,'floor':4210688}, r['bytes']; assert r['flops']==10737418240"

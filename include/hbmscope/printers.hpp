@@ -58,7 +58,8 @@ std::string render(const Report& report, const PrintOptions& options);
 // Writes content to path through a temporary file in the same folder and a
 // rename: the path holds either its old content or all of the new, never part.
 // An interrupt (SIGINT, SIGTERM, SIGHUP) while it runs removes the temporary
-// file before the process ends. A symbolic link is followed (the file it
+// file before the process ends; past the file size limit the write fails
+// (SIGXFSZ is ignored meanwhile). A symbolic link is followed (the file it
 // names is replaced, the link stays); a character device or FIFO is written in
 // place; a directory or other special file is an error. before_rename is a
 // test seam.

@@ -54,6 +54,25 @@ class InterruptGuard {
   bool active_ = false;
 };
 
+// Beyond the file size limit (ulimit -f) a write fails with EFBIG, handled as
+// any write error, instead of SIGXFSZ ending the process and leaving the
+// temporary file behind.
+class IgnoreFileSizeSignal {
+ public:
+  IgnoreFileSizeSignal() {
+    struct sigaction sa {};
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGXFSZ, &sa, &old_);
+  }
+  IgnoreFileSizeSignal(const IgnoreFileSizeSignal&) = delete;
+  IgnoreFileSizeSignal& operator=(const IgnoreFileSizeSignal&) = delete;
+  ~IgnoreFileSizeSignal() { ::sigaction(SIGXFSZ, &old_, nullptr); }
+
+ private:
+  struct sigaction old_ {};
+};
+
 // False with errno set when a write fails.
 bool write_all(int fd, std::string_view content) {
   std::size_t done = 0;
@@ -88,6 +107,7 @@ std::filesystem::path resolve_links(std::filesystem::path p) {
 void write_file_atomic(const std::filesystem::path& given, std::string_view content,
                        const std::function<void()>& before_rename) {
   namespace fs = std::filesystem;
+  const IgnoreFileSizeSignal no_sigxfsz;
   const fs::path path = resolve_links(given);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
