@@ -436,6 +436,22 @@ check "no gnuplot: no image" test ! -e "$work/none.svg"
 PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" --format json --output "$work/nognu.json" 2>/dev/null
 check "no gnuplot: --output report written" python3 -c "import json; json.load(open('$work/nognu.json'))"
 
+# Lost standard output is an error for every command: closed, or a full disk.
+"$bin" model --format json --output "$work/c.json" 2>/dev/null
+for cmd in "model" "sweep --config seed" "devices" "devices --format json" "walk" "softmax 3 1 4" \
+           "compare $work/c.json $work/c.json" "merge $work/c.json" "model --help" "--version"; do
+  # shellcheck disable=SC2086
+  "$bin" $cmd >&- 2>"$work/err"
+  rc=$?
+  check "$cmd >&-: exit 1" test "$rc" -eq 1
+  check "$cmd >&-: says why" grep -qx "hbmscope: error: writing standard output: Bad file descriptor" "$work/err"
+  # shellcheck disable=SC2086
+  "$bin" $cmd >/dev/full 2>"$work/err"
+  rc=$?
+  check "$cmd >/dev/full: exit 1" test "$rc" -eq 1
+  check "$cmd >/dev/full: says why" grep -qx "hbmscope: error: writing standard output: No space left on device" "$work/err"
+done
+
 # Progress bar: never on a pipe; on a terminal for long sweeps; forced with --progress always.
 "$bin" sweep --seq 1:150K:+1 --head-dim 64 --format csv >/dev/null 2>"$work/prog_pipe"
 check "no progress bar when stderr is piped" test ! -s "$work/prog_pipe"

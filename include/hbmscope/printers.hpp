@@ -55,6 +55,10 @@ std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, 
 // The whole output, ready to write in one piece.
 std::string render(const Report& report, const PrintOptions& options);
 
+// Writes content to stdout and flushes it: Error "writing standard output:
+// REASON" when that fails (closed, full disk), so no output is lost silently.
+void write_stdout(std::string_view content);
+
 // Writes content to path through a temporary file in the same folder and a
 // rename: the path holds either its old content or all of the new, never part.
 // An interrupt (SIGINT, SIGTERM, SIGHUP) while it runs removes the temporary

@@ -60,7 +60,7 @@ bool to_stdout(const std::optional<std::string>& output) { return !output || *ou
 
 void emit(const std::string& text, const std::optional<std::string>& output) {
   if (to_stdout(output)) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    write_stdout(text);
   } else {
     write_file_atomic(*output, text);
     std::fprintf(stderr, "hbmscope: wrote %s\n", output->c_str());
@@ -326,12 +326,10 @@ int SweepCommands::run_devices() {
     const bool detail = devices_which_.has_value();
     nlohmann::json j = nlohmann::json::array();
     for (const auto& d : list) j.push_back(device_spec_to_json(d));
-    std::string text = (detail ? j[0] : j).dump(2) + "\n";
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    write_stdout((detail ? j[0] : j).dump(2) + "\n");
     return 0;
   }
-  const std::string out = render_devices(list, devices_which_.has_value(), f);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  write_stdout(render_devices(list, devices_which_.has_value(), f));
   return 0;
 }
 
