@@ -425,16 +425,25 @@ PY
 fi
 expect_error "plot: bad extension" "must end in .svg or .png" model --plot "$work/x.pdf"
 expect_error "plot -: not into json on stdout" "would be mixed into the json" model --plot - --format json
-# No gnuplot on the PATH: a clear message, non-zero exit, the report still written.
+# A plot that cannot be made (no gnuplot on the PATH, a folder that takes no
+# file) fails with one line before anything is written: no table, no --output.
 mkdir -p "$work/emptybin"
 PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" >"$work/nognu_out" 2>"$work/nognu_err"
 rc=$?
 check "no gnuplot: non-zero exit" test "$rc" -ne 0
 check "no gnuplot: clear message" grep -q "gnuplot is not on the PATH" "$work/nognu_err"
-check "no gnuplot: report still written" grep -q "136 MB" "$work/nognu_out"
+check "no gnuplot: one stderr line" test "$(wc -l <"$work/nognu_err")" -eq 1
+check "no gnuplot: no report on stdout" test ! -s "$work/nognu_out"
 check "no gnuplot: no image" test ! -e "$work/none.svg"
-PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" --format json --output "$work/nognu.json" 2>/dev/null
-check "no gnuplot: --output report written" python3 -c "import json; json.load(open('$work/nognu.json'))"
+PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" --format json --output "$work/nognu.json" 2>"$work/nognu_err"
+check "no gnuplot: --output not written" test ! -e "$work/nognu.json"
+check "no gnuplot: --output: one stderr line" test "$(wc -l <"$work/nognu_err")" -eq 1
+if command -v gnuplot >/dev/null 2>&1; then
+  expect_error "plot into /proc" "--plot: cannot write '/proc/x.svg'" model --plot /proc/x.svg
+  expect_error "plot into a missing folder" "--plot: cannot write" model --plot "$work/nodir/x.svg"
+  expect_error "plot into a missing folder, --output" "--plot: cannot write" model --plot "$work/nodir/x.svg" --output "$work/noplot.txt"
+  check "plot into a missing folder: --output not written" test ! -e "$work/noplot.txt"
+fi
 
 # Lost standard output is an error for every command: closed, or a full disk.
 "$bin" model --format json --output "$work/c.json" 2>/dev/null

@@ -102,6 +102,7 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
     throw Error("--bandwidth-fraction: " + std::to_string(*d.bandwidth_fraction) + " is not in (0, 1]");
   if (d.plot) {
     (void)plot_terminal_for(*d.plot);
+    (void)gnuplot_or_throw();  // before a long sweep, not after it
     if (*d.plot == "-" && to_stdout(out.output) && (out.format == "json" || out.format == "csv"))
       throw Error("--plot -: the chart would be mixed into the " + out.format +
                   " on stdout; write the report with --output FILE");
@@ -158,11 +159,16 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
   const PrintOptions print = to_print_options(out);
   if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
   std::string text = render(report, print);
-  if (dev.plot && *dev.plot == "-" && to_stdout(out.output)) text += "\n";
+  // The chart first: a plot that cannot be made fails with nothing written.
+  std::optional<Plot> plot;
+  if (dev.plot) plot.emplace(report, *dev.plot);
+  const bool chart_to_terminal = dev.plot && *dev.plot == "-";
+  if (chart_to_terminal && to_stdout(out.output)) text += "\n" + plot->text();
   emit(text, out.output);
-  if (dev.plot) {
-    plot_report(report, *dev.plot);
-    if (*dev.plot != "-") std::fprintf(stderr, "hbmscope: wrote %s\n", dev.plot->c_str());
+  if (chart_to_terminal && !to_stdout(out.output)) write_stdout(plot->text());
+  if (plot && !chart_to_terminal) {
+    plot->install();
+    std::fprintf(stderr, "hbmscope: wrote %s\n", dev.plot->c_str());
   }
   return 0;
 }
