@@ -2,7 +2,7 @@
 # The command line as a user meets it: output, exit codes, one-line errors on
 # stderr with nothing on stdout, and no half-written report files.
 set -u
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some checks cd
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
@@ -92,6 +92,57 @@ cp "$work/report.json" "$work/before.json"
 check "failed run keeps old report" cmp -s "$work/report.json" "$work/before.json"
 check "no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
 expect_error "unwritable output" "cannot write" model --output "$work/no/such/dir/r.json"
+
+# --output onto what is not a plain file. Device nodes are our own copies of
+# /dev/null and /dev/full (mknod, as root) so that a regression replaces a
+# node in $work, never the real ones; without root a rename in /dev fails anyway.
+if mknod "$work/null" c 1 3 2>/dev/null && mknod "$work/full" c 1 7 2>/dev/null; then
+  dev_null=$work/null dev_full=$work/full
+elif [ "$(id -u)" -ne 0 ]; then
+  dev_null=/dev/null dev_full=/dev/full
+else
+  dev_null= dev_full=
+fi
+if [ -n "$dev_null" ]; then
+  "$bin" model --format json --output "$dev_null" 2>"$work/err"
+  check "--output device: exit 0" test $? -eq 0
+  check "--output device: still a device" test -c "$dev_null"
+  expect_error "--output full device" "cannot write '$dev_full': write: No space left on device" model --output "$dev_full"
+  check "--output full device: still a device" test -c "$dev_full"
+fi
+mkfifo "$work/fifo"
+timeout 20 cat "$work/fifo" >"$work/fifo_read" &
+reader=$!
+timeout 20 "$bin" model --format json --output "$work/fifo" 2>/dev/null
+check "--output fifo: exit 0" test $? -eq 0
+wait "$reader"
+check "--output fifo: still a FIFO" test -p "$work/fifo"
+check "--output fifo: report read through it" python3 -c "import json; json.load(open('$work/fifo_read'))"
+echo old >"$work/real.json"
+ln -s real.json "$work/link.json"
+ln -s new.json "$work/dangling.json"
+"$bin" model --format json --output "$work/link.json" 2>/dev/null
+check "--output symlink: still a link" test -L "$work/link.json"
+check "--output symlink: its file replaced" python3 -c "import json; json.load(open('$work/real.json'))"
+"$bin" model --format json --output "$work/dangling.json" 2>/dev/null
+check "--output dangling symlink: still a link" test -L "$work/dangling.json"
+check "--output dangling symlink: file created" python3 -c "import json; json.load(open('$work/new.json'))"
+(cd "$work" && "$bin" model --output - >"$work/dash" 2>"$work/dash_err")
+check "--output -: stdout" cmp -s "$work/default" "$work/dash"
+check "--output -: no file named -" test ! -e "$work/-"
+check "--output -: no 'wrote' line" test ! -s "$work/dash_err"
+expect_error "--output directory" "is a directory" model --output "$work"
+check "--output: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
+
+# Past the file size limit: an error, not death by SIGXFSZ with a temp file left.
+mkdir "$work/fsz"
+(ulimit -f 1; "$bin" sweep --seq 1K:64K:x2 --head-dim 64,128 --format json --output "$work/fsz/r.json") \
+  >"$work/out" 2>"$work/err"
+rc=$?
+check "file size limit: exit 1" test "$rc" -eq 1
+check "file size limit: one stderr line" test "$(wc -l <"$work/err")" -eq 1
+check "file size limit: EFBIG" grep -q "cannot write '$work/fsz/r.json': write: File too large" "$work/err"
+check "file size limit: nothing left" test -z "$(ls -A "$work/fsz")"
 
 # --pass and --fa1 on model.
 "$bin" model --pass bwd --seq 4096 --head-dim 64 --format json >"$work/bwd.json"
@@ -350,19 +401,65 @@ if command -v gnuplot >/dev/null 2>&1; then
   check "plot - draws in the terminal" grep -q "sequence length Nq" "$work/dumb"
   check "plot - comes after the table" grep -q "Time: flash_no_l2" "$work/dumb"
   check "plot: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
+  # User text reaches gnuplot as data, never as commands: backticks, quotes, $,
+  # @ and line breaks in the plot path, a group label and a device name.
+  mkdir -p "$work/inj" && cd "$work/inj"
+  python3 - <<'PY'
+import json
+bad = 'x`touch PWNED1`"\\n\'$HOME @m\nsystem(\'touch PWNED2\')\n!touch PWNED3'
+json.dump({'schema': 'hbmscope.sweep/1', 'axes': {'seq': '1K:4K:x2'},
+           'groups': [{'label': bad, 'head_dim': 64}, {'label': 'b', 'head_dim': 128}]}, open('cfg.json', 'w'))
+json.dump({'name': bad, 'memory_bandwidth_bytes_per_s': 2e12, 'l2_bytes': 41943040, 'sm_count': 100,
+           'peak_flops_dense': {'bf16': 400e12}}, open('dev.json', 'w'))
+PY
+  odd=$'p`touch PWNED4`$(touch PWNED5)\'"\n!touch PWNED7\nq.svg'
+  "$bin" sweep --config cfg.json --device dev.json --plot "$odd" >/dev/null 2>"$work/inj_err"
+  check "plot injection: exits 0" test $? -eq 0
+  check "plot injection: image under its odd name" grep -q "<svg" "$odd"
+  "$bin" model --seq 1K:8K:x2 --plot 'x`touch PWNED6`.svg' >/dev/null 2>&1
+  check "plot injection: backtick path" grep -q "<svg" 'x`touch PWNED6`.svg'
+  for f in PWNED1 PWNED2 PWNED3 PWNED4 PWNED5 PWNED6 PWNED7; do
+    check "plot injection: $f not created" test ! -e "$f"
+  done
+  cd - >/dev/null
 fi
 expect_error "plot: bad extension" "must end in .svg or .png" model --plot "$work/x.pdf"
 expect_error "plot -: not into json on stdout" "would be mixed into the json" model --plot - --format json
-# No gnuplot on the PATH: a clear message, non-zero exit, the report still written.
+# A plot that cannot be made (no gnuplot on the PATH, a folder that takes no
+# file) fails with one line before anything is written: no table, no --output.
 mkdir -p "$work/emptybin"
 PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" >"$work/nognu_out" 2>"$work/nognu_err"
 rc=$?
 check "no gnuplot: non-zero exit" test "$rc" -ne 0
 check "no gnuplot: clear message" grep -q "gnuplot is not on the PATH" "$work/nognu_err"
-check "no gnuplot: report still written" grep -q "136 MB" "$work/nognu_out"
+check "no gnuplot: one stderr line" test "$(wc -l <"$work/nognu_err")" -eq 1
+check "no gnuplot: no report on stdout" test ! -s "$work/nognu_out"
 check "no gnuplot: no image" test ! -e "$work/none.svg"
-PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" --format json --output "$work/nognu.json" 2>/dev/null
-check "no gnuplot: --output report written" python3 -c "import json; json.load(open('$work/nognu.json'))"
+PATH="$work/emptybin" "$bin" model --plot "$work/none.svg" --format json --output "$work/nognu.json" 2>"$work/nognu_err"
+check "no gnuplot: --output not written" test ! -e "$work/nognu.json"
+check "no gnuplot: --output: one stderr line" test "$(wc -l <"$work/nognu_err")" -eq 1
+if command -v gnuplot >/dev/null 2>&1; then
+  expect_error "plot into /proc" "--plot: cannot write '/proc/x.svg'" model --plot /proc/x.svg
+  expect_error "plot into a missing folder" "--plot: cannot write" model --plot "$work/nodir/x.svg"
+  expect_error "plot into a missing folder, --output" "--plot: cannot write" model --plot "$work/nodir/x.svg" --output "$work/noplot.txt"
+  check "plot into a missing folder: --output not written" test ! -e "$work/noplot.txt"
+fi
+
+# Lost standard output is an error for every command: closed, or a full disk.
+"$bin" model --format json --output "$work/c.json" 2>/dev/null
+for cmd in "model" "sweep --config seed" "devices" "devices --format json" "walk" "softmax 3 1 4" \
+           "compare $work/c.json $work/c.json" "merge $work/c.json" "model --help" "--version"; do
+  # shellcheck disable=SC2086
+  "$bin" $cmd >&- 2>"$work/err"
+  rc=$?
+  check "$cmd >&-: exit 1" test "$rc" -eq 1
+  check "$cmd >&-: says why" grep -qx "hbmscope: error: writing standard output: Bad file descriptor" "$work/err"
+  # shellcheck disable=SC2086
+  "$bin" $cmd >/dev/full 2>"$work/err"
+  rc=$?
+  check "$cmd >/dev/full: exit 1" test "$rc" -eq 1
+  check "$cmd >/dev/full: says why" grep -qx "hbmscope: error: writing standard output: No space left on device" "$work/err"
+done
 
 # Progress bar: never on a pipe; on a terminal for long sweeps; forced with --progress always.
 "$bin" sweep --seq 1:150K:+1 --head-dim 64 --format csv >/dev/null 2>"$work/prog_pipe"

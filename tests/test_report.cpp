@@ -117,6 +117,21 @@ TEST_CASE("atomic write replaces the whole file or nothing", "[report][io]") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("atomic write follows a symlink and refuses a directory", "[report][io]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hbmscope-test-special";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  fs::create_symlink("sub/real.json", dir / "link.json");
+  write_file_atomic(dir / "link.json", "through the link");
+  CHECK(fs::is_symlink(dir / "link.json"));  // the link stays a link
+  std::ifstream in(dir / "sub" / "real.json");
+  CHECK(std::string((std::istreambuf_iterator<char>(in)), {}) == "through the link");
+  CHECK_THROWS_WITH(write_file_atomic(dir / "sub", "x"), Catch::Contains("is a directory"));
+  CHECK(std::distance(fs::directory_iterator(dir / "sub"), fs::directory_iterator{}) == 1);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("an interrupted atomic write leaves neither a partial report nor a temporary file", "[report][io]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "hbmscope-test-interrupt";

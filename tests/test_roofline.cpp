@@ -282,10 +282,10 @@ TEST_CASE("gnuplot script: one line per variant, time chart with a device", "[pl
   r.rows = model_rows(expand(a));
   std::string s = gnuplot_script(r, PlotTerminal::svg, "/tmp/x.svg");
   CHECK_THAT(s, Catch::Contains("set terminal svg"));
-  CHECK_THAT(s, Catch::Contains("set output \"/tmp/x.svg\""));
+  CHECK_THAT(s, Catch::Contains("set output '/tmp/x.svg'"));
   CHECK_THAT(s, Catch::Contains("set logscale y"));
   CHECK_THAT(s, Catch::Contains("$s0 << EOD\n1024 "));
-  CHECK_THAT(s, Catch::Contains("title \"flash_no_l2 (d=128)\""));
+  CHECK_THAT(s, Catch::Contains("title 'flash_no_l2 (d=128)'"));
   CHECK_THAT(s, !Catch::Contains("multiplot"));
   add_predictions(r, find_device("h100"), 1.0);
   s = gnuplot_script(r, PlotTerminal::dumb, "");
@@ -294,4 +294,28 @@ TEST_CASE("gnuplot script: one line per variant, time chart with a device", "[pl
   CHECK_THAT(s, Catch::Contains("compute-bound"));
   CHECK_THAT(s, !Catch::Contains("set output"));
   CHECK_THROWS(gnuplot_script(Report{}, PlotTerminal::svg, "x.svg"));
+}
+
+TEST_CASE("gnuplot script: user text is single-quoted, never substituted", "[plot]") {
+  CHECK(gnuplot_quoted("plain") == "'plain'");
+  CHECK(gnuplot_quoted("it's") == "'it''s'");
+  // Backticks, $, @ macros, backslashes and double quotes pass through as text;
+  // a line break, which would start a new gnuplot command, becomes a space.
+  CHECK(gnuplot_quoted("a`touch x`$HOME@m\\n\"q\"\nsystem('id')\r") ==
+        "'a`touch x`$HOME@m\\n\"q\" system(''id'') '");
+  SweepAxes a;
+  a.seq = parse_int_axis("1K:4K:x2", "seq");
+  Report r;
+  r.rows = model_rows(expand(a));
+  r.rows[0].label = "g`touch PWNED`\nsystem('touch PWNED2')";
+  for (std::size_t i = 1; i < r.rows.size(); ++i) r.rows[i].label = "other";
+  DeviceSpec d = find_device("h100");
+  d.name = "gpu'\n!touch PWNED3";
+  add_predictions(r, d, 1.0);
+  const std::string s = gnuplot_script(r, PlotTerminal::svg, "");
+  CHECK_THAT(s, Catch::Contains("(g`touch PWNED` system(''touch PWNED2''))'"));
+  CHECK_THAT(s, Catch::Contains("'Roofline time on gpu'' !touch PWNED3 at "));
+  CHECK_THAT(s, !Catch::Contains("set output"));
+  CHECK_THAT(s, !Catch::Contains("\""));  // no double-quoted strings at all
+  CHECK_THROWS_WITH(gnuplot_script(r, PlotTerminal::svg, "a\nb.svg"), Catch::Contains("control character"));
 }

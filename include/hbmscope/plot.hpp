@@ -3,6 +3,7 @@
 // sequence length, one line per variant and series; with a device, predicted
 // time too, marking which bound binds. Running gnuplot is the CLI's job.
 #include <string>
+#include <string_view>
 
 #include "hbmscope/report.hpp"
 
@@ -13,8 +14,13 @@ enum class PlotTerminal { svg, png, dumb };
 // "chart.svg" -> svg, "chart.png" -> png, "-" -> dumb; throws Error otherwise.
 PlotTerminal plot_terminal_for(const std::string& target);
 
-// The whole script; `output` is the file gnuplot writes (ignored for dumb,
-// which writes to gnuplot's stdout). Throws Error when there is nothing to plot.
+// s as a gnuplot single-quoted string: no substitution of any kind when the
+// script runs; control characters (line breaks) become spaces.
+std::string gnuplot_quoted(std::string_view s);
+
+// The whole script; `output` is the file gnuplot writes, or empty for gnuplot's
+// stdout (the CLI's choice, so that no file name is parsed by gnuplot). Throws
+// Error when there is nothing to plot or `output` holds a control character.
 std::string gnuplot_script(const Report& report, PlotTerminal terminal, const std::string& output);
 
 }  // namespace hbmscope

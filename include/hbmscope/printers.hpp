@@ -55,10 +55,18 @@ std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, 
 // The whole output, ready to write in one piece.
 std::string render(const Report& report, const PrintOptions& options);
 
+// Writes content to stdout and flushes it: Error "writing standard output:
+// REASON" when that fails (closed, full disk), so no output is lost silently.
+void write_stdout(std::string_view content);
+
 // Writes content to path through a temporary file in the same folder and a
 // rename: the path holds either its old content or all of the new, never part.
 // An interrupt (SIGINT, SIGTERM, SIGHUP) while it runs removes the temporary
-// file before the process ends. before_rename is a test seam.
+// file before the process ends; past the file size limit the write fails
+// (SIGXFSZ is ignored meanwhile). A symbolic link is followed (the file it
+// names is replaced, the link stays); a character device or FIFO is written in
+// place; a directory or other special file is an error. before_rename is a
+// test seam.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content,
                        const std::function<void()>& before_rename = {});
 

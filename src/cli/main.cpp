@@ -1,7 +1,15 @@
 // hbmscope: how many bytes an attention kernel moves through HBM.
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -9,6 +17,7 @@
 #include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
+#include "hbmscope/printers.hpp"
 #include "options.hpp"
 #include "sweep_commands.hpp"
 
@@ -64,9 +73,43 @@ std::vector<std::string> with_default_command(int argc, char** argv) {
   return args;
 }
 
+// A closed standard stream gets a descriptor on which every write fails
+// (EBADF), so that output is reported lost and no file we open takes its place.
+void guard_standard_streams() {
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+}
+
+// The end of every command: output that did not reach stdout is an error, not
+// a silent exit 0. Writers that know errno report it themselves (write_stdout).
+int finish_stdout(int rc) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (flushed && !std::ferror(stdout)) return rc;
+  const int err = !flushed && errno ? errno : EIO;
+  std::fprintf(stderr, "hbmscope: error: writing standard output: %s\n", std::strerror(err));
+  return 1;
+}
+
+// --help and --version, written in one piece so that a failure keeps its errno.
+int print_help(const CLI::App& app, const CLI::Error& e) {
+  std::ostringstream text;
+  const int rc = app.exit(e, text, std::cerr);
+  try {
+    write_stdout(text.str());
+  } catch (const Error& err) {
+    std::fprintf(stderr, "hbmscope: error: %s\n", err.what());
+    return 1;
+  }
+  return finish_stdout(rc);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  guard_standard_streams();
+  // Past the file size limit (ulimit -f), writes fail with EFBIG and are reported.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "hbmscope: how many bytes an attention kernel moves through HBM (standard attention, "
       "FlashAttention-2 with no L2 reuse, and the floor where every value moves once), and how "
@@ -122,22 +165,24 @@ int main(int argc, char** argv) {
     auto args = with_default_command(argc, argv);
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return print_help(app, e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return print_help(app, e);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return print_help(app, e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "hbmscope: error: %s (see --help)\n", e.what());
     return 2;
   }
 
   try {
-    if (model->parsed()) return run_model(model_shape, model_l2, model_out, model_variants, model_device);
-    if (int rc = 0; sweep_commands.run(rc)) return rc;
-    if (walk->parsed()) return run_walk(walk_shape, walk_opts);
-    if (softmax->parsed()) return run_softmax(softmax_opts);
-    if (measure->parsed()) return run_measure(measure_shape, measure_out, measure_opts);
+    int rc = 0;
+    if (model->parsed()) rc = run_model(model_shape, model_l2, model_out, model_variants, model_device);
+    else if (sweep_commands.run(rc)) (void)0;
+    else if (walk->parsed()) rc = run_walk(walk_shape, walk_opts);
+    else if (softmax->parsed()) rc = run_softmax(softmax_opts);
+    else if (measure->parsed()) rc = run_measure(measure_shape, measure_out, measure_opts);
+    return finish_stdout(rc);
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
     return 1;

@@ -151,7 +151,8 @@ void add_output_options(CLI::App& app, OutputOptions& o) {
       ->type_name("decimal|binary|bytes");
   app.add_flag("--wide", o.wide, "Table/md: add FLOPs and arithmetic intensity (FLOP/B) columns");
   app.add_option("--output", o.output,
-                 "Write the report to FILE atomically (temporary file + rename) instead of stdout")
+                 "Write the report to FILE atomically (temporary file + rename) instead of stdout; "
+                 "a device or FIFO is written in place, - is stdout")
       ->type_name("FILE");
 }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 
@@ -53,36 +54,63 @@ struct TempFile {
 
 }  // namespace
 
-void plot_report(const Report& report, const std::string& target) {
-  const PlotTerminal term = plot_terminal_for(target);
-  const std::string gnuplot = find_in_path("gnuplot");
-  if (gnuplot.empty())
+std::string gnuplot_or_throw() {
+  const std::string g = find_in_path("gnuplot");
+  if (g.empty())
     throw Error("--plot: gnuplot is not on the PATH (Debian: apt-get install gnuplot-nox, or run "
-                "scripts/install-deps.sh); the report itself was written");
+                "scripts/install-deps.sh)");
+  return g;
+}
 
+Plot::Plot(const Report& report, const std::string& target) : target_(target) {
+  try {
+    make(report);
+  } catch (...) {
+    if (!image_.empty()) ::unlink(image_.c_str());
+    throw;
+  }
+}
+
+void Plot::make(const Report& report) {
+  const std::string& target = target_;
+  const PlotTerminal term = plot_terminal_for(target);
+  const std::string gnuplot = gnuplot_or_throw();
+
+  // The image's temporary file, next to the target: creating it is the check
+  // that the folder exists and takes files.
   namespace fs = std::filesystem;
-  std::unique_ptr<TempFile> image;
+  std::unique_ptr<TempFile> chart;
   if (term != PlotTerminal::dumb) {
     const fs::path t(target);
     const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
     std::string name = ".";
     name += t.filename().string();
     name += ".tmp-XXXXXX";
-    image = std::make_unique<TempFile>((dir / name).string());
+    image_ = (dir / name).string();
+    const int fd = ::mkstemp(image_.data());
+    if (fd < 0) {
+      const int err = errno;
+      image_.clear();
+      throw Error("--plot: cannot write '" + target + "': " + std::strerror(err));
+    }
+    ::close(fd);
+  } else {
+    chart = std::make_unique<TempFile>("/tmp/hbmscope-plot-out-XXXXXX");
   }
+  const std::string out = chart ? chart->path : image_;
   TempFile script("/tmp/hbmscope-plot-XXXXXX");
   TempFile errors("/tmp/hbmscope-plot-err-XXXXXX");
   {
     std::ofstream f(script.path);
-    f << gnuplot_script(report, term, image ? image->path : std::string());
+    // No file name in the script: gnuplot draws to its stdout, which is the image.
+    f << gnuplot_script(report, term, std::string());
     if (!f) throw Error("--plot: cannot write the gnuplot script " + script.path);
   }
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  if (term != PlotTerminal::dumb) posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_TRUNC, 0);
   posix_spawn_file_actions_addopen(&fa, 2, errors.path.c_str(), O_WRONLY | O_TRUNC, 0);
-  std::fflush(stdout);
   std::string a0 = "gnuplot", a1 = script.path;
   char* argv[] = {a0.data(), a1.data(), nullptr};
   pid_t pid = 0;
@@ -99,14 +127,25 @@ void plot_report(const Report& report, const std::string& target) {
       if (line.find_first_not_of(" \t^") != std::string::npos) first = line;  // last non-empty line
     throw Error("--plot: gnuplot failed" + (first.empty() ? std::string() : ": " + first));
   }
-  if (image) {
-    struct stat st {};
-    if (::stat(image->path.c_str(), &st) != 0 || st.st_size == 0)
-      throw Error("--plot: gnuplot wrote nothing to " + target);
-    ::chmod(image->path.c_str(), 0644);
-    if (std::rename(image->path.c_str(), target.c_str()) != 0)
-      throw Error("--plot: cannot write '" + target + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::stat(out.c_str(), &st) != 0 || st.st_size == 0)
+    throw Error("--plot: gnuplot wrote nothing" + (chart ? std::string() : " to " + target));
+  if (chart) {
+    std::ifstream in(chart->path, std::ios::binary);
+    text_.assign(std::istreambuf_iterator<char>(in), {});
   }
+}
+
+Plot::~Plot() {
+  if (!image_.empty()) ::unlink(image_.c_str());
+}
+
+void Plot::install() {
+  if (image_.empty()) return;
+  ::chmod(image_.c_str(), 0644);
+  if (std::rename(image_.c_str(), target_.c_str()) != 0)
+    throw Error("--plot: cannot write '" + target_ + "': " + std::strerror(errno));
+  image_.clear();
 }
 
 }  // namespace hbmscope::cli

@@ -55,12 +55,15 @@ Examples:
 A progress bar appears on stderr for sweeps of 100000 shapes or more when stderr
 is a terminal; never in a pipe or a file.)";
 
+// "--output -", like no --output, means standard output.
+bool to_stdout(const std::optional<std::string>& output) { return !output || *output == "-"; }
+
 void emit(const std::string& text, const std::optional<std::string>& output) {
-  if (output) {
+  if (to_stdout(output)) {
+    write_stdout(text);
+  } else {
     write_file_atomic(*output, text);
     std::fprintf(stderr, "hbmscope: wrote %s\n", output->c_str());
-  } else {
-    std::fwrite(text.data(), 1, text.size(), stdout);
   }
 }
 
@@ -114,7 +117,8 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   if (d.bandwidth_fraction) validate_bandwidth_fraction(*d.bandwidth_fraction);
   if (d.plot) {
     (void)plot_terminal_for(*d.plot);
-    if (*d.plot == "-" && !out.output && (out.format == "json" || out.format == "csv"))
+    (void)gnuplot_or_throw();  // before a long sweep, not after it
+    if (*d.plot == "-" && to_stdout(out.output) && (out.format == "json" || out.format == "csv"))
       throw Error("--plot -: the chart would be mixed into the " + out.format +
                   " on stdout; write the report with --output FILE");
   }
@@ -170,11 +174,16 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
   const PrintOptions print = to_print_options(out);
   if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
   std::string text = render(report, print);
-  if (dev.plot && *dev.plot == "-" && !out.output) text += "\n";
+  // The chart first: a plot that cannot be made fails with nothing written.
+  std::optional<Plot> plot;
+  if (dev.plot) plot.emplace(report, *dev.plot);
+  const bool chart_to_terminal = dev.plot && *dev.plot == "-";
+  if (chart_to_terminal && to_stdout(out.output)) text += "\n" + plot->text();
   emit(text, out.output);
-  if (dev.plot) {
-    plot_report(report, *dev.plot);
-    if (*dev.plot != "-") std::fprintf(stderr, "hbmscope: wrote %s\n", dev.plot->c_str());
+  if (chart_to_terminal && !to_stdout(out.output)) write_stdout(plot->text());
+  if (plot && !chart_to_terminal) {
+    plot->install();
+    std::fprintf(stderr, "hbmscope: wrote %s\n", dev.plot->c_str());
   }
   return 0;
 }
@@ -238,7 +247,7 @@ Examples:
       ->type_name("PATH");
   compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
       ->type_name("table|json|csv|md");
-  compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout")
+  compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout (- is stdout)")
       ->type_name("FILE");
   compare_->footer(R"(Rows are matched by their shape (and group label). One column per number both rows
 hold, as the ratio B/A ("inf" when only A is 0). Verdict on the metric: FASTER when
@@ -252,7 +261,7 @@ Examples:
   merge_->add_option("reports", merge_files_, "Reports to join, in order (shards are put in shard order)")
       ->required()
       ->type_name("FILE...");
-  merge_->add_option("--output", merge_output_, "Write to FILE atomically instead of stdout")
+  merge_->add_option("--output", merge_output_, "Write to FILE atomically instead of stdout (- is stdout)")
       ->type_name("FILE");
   merge_->add_option("--format", merge_format_, "json, table, csv or md [default: json]")
       ->type_name("json|table|csv|md");
@@ -338,12 +347,10 @@ int SweepCommands::run_devices() {
     const bool detail = devices_which_.has_value();
     nlohmann::json j = nlohmann::json::array();
     for (const auto& d : list) j.push_back(device_spec_to_json(d));
-    std::string text = (detail ? j[0] : j).dump(2) + "\n";
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    write_stdout((detail ? j[0] : j).dump(2) + "\n");
     return 0;
   }
-  const std::string out = render_devices(list, devices_which_.has_value(), f);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  write_stdout(render_devices(list, devices_which_.has_value(), f));
   return 0;
 }
 

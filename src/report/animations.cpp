@@ -1,11 +1,14 @@
 #include "hbmscope/animations.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <thread>
 #include <vector>
 
+#include "hbmscope/error.hpp"
 #include "hbmscope/printers.hpp"
 
 namespace hbmscope {
@@ -327,9 +330,11 @@ std::string render_softmax(const SoftmaxTrace& t, const TermStyle& st) {
 
 namespace {
 
+// A frame that cannot be written ends the animation with an error.
 void write_all(std::FILE* out, const std::string& s) {
-  std::fwrite(s.data(), 1, s.size(), out);
-  std::fflush(out);
+  if (out == stdout) return write_stdout(s);
+  if (std::fwrite(s.data(), 1, s.size(), out) != s.size() || std::fflush(out) != 0)
+    throw Error(std::string("writing the animation: ") + std::strerror(errno));
 }
 
 std::size_t count_lines(const std::string& s) {

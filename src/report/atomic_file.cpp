@@ -54,46 +54,106 @@ class InterruptGuard {
   bool active_ = false;
 };
 
+// Beyond the file size limit (ulimit -f) a write fails with EFBIG, handled as
+// any write error, instead of SIGXFSZ ending the process and leaving the
+// temporary file behind.
+class IgnoreFileSizeSignal {
+ public:
+  IgnoreFileSizeSignal() {
+    struct sigaction sa {};
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGXFSZ, &sa, &old_);
+  }
+  IgnoreFileSizeSignal(const IgnoreFileSizeSignal&) = delete;
+  IgnoreFileSizeSignal& operator=(const IgnoreFileSizeSignal&) = delete;
+  ~IgnoreFileSizeSignal() { ::sigaction(SIGXFSZ, &old_, nullptr); }
+
+ private:
+  struct sigaction old_ {};
+};
+
+// False with errno set when a write fails.
+bool write_all(int fd, std::string_view content) {
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// The path a chain of symbolic links ends at (existing or not), so that the
+// report replaces the file the link names and the link stays a link.
+std::filesystem::path resolve_links(std::filesystem::path p) {
+  namespace fs = std::filesystem;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::error_code ec;
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec) throw Error("cannot write '" + p.string() + "': " + ec.message());
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  throw Error("cannot write '" + p.string() + "': " + std::strerror(ELOOP));
+}
+
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view content,
+void write_file_atomic(const std::filesystem::path& given, std::string_view content,
                        const std::function<void()>& before_rename) {
   namespace fs = std::filesystem;
+  const IgnoreFileSizeSignal no_sigxfsz;
+  const fs::path path = resolve_links(given);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) throw Error("cannot write '" + given.string() + "': it is a directory");
+    if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+      throw Error("cannot write '" + given.string() +
+                  "': not a regular file, character device or FIFO");
+    // A device or FIFO is written in place: a rename would replace it by a file.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) throw Error("cannot write '" + given.string() + "': " + std::strerror(errno));
+    if (!write_all(fd, content)) {
+      const int err = errno;
+      ::close(fd);
+      throw Error("cannot write '" + given.string() + "': write: " + std::strerror(err));
+    }
+    if (::close(fd) != 0)
+      throw Error("cannot write '" + given.string() + "': close: " + std::strerror(errno));
+    return;
+  }
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::string name = path.filename().string();
   name.insert(0, 1, '.');
   name.append(".tmp-XXXXXX");
   std::string tmpl = (dir / name).string();
   const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
+  if (fd < 0) throw Error("cannot write '" + given.string() + "': " + std::strerror(errno));
   const InterruptGuard guard(tmpl);
   auto fail = [&](const char* what) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path.string() + "': " + what + ": " + std::strerror(err));
+    throw Error("cannot write '" + given.string() + "': " + what + ": " + std::strerror(err));
   };
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  if (!write_all(fd, content)) fail("write");
   if (::fchmod(fd, 0644) != 0) fail("chmod");
   if (::fsync(fd) != 0) fail("fsync");
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path.string() + "': close: " + std::strerror(err));
+    throw Error("cannot write '" + given.string() + "': close: " + std::strerror(err));
   }
   if (before_rename) before_rename();
   if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + path.string() + "': rename: " + std::strerror(err));
+    throw Error("cannot write '" + given.string() + "': rename: " + std::strerror(err));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
 #include <tuple>
 #include <map>
 #include <vector>
@@ -22,21 +23,22 @@ PlotTerminal plot_terminal_for(const std::string& target) {
   throw Error("--plot: '" + target + "' must end in .svg or .png, or be '-' for the terminal");
 }
 
-namespace {
-
-// Text inside a gnuplot double-quoted string.
-std::string quoted(const std::string& s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if (c == '\n') {
-      r += "\\n";
-      continue;
-    }
-    r += c;
+// Single quotes: gnuplot substitutes backticks and escapes inside double
+// quotes, and macros (@name) outside quotes, but nothing inside single quotes.
+// A raw line break would end the string and start a new command, so control
+// characters become spaces. Titles only: the CLI keeps file names out of the script.
+std::string gnuplot_quoted(std::string_view s) {
+  std::string r = "'";
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\'') r += "''";
+    else if (u < 0x20 || u == 0x7f) r += ' ';
+    else r += c;
   }
-  return r + "\"";
+  return r + "'";
 }
+
+namespace {
 
 std::string num(double v) {
   char b[40];
@@ -113,7 +115,13 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const std::stri
     case PlotTerminal::dumb: s += std::string("set terminal dumb size 110,") + (timed ? "70" : "32") + "\n"; break;
   }
   s += "set termoption noenhanced\n";
-  if (term != PlotTerminal::dumb) s += "set output " + quoted(output) + "\n";
+  if (!output.empty()) {
+    // Quoting cannot carry a line break; the CLI sends gnuplot's stdout to the file instead.
+    if (std::any_of(output.begin(), output.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+      throw Error("--plot: the file name has a control character that a gnuplot script cannot hold");
+    s += "set output " + gnuplot_quoted(output) + "\n";
+  }
 
   // One data block per series: seq, then bytes, seconds and bound (1 =
   // compute) per variant; absent values are NaN.
@@ -157,14 +165,14 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const std::stri
       plot += std::string(first ? "" : ", \\\n     ") + "$s" + std::to_string(i) + " using 1:" +
               std::to_string(2 + v) + " with linespoints lt " + std::to_string(v + 1) + " dt " +
               std::to_string(i % 5 + 1) + " pt " + std::to_string(i % 5 + 1) + " title " +
-              quoted(ids[v] + (sname.empty() ? "" : " (" + sname + ")"));
+              gnuplot_quoted(ids[v] + (sname.empty() ? "" : " (" + sname + ")"));
       first = false;
     }
   }
   s += plot + "\n";
   if (timed) {
     s += "set title " +
-         quoted("Roofline time on " + rep.roofline->device.name + " at " +
+         gnuplot_quoted("Roofline time on " + rep.roofline->device.name + " at " +
                 format_bandwidth(rep.roofline->device.bandwidth * rep.roofline->bandwidth_fraction) +
                 ": filled points compute-bound, open points memory-bound") +
          "\n";
@@ -179,7 +187,7 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const std::stri
         const std::string lt = std::to_string(v + 1);
         plot += std::string(first ? "" : ", \\\n     ") + blk + " using 1:" + t + " with lines lt " + lt +
                 " dt " + std::to_string(i % 5 + 1) + " title " +
-                quoted(ids[v] + (sname.empty() ? "" : " (" + sname + ")"));
+                gnuplot_quoted(ids[v] + (sname.empty() ? "" : " (" + sname + ")"));
         plot += ", \\\n     " + blk + " using 1:($" + b + "==0 ? $" + t + " : NaN) with points lt " + lt +
                 " pt 6 notitle";
         plot += ", \\\n     " + blk + " using 1:($" + b + "==1 ? $" + t + " : NaN) with points lt " + lt +
@@ -189,7 +197,7 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const std::stri
     }
     s += plot + "\nunset multiplot\n";
   }
-  if (term != PlotTerminal::dumb) s += "set output\n";
+  if (!output.empty()) s += "set output\n";
   return s;
 }
 

@@ -558,4 +558,9 @@ std::string render(const Report& report, const PrintOptions& options) {
   return {};
 }
 
+void write_stdout(std::string_view content) {
+  if (std::fwrite(content.data(), 1, content.size(), stdout) != content.size() || std::fflush(stdout) != 0)
+    throw Error(std::string("writing standard output: ") + std::strerror(errno));
+}
+
 }  // namespace hbmscope
