@@ -381,5 +381,25 @@ check "sweep --help has examples" grep -q "hbmscope sweep --config llm --device 
 "$bin" model --help >"$work/mhelp2"
 check "model --help explains --device" grep -q "Time: ID" "$work/mhelp2"
 
+# ---- Limits: bad or huge input is refused at once; long work shows progress ----
+# Every run below is under `timeout`: a hang fails the check instead of the suite.
+printf '#!/bin/sh\nexec timeout 20 "%s" "$@"\n' "$bin" >"$work/tbin"; chmod +x "$work/tbin"
+real_bin=$bin; bin=$work/tbin
+timeout 10 "$real_bin" model --seq 1024G --seq-kv 1 --block-rows 1 --device h100 --format csv >/dev/null 2>"$work/huge.err"
+check "2^40 query blocks with --device: counted at once, left out" grep -q "left out for 1 shape" "$work/huge.err"
+expect_error "2^40 query blocks with --l2-bytes: refused" "L2 accesses (at most 67108864)" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
+expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols or a shorter sequence" model --seq 4M --l2-bytes 60M
+expect_error "l2 per-shape cap, 1 x 1 blocks" "2123458560 L2 accesses" model --seq 45K --block-rows 1 --block-cols 1 --l2-bytes 60M
+expect_error "l2 per-run cap" "more than 536870912 per run" model --seq 512K --dtype fp32,fp16,bf16,fp8 --block-cols 128,127,126,125,124,123,122,121,120,119 --l2-bytes 60M
+timeout 60 "$real_bin" sweep --seq 1M --block-rows 256 --block-cols 256 --dtype bf16,fp8 --device h100 --progress always --format csv >/dev/null 2>"$work/l2prog"
+check "L2 simulation shows progress" grep -q "hbmscope L2 simulation \[" "$work/l2prog"
+expect_error "sweep shape cap" "has too many values (a sweep has at most 4000000 shapes)" sweep --seq 1:9999999:+1 --head-dim 64 --format json
+expect_error "run cap points to --shard" "--shard I/2" sweep --seq 1:1999999:+1 --head-dim 64 --format json
+(ulimit -v 400000; timeout 60 "$real_bin" sweep --seq 1:900000:+1 --head-dim 64 --format json >/dev/null 2>"$work/oom.err"; echo $? >"$work/oom.rc")
+check "out of memory: exit 1" test "$(cat "$work/oom.rc")" -eq 1
+check "out of memory: one plain line" test "$(cat "$work/oom.err")" = "hbmscope: error: out of memory (try a smaller sweep, or --shard I/N)"
+
+bin=$real_bin
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

@@ -37,7 +37,7 @@ TEST_CASE("integer axes: bad input names the option and the value", "[axis][erro
   CHECK(msg("99999999999999999999999") ==
         "--seq: '99999999999999999999999' is too large for a 64-bit count");
   CHECK(msg("20000000000000000G") == "--seq: '20000000000000000G' is too large for a 64-bit count");
-  CHECK(msg("1:100000000:+1") == "--seq: '1:100000000:+1' has too many values");
+  CHECK(msg("1:100000000:+1") == "--seq: '1:100000000:+1' has too many values (a sweep has at most 4000000 shapes)");
   CHECK(msg("1.5") == "--seq: '1.5' is not a positive integer (examples: 4096, 4K, 1M)");
 }
 

@@ -1,6 +1,7 @@
 // hbmscope: how many bytes an attention kernel moves through HBM.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <new>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -23,7 +24,9 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
   cli::check_device_options(dev, out);
   Report report;
   report.command = "model";
-  report.rows = model_rows(expand(cli::to_axes(shape)), variants, {});
+  const std::vector<Shape> shapes = expand(cli::to_axes(shape));
+  cli::check_run_size(shapes.size(), "model");
+  report.rows = model_rows(shapes, variants, {});
   cli::add_l2_sims(report, l2, dev);
   return cli::finish_report(report, out, dev);
 }
@@ -46,6 +49,7 @@ int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
   const bool blocks_given = shape.block_rows || shape.block_cols;
   std::vector<Shape> shapes;
   for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
+  cli::check_run_size(shapes.size(), "measure");
   Report report;
   report.command = "measure";
   report.rows = model_rows(shapes);
@@ -140,6 +144,11 @@ int main(int argc, char** argv) {
     if (measure->parsed()) return run_measure(measure_shape, measure_out, measure_opts);
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Limits should refuse a run long before this; if memory still runs out
+    // (a ulimit, a small machine), say so plainly.
+    std::fprintf(stderr, "hbmscope: error: out of memory (try a smaller sweep, or --shard I/N)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hbmscope: internal error: %s\n", e.what());

@@ -105,26 +105,74 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   }
 }
 
-void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev) {
+void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev, ProgressMode mode) {
   std::optional<DeviceSpec> spec;
   if (dev.device) spec = find_device(*dev.device);
   const auto config = to_l2_config(l2, spec ? &*spec : nullptr);
   if (!config) return;
   const bool automatic = !l2.l2_bytes;
-  std::size_t skipped = 0;
-  for (Row& row : report.rows) {
-    if (row.shape.pass != Pass::fwd) continue;  // the simulation models the forward pass
-    if (automatic && l2_sim_accesses(row.shape) > auto_l2_sim_accesses) {
-      ++skipped;
+  // Work is counted in simulated accesses (both simulations), all counted in
+  // O(1) per shape before any runs, so that a run too long is refused at once.
+  std::vector<std::uint64_t> cost(report.rows.size(), 0);
+  std::size_t too_large = 0, over_budget = 0, shapes = 0;
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < report.rows.size(); ++i) {
+    const Shape& s = report.rows[i].shape;
+    if (s.pass != Pass::fwd) continue;  // the simulation models the forward pass
+    if (automatic && l2_sim_accesses(s) > auto_l2_sim_accesses) {
+      ++too_large;
       continue;
     }
-    add_l2_sim(row, *config);
+    check_l2_sim_size(s);
+    const std::uint64_t c = flash_l2_sim_accesses(s) + standard_l2_sim_accesses(s);
+    if (automatic && total + c > max_l2_sim_run_accesses) {
+      ++over_budget;
+      continue;
+    }
+    cost[i] = c;
+    total += c;  // no overflow: each c is at most 2 x max_l2_sim_accesses
+    ++shapes;
+    if (!automatic && total > max_l2_sim_run_accesses) {
+      std::size_t fwd = 0;
+      for (const Row& r : report.rows) fwd += r.shape.pass == Pass::fwd;
+      throw Error("L2 simulation: the first " + std::to_string(shapes) + " of " + std::to_string(fwd) +
+                  " shapes already make " + std::to_string(total) + " simulated accesses, more than " +
+                  std::to_string(max_l2_sim_run_accesses) +
+                  " per run; simulate fewer or shorter shapes (--shard I/N splits a sweep) or use "
+                  "bigger --block-rows/--block-cols");
+    }
   }
-  if (skipped)
+  {
+    // About 2^26 accesses take a second: shorter runs show no bar.
+    ProgressBar bar(stderr, mode, "hbmscope L2 simulation", std::size_t{1} << 26, 1);
+    std::uint64_t done = 0;
+    for (std::size_t i = 0; i < report.rows.size(); ++i) {
+      if (cost[i] == 0) continue;
+      bar.update(done, total);
+      add_l2_sim(report.rows[i], *config);
+      done += cost[i];
+    }
+    bar.update(total, total);
+  }
+  if (too_large)
     std::fprintf(stderr,
                  "hbmscope: note: L2 simulation left out for %zu shape(s) of more than %llu tile "
-                 "accesses; --l2-bytes runs it on every shape\n",
-                 skipped, static_cast<unsigned long long>(auto_l2_sim_accesses));
+                 "accesses; --l2-bytes runs it on every shape up to %llu\n",
+                 too_large, static_cast<unsigned long long>(auto_l2_sim_accesses),
+                 static_cast<unsigned long long>(max_l2_sim_accesses));
+  if (over_budget)
+    std::fprintf(stderr,
+                 "hbmscope: note: L2 simulation left out for %zu shape(s) past the run's budget of "
+                 "%llu simulated accesses; --shard I/N splits the sweep\n",
+                 over_budget, static_cast<unsigned long long>(max_l2_sim_run_accesses));
+}
+
+void check_run_size(std::size_t shapes, std::string_view command) {
+  if (shapes <= max_run_shapes) return;
+  const std::size_t n = (shapes + max_run_shapes - 1) / max_run_shapes;
+  throw Error(std::string(command) + " too large: " + std::to_string(shapes) + " shapes in one run (at most " +
+              std::to_string(max_run_shapes) + ", a few GB of report); split it with `hbmscope sweep ... --shard I/" +
+              std::to_string(n) + "` (I = 1.." + std::to_string(n) + ") and `hbmscope merge`");
 }
 
 void add_measurements(Report& report, const MeasureCliOptions& mo) {
@@ -289,12 +337,13 @@ int SweepCommands::run_sweep() {
     all.labels = std::vector<std::string>(all.labels.begin() + static_cast<std::ptrdiff_t>(b),
                                           all.labels.begin() + static_cast<std::ptrdiff_t>(e));
   }
+  check_run_size(all.shapes.size(), "sweep");
   {
     ProgressBar bar(stderr, mode, "hbmscope sweep");
     report.rows = model_rows(all.shapes, variants_opts_,
                              [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
-  add_l2_sims(report, l2_, dev_);
+  add_l2_sims(report, l2_, dev_, mode);
   if (measure_) add_measurements(report, measure_opts_);
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {

@@ -48,7 +48,7 @@ std::vector<Shape> expand(const SweepAxes& a) {
     total *= static_cast<long double>(n);
   if (total > static_cast<long double>(max_sweep_shapes))
     throw Error("sweep too large: " + std::to_string(static_cast<unsigned long long>(total)) +
-                " shapes (at most " + std::to_string(max_sweep_shapes) + ")");
+                " shapes (at most " + std::to_string(max_sweep_shapes) + "); sweep fewer values");
 
   std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
   if (points.empty())
