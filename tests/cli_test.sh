@@ -399,6 +399,16 @@ expect_error "run cap points to --shard" "--shard I/2" sweep --seq 1:1999999:+1 
 check "out of memory: exit 1" test "$(cat "$work/oom.rc")" -eq 1
 check "out of memory: one plain line" test "$(cat "$work/oom.err")" = "hbmscope: error: out of memory (try a smaller sweep, or --shard I/N)"
 
+# Repeated values make one row each, so compare and merge read every report back.
+"$bin" model --seq 64,64 --dtype bf16,bf16 --format json --output "$work/dup.json" 2>/dev/null
+check "repeated values: one row" python3 -c "import json; assert len(json.load(open('$work/dup.json'))['rows'])==1"
+"$bin" compare "$work/dup.json" "$work/dup.json" >/dev/null 2>&1; check "compare reads it back" test $? -eq 0
+"$bin" merge "$work/dup.json" --output "$work/dupm.json" 2>/dev/null; check "merge reads it back" test $? -eq 0
+echo '{"axes": {"seq": [64, 128, 64], "head_dim": 64, "causal": [true, true]}}' >"$work/cfg_dup.json"
+"$bin" sweep --config "$work/cfg_dup.json" --format json --output "$work/cdup.json" 2>/dev/null
+check "config repeats: first kept, in order" python3 -c "import json; r=json.load(open('$work/cdup.json'))['rows']; assert [x['shape']['seq_q'] for x in r]==[64,128], r"
+"$bin" compare "$work/cdup.json" "$work/cdup.json" >/dev/null 2>&1; check "compare reads the config sweep back" test $? -eq 0
+
 bin=$real_bin
 
 echo "$pass passed, $fails failed"
