@@ -409,7 +409,21 @@ echo '{"axes": {"seq": [64, 128, 64], "head_dim": 64, "causal": [true, true]}}' 
 check "config repeats: first kept, in order" python3 -c "import json; r=json.load(open('$work/cdup.json'))['rows']; assert [x['shape']['seq_q'] for x in r]==[64,128], r"
 "$bin" compare "$work/cdup.json" "$work/cdup.json" >/dev/null 2>&1; check "compare reads the config sweep back" test $? -eq 0
 
+# Malformed values: one clear line each.
+expect_error "empty fraction" "--bandwidth-fraction: '' is not a number" model --device h100 --bandwidth-fraction ''
+expect_error "fraction digits" "1.0000001 is not in (0, 1]" model --device h100 --bandwidth-fraction 1.0000001
+expect_error "empty threshold" "--threshold: '' is not a number" compare "$work/ca.json" "$work/cb.json" --threshold ''
+expect_error "nan threshold" "--threshold: 'nan' is not a number" compare "$work/ca.json" "$work/cb.json" --threshold nan
+expect_error "empty metric" "--metric: '' is empty" compare "$work/ca.json" "$work/cb.json" --metric ''
+expect_error "negative seed" "--seed: '-1' is not an integer from 0 to 18446744073709551615" measure --seed -1
+expect_error "seed too large" "--seed: '18446744073709551616' is too large" sweep --seed 18446744073709551616
+expect_error "sweep --kernels without --measure" "--kernels: 'foo' is not one of" sweep --kernels foo
+expect_error "sweep empty --kernels" "--kernels: '' is an empty list" sweep --kernels ''
+expect_error "device index" "--device-index: '-1' is out of range (an integer from 0 to 1023)" measure --device-index -1
+expect_error "delay not a number" "--delay: 'abc' is not an integer from 0 to 60000" walk --delay abc
+expect_error "repeats range" "--repeats: '0' is out of range (an integer from 1 to 100000)" measure --repeats 0
+expect_error "minus zero" "--seq: '-0' must be positive" model --seq=-0
+expect_error "unknown command named" "unknown command 'bogus' (commands: model, sweep" bogus
 bin=$real_bin
-
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

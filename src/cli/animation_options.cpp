@@ -55,7 +55,7 @@ void add_walk_options(CLI::App& app, WalkOptions& o) {
                "the final frame only, as piped output always does");
   app.add_option("--delay", o.delay_ms, "Milliseconds between frames, e.g. 20 [default: 100]")
       ->type_name("MS")
-      ->check(CLI::Range(0u, 60000u));
+      ->check(integer_in(0, 60000));
 }
 
 void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
@@ -70,7 +70,7 @@ void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
                "is printed at once");
   app.add_option("--delay", o.delay_ms, "Milliseconds between blocks, e.g. 200 [default: 500]")
       ->type_name("MS")
-      ->check(CLI::Range(0u, 60000u));
+      ->check(integer_in(0, 60000));
 }
 
 Shape walk_shape(ShapeOptions o) {

@@ -124,6 +124,18 @@ int main(int argc, char** argv) {
 
   try {
     auto args = with_default_command(argc, argv);
+    // CLI11 would only say "A subcommand is required" for a misspelt command.
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == args.back();
+    }
+    if (const std::string& first = args.back(); first.rfind('-', 0) != 0 && !known) {
+      std::fprintf(stderr, "hbmscope: error: unknown command '%s' (commands: %s; see --help)\n",
+                   first.c_str(), names.c_str());
+      return 2;
+    }
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -45,6 +45,13 @@ struct MeasureCliOptions {
   bool no_validate = false;
 };
 
+// Validators whose messages name the value as given (CLI11's own print
+// "Value abc not in range" or a 310-digit bound). Each checks the raw text.
+CLI::Validator integer_in(std::int64_t lo, std::int64_t hi);  // lo <= n <= hi
+CLI::Validator unsigned64();       // 0 to 2^64 - 1, no sign
+CLI::Validator finite_number();    // a finite decimal number
+CLI::Validator not_empty();
+
 void add_shape_options(CLI::App& app, ShapeOptions& o);
 void add_measure_options(CLI::App& app, MeasureCliOptions& o);
 void add_output_options(CLI::App& app, OutputOptions& o);

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "hbmscope/compare.hpp"
 #include "hbmscope/device_config.hpp"
 #include "hbmscope/error.hpp"
@@ -84,7 +86,8 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
   app.add_option("--bandwidth-fraction", o.bandwidth_fraction,
                  "Share of the datasheet bandwidth the roofline assumes, in (0, 1], e.g. 0.8 "
                  "[default: 1.0]; recorded in the report")
-      ->type_name("F");
+      ->type_name("F")
+      ->check(finite_number());
   app.add_option("--plot", o.plot,
                  "Chart through gnuplot: bytes (and, with --device, time) against sequence "
                  "length, one line per variant: FILE.svg, FILE.png, or - for the terminal")
@@ -96,7 +99,8 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   if (d.bandwidth_fraction && !d.device)
     throw Error("--bandwidth-fraction: needs --device (the fraction of which device's bandwidth?)");
   if (d.bandwidth_fraction && !(*d.bandwidth_fraction > 0 && *d.bandwidth_fraction <= 1))
-    throw Error("--bandwidth-fraction: " + std::to_string(*d.bandwidth_fraction) + " is not in (0, 1]");
+    // Shortest round-trip form: "%f" would print 1.0000001 as 1.000000.
+    throw Error("--bandwidth-fraction: " + fmt::format("{}", *d.bandwidth_fraction) + " is not in (0, 1]");
   if (d.plot) {
     (void)plot_terminal_for(*d.plot);
     if (*d.plot == "-" && !out.output && (out.format == "json" || out.format == "csv"))
@@ -263,12 +267,14 @@ Examples:
       ->type_name("A.json B.json");
   compare_->add_option("--threshold", threshold_,
                        "Percent within which the metric counts as SAME, e.g. 2 [default: 5]")
-      ->type_name("PCT");
+      ->type_name("PCT")
+      ->check(finite_number());
   compare_->add_option("--metric", metric_,
                        "The number the verdict is on, e.g. bytes.standard or "
                        "prediction.flash_no_l2.seconds [default: a measured time, else "
                        "prediction.flash_no_l2.seconds, else bytes.flash_no_l2]")
-      ->type_name("PATH");
+      ->type_name("PATH")
+      ->check(not_empty());
   compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
       ->type_name("table|json|csv|md");
   compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout")
@@ -314,6 +320,8 @@ int SweepCommands::run_sweep() {
                                                                   "' is not one of auto, always, never");
   (void)to_print_options(out_);
   check_device_options(dev_, out_);
+  // Checked even without --measure: a typo must not pass silently.
+  (void)parse_kernels(measure_opts_.kernels);
   SweepConfig cfg;
   if (config_) {
     cfg = find_sweep_config(*config_);

@@ -24,7 +24,13 @@ std::uint64_t parse_count(std::string_view item, std::string_view option,
                           std::string_view whole) {
   std::string_view t = trim(item);
   if (t.empty()) bad(option, whole, "has an empty item");
-  if (t.front() == '-') bad(option, t, "is negative; a positive integer is expected");
+  if (t.front() == '-') {
+    // "-0" is zero, not negative.
+    const std::string_view digits = t.substr(1);
+    if (!digits.empty() && digits.find_first_not_of('0') == std::string_view::npos)
+      bad(option, t, "must be positive");
+    bad(option, t, "is negative; a positive integer is expected");
+  }
   std::uint64_t mult = 1;
   switch (t.back()) {
     case 'k': case 'K': mult = 1ull << 10; t.remove_suffix(1); break;
