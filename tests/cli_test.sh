@@ -425,5 +425,16 @@ expect_error "repeats range" "--repeats: '0' is out of range (an integer from 1 
 expect_error "minus zero" "--seq: '-0' must be positive" model --seq=-0
 expect_error "unknown command named" "unknown command 'bogus' (commands: model, sweep" bogus
 bin=$real_bin
+
+# walk on a terminal: a long walk draws one tile in N and ends in bounded time.
+if command -v script >/dev/null 2>&1; then
+  timeout 60 script -qec "'$bin' walk --seq 8K --delay 1" /dev/null >"$work/walk_long" 2>&1
+  check "long walk ends" test $? -eq 0
+  check "long walk says it skips tiles" grep -aq "4096 tiles at 1 ms a frame would take 4.1 s; drawing one tile in 3" "$work/walk_long"
+  check "long walk reaches the totals" grep -aq "All 4,096 tiles done\|All 4096 tiles done" "$work/walk_long"
+  timeout 20 script -qec "'$bin' walk --delay 1" /dev/null >"$work/walk_short" 2>&1
+  check "short walk: every tile, no note" bash -c "! grep -aq 'drawing one tile in' '$work/walk_short'"
+fi
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

@@ -33,7 +33,9 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
 
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
   const Shape s = cli::walk_shape(shape);
-  play_walk(s, cli::parse_order(o.order), cli::playback(o.animate, o.delay_ms), stdout);
+  Playback p = cli::playback(o.animate, o.delay_ms);
+  if (p.animate) p.every = cli::walk_stride(s, o.delay_ms, stderr);
+  play_walk(s, cli::parse_order(o.order), p, stdout);
   return 0;
 }
 

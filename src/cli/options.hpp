@@ -110,6 +110,14 @@ std::size_t softmax_block(const SoftmaxOptions& o);
 // terminal (not TERM=dumb), colour never when NO_COLOR is set and not empty.
 Playback playback(bool animate, unsigned delay_ms);
 
+// The longest an animated walk may take, and the most frames it draws.
+inline constexpr unsigned walk_budget_ms = 60'000;
+inline constexpr std::uint64_t walk_max_frames = 2000;
+// One tile in how many to draw so that the walk of s at delay_ms a frame stays
+// within walk_budget_ms and walk_max_frames; when it is more than 1, a note on
+// `note` says so.
+std::uint64_t walk_stride(const Shape& s, unsigned delay_ms, std::FILE* note);
+
 extern const char* const walk_help;
 extern const char* const softmax_help;
 
