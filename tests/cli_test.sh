@@ -526,7 +526,7 @@ devfile "$work/slow.json" 132 5e-324 1e14
 expect_error "device bandwidth 5e-324" "slow.json: memory_bandwidth_bytes_per_s: expected a rate in bytes/s from 1e6 to 1e18" model --device "$work/slow.json"
 devfile "$work/weak.json" 132 1e12 5e-324
 expect_error "device peak 5e-324" "weak.json: peak_flops_dense.bf16: expected a rate in FLOP/s from 1e6 to 1e18" model --device "$work/weak.json"
-expect_error "fraction 4.9e-324" "--bandwidth-fraction: 4.94066e-324 is below 1e-06" model --device h100 --bandwidth-fraction 4.9e-324
+expect_error "fraction 4.9e-324" "--bandwidth-fraction: 5e-324 is below 1e-06" model --device h100 --bandwidth-fraction 4.9e-324
 expect_error "fraction 4.9e-324 (sweep)" "is below 1e-06" sweep --config seed --device h100 --bandwidth-fraction 4.9e-324 --format json --output "$work/tiny.json"
 check "fraction 4.9e-324: no report written" test ! -e "$work/tiny.json"
 "$bin" model --device h100 --bandwidth-fraction 1e-6 --format json >"$work/f6.json"
@@ -558,6 +558,66 @@ expect_error "merge: fractions differ" "(roofline.bandwidth_fraction: 0.8 vs 0.5
 expect_error "merge: devices differ" "(H100 SXM vs none)" merge "$work/h1.json" "$work/h2dev.json"
 python3 -c "import json; d=json.load(open('$work/f8.json')); d['roofline']['bandwidth_fraction']=0.5; d['roofline']['device']['memory_bandwidth_bytes_per_s']=3e12; json.dump(d,open('$work/f8bw.json','w'))"
 expect_error "merge: a figure differs" "roofline.device.memory_bandwidth_bytes_per_s: 3000000000000.0 vs 3350000000000.0" merge "$work/f5.json" "$work/f8bw.json"
+
+# ---- Limits: bad or huge input is refused at once; long work shows progress ----
+# Every run below is under `timeout`: a hang fails the check instead of the suite.
+printf '#!/bin/sh\nexec timeout 20 "%s" "$@"\n' "$bin" >"$work/tbin"; chmod +x "$work/tbin"
+real_bin=$bin; bin=$work/tbin
+timeout 10 "$real_bin" model --seq 1024G --seq-kv 1 --block-rows 1 --device h100 --format csv >/dev/null 2>"$work/huge.err"
+check "2^40 query blocks with --device: counted at once, left out" grep -q "left out for 1 shape" "$work/huge.err"
+expect_error "2^40 query blocks with --l2-bytes: refused" "L2 accesses (at most 67108864)" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
+expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols or a shorter sequence" model --seq 4M --l2-bytes 60M
+expect_error "l2 per-shape cap, 1 x 1 blocks" "2123458560 L2 accesses" model --seq 45K --block-rows 1 --block-cols 1 --l2-bytes 60M
+expect_error "l2 per-run cap" "more than 536870912 per run" model --seq 512K --dtype fp32,fp16,bf16,fp8 --block-cols 128,127,126,125,124,123,122,121,120,119 --l2-bytes 60M
+timeout 60 "$real_bin" sweep --seq 1M --block-rows 256 --block-cols 256 --dtype bf16,fp8 --device h100 --progress always --format csv >/dev/null 2>"$work/l2prog"
+check "L2 simulation shows progress" grep -q "hbmscope L2 simulation \[" "$work/l2prog"
+expect_error "sweep shape cap" "has too many values (a sweep has at most 4000000 shapes)" sweep --seq 1:9999999:+1 --head-dim 64 --format json
+expect_error "run cap points to --shard" "--shard I/2" sweep --seq 1:1999999:+1 --head-dim 64 --format json
+# The limit sits 400 MB above what a small run needs (a CUDA build maps cuBLAS at load time).
+vbase=3200000
+for v in 200000 400000 800000 1600000; do
+  if (ulimit -v $v; "$real_bin" model >/dev/null 2>&1); then vbase=$v; break; fi
+done
+(ulimit -v $((vbase + 400000)); timeout 60 "$real_bin" sweep --seq 1:900000:+1 --head-dim 64 --format json >/dev/null 2>"$work/oom.err"; echo $? >"$work/oom.rc")
+check "out of memory: exit 1" test "$(cat "$work/oom.rc")" -eq 1
+check "out of memory: one plain line" test "$(cat "$work/oom.err")" = "hbmscope: error: out of memory (try a smaller sweep, or --shard I/N)"
+
+# Repeated values make one row each, so compare and merge read every report back.
+"$bin" model --seq 64,64 --dtype bf16,bf16 --format json --output "$work/dup.json" 2>/dev/null
+check "repeated values: one row" python3 -c "import json; assert len(json.load(open('$work/dup.json'))['rows'])==1"
+"$bin" compare "$work/dup.json" "$work/dup.json" >/dev/null 2>&1; check "compare reads it back" test $? -eq 0
+"$bin" merge "$work/dup.json" --output "$work/dupm.json" 2>/dev/null; check "merge reads it back" test $? -eq 0
+echo '{"axes": {"seq": [64, 128, 64], "head_dim": 64, "causal": [true, true]}}' >"$work/cfg_dup.json"
+"$bin" sweep --config "$work/cfg_dup.json" --format json --output "$work/cdup.json" 2>/dev/null
+check "config repeats: first kept, in order" python3 -c "import json; r=json.load(open('$work/cdup.json'))['rows']; assert [x['shape']['seq_q'] for x in r]==[64,128], r"
+"$bin" compare "$work/cdup.json" "$work/cdup.json" >/dev/null 2>&1; check "compare reads the config sweep back" test $? -eq 0
+
+# Malformed values: one clear line each.
+expect_error "empty fraction" "--bandwidth-fraction: '' is not a number" model --device h100 --bandwidth-fraction ''
+expect_error "fraction digits" "1.0000001 is not in (0, 1]" model --device h100 --bandwidth-fraction 1.0000001
+expect_error "empty threshold" "--threshold: '' is not a number" compare "$work/ca.json" "$work/cb.json" --threshold ''
+expect_error "nan threshold" "--threshold: 'nan' is not a number" compare "$work/ca.json" "$work/cb.json" --threshold nan
+expect_error "empty metric" "--metric: '' is empty" compare "$work/ca.json" "$work/cb.json" --metric ''
+expect_error "negative seed" "--seed: '-1' is not an integer from 0 to 18446744073709551615" measure --seed -1
+expect_error "seed too large" "--seed: '18446744073709551616' is too large" sweep --seed 18446744073709551616
+expect_error "sweep --kernels without --measure" "--kernels: 'foo' is not one of" sweep --kernels foo
+expect_error "sweep empty --kernels" "--kernels: '' is an empty list" sweep --kernels ''
+expect_error "device index" "--device-index: '-1' is out of range (an integer from 0 to 1023)" measure --device-index -1
+expect_error "delay not a number" "--delay: 'abc' is not an integer from 0 to 60000" walk --delay abc
+expect_error "repeats range" "--repeats: '0' is out of range (an integer from 1 to 100000)" measure --repeats 0
+expect_error "minus zero" "--seq: '-0' must be positive" model --seq=-0
+expect_error "unknown command named" "unknown command 'bogus' (commands: model, sweep" bogus
+bin=$real_bin
+
+# walk on a terminal: a long walk draws one tile in N and ends in bounded time.
+if command -v script >/dev/null 2>&1; then
+  timeout 60 script -qec "'$bin' walk --seq 8K --delay 1" /dev/null >"$work/walk_long" 2>&1
+  check "long walk ends" test $? -eq 0
+  check "long walk says it skips tiles" grep -aq "4096 tiles at 1 ms a frame would take 4.1 s; drawing one tile in 3" "$work/walk_long"
+  check "long walk reaches the totals" grep -aq "All 4,096 tiles done\|All 4096 tiles done" "$work/walk_long"
+  timeout 20 script -qec "'$bin' walk --delay 1" /dev/null >"$work/walk_short" 2>&1
+  check "short walk: every tile, no note" bash -c "! grep -aq 'drawing one tile in' '$work/walk_short'"
+fi
 
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

@@ -37,7 +37,7 @@ TEST_CASE("integer axes: bad input names the option and the value", "[axis][erro
   CHECK(msg("99999999999999999999999") ==
         "--seq: '99999999999999999999999' is too large for a 64-bit count");
   CHECK(msg("20000000000000000G") == "--seq: '20000000000000000G' is too large for a 64-bit count");
-  CHECK(msg("1:100000000:+1") == "--seq: '1:100000000:+1' has too many values");
+  CHECK(msg("1:100000000:+1") == "--seq: '1:100000000:+1' has too many values (a sweep has at most 4000000 shapes)");
   CHECK(msg("1.5") == "--seq: '1.5' is not a positive integer (examples: 4096, 4K, 1M)");
 }
 
@@ -77,7 +77,25 @@ TEST_CASE("expand: cartesian product, kv-heads and seq-kv default to their partn
 
 TEST_CASE("expand refuses an enormous product before building it", "[sweep]") {
   SweepAxes a;
-  a.seq = V(10000, 4096);
-  a.head_dim = V(10000, 64);
+  // Distinct values: repeated ones are dropped before the product is sized.
+  for (std::uint64_t v = 1; v <= 10000; ++v) a.seq.push_back(v), a.head_dim.push_back(v);
   CHECK_THROWS_WITH(expand(a), Catch::Contains("sweep too large"));
+}
+
+TEST_CASE("expand drops repeated shapes, keeping the first in order", "[sweep]") {
+  SweepAxes a;
+  a.seq = {64, 128, 64, 256, 128};
+  a.dtype = {Dtype::bf16, Dtype::fp8, Dtype::bf16};
+  a.causal = {true, true};
+  a.pass = {Pass::fwd, Pass::fwd};
+  const auto shapes = expand(a);
+  REQUIRE(shapes.size() == 6);
+  CHECK(shapes[0].seq_q == 64);
+  CHECK(shapes[1].seq_q == 128);
+  CHECK(shapes[2].seq_q == 256);
+  CHECK(shapes[3].dtype == Dtype::fp8);
+  for (const auto& s : shapes) CHECK(s.causal);
+  SweepAxes p;
+  p.seq_head_dim = {{4096, 64}, {4096, 128}, {4096, 64}};
+  CHECK(expand(p).size() == 2);
 }

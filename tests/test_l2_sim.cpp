@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <list>
 #include <random>
 #include <unordered_map>
@@ -396,4 +397,45 @@ TEST_CASE("L2 sim rows: variants, detail, table columns and JSON fields", "[l2si
   Report plain;
   plain.rows = model_rows(expand(note_axes()));
   CHECK_FALSE(report_to_json(plain)["rows"][0].contains("l2_sim"));
+}
+
+TEST_CASE("L2 sim: access counts are closed forms equal to the streams' lengths", "[l2sim]") {
+  std::mt19937_64 rng(11);
+  for (int k = 0; k < 200; ++k) {
+    Shape s;
+    s.batch = 1 + rng() % 2;
+    s.kv_heads = 1 + rng() % 2;
+    s.heads = s.kv_heads * (1 + rng() % 2);
+    s.seq_q = 1 + rng() % 700;
+    s.seq_kv = 1 + rng() % 700;
+    s.head_dim = 16;
+    s.block_rows = 1 + rng() % 130;
+    s.block_cols = 1 + rng() % 130;
+    s.causal = rng() % 2;
+    L2SimConfig c;
+    std::uint64_t flash = 0, standard = 0;
+    for_each_flash_l2_access(s, c, [&](const L2Access& a) { flash += a.kind != L2Access::Kind::forget; });
+    for_each_standard_l2_access(s, c, [&](const L2Access& a) { standard += a.kind != L2Access::Kind::forget; });
+    INFO(describe(s));
+    CHECK(flash_l2_sim_accesses(s) == flash);
+    CHECK(standard_l2_sim_accesses(s) == standard);
+  }
+}
+
+TEST_CASE("L2 sim: a huge shape is counted and refused at once", "[l2sim]") {
+  // 2^40 query blocks of one row: counting them one by one took minutes.
+  Shape s;
+  s.seq_q = 1ull << 40;
+  s.seq_kv = 1;
+  s.block_rows = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(flash_l2_sim_accesses(s) == 3 * (1ull << 40));
+  CHECK_THROWS_WITH(check_l2_sim_size(s), Catch::Contains("L2 accesses (at most 67108864); use bigger"));
+  CHECK_THROWS_WITH(flash_l2_sim(s, L2SimConfig{}), Catch::Contains("L2 accesses"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
+  s.seq_q = s.seq_kv = 1u << 20;  // one head of 1M tokens, blocks of 128: just over the cap
+  s.block_rows = 128;
+  CHECK_THROWS_WITH(check_l2_sim_size(s), Catch::Contains("67125248 L2 accesses"));
+  s.block_rows = s.block_cols = 256;
+  CHECK_NOTHROW(check_l2_sim_size(s));
 }

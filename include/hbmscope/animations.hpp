@@ -3,6 +3,7 @@
 // steps of `softmax`. Renderers format what the core computed (walk_frames.hpp,
 // softmax_trace.hpp); the players write them out, one frame at a time with a
 // delay on a terminal, or only the final frame / the whole trace at once.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -29,6 +30,7 @@ struct Playback {
   unsigned delay_ms = 100;  // between frames when animating
   TermStyle style;
   int term_rows = 0, term_cols = 0;  // the terminal's size; 0 when unknown
+  std::uint64_t every = 1;  // walk: draw one tile in `every` (and the final frame)
 };
 
 // Walks s and writes its frames to out: every tile, redrawn in place, when

@@ -93,7 +93,16 @@ void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
 void add_l2_sim(Row& row, const L2SimConfig& c);
 
 // The most L2 accesses one simulation may make; larger shapes are refused.
-inline constexpr std::uint64_t max_l2_sim_accesses = 1ull << 32;
+// The simulation makes about 20 M accesses a second on one busy core
+// (measured), so this keeps one shape to about 3 s.
+inline constexpr std::uint64_t max_l2_sim_accesses = 1ull << 26;
+// The most accesses one run may simulate, summed over its shapes (both
+// simulations of each): about half a minute, with a progress bar.
+inline constexpr std::uint64_t max_l2_sim_run_accesses = 1ull << 29;
+
+// Throws Error (naming the shape, the count, the cap and how to get under it)
+// when either simulation of s would make more than max_l2_sim_accesses.
+void check_l2_sim_size(const Shape& s);
 
 // L2 accesses the larger of the two simulations makes on this shape, counted
 // without running it (so that a caller can skip shapes too large to simulate

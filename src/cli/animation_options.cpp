@@ -1,5 +1,11 @@
 // Options of `walk` and `softmax`, the design note's two animations.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/model.hpp"
 #include "hbmscope/softmax_trace.hpp"
 #include "options.hpp"
 
@@ -20,7 +26,8 @@ the last frame: bytes moved with no L2 reuse (flash_no_l2, or flash1_no_l2 with
 The shape options are model's, for one shape, with other defaults here: --seq 1024
 and --head-dim 64 (not the note's rows), blocks of 128, the forward pass.
 
-On a terminal the frames are redrawn in place, one per tile, --delay MS apart;
+On a terminal the frames are redrawn in place, one per tile, --delay MS apart
+(a walk that would take over a minute draws one tile in N instead, with a note);
 piped, or with --no-animate, only the final frame is printed. Colour only on a
 terminal, and never when NO_COLOR is set.
 
@@ -55,7 +62,7 @@ void add_walk_options(CLI::App& app, WalkOptions& o) {
                "the final frame only, as piped output always does");
   app.add_option("--delay", o.delay_ms, "Milliseconds between frames, e.g. 20 [default: 100]")
       ->type_name("MS")
-      ->check(CLI::Range(0u, 60000u));
+      ->check(integer_in(0, 60000));
 }
 
 void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
@@ -70,7 +77,7 @@ void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
                "is printed at once");
   app.add_option("--delay", o.delay_ms, "Milliseconds between blocks, e.g. 200 [default: 500]")
       ->type_name("MS")
-      ->check(CLI::Range(0u, 60000u));
+      ->check(integer_in(0, 60000));
 }
 
 Shape walk_shape(ShapeOptions o) {
@@ -134,6 +141,24 @@ std::vector<double> softmax_values(const SoftmaxOptions& o) {
 #include <cstdlib>
 
 namespace hbmscope::cli {
+
+std::uint64_t walk_stride(const Shape& s, unsigned delay_ms, std::FILE* note) {
+  // One frame per tile: 64K x 64K at 100 ms would take 7 hours, and drawing a
+  // 512-wide grid 262144 times is slow even with no delay.
+  const std::uint64_t tiles = checked_product("walked tiles", visited_tiles(s), s.heads, s.batch);
+  const std::uint64_t frames =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(walk_max_frames, walk_budget_ms / std::max(delay_ms, 1u)));
+  if (tiles <= frames) return 1;
+  const std::uint64_t every = (tiles + frames - 1) / frames;
+  const double full_s = static_cast<double>(tiles) * delay_ms / 1000.0;
+  const std::string full = full_s >= 3600 ? fmt::format("{:.1f} h", full_s / 3600)
+                           : full_s >= 60 ? fmt::format("{:.1f} min", full_s / 60)
+                                          : fmt::format("{:.1f} s", full_s);
+  std::fprintf(note, "hbmscope: note: %llu tiles at %u ms a frame would take %s; drawing one tile in %llu\n",
+               static_cast<unsigned long long>(tiles), delay_ms, full.c_str(),
+               static_cast<unsigned long long>(every));
+  return every;
+}
 
 Playback playback(bool animate, unsigned delay_ms) {
   Playback p;

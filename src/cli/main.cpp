@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <new>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -32,14 +33,18 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
   cli::check_device_options(dev, out);
   Report report;
   report.command = "model";
-  report.rows = model_rows(expand(cli::to_axes(shape)), variants, {});
+  const std::vector<Shape> shapes = expand(cli::to_axes(shape));
+  cli::check_run_size(shapes.size(), "model");
+  report.rows = model_rows(shapes, variants, {});
   cli::add_l2_sims(report, l2, dev);
   return cli::finish_report(report, out, dev);
 }
 
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
   const Shape s = cli::walk_shape(shape);
-  play_walk(s, cli::parse_order(o.order), cli::playback(o.animate, o.delay_ms), stdout);
+  Playback p = cli::playback(o.animate, o.delay_ms);
+  if (p.animate) p.every = cli::walk_stride(s, o.delay_ms, stderr);
+  play_walk(s, cli::parse_order(o.order), p, stdout);
   return 0;
 }
 
@@ -55,6 +60,7 @@ int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
   const bool blocks_given = shape.block_rows || shape.block_cols;
   std::vector<Shape> shapes;
   for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
+  cli::check_run_size(shapes.size(), "measure");
   Report report;
   report.command = "measure";
   report.rows = model_rows(shapes);
@@ -163,6 +169,18 @@ int main(int argc, char** argv) {
 
   try {
     auto args = with_default_command(argc, argv);
+    // CLI11 would only say "A subcommand is required" for a misspelt command.
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == args.back();
+    }
+    if (const std::string& first = args.back(); first.rfind('-', 0) != 0 && !known) {
+      std::fprintf(stderr, "hbmscope: error: unknown command '%s' (commands: %s; see --help)\n",
+                   first.c_str(), names.c_str());
+      return 2;
+    }
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return print_help(app, e);
@@ -185,6 +203,11 @@ int main(int argc, char** argv) {
     return finish_stdout(rc);
   } catch (const Error& e) {
     std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Limits should refuse a run long before this; if memory still runs out
+    // (a ulimit, a small machine), say so plainly.
+    std::fprintf(stderr, "hbmscope: error: out of memory (try a smaller sweep, or --shard I/N)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hbmscope: internal error: %s\n", e.what());

@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <set>
 
 #include "hbmscope/device_spec.hpp"
@@ -82,15 +84,67 @@ Examples:
   hbmscope measure --format json --output measured.json
 Without a CUDA device it prints one line saying why and exits 1.)";
 
+namespace {
+
+std::string in_quotes(const std::string& t) { return "'" + t + "'"; }
+
+}  // namespace
+
+CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& t) -> std::string {
+        std::int64_t v = 0;
+        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        const std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+        if (t.empty() || ec == std::errc::invalid_argument || p != t.data() + t.size())
+          return in_quotes(t) + " is not " + range;
+        if (ec != std::errc() || v < lo || v > hi) return in_quotes(t) + " is out of range (" + range + ")";
+        return {};
+      },
+      "from " + std::to_string(lo) + " to " + std::to_string(hi));
+}
+
+CLI::Validator unsigned64() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        std::uint64_t v = 0;
+        // from_chars takes no sign for unsigned types, so "-1" cannot wrap.
+        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (t.empty() || ec == std::errc::invalid_argument || p != t.data() + t.size())
+          return in_quotes(t) + " is not an integer from 0 to 18446744073709551615";
+        if (ec != std::errc()) return in_quotes(t) + " is too large (at most 18446744073709551615)";
+        return {};
+      },
+      "");
+}
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string {
+        double v = 0;
+        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (t.empty() || ec != std::errc() || p != t.data() + t.size() || !std::isfinite(v))
+          return in_quotes(t) + " is not a number";
+        return {};
+      },
+      "");
+}
+
+CLI::Validator not_empty() {
+  return CLI::Validator(
+      [](std::string& t) -> std::string { return t.empty() ? std::string("'' is empty: give a value") : std::string(); },
+      "");
+}
+
 void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
   app.add_option("--kernels", o.kernels, "Kernels to run, e.g. flash or standard,softmax,flash,floor [default: all four]")
       ->type_name("LIST");
   app.add_option("--repeats", o.repeats, "Timed runs per kernel, each after an L2 flush, e.g. 50 [default: 20]")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--warmup", o.warmup, "Untimed runs first, e.g. 5 [default: 3]")->check(CLI::Range(0, 100000));
+      ->check(integer_in(1, 100000));
+  app.add_option("--warmup", o.warmup, "Untimed runs first, e.g. 5 [default: 3]")->check(integer_in(0, 100000));
   app.add_option("--device-index", o.device_index, "CUDA device to use, e.g. 1 [default: 0]")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", o.seed, "Seed of the random inputs, e.g. 7 [default: 1]");
+      ->check(integer_in(0, 1023));
+  app.add_option("--seed", o.seed, "Seed of the random inputs, e.g. 7 [default: 1]")->check(unsigned64());
   app.add_flag("--no-validate", o.no_validate, "Skip the check against the CPU reference (timings only)");
 }
 

@@ -45,6 +45,13 @@ struct MeasureCliOptions {
   bool no_validate = false;
 };
 
+// Validators whose messages name the value as given (CLI11's own print
+// "Value abc not in range" or a 310-digit bound). Each checks the raw text.
+CLI::Validator integer_in(std::int64_t lo, std::int64_t hi);  // lo <= n <= hi
+CLI::Validator unsigned64();       // 0 to 2^64 - 1, no sign
+CLI::Validator finite_number();    // a finite decimal number
+CLI::Validator not_empty();
+
 void add_shape_options(CLI::App& app, ShapeOptions& o);
 void add_measure_options(CLI::App& app, MeasureCliOptions& o);
 void add_output_options(CLI::App& app, OutputOptions& o);
@@ -102,6 +109,14 @@ std::size_t softmax_block(const SoftmaxOptions& o);
 // How to play an animation on this stdout: steps and colour only on a
 // terminal (not TERM=dumb), colour never when NO_COLOR is set and not empty.
 Playback playback(bool animate, unsigned delay_ms);
+
+// The longest an animated walk may take, and the most frames it draws.
+inline constexpr unsigned walk_budget_ms = 60'000;
+inline constexpr std::uint64_t walk_max_frames = 2000;
+// One tile in how many to draw so that the walk of s at delay_ms a frame stays
+// within walk_budget_ms and walk_max_frames; when it is more than 1, a note on
+// `note` says so.
+std::uint64_t walk_stride(const Shape& s, unsigned delay_ms, std::FILE* note);
 
 extern const char* const walk_help;
 extern const char* const softmax_help;

@@ -5,12 +5,13 @@
 namespace hbmscope::cli {
 
 ProgressBar::ProgressBar(std::FILE* out, ProgressMode mode, std::string what,
-                         std::size_t min_total)
+                         std::size_t min_total, std::size_t check_every)
     : out_(out),
       enabled_(mode == ProgressMode::always ||
                (mode == ProgressMode::auto_ && ::isatty(::fileno(out)) == 1)),
       what_(std::move(what)),
-      min_total_(mode == ProgressMode::always ? 0 : min_total) {}
+      min_total_(mode == ProgressMode::always ? 0 : min_total),
+      check_every_(check_every == 0 ? 1 : check_every) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
@@ -18,7 +19,7 @@ void ProgressBar::update(std::size_t done, std::size_t total) {
   if (!enabled_ || total == 0 || total < min_total_) return;
   // Looking at the clock for every one of millions of shapes would cost more
   // than the model itself.
-  if (++calls_ % 256 != 0 && done != total) return;
+  if (++calls_ % check_every_ != 0 && done != total) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_ < std::chrono::milliseconds(100) && done != total) return;
   last_ = now;

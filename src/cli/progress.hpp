@@ -15,7 +15,10 @@ class ProgressBar {
   // `auto_`: drawn when `out` is a terminal and the work counts at least
   // `min_total` items (short sweeps never show it). Redrawn at most 10 times a
   // second.
-  ProgressBar(std::FILE* out, ProgressMode mode, std::string what, std::size_t min_total = 100000);
+  // `check_every`: look at the clock on every check_every-th update only (one
+  // update per shape of a million-shape sweep; 1 where each update is slow work).
+  ProgressBar(std::FILE* out, ProgressMode mode, std::string what, std::size_t min_total = 100000,
+              std::size_t check_every = 256);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -29,6 +32,7 @@ class ProgressBar {
   bool enabled_;
   std::string what_;
   std::size_t min_total_;
+  std::size_t check_every_;
   std::chrono::steady_clock::time_point last_;
   std::size_t calls_ = 0;
   bool drawn_ = false;

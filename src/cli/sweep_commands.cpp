@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "hbmscope/compare.hpp"
 #include "hbmscope/device_config.hpp"
 #include "hbmscope/error.hpp"
@@ -103,7 +105,8 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
   app.add_option("--bandwidth-fraction", o.bandwidth_fraction,
                  "Share of the datasheet bandwidth the roofline assumes, in (0, 1], e.g. 0.8 "
                  "[default: 1.0]; recorded in the report")
-      ->type_name("F");
+      ->type_name("F")
+      ->check(finite_number());
   app.add_option("--plot", o.plot,
                  "Chart through gnuplot: bytes (and, with --device, time) against sequence "
                  "length, one line per variant: FILE.svg, FILE.png, or - for the terminal")
@@ -124,26 +127,74 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   }
 }
 
-void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev) {
+void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev, ProgressMode mode) {
   std::optional<DeviceSpec> spec;
   if (dev.device) spec = find_device(*dev.device);
   const auto config = to_l2_config(l2, spec ? &*spec : nullptr);
   if (!config) return;
   const bool automatic = !l2.l2_bytes;
-  std::size_t skipped = 0;
-  for (Row& row : report.rows) {
-    if (row.shape.pass != Pass::fwd) continue;  // the simulation models the forward pass
-    if (automatic && l2_sim_accesses(row.shape) > auto_l2_sim_accesses) {
-      ++skipped;
+  // Work is counted in simulated accesses (both simulations), all counted in
+  // O(1) per shape before any runs, so that a run too long is refused at once.
+  std::vector<std::uint64_t> cost(report.rows.size(), 0);
+  std::size_t too_large = 0, over_budget = 0, shapes = 0;
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < report.rows.size(); ++i) {
+    const Shape& s = report.rows[i].shape;
+    if (s.pass != Pass::fwd) continue;  // the simulation models the forward pass
+    if (automatic && l2_sim_accesses(s) > auto_l2_sim_accesses) {
+      ++too_large;
       continue;
     }
-    add_l2_sim(row, *config);
+    check_l2_sim_size(s);
+    const std::uint64_t c = flash_l2_sim_accesses(s) + standard_l2_sim_accesses(s);
+    if (automatic && total + c > max_l2_sim_run_accesses) {
+      ++over_budget;
+      continue;
+    }
+    cost[i] = c;
+    total += c;  // no overflow: each c is at most 2 x max_l2_sim_accesses
+    ++shapes;
+    if (!automatic && total > max_l2_sim_run_accesses) {
+      std::size_t fwd = 0;
+      for (const Row& r : report.rows) fwd += r.shape.pass == Pass::fwd;
+      throw Error("L2 simulation: the first " + std::to_string(shapes) + " of " + std::to_string(fwd) +
+                  " shapes already make " + std::to_string(total) + " simulated accesses, more than " +
+                  std::to_string(max_l2_sim_run_accesses) +
+                  " per run; simulate fewer or shorter shapes (--shard I/N splits a sweep) or use "
+                  "bigger --block-rows/--block-cols");
+    }
   }
-  if (skipped)
+  {
+    // About 2^26 accesses take a second: shorter runs show no bar.
+    ProgressBar bar(stderr, mode, "hbmscope L2 simulation", std::size_t{1} << 26, 1);
+    std::uint64_t done = 0;
+    for (std::size_t i = 0; i < report.rows.size(); ++i) {
+      if (cost[i] == 0) continue;
+      bar.update(done, total);
+      add_l2_sim(report.rows[i], *config);
+      done += cost[i];
+    }
+    bar.update(total, total);
+  }
+  if (too_large)
     std::fprintf(stderr,
                  "hbmscope: note: L2 simulation left out for %zu shape(s) of more than %llu tile "
-                 "accesses; --l2-bytes runs it on every shape\n",
-                 skipped, static_cast<unsigned long long>(auto_l2_sim_accesses));
+                 "accesses; --l2-bytes runs it on every shape up to %llu\n",
+                 too_large, static_cast<unsigned long long>(auto_l2_sim_accesses),
+                 static_cast<unsigned long long>(max_l2_sim_accesses));
+  if (over_budget)
+    std::fprintf(stderr,
+                 "hbmscope: note: L2 simulation left out for %zu shape(s) past the run's budget of "
+                 "%llu simulated accesses; --shard I/N splits the sweep\n",
+                 over_budget, static_cast<unsigned long long>(max_l2_sim_run_accesses));
+}
+
+void check_run_size(std::size_t shapes, std::string_view command) {
+  if (shapes <= max_run_shapes) return;
+  const std::size_t n = (shapes + max_run_shapes - 1) / max_run_shapes;
+  throw Error(std::string(command) + " too large: " + std::to_string(shapes) + " shapes in one run (at most " +
+              std::to_string(max_run_shapes) + ", a few GB of report); split it with `hbmscope sweep ... --shard I/" +
+              std::to_string(n) + "` (I = 1.." + std::to_string(n) + ") and `hbmscope merge`");
 }
 
 void add_measurements(Report& report, const MeasureCliOptions& mo) {
@@ -239,12 +290,14 @@ Examples:
       ->type_name("A.json B.json");
   compare_->add_option("--threshold", threshold_,
                        "Percent within which the metric counts as SAME, e.g. 2 [default: 5]")
-      ->type_name("PCT");
+      ->type_name("PCT")
+      ->check(finite_number());
   compare_->add_option("--metric", metric_,
                        "The number the verdict is on, e.g. bytes.standard or "
                        "prediction.flash_no_l2.seconds [default: a measured time, else "
                        "prediction.flash_no_l2.seconds, else bytes.flash_no_l2]")
-      ->type_name("PATH");
+      ->type_name("PATH")
+      ->check(not_empty());
   compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
       ->type_name("table|json|csv|md");
   compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout (- is stdout)")
@@ -290,6 +343,8 @@ int SweepCommands::run_sweep() {
                                                                   "' is not one of auto, always, never");
   (void)to_print_options(out_);
   check_device_options(dev_, out_);
+  // Checked even without --measure: a typo must not pass silently.
+  (void)parse_kernels(measure_opts_.kernels);
   SweepConfig cfg;
   if (config_) {
     cfg = find_sweep_config(*config_);
@@ -313,12 +368,13 @@ int SweepCommands::run_sweep() {
     all.labels = std::vector<std::string>(all.labels.begin() + static_cast<std::ptrdiff_t>(b),
                                           all.labels.begin() + static_cast<std::ptrdiff_t>(e));
   }
+  check_run_size(all.shapes.size(), "sweep");
   {
     ProgressBar bar(stderr, mode, "hbmscope sweep");
     report.rows = model_rows(all.shapes, variants_opts_,
                              [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
-  add_l2_sims(report, l2_, dev_);
+  add_l2_sims(report, l2_, dev_, mode);
   if (measure_) add_measurements(report, measure_opts_);
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {

@@ -8,6 +8,7 @@
 
 #include "hbmscope/report.hpp"
 #include "options.hpp"
+#include "progress.hpp"
 
 namespace hbmscope::cli {
 
@@ -26,12 +27,21 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out);
 // given. With only a device, shapes whose simulation would exceed
 // auto_l2_sim_accesses are left out (a note on stderr says how many).
 inline constexpr std::uint64_t auto_l2_sim_accesses = std::uint64_t{1} << 25;
-void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev);
+// The sum over shapes is capped too (max_l2_sim_run_accesses): with
+// --l2-bytes a run over it is refused before anything is simulated; with only a
+// device the shapes past it are left out, with a note. A progress bar as the
+// sweep's shows for long simulations.
+void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
+                 ProgressMode mode = ProgressMode::auto_);
 
 // Runs the kernels of --kernels on every row's shape (a CUDA device needed:
 // Error saying why otherwise) and attaches the measurements and the device.
 // Rows must be forward-pass shapes with the flash instantiation's blocks.
 void add_measurements(Report& report, const MeasureCliOptions& mo);
+
+// Refuses a run of more than max_run_shapes shapes (after --shard), pointing
+// to --shard: every row is held in memory until the report is written.
+void check_run_size(std::size_t shapes, std::string_view command);
 
 // Adds predictions (with a device), renders, writes (stdout or --output,
 // atomically) and plots. Returns the exit code.

@@ -24,7 +24,13 @@ std::uint64_t parse_count(std::string_view item, std::string_view option,
                           std::string_view whole) {
   std::string_view t = trim(item);
   if (t.empty()) bad(option, whole, "has an empty item");
-  if (t.front() == '-') bad(option, t, "is negative; a positive integer is expected");
+  if (t.front() == '-') {
+    // "-0" is zero, not negative.
+    const std::string_view digits = t.substr(1);
+    if (!digits.empty() && digits.find_first_not_of('0') == std::string_view::npos)
+      bad(option, t, "must be positive");
+    bad(option, t, "is negative; a positive integer is expected");
+  }
   std::uint64_t mult = 1;
   switch (t.back()) {
     case 'k': case 'K': mult = 1ull << 10; t.remove_suffix(1); break;
@@ -58,7 +64,7 @@ void append_range(std::vector<std::uint64_t>& out, std::string_view item, std::s
   const std::uint64_t by = parse_count(step, option, whole);
   if (geometric && by < 2) bad(option, trim(item), "needs a factor of at least 2");
   for (std::uint64_t v = start; v <= stop;) {
-    if (out.size() >= max_sweep_shapes) bad(option, whole, "has too many values");
+    if (out.size() >= max_sweep_shapes) bad(option, whole, "has too many values (a sweep has at most " + std::to_string(max_sweep_shapes) + " shapes)");
     out.push_back(v);
     std::uint64_t next = 0;
     const bool overflow = geometric ? __builtin_mul_overflow(v, by, &next)

@@ -7,6 +7,7 @@
 
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/model.hpp"
 #include "hbmscope/tile_walk.hpp"
 
 namespace hbmscope {
@@ -193,14 +194,16 @@ void refuse_if_too_large(const Shape& s, std::uint64_t accesses, const char* wha
   if (accesses > max_l2_sim_accesses)
     throw Error(std::string("shape ") + describe(s) + ": " + what + " would make " +
                 std::to_string(accesses) + " L2 accesses (at most " +
-                std::to_string(max_l2_sim_accesses) + ")");
+                std::to_string(max_l2_sim_accesses) +
+                "); use bigger --block-rows/--block-cols or a shorter sequence");
 }
 
 std::uint64_t flash_accesses(const Shape& s) {
   constexpr std::string_view what = "L2 simulation";
   const std::uint64_t nqb = query_blocks(s);
-  std::uint64_t tiles_per_head = 0;
-  for (std::uint64_t i = 0; i < nqb; ++i) tiles_per_head += visited_key_blocks(s, i);
+  // Closed form: a loop over query blocks would take minutes on a shape that
+  // is refused anyway (e.g. 2^40 query blocks of one row).
+  const std::uint64_t tiles_per_head = visited_tiles(s);
   return checked_add(checked_product(what, s.batch, s.heads, tiles_per_head),
                      checked_product(what, 2, s.batch, s.heads, nqb), what);
 }
@@ -496,6 +499,11 @@ std::uint64_t flash_l2_sim_accesses(const Shape& s) {
 std::uint64_t standard_l2_sim_accesses(const Shape& s) {
   validate(s);
   return standard_accesses(s);
+}
+
+void check_l2_sim_size(const Shape& s) {
+  refuse_if_too_large(s, flash_l2_sim_accesses(s), "the FlashAttention L2 simulation");
+  refuse_if_too_large(s, standard_l2_sim_accesses(s), "the standard-attention L2 simulation");
 }
 
 std::uint64_t l2_sim_accesses(const Shape& s) {

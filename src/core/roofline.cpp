@@ -1,3 +1,4 @@
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -23,10 +24,11 @@ namespace {
 
 bool positive(double v) { return std::isfinite(v) && v > 0; }
 
+// Shortest round-trip form: "%g" would print 1.0000001 as 1.
 std::string g(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
+  char b[64];
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
 }
 
 bool in_rate_range(double v) { return v >= min_device_rate && v <= max_device_rate; }

@@ -1,5 +1,7 @@
 #include "hbmscope/sweep.hpp"
 
+#include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "hbmscope/error.hpp"
@@ -20,9 +22,45 @@ void require_nonempty(const std::vector<T>& v, const char* name) {
   if (v.empty()) throw Error(std::string("sweep axis '") + name + "' is empty");
 }
 
+// Drops repeated values, keeping the first of each in order: "--seq 64,64"
+// must not give two rows of one shape, which compare and merge refuse.
+// Sorting indices rather than hashing values keeps a 10 M-value axis cheap.
+template <class T>
+void drop_repeats(std::vector<T>& v) {
+  if (v.size() < 2) return;
+  std::vector<std::size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](std::size_t x, std::size_t y) { return v[x] < v[y]; });
+  std::vector<bool> keep(v.size(), true);
+  bool any = false;
+  for (std::size_t k = 1; k < idx.size(); ++k)
+    if (!(v[idx[k - 1]] < v[idx[k]])) keep[idx[k]] = false, any = true;
+  if (!any) return;
+  std::vector<T> out;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (keep[i]) out.push_back(v[i]);
+  v = std::move(out);
+}
+
 }  // namespace
 
-std::vector<Shape> expand(const SweepAxes& a) {
+std::vector<Shape> expand(const SweepAxes& axes) {
+  // With every axis free of repeats the product has no repeated shape ("same
+  // as the paired axis" is one value, so it cannot collide with another).
+  SweepAxes a = axes;
+  drop_repeats(a.batch);
+  drop_repeats(a.heads);
+  drop_repeats(a.kv_heads);
+  drop_repeats(a.seq);
+  drop_repeats(a.seq_kv);
+  drop_repeats(a.head_dim);
+  drop_repeats(a.seq_head_dim);
+  drop_repeats(a.dtype);
+  drop_repeats(a.block_rows);
+  drop_repeats(a.block_cols);
+  drop_repeats(a.causal);
+  drop_repeats(a.pass);
   require_nonempty(a.batch, "batch");
   require_nonempty(a.heads, "heads");
   require_nonempty(a.dtype, "dtype");
@@ -48,7 +86,7 @@ std::vector<Shape> expand(const SweepAxes& a) {
     total *= static_cast<long double>(n);
   if (total > static_cast<long double>(max_sweep_shapes))
     throw Error("sweep too large: " + std::to_string(static_cast<unsigned long long>(total)) +
-                " shapes (at most " + std::to_string(max_sweep_shapes) + ")");
+                " shapes (at most " + std::to_string(max_sweep_shapes) + "); sweep fewer values");
 
   std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
   if (points.empty())

@@ -375,7 +375,9 @@ void play_walk(const Shape& s, LoopOrder order, const Playback& p, std::FILE* ou
   }
   std::size_t previous_lines = 0;
   bool first = true;
+  const std::uint64_t every = p.every == 0 ? 1 : p.every;
   walk_frames(s, order, true, [&](const WalkFrame& f) {
+    if (!f.final && f.step % every != 0) return;
     const std::string frame = render_walk_frame(f, p.style);
     const std::size_t lines = count_lines(frame);
     // Redraw in place when the frame fits the terminal; otherwise start each

@@ -127,7 +127,7 @@ double ratio(double a, double b) {
 Comparison compare_reports(const nlohmann::json& a, std::string_view a_name, const nlohmann::json& b,
                            std::string_view b_name, const CompareOptions& opt) {
   if (!(opt.threshold_pct >= 0 && opt.threshold_pct < 100))
-    throw Error("--threshold: " + fmt_g(opt.threshold_pct) + " is not a percentage in [0, 100)");
+    throw Error("--threshold: " + (std::isnan(opt.threshold_pct) ? std::string("nan") : fmt_g(opt.threshold_pct)) + " is not a percentage in [0, 100)");
   if (a.is_object() && b.is_object() && a.contains("schema") && b.contains("schema") &&
       a["schema"] != b["schema"])
     throw Error(std::string(a_name) + " and " + std::string(b_name) + " have different schemas (" +
