@@ -53,8 +53,8 @@ def main():
         f_tf = fl["tflops"] if ok(fl) else None
         t_run, c_run = peer.get(key + ("flash",), {}), peer.get(key + ("cudnn",), {})
         t_tf, c_tf = t_run.get("tflops"), c_run.get("tflops")
-        # Speed ratio from the median times: the two FLOP counts differ slightly when causal
-        # (ours counts the visible pairs, PyTorch's convention halves N^2).
+        # Speed ratio from the median times, so that it does not hang on two FLOP conventions
+        # agreeing (both halve 4*N^2*d when causal today).
         ratio = t_run["median_s"] / fl["time_s"]["median"] if ok(fl) and t_run else None
         sm_pc = 100 * sm["copy_fraction"] if ok(sm) else None
         fo_pc = 100 * fo["copy_fraction"] if ok(fo) else None

@@ -402,11 +402,12 @@ if command -v gnuplot >/dev/null 2>&1; then
   check "plot - comes after the table" grep -q "Time: flash_no_l2" "$work/dumb"
   check "plot: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
   # User text reaches gnuplot as data, never as commands: backticks, quotes, $,
-  # @ and line breaks in the plot path, a group label and a device name.
+  # @ in the plot path, a group label and a device name, and line breaks in the path
+  # (a label or device name with one is refused on input, below).
   mkdir -p "$work/inj" && cd "$work/inj"
   python3 - <<'PY'
 import json
-bad = 'x`touch PWNED1`"\\n\'$HOME @m\nsystem(\'touch PWNED2\')\n!touch PWNED3'
+bad = 'x`touch PWNED1`"\\n\'$HOME @m; system(\'touch PWNED2\'); !touch PWNED3'
 json.dump({'schema': 'hbmscope.sweep/1', 'axes': {'seq': '1K:4K:x2'},
            'groups': [{'label': bad, 'head_dim': 64}, {'label': 'b', 'head_dim': 128}]}, open('cfg.json', 'w'))
 json.dump({'name': bad, 'memory_bandwidth_bytes_per_s': 2e12, 'l2_bytes': 41943040, 'sm_count': 100,
@@ -423,6 +424,25 @@ PY
   done
   cd - >/dev/null
 fi
+# Names and labels reach table cells, CSV fields and plot titles: control
+# characters are refused on input, and a '|' is escaped in Markdown cells.
+python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+cfg = lambda label: {'schema': 'hbmscope.sweep/1', 'axes': {'seq': '1K'}, 'groups': [{'label': label, 'head_dim': 64}]}
+json.dump(cfg('two\nlines'), open(w + '/nl.json', 'w'))
+json.dump(cfg('a|b'), open(w + '/pipe.json', 'w'))
+json.dump({'name': 'esc\x1b[31m', 'memory_bandwidth_bytes_per_s': 2e12, 'l2_bytes': 41943040, 'sm_count': 100,
+           'peak_flops_dense': {'bf16': 400e12}}, open(w + '/escdev.json', 'w'))
+PY
+expect_error "label with a newline" "groups[0].label: a control character is not allowed" sweep --config "$work/nl.json"
+expect_error "device name with an escape" "name: a control character is not allowed" model --device "$work/escdev.json"
+"$bin" sweep --config "$work/pipe.json" --format md >"$work/pipe.md"
+check "md: a | in a label is escaped" grep -qF 'a\|b' "$work/pipe.md"
+"$bin" sweep --config "$work/pipe.json" --format json --output "$work/pipe_r.json"
+python3 -c "import json; d=json.load(open('$work/pipe_r.json')); d['rows'][0]['label']='x\ty'; json.dump(d,open('$work/tab_r.json','w'))"
+expect_error "report label with a tab" "a control character is not allowed" compare "$work/pipe_r.json" "$work/tab_r.json"
+
 expect_error "plot: bad extension" "must end in .svg or .png" model --plot "$work/x.pdf"
 expect_error "plot -: not into json on stdout" "would be mixed into the json" model --plot - --format json
 # A plot that cannot be made (no gnuplot on the PATH, a folder that takes no

@@ -64,6 +64,11 @@ void fail_text(std::string_view origin, std::string_view key, std::string_view m
   throw Error(std::string(origin) + ": " + std::string(key) + ": " + std::string(message));
 }
 
+void require_printable(std::string_view origin, std::string_view key, std::string_view text) {
+  for (unsigned char c : text)
+    if (c < 0x20 || c == 0x7f) fail_text(origin, key, "a control character is not allowed in a name");
+}
+
 std::string path(std::string_view parent, std::string_view key) {
   if (parent.empty()) return std::string(key);
   return std::string(parent) + "." + std::string(key);

@@ -24,7 +24,11 @@ std::string brief(const nlohmann::json& v);
 void only_keys(const nlohmann::json& j, std::string_view origin, std::string_view where,
                std::initializer_list<std::string_view> allowed);
 
-std::string path(std::string_view parent, std::string_view key);  // "a.b", or "b" at top level
+std::string path(std::string_view parent, std::string_view key);
+
+// Names and labels end up in table cells, CSV fields and plot titles: a control
+// character (newline, escape sequence, NUL) would break those, so it is refused.
+void require_printable(std::string_view origin, std::string_view key, std::string_view text);  // "a.b", or "b" at top level
 
 // Deepest nesting of arrays and objects accepted on input; hbmscope's own
 // files nest 5 levels at most.

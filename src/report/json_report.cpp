@@ -278,6 +278,7 @@ std::optional<std::string> opt_string(const nlohmann::json& o, std::string_view 
   const auto* v = member(o, key);
   if (!v) return std::nullopt;
   if (!v->is_string()) jc::fail(origin, key_of(parent, key), "a string", *v);
+  jc::require_printable(origin, key_of(parent, key), v->get_ref<const std::string&>());
   return v->get<std::string>();
 }
 

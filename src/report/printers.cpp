@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <functional>
@@ -518,14 +517,23 @@ std::string render_grid(const std::vector<std::string>& head,
   auto is_right = [&](std::size_t c) { return c < right.size() && right[c]; };
   std::string out;
   if (format == Format::md) {
+    // A '|' inside a cell would end it.
+    auto cell = [](const std::string& x) {
+      std::string r;
+      for (char ch : x) {
+        if (ch == '|') r += '\\';
+        r += ch;
+      }
+      return r;
+    };
     out += "|";
-    for (const auto& h : head) out.append(" ").append(h).append(" |");
+    for (const auto& h : head) out.append(" ").append(cell(h)).append(" |");
     out += "\n|";
     for (std::size_t c = 0; c < head.size(); ++c) out += is_right(c) ? " ---: |" : " :--- |";
     out += "\n";
     for (const auto& r : rows) {
       out += "|";
-      for (const auto& x : r) out.append(" ").append(x).append(" |");
+      for (const auto& x : r) out.append(" ").append(cell(x)).append(" |");
       out += "\n";
     }
     return out;
