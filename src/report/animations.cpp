@@ -291,7 +291,8 @@ std::string render_softmax_step(const SoftmaxTrace& t, std::size_t k, const Term
     const std::string b = term_bar(v, 40);
     line += paint(b, fresh ? "32" : step.rescaled ? "33" : "", st);
     if (!fresh && step.rescaled)
-      line += "  (x " + num(u.scale, 3) + ", was " + num(v / u.scale, 3) + ")";
+      // The earlier value comes from the earlier step: v / scale is 0/0 once the scale underflows.
+      line += "  (x " + num(u.scale, 3) + ", was " + num(t.steps[k - 1].terms[i], 3) + ")";
     if (fresh) line += "  new";
     s += line + "\n";
   }
