@@ -149,6 +149,8 @@ check "file size limit: nothing left" test -z "$(ls -A "$work/fsz")"
 check "bwd json" python3 -c "import json; r=json.load(open('$work/bwd.json'))['rows'][0]; assert r['shape']['pass']=='bwd'; assert r['bytes']=={'standard':239075328,'flash_no_l2':107495424,'floor':4210688}, r['bytes']; assert r['flops']==10737418240"
 "$bin" model --fa1 >"$work/fa1"
 check "--fa1 column" grep -q "4096 × 64  *136 MB  *54 MB  *34.6 MB  *2.1 MB" "$work/fa1"
+expect_error "--fa1 with no forward pass" "--fa1: FlashAttention-1's order is modelled for the forward pass only" model --fa1 --pass bwd
+expect_error "sweep --fa1 with no forward pass" "add fwd to --pass" sweep --fa1 --pass bwd,fwdbwd
 "$bin" model --pass fwd,bwd,fwdbwd --seq 4096 --head-dim 64 >"$work/passes"
 check "pass column" grep -q "fwd + bwd  *375 MB  *142 MB  *6.31 MB" "$work/passes"
 expect_error "bad pass" "--pass: 'sideways' is not a pass" model --pass sideways
@@ -442,7 +444,7 @@ expect_error "label with a newline" "groups[0].label: a control character is not
 expect_error "device name with an escape" "name: a control character is not allowed" model --device "$work/escdev.json"
 "$bin" sweep --config "$work/pipe.json" --format md >"$work/pipe.md"
 check "md: a | in a label is escaped" grep -qF 'a\|b' "$work/pipe.md"
-"$bin" sweep --config "$work/pipe.json" --format json --output "$work/pipe_r.json"
+"$bin" sweep --config "$work/pipe.json" --format json --output "$work/pipe_r.json" 2>/dev/null
 python3 -c "import json; d=json.load(open('$work/pipe_r.json')); d['rows'][0]['label']='x\ty'; json.dump(d,open('$work/tab_r.json','w'))"
 expect_error "report label with a tab" "a control character is not allowed" compare "$work/pipe_r.json" "$work/tab_r.json"
 

@@ -34,6 +34,7 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
   Report report;
   report.command = "model";
   const std::vector<Shape> shapes = expand(cli::to_axes(shape));
+  cli::check_variants(variants, shapes);
   cli::check_run_size(shapes.size(), "model");
   report.rows = model_rows(shapes, variants, {});
   cli::add_l2_sims(report, l2, dev);

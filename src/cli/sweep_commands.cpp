@@ -189,6 +189,13 @@ void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev, 
                  over_budget, static_cast<unsigned long long>(max_l2_sim_run_accesses));
 }
 
+void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
+  if (!v.flash1) return;
+  for (const Shape& s : shapes)
+    if (s.pass == Pass::fwd) return;
+  throw Error("--fa1: FlashAttention-1's order is modelled for the forward pass only; add fwd to --pass");
+}
+
 void check_run_size(std::size_t shapes, std::string_view command) {
   if (shapes <= max_run_shapes) return;
   const std::size_t n = (shapes + max_run_shapes - 1) / max_run_shapes;
@@ -353,6 +360,7 @@ int SweepCommands::run_sweep() {
     cfg.groups.push_back({"", to_axes(shape_)});
   }
   LabelledShapes all = expand(cfg);
+  check_variants(variants_opts_, all.shapes);
   if (measure_) {
     const bool blocks_given = shape_.block_rows || shape_.block_cols;
     for (Shape& s : all.shapes) s = with_flash_blocks(s, blocks_given);

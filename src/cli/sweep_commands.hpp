@@ -39,6 +39,9 @@ void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
 // Rows must be forward-pass shapes with the flash instantiation's blocks.
 void add_measurements(Report& report, const MeasureCliOptions& mo);
 
+// Refuses --fa1 when no shape has a forward pass (the column would be silently empty).
+void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes);
+
 // Refuses a run of more than max_run_shapes shapes (after --shard), pointing
 // to --shard: every row is held in memory until the report is written.
 void check_run_size(std::size_t shapes, std::string_view command);
