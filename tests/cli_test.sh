@@ -144,6 +144,18 @@ check "file size limit: one stderr line" test "$(wc -l <"$work/err")" -eq 1
 check "file size limit: EFBIG" grep -q "cannot write '$work/fsz/r.json': write: File too large" "$work/err"
 check "file size limit: nothing left" test -z "$(ls -A "$work/fsz")"
 
+# A name of 250 bytes (the longest a file system takes is 255): the temporary
+# file's name is cut to fit, for reports and for plots.
+long=$(printf 'n%.0s' $(seq 250))
+mkdir "$work/long"
+"$bin" model --format json --output "$work/long/$long.json" 2>/dev/null
+check "longest report name: written" test -s "$work/long/$long.json"
+if command -v gnuplot >/dev/null; then
+  (cd "$work/long" && "$bin" model --seq 1K:8K:x2 --plot "$long.svg" >/dev/null 2>&1)
+  check "longest plot name: written" grep -q "<svg" "$work/long/$long.svg"
+fi
+check "long names: no temp files left" test "$(ls -A "$work/long" | grep -c '^\.')" -eq 0
+
 # --pass and --fa1 on model.
 "$bin" model --pass bwd --seq 4096 --head-dim 64 --format json >"$work/bwd.json"
 check "bwd json" python3 -c "import json; r=json.load(open('$work/bwd.json'))['rows'][0]; assert r['shape']['pass']=='bwd'; assert r['bytes']=={'standard':239075328,'flash_no_l2':107495424,'floor':4210688}, r['bytes']; assert r['flops']==10737418240"

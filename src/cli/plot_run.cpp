@@ -18,6 +18,7 @@
 
 #include "hbmscope/error.hpp"
 #include "hbmscope/plot.hpp"
+#include "hbmscope/printers.hpp"
 
 extern char** environ;
 
@@ -81,12 +82,7 @@ void Plot::make(const Report& report) {
   namespace fs = std::filesystem;
   std::unique_ptr<TempFile> chart;
   if (term != PlotTerminal::dumb) {
-    const fs::path t(target);
-    const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
-    std::string name = ".";
-    name += t.filename().string();
-    name += ".tmp-XXXXXX";
-    image_ = (dir / name).string();
+    image_ = temp_template_for(fs::path(target));
     const int fd = ::mkstemp(image_.data());
     if (fd < 0) {
       const int err = errno;

@@ -104,6 +104,14 @@ std::filesystem::path resolve_links(std::filesystem::path p) {
 
 }  // namespace
 
+std::string temp_template_for(const std::filesystem::path& target) {
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  constexpr std::size_t max_name = 255, extra = 1 + 11;  // "." + ".tmp-XXXXXX"
+  std::string name = target.filename().string();
+  if (name.size() > max_name - extra) name.resize(max_name - extra);
+  return (dir / ("." + name + ".tmp-XXXXXX")).string();
+}
+
 void write_file_atomic(const std::filesystem::path& given, std::string_view content,
                        const std::function<void()>& before_rename) {
   namespace fs = std::filesystem;
@@ -127,11 +135,7 @@ void write_file_atomic(const std::filesystem::path& given, std::string_view cont
       throw Error("cannot write '" + given.string() + "': close: " + std::strerror(errno));
     return;
   }
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::string name = path.filename().string();
-  name.insert(0, 1, '.');
-  name.append(".tmp-XXXXXX");
-  std::string tmpl = (dir / name).string();
+  std::string tmpl = temp_template_for(path);
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw Error("cannot write '" + given.string() + "': " + std::strerror(errno));
   const InterruptGuard guard(tmpl);
