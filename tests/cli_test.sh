@@ -609,6 +609,7 @@ expect_error "l2 per-run cap" "more than 536870912 per run" model --seq 512K --d
 timeout 60 "$real_bin" sweep --seq 1M --block-rows 256 --block-cols 256 --dtype bf16,fp8 --device h100 --progress always --format csv >/dev/null 2>"$work/l2prog"
 check "L2 simulation shows progress" grep -q "hbmscope L2 simulation \[" "$work/l2prog"
 expect_error "sweep shape cap" "has too many values (a sweep has at most 4000000 shapes)" sweep --seq 1:9999999:+1 --head-dim 64 --format json
+expect_error "sweep past 2^64 shapes: counted, not wrapped" "sweep too large: about 2^66 shapes" sweep --seq 1:65536:+1 --head-dim 1:65536:+1 --batch 1:65536:+1 --heads 1:65536:+1 --dtype fp32,fp16,bf16,fp8
 expect_error "run cap points to --shard" "--shard I/2" sweep --seq 1:1999999:+1 --head-dim 64 --format json
 # The limit sits 400 MB above what a small run needs (a CUDA build maps cuBLAS at load time).
 vbase=3200000

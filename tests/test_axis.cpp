@@ -79,7 +79,16 @@ TEST_CASE("expand refuses an enormous product before building it", "[sweep]") {
   SweepAxes a;
   // Distinct values: repeated ones are dropped before the product is sized.
   for (std::uint64_t v = 1; v <= 10000; ++v) a.seq.push_back(v), a.head_dim.push_back(v);
-  CHECK_THROWS_WITH(expand(a), Catch::Contains("sweep too large"));
+  CHECK_THROWS_WITH(expand(a), Catch::Contains("sweep too large: 100000000 shapes"));
+}
+
+TEST_CASE("expand names a count past 2^64 as a power of two, not a wrapped number", "[sweep]") {
+  SweepAxes a;
+  for (std::uint64_t v = 1; v <= 65536; ++v) {
+    a.seq.push_back(v), a.head_dim.push_back(v), a.batch.push_back(v), a.heads.push_back(v);
+  }
+  a.dtype = {Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8};
+  CHECK_THROWS_WITH(expand(a), Catch::StartsWith("sweep too large: about 2^66 shapes (at most 4000000)"));
 }
 
 TEST_CASE("expand drops repeated shapes, keeping the first in order", "[sweep]") {

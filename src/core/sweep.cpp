@@ -1,6 +1,7 @@
 #include "hbmscope/sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -79,13 +80,20 @@ std::vector<Shape> expand(const SweepAxes& axes) {
       a.seq_head_dim.empty() ? a.seq.size() * a.head_dim.size() : a.seq_head_dim.size();
 
   // Size first, so that an enormous product is refused before it is built.
-  long double total = 1;
+  // The exact count while it fits in 64 bits; past that a power of two, as
+  // casting a huge floating count to an integer is undefined.
+  std::uint64_t total = 1;
+  long double approx = 1;
+  bool wrapped = false;
   for (std::size_t n : {a.batch.size(), a.heads.size(), kv_heads.size(), a.dtype.size(),
                         a.causal.size(), a.block_rows.size(), a.block_cols.size(), n_points,
-                        seq_kv.size(), a.pass.size()})
-    total *= static_cast<long double>(n);
-  if (total > static_cast<long double>(max_sweep_shapes))
-    throw Error("sweep too large: " + std::to_string(static_cast<unsigned long long>(total)) +
+                        seq_kv.size(), a.pass.size()}) {
+    wrapped = wrapped || __builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total);
+    approx *= static_cast<long double>(n);
+  }
+  if (wrapped || total > max_sweep_shapes)
+    throw Error("sweep too large: " +
+                (wrapped ? "about 2^" + std::to_string(std::lround(std::log2(approx))) : std::to_string(total)) +
                 " shapes (at most " + std::to_string(max_sweep_shapes) + "); sweep fewer values");
 
   std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
