@@ -92,6 +92,11 @@ cp "$work/report.json" "$work/before.json"
 check "failed run keeps old report" cmp -s "$work/report.json" "$work/before.json"
 check "no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
 expect_error "unwritable output" "cannot write" model --output "$work/no/such/dir/r.json"
+for cmd in model sweep measure; do
+  expect_error "$cmd --output ''" "--output: '' is empty: give a value" $cmd --output ''
+done
+expect_error "merge --output ''" "--output: '' is empty: give a value" merge "$work/report.json" --output ''
+expect_error "compare --output ''" "--output: '' is empty: give a value" compare "$work/report.json" "$work/report.json" --output ''
 
 # --output onto what is not a plain file. Device nodes are our own copies of
 # /dev/null and /dev/full (mknod, as root) so that a regression replaces a
@@ -461,6 +466,8 @@ python3 -c "import json; d=json.load(open('$work/pipe_r.json')); d['rows'][0]['l
 expect_error "report label with a tab" "a control character is not allowed" compare "$work/pipe_r.json" "$work/tab_r.json"
 
 expect_error "plot: bad extension" "must end in .svg or .png" model --plot "$work/x.pdf"
+expect_error "plot: empty" "--plot: '' is empty: give a value" model --plot ''
+expect_error "sweep plot: empty" "--plot: '' is empty: give a value" sweep --plot ''
 expect_error "plot -: not into json on stdout" "would be mixed into the json" model --plot - --format json
 # A plot that cannot be made (no gnuplot on the PATH, a folder that takes no
 # file) fails with one line before anything is written: no table, no --output.

@@ -207,7 +207,8 @@ void add_output_options(CLI::App& app, OutputOptions& o) {
   app.add_option("--output", o.output,
                  "Write the report to FILE atomically (temporary file + rename) instead of stdout; "
                  "a device or FIFO is written in place, - is stdout")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(not_empty());
 }
 
 void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {

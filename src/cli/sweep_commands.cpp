@@ -110,7 +110,8 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
   app.add_option("--plot", o.plot,
                  "Chart through gnuplot: bytes (and, with --device, time) against sequence "
                  "length, one line per variant: FILE.svg, FILE.png, or - for the terminal")
-      ->type_name("FILE|-");
+      ->type_name("FILE|-")
+      ->check(not_empty());
   app.footer(app.get_footer() + "\n" + device_help);
 }
 
@@ -308,7 +309,8 @@ Examples:
   compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
       ->type_name("table|json|csv|md");
   compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout (- is stdout)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(not_empty());
   compare_->footer(R"(Rows are matched by their shape (and group label). One column per number both rows
 hold, as the ratio B/A ("inf" when only A is 0). Verdict on the metric: FASTER when
 B is better by more than the threshold, SLOWER when worse, SAME otherwise. Rows in
@@ -322,7 +324,8 @@ Examples:
       ->required()
       ->type_name("FILE...");
   merge_->add_option("--output", merge_output_, "Write to FILE atomically instead of stdout (- is stdout)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(not_empty());
   merge_->add_option("--format", merge_format_, "json, table, csv or md [default: json]")
       ->type_name("json|table|csv|md");
   merge_->footer(R"(Refuses reports of another schema, of different devices or bandwidth fractions, and
