@@ -487,6 +487,45 @@ if command -v gnuplot >/dev/null 2>&1; then
   expect_error "plot into a missing folder" "--plot: cannot write" model --plot "$work/nodir/x.svg"
   expect_error "plot into a missing folder, --output" "--plot: cannot write" model --plot "$work/nodir/x.svg" --output "$work/noplot.txt"
   check "plot into a missing folder: --output not written" test ! -e "$work/noplot.txt"
+  # A plot target that cannot take the chart is refused before the report is
+  # written: no table on stdout, no --output file.
+  mkdir -p "$work/pt/dir.svg"
+  expect_error "plot onto a directory" "--plot: cannot write '$work/pt/dir.svg': it is a directory" model --seq 1K,2K --head-dim 64 --plot "$work/pt/dir.svg"
+  expect_error "plot onto a directory, --output" "it is a directory" model --seq 1K,2K --head-dim 64 --plot "$work/pt/dir.svg" --output "$work/pt/o1.json"
+  check "plot onto a directory: --output not written" test ! -e "$work/pt/o1.json"
+  toolong=$(printf 'a%.0s' $(seq 252)).svg
+  expect_error "plot name too long" "--plot: cannot write '$work/pt/$toolong': File name too long" model --plot "$work/pt/$toolong"
+  expect_error "plot name too long, --output" "File name too long" model --plot "$work/pt/$toolong" --output "$work/pt/o1.json"
+  check "plot name too long: --output not written" test ! -e "$work/pt/o1.json"
+  python3 -c "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$work/pt/sock.svg"
+  expect_error "plot onto a socket" "--plot: cannot write '$work/pt/sock.svg': not a regular file, character device or FIFO" model --plot "$work/pt/sock.svg"
+  # One file cannot be both the report and the chart, however it is named.
+  expect_error "plot = output" "--plot: '$work/pt/o2.svg' is also the --output file" model --output "$work/pt/o2.svg" --plot "$work/pt/o2.svg"
+  expect_error "plot = output, via .." "is also the --output file" model --output "$work/pt/dir.svg/../o2.svg" --plot "$work/pt/o2.svg"
+  ln -s o3.svg "$work/pt/o3link.svg"
+  expect_error "plot = output, via a link" "is also the --output file" model --output "$work/pt/o3link.svg" --plot "$work/pt/o3.svg"
+  check "plot = output: nothing written" test ! -e "$work/pt/o2.svg" -a ! -e "$work/pt/o3.svg"
+  "$bin" model --output - --plot - >"$work/pt/both" 2>/dev/null
+  check "plot - with --output -: table and chart" grep -q "sequence length Nq" "$work/pt/both"
+  # A plot follows --output's rules: a link stays a link, a device or FIFO is written in place.
+  ln -s real.svg "$work/pt/link.svg"
+  "$bin" model --plot "$work/pt/link.svg" >/dev/null 2>&1
+  check "plot symlink: still a link" test -L "$work/pt/link.svg"
+  check "plot symlink: its file written" grep -q "<svg" "$work/pt/real.svg"
+  if mknod "$work/pt/null.svg" c 1 3 2>/dev/null; then
+    "$bin" model --plot "$work/pt/null.svg" >/dev/null 2>&1
+    check "plot device: exit 0" test $? -eq 0
+    check "plot device: still a device" test -c "$work/pt/null.svg"
+  fi
+  mkfifo "$work/pt/fifo.svg"
+  timeout 20 cat "$work/pt/fifo.svg" >"$work/pt/fifo_read" &
+  reader=$!
+  timeout 20 "$bin" model --plot "$work/pt/fifo.svg" >/dev/null 2>&1
+  check "plot fifo: exit 0" test $? -eq 0
+  wait "$reader"
+  check "plot fifo: still a FIFO" test -p "$work/pt/fifo.svg"
+  check "plot fifo: chart read through it" grep -q "<svg" "$work/pt/fifo_read"
+  check "plot targets: no temp files left" test "$(ls -A "$work/pt" | grep -c '^\.')" -eq 0
 fi
 
 # Lost standard output is an error for every command: closed, or a full disk.

@@ -132,6 +132,34 @@ TEST_CASE("atomic write follows a symlink and refuses a directory", "[report][io
   fs::remove_all(dir);
 }
 
+TEST_CASE("an atomic file checks its target before anything is written", "[report][io]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hbmscope-test-two-step";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  const std::string long_name(252, 'a');
+  CHECK_THROWS_WITH(check_write_target(dir / (long_name + ".svg"), "--plot: "),
+                    Catch::StartsWith("--plot: cannot write") && Catch::EndsWith("File name too long"));
+  CHECK_THROWS_WITH(AtomicFile(dir / (long_name + ".svg")), Catch::EndsWith("File name too long"));
+  CHECK_THROWS_WITH(check_write_target(dir / "sub"), Catch::EndsWith("it is a directory"));
+  CHECK_THROWS_WITH(check_write_target(dir / "missing" / "r.json"), Catch::EndsWith("No such file or directory"));
+  CHECK_NOTHROW(check_write_target(dir / (long_name.substr(0, 251) + ".svg")));  // 255 bytes fit
+  {
+    AtomicFile never(dir / "never.json");  // not committed: its temporary file goes
+  }
+  {
+    AtomicFile f(dir / "r.json");
+    CHECK_FALSE(fs::exists(dir / "r.json"));  // nothing at the target until commit
+    f.commit("whole");
+  }
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 2);  // sub, r.json
+  fs::create_symlink("r.json", dir / "link.json");
+  CHECK(same_write_target(dir / "link.json", dir / "r.json"));
+  CHECK(same_write_target(dir / "sub" / ".." / "new.json", dir / "new.json"));
+  CHECK_FALSE(same_write_target(dir / "a.json", dir / "b.json"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("an interrupted atomic write leaves neither a partial report nor a temporary file", "[report][io]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "hbmscope-test-interrupt";

@@ -74,4 +74,35 @@ std::string temp_template_for(const std::filesystem::path& target);
 void write_file_atomic(const std::filesystem::path& path, std::string_view content,
                        const std::function<void()>& before_rename = {});
 
+// The checks write_file_atomic makes before it writes, for a command to run
+// on every target before it writes any: Error "PREFIXcannot write 'PATH':
+// REASON" for a directory, a special file other than a character device or
+// FIFO, a name longer than the file system takes, or a folder that is missing
+// or takes no file.
+void check_write_target(const std::filesystem::path& target, const std::string& prefix = {});
+
+// Whether a and b name one file once links and "." or ".." are resolved.
+bool same_write_target(const std::filesystem::path& a, const std::filesystem::path& b);
+
+// write_file_atomic in two steps, so that every target of a command can be
+// checked, and its temporary file made, before any is written: the
+// constructor checks as check_write_target and creates the temporary file;
+// commit writes and renames (or writes a device or FIFO in place). The
+// temporary file is removed unless committed, and on an interrupt.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::filesystem::path target, std::string prefix = {});
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();
+  void commit(std::string_view content, const std::function<void()>& before_rename = {});
+
+ private:
+  void discard();
+  std::filesystem::path given_, path_;
+  std::string prefix_, tmp_;
+  int fd_ = -1, slot_ = -1;
+  bool in_place_ = false;
+};
+
 }  // namespace hbmscope

@@ -58,6 +58,7 @@ int run_softmax(const cli::SoftmaxOptions& o) {
 int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
                 const cli::MeasureCliOptions& mo) {
   (void)cli::to_print_options(out);  // refuse a bad --format before any kernel runs
+  cli::check_device_options(cli::DeviceOptions{}, out);  // and a --output that cannot be written
   const bool blocks_given = shape.block_rows || shape.block_cols;
   std::vector<Shape> shapes;
   for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));

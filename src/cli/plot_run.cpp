@@ -64,36 +64,16 @@ std::string gnuplot_or_throw() {
 }
 
 Plot::Plot(const Report& report, const std::string& target) : target_(target) {
-  try {
-    make(report);
-  } catch (...) {
-    if (!image_.empty()) ::unlink(image_.c_str());
-    throw;
-  }
-}
-
-void Plot::make(const Report& report) {
-  const std::string& target = target_;
   const PlotTerminal term = plot_terminal_for(target);
   const std::string gnuplot = gnuplot_or_throw();
 
-  // The image's temporary file, next to the target: creating it is the check
-  // that the folder exists and takes files.
-  namespace fs = std::filesystem;
-  std::unique_ptr<TempFile> chart;
-  if (term != PlotTerminal::dumb) {
-    image_ = temp_template_for(fs::path(target));
-    const int fd = ::mkstemp(image_.data());
-    if (fd < 0) {
-      const int err = errno;
-      image_.clear();
-      throw Error("--plot: cannot write '" + target + "': " + std::strerror(err));
-    }
-    ::close(fd);
-  } else {
-    chart = std::make_unique<TempFile>("/tmp/hbmscope-plot-out-XXXXXX");
-  }
-  const std::string out = chart ? chart->path : image_;
+  // The target is checked, and its temporary file made beside it, before
+  // gnuplot runs: the same rules as --output (links followed, a device or
+  // FIFO written in place, a directory refused).
+  if (term != PlotTerminal::dumb) file_.emplace(target, "--plot: ");
+  // gnuplot draws into a private file; install() copies that to the target.
+  TempFile chart("/tmp/hbmscope-plot-out-XXXXXX");
+  const std::string& out = chart.path;
   TempFile script("/tmp/hbmscope-plot-XXXXXX");
   TempFile errors("/tmp/hbmscope-plot-err-XXXXXX");
   {
@@ -125,23 +105,16 @@ void Plot::make(const Report& report) {
   }
   struct stat st {};
   if (::stat(out.c_str(), &st) != 0 || st.st_size == 0)
-    throw Error("--plot: gnuplot wrote nothing" + (chart ? std::string() : " to " + target));
-  if (chart) {
-    std::ifstream in(chart->path, std::ios::binary);
-    text_.assign(std::istreambuf_iterator<char>(in), {});
-  }
-}
-
-Plot::~Plot() {
-  if (!image_.empty()) ::unlink(image_.c_str());
+    throw Error("--plot: gnuplot wrote nothing" + (file_ ? " for " + target : std::string()));
+  std::ifstream in(chart.path, std::ios::binary);
+  std::string& content = file_ ? image_ : text_;
+  content.assign(std::istreambuf_iterator<char>(in), {});
 }
 
 void Plot::install() {
-  if (image_.empty()) return;
-  ::chmod(image_.c_str(), 0644);
-  if (std::rename(image_.c_str(), target_.c_str()) != 0)
-    throw Error("--plot: cannot write '" + target_ + "': " + std::strerror(errno));
-  image_.clear();
+  if (!file_) return;
+  file_->commit(image_);
+  file_.reset();
 }
 
 }  // namespace hbmscope::cli

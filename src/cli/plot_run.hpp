@@ -1,7 +1,9 @@
 #pragma once
 // Runs gnuplot on a script from hbmscope::gnuplot_script.
+#include <optional>
 #include <string>
 
+#include "hbmscope/printers.hpp"
 #include "hbmscope/report.hpp"
 
 namespace hbmscope::cli {
@@ -13,22 +15,22 @@ std::string gnuplot_or_throw();
 // made fails the command with nothing written.
 class Plot {
  public:
-  // target: FILE.svg, FILE.png (drawn into a temporary file in the same folder)
-  // or "-" (gnuplot's dumb terminal, kept as text). Throws Error when gnuplot
-  // is not on the PATH, the folder takes no file, or gnuplot fails.
+  // target: FILE.svg, FILE.png or "-" (gnuplot's dumb terminal, kept as
+  // text). Throws Error when gnuplot is not on the PATH, the target cannot be
+  // written (as write_file_atomic's checks), or gnuplot fails.
   Plot(const Report& report, const std::string& target);
   Plot(const Plot&) = delete;
   Plot& operator=(const Plot&) = delete;
-  ~Plot();  // removes an image that was not installed
+  ~Plot() = default;  // an image not installed leaves no file
 
   // The chart for the terminal ("-"); empty for a file.
   const std::string& text() const { return text_; }
-  // Renames the image to the target (nothing for "-").
+  // Writes the image to the target as write_file_atomic does (nothing for "-").
   void install();
 
  private:
-  void make(const Report& report);
   std::string target_, image_, text_;
+  std::optional<AtomicFile> file_;
 };
 
 }  // namespace hbmscope::cli

@@ -119,9 +119,16 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   if (d.bandwidth_fraction && !d.device)
     throw Error("--bandwidth-fraction: needs --device (the fraction of which device's bandwidth?)");
   if (d.bandwidth_fraction) validate_bandwidth_fraction(*d.bandwidth_fraction);
+  // Targets are checked before a long sweep, and so before anything is written.
+  if (!to_stdout(out.output)) check_write_target(*out.output);
   if (d.plot) {
     (void)plot_terminal_for(*d.plot);
-    (void)gnuplot_or_throw();  // before a long sweep, not after it
+    if (*d.plot != "-") {
+      check_write_target(*d.plot, "--plot: ");
+      if (!to_stdout(out.output) && same_write_target(*out.output, *d.plot))
+        throw Error("--plot: '" + *d.plot + "' is also the --output file; give the chart a name of its own");
+    }
+    (void)gnuplot_or_throw();
     if (*d.plot == "-" && to_stdout(out.output) && (out.format == "json" || out.format == "csv"))
       throw Error("--plot -: the chart would be mixed into the " + out.format +
                   " on stdout; write the report with --output FILE");
@@ -233,12 +240,20 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
   const PrintOptions print = to_print_options(out);
   if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
   std::string text = render(report, print);
-  // The chart first: a plot that cannot be made fails with nothing written.
+  // The chart and both files' temporary files first: a plot or a target that
+  // fails does so with nothing written.
   std::optional<Plot> plot;
   if (dev.plot) plot.emplace(report, *dev.plot);
+  std::optional<AtomicFile> file;
+  if (!to_stdout(out.output)) file.emplace(*out.output);
   const bool chart_to_terminal = dev.plot && *dev.plot == "-";
   if (chart_to_terminal && to_stdout(out.output)) text += "\n" + plot->text();
-  emit(text, out.output);
+  if (file) {
+    file->commit(text);
+    std::fprintf(stderr, "hbmscope: wrote %s\n", out.output->c_str());
+  } else {
+    write_stdout(text);
+  }
   if (chart_to_terminal && !to_stdout(out.output)) write_stdout(plot->text());
   if (plot && !chart_to_terminal) {
     plot->install();

@@ -1,5 +1,5 @@
-// Report files are written whole or not at all: a temporary file in the same
-// folder, then a rename. An interrupt removes the temporary file too.
+// Report and plot files are written whole or not at all: a temporary file in
+// the same folder, then a rename. An interrupt removes the temporary file too.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 
 #include "hbmscope/error.hpp"
 #include "hbmscope/printers.hpp"
@@ -16,43 +17,52 @@ namespace hbmscope {
 
 namespace {
 
-// The temporary file in flight, for the signal handler (which may only use
-// async-signal-safe calls: unlink, signal, raise).
-char pending_path[4096];
-volatile std::sig_atomic_t pending = 0;
+// The temporary files in flight (a report and a plot can be pending at once),
+// for the signal handler, which may only use async-signal-safe calls (unlink,
+// signal, raise).
+constexpr int max_pending = 4;
+char pending_path[max_pending][4096];
+volatile std::sig_atomic_t pending[max_pending] = {};
 
 extern "C" void remove_pending_and_reraise(int sig) {
-  if (pending) ::unlink(pending_path);
+  for (int i = 0; i < max_pending; ++i)
+    if (pending[i]) ::unlink(pending_path[i]);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
 
-// Installs the handler for the lifetime of one write, then restores the old.
-class InterruptGuard {
- public:
-  explicit InterruptGuard(const std::string& tmp) {
-    if (tmp.size() >= sizeof pending_path) return;  // too long to register: no cleanup
-    std::memcpy(pending_path, tmp.c_str(), tmp.size() + 1);
-    struct sigaction sa {};
-    sa.sa_handler = remove_pending_and_reraise;
-    sigemptyset(&sa.sa_mask);
-    for (std::size_t i = 0; i < std::size(signals_); ++i) ::sigaction(signals_[i], &sa, &old_[i]);
-    pending = 1;
-    active_ = true;
-  }
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-  ~InterruptGuard() {
-    if (!active_) return;
-    pending = 0;
-    for (std::size_t i = 0; i < std::size(signals_); ++i) ::sigaction(signals_[i], &old_[i], nullptr);
-  }
+constexpr int guarded_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction old_actions[3] {};
+int registered = 0;
 
- private:
-  static constexpr int signals_[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3] {};
-  bool active_ = false;
-};
+// Registers tmp for removal on an interrupt, installing the handler with the
+// first one; -1 when the path is too long or no slot is free (no cleanup then).
+int register_pending(const std::string& tmp) {
+  if (tmp.size() >= sizeof pending_path[0]) return -1;
+  for (int i = 0; i < max_pending; ++i) {
+    if (pending[i]) continue;
+    std::memcpy(pending_path[i], tmp.c_str(), tmp.size() + 1);
+    if (registered++ == 0) {
+      struct sigaction sa {};
+      sa.sa_handler = remove_pending_and_reraise;
+      sigemptyset(&sa.sa_mask);
+      for (std::size_t k = 0; k < std::size(guarded_signals); ++k)
+        ::sigaction(guarded_signals[k], &sa, &old_actions[k]);
+    }
+    pending[i] = 1;
+    return i;
+  }
+  return -1;
+}
+
+// The handler goes with the last registration: the old one is restored.
+void release_pending(int slot) {
+  if (slot < 0) return;
+  pending[slot] = 0;
+  if (--registered == 0)
+    for (std::size_t k = 0; k < std::size(guarded_signals); ++k)
+      ::sigaction(guarded_signals[k], &old_actions[k], nullptr);
+}
 
 // Beyond the file size limit (ulimit -f) a write fails with EFBIG, handled as
 // any write error, instead of SIGXFSZ ending the process and leaving the
@@ -89,17 +99,46 @@ bool write_all(int fd, std::string_view content) {
 
 // The path a chain of symbolic links ends at (existing or not), so that the
 // report replaces the file the link names and the link stays a link.
-std::filesystem::path resolve_links(std::filesystem::path p) {
+std::filesystem::path resolve_links(std::filesystem::path p, const std::string& prefix) {
   namespace fs = std::filesystem;
   for (int hops = 0; hops < 40; ++hops) {
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
     std::error_code ec;
     const fs::path target = fs::read_symlink(p, ec);
-    if (ec) throw Error("cannot write '" + p.string() + "': " + ec.message());
+    if (ec) throw Error(prefix + "cannot write '" + p.string() + "': " + ec.message());
     p = target.is_absolute() ? target : p.parent_path() / target;
   }
-  throw Error("cannot write '" + p.string() + "': " + std::strerror(ELOOP));
+  throw Error(prefix + "cannot write '" + p.string() + "': " + std::strerror(ELOOP));
+}
+
+// The path to write (links followed) and whether it is written in place;
+// Error when it cannot be written at all.
+std::pair<std::filesystem::path, bool> examine(const std::filesystem::path& given, const std::string& prefix) {
+  namespace fs = std::filesystem;
+  const auto fail = [&](const std::string& why) {
+    return Error(prefix + "cannot write '" + given.string() + "': " + why);
+  };
+  const fs::path path = resolve_links(given, prefix);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) throw fail("it is a directory");
+    if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+      throw fail("not a regular file, character device or FIFO");
+    return {path, true};  // a rename would replace the device or FIFO by a file
+  }
+  // A new or regular file is renamed into place: its name must fit (the
+  // temporary name is cut to fit, so only the rename would fail) and its
+  // folder must take files.
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max <= 0) name_max = 255;
+  if (path.filename().string().size() > static_cast<std::size_t>(name_max)) throw fail(std::strerror(ENAMETOOLONG));
+  struct stat ds {};
+  if (::stat(dir.c_str(), &ds) != 0) throw fail(std::strerror(errno));
+  if (!S_ISDIR(ds.st_mode)) throw fail(std::strerror(ENOTDIR));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) throw fail(std::strerror(errno));
+  return {path, false};
 }
 
 }  // namespace
@@ -112,53 +151,88 @@ std::string temp_template_for(const std::filesystem::path& target) {
   return (dir / ("." + name + ".tmp-XXXXXX")).string();
 }
 
-void write_file_atomic(const std::filesystem::path& given, std::string_view content,
-                       const std::function<void()>& before_rename) {
+void check_write_target(const std::filesystem::path& target, const std::string& prefix) {
+  (void)examine(target, prefix);
+}
+
+bool same_write_target(const std::filesystem::path& a, const std::filesystem::path& b) {
   namespace fs = std::filesystem;
+  const auto key = [](const fs::path& p) {
+    fs::path r = p;
+    try {
+      r = resolve_links(p, "");
+    } catch (const Error&) {
+    }
+    std::error_code ec;
+    const fs::path c = fs::weakly_canonical(r, ec);
+    return ec ? fs::absolute(r, ec).lexically_normal() : c;
+  };
+  if (key(a) == key(b)) return true;
+  struct stat sa {}, sb {};  // hard links: one file under two names
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+AtomicFile::AtomicFile(std::filesystem::path target, std::string prefix)
+    : given_(std::move(target)), prefix_(std::move(prefix)) {
+  std::tie(path_, in_place_) = examine(given_, prefix_);
+  if (in_place_) return;
+  tmp_ = temp_template_for(path_);
+  fd_ = ::mkstemp(tmp_.data());
+  if (fd_ < 0) {
+    const int err = errno;
+    tmp_.clear();
+    throw Error(prefix_ + "cannot write '" + given_.string() + "': " + std::strerror(err));
+  }
+  slot_ = register_pending(tmp_);
+}
+
+AtomicFile::~AtomicFile() { discard(); }
+
+void AtomicFile::discard() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  tmp_.clear();
+  release_pending(slot_);
+  slot_ = -1;
+}
+
+void AtomicFile::commit(std::string_view content, const std::function<void()>& before_rename) {
   const IgnoreFileSizeSignal no_sigxfsz;
-  const fs::path path = resolve_links(given);
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) throw Error("cannot write '" + given.string() + "': it is a directory");
-    if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
-      throw Error("cannot write '" + given.string() +
-                  "': not a regular file, character device or FIFO");
-    // A device or FIFO is written in place: a rename would replace it by a file.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) throw Error("cannot write '" + given.string() + "': " + std::strerror(errno));
+  const auto fail = [&](const char* what, int err) {
+    discard();
+    throw Error(prefix_ + "cannot write '" + given_.string() + "': " + what + ": " + std::strerror(err));
+  };
+  if (in_place_) {
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) throw Error(prefix_ + "cannot write '" + given_.string() + "': " + std::strerror(errno));
     if (!write_all(fd, content)) {
       const int err = errno;
       ::close(fd);
-      throw Error("cannot write '" + given.string() + "': write: " + std::strerror(err));
+      fail("write", err);
     }
-    if (::close(fd) != 0)
-      throw Error("cannot write '" + given.string() + "': close: " + std::strerror(errno));
+    if (::close(fd) != 0) fail("close", errno);
     return;
   }
-  std::string tmpl = temp_template_for(path);
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) throw Error("cannot write '" + given.string() + "': " + std::strerror(errno));
-  const InterruptGuard guard(tmpl);
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + given.string() + "': " + what + ": " + std::strerror(err));
-  };
-  if (!write_all(fd, content)) fail("write");
-  if (::fchmod(fd, 0644) != 0) fail("chmod");
-  if (::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + given.string() + "': close: " + std::strerror(err));
-  }
+  if (fd_ < 0) throw Error(prefix_ + "cannot write '" + given_.string() + "': written already");
+  if (!write_all(fd_, content)) fail("write", errno);
+  if (::fchmod(fd_, 0644) != 0) fail("chmod", errno);
+  if (::fsync(fd_) != 0) fail("fsync", errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("close", errno);
   if (before_rename) before_rename();
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw Error("cannot write '" + given.string() + "': rename: " + std::strerror(err));
-  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename", errno);
+  tmp_.clear();
+  release_pending(slot_);
+  slot_ = -1;
+}
+
+void write_file_atomic(const std::filesystem::path& given, std::string_view content,
+                       const std::function<void()>& before_rename) {
+  AtomicFile file(given);
+  file.commit(content, before_rename);
 }
 
 }  // namespace hbmscope
