@@ -37,8 +37,8 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
   cli::check_variants(variants, shapes);
   cli::check_run_size(shapes.size(), "model");
   report.rows = model_rows(shapes, variants, {});
-  cli::add_l2_sims(report, l2, dev);
-  return cli::finish_report(report, out, dev);
+  const auto notes = cli::add_l2_sims(report, l2, dev);
+  return cli::finish_report(report, out, dev, notes);
 }
 
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {

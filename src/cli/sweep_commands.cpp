@@ -135,11 +135,12 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   }
 }
 
-void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev, ProgressMode mode) {
+std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
+                                     ProgressMode mode) {
   std::optional<DeviceSpec> spec;
   if (dev.device) spec = find_device(*dev.device);
   const auto config = to_l2_config(l2, spec ? &*spec : nullptr);
-  if (!config) return;
+  if (!config) return {};
   const bool automatic = !l2.l2_bytes;
   // Work is counted in simulated accesses (both simulations), all counted in
   // O(1) per shape before any runs, so that a run too long is refused at once.
@@ -184,17 +185,16 @@ void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev, 
     }
     bar.update(total, total);
   }
+  std::vector<std::string> notes;
   if (too_large)
-    std::fprintf(stderr,
-                 "hbmscope: note: L2 simulation left out for %zu shape(s) of more than %llu tile "
-                 "accesses; --l2-bytes runs it on every shape up to %llu\n",
-                 too_large, static_cast<unsigned long long>(auto_l2_sim_accesses),
-                 static_cast<unsigned long long>(max_l2_sim_accesses));
+    notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses; "
+                                "--l2-bytes runs it on every shape up to {}",
+                                too_large, auto_l2_sim_accesses, max_l2_sim_accesses));
   if (over_budget)
-    std::fprintf(stderr,
-                 "hbmscope: note: L2 simulation left out for %zu shape(s) past the run's budget of "
-                 "%llu simulated accesses; --shard I/N splits the sweep\n",
-                 over_budget, static_cast<unsigned long long>(max_l2_sim_run_accesses));
+    notes.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} "
+                                "simulated accesses; --shard I/N splits the sweep",
+                                over_budget, max_l2_sim_run_accesses));
+  return notes;
 }
 
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
@@ -235,7 +235,8 @@ void add_measurements(Report& report, const MeasureCliOptions& mo) {
   }
 }
 
-int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev) {
+int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev,
+                  const std::vector<std::string>& notes) {
   check_device_options(dev, out);
   const PrintOptions print = to_print_options(out);
   if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
@@ -259,6 +260,8 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
     plot->install();
     std::fprintf(stderr, "hbmscope: wrote %s\n", dev.plot->c_str());
   }
+  // Notes last, so that a run that fails prints its error alone.
+  for (const auto& n : notes) std::fprintf(stderr, "hbmscope: note: %s\n", n.c_str());
   return 0;
 }
 
@@ -400,7 +403,7 @@ int SweepCommands::run_sweep() {
     report.rows = model_rows(all.shapes, variants_opts_,
                              [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
-  add_l2_sims(report, l2_, dev_, mode);
+  const auto notes = add_l2_sims(report, l2_, dev_, mode);
   if (measure_) add_measurements(report, measure_opts_);
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {
@@ -417,7 +420,7 @@ int SweepCommands::run_sweep() {
   } else if (config_ && !cfg.variants.empty()) {
     keep_variants(report.rows, cfg.variants, *config_ + ": variants");
   }
-  return finish_report(report, out_, dev_);
+  return finish_report(report, out_, dev_, notes);
 }
 
 int SweepCommands::run_devices() {

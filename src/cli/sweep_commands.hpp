@@ -31,8 +31,10 @@ inline constexpr std::uint64_t auto_l2_sim_accesses = std::uint64_t{1} << 25;
 // --l2-bytes a run over it is refused before anything is simulated; with only a
 // device the shapes past it are left out, with a note. A progress bar as the
 // sweep's shows for long simulations.
-void add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
-                 ProgressMode mode = ProgressMode::auto_);
+// Returns the notes (without "hbmscope: note: ") for finish_report to print
+// once the run has succeeded.
+std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
+                                     ProgressMode mode = ProgressMode::auto_);
 
 // Runs the kernels of --kernels on every row's shape (a CUDA device needed:
 // Error saying why otherwise) and attaches the measurements and the device.
@@ -47,8 +49,9 @@ void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes);
 void check_run_size(std::size_t shapes, std::string_view command);
 
 // Adds predictions (with a device), renders, writes (stdout or --output,
-// atomically) and plots. Returns the exit code.
-int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev);
+// atomically) and plots, then prints the notes on stderr. Returns the exit code.
+int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev,
+                  const std::vector<std::string>& notes = {});
 
 class SweepCommands {
  public:
