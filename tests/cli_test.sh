@@ -550,6 +550,8 @@ done
 check "no progress bar when stderr is piped" test ! -s "$work/prog_pipe"
 "$bin" sweep --progress always --seq 1:20K:+1 --head-dim 64 --format csv >/dev/null 2>"$work/prog_forced"
 check "progress always draws the bar" grep -q "hbmscope sweep \[#" "$work/prog_forced"
+"$bin" sweep --progress always --seq 1:20K:+1 --head-dim 64 --variants foo >/dev/null 2>"$work/prog_err"
+check "progress always: an error after the bar starts a line of its own" grep -q "^hbmscope: error: --variants: 'foo'" "$work/prog_err"
 if command -v script >/dev/null 2>&1; then
   script -qec "'$bin' sweep --seq 1:150K:+1 --head-dim 64 --format csv >/dev/null" /dev/null >"$work/prog_tty" 2>&1
   check "progress bar on a terminal" grep -q "hbmscope sweep \[" "$work/prog_tty"

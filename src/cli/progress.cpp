@@ -7,8 +7,8 @@ namespace hbmscope::cli {
 ProgressBar::ProgressBar(std::FILE* out, ProgressMode mode, std::string what,
                          std::size_t min_total, std::size_t check_every)
     : out_(out),
-      enabled_(mode == ProgressMode::always ||
-               (mode == ProgressMode::auto_ && ::isatty(::fileno(out)) == 1)),
+      terminal_(::isatty(::fileno(out)) == 1),
+      enabled_(mode == ProgressMode::always || (mode == ProgressMode::auto_ && terminal_)),
       what_(std::move(what)),
       min_total_(mode == ProgressMode::always ? 0 : min_total),
       check_every_(check_every == 0 ? 1 : check_every) {}
@@ -35,7 +35,9 @@ void ProgressBar::update(std::size_t done, std::size_t total) {
 
 void ProgressBar::finish() {
   if (!drawn_) return;
-  std::fprintf(out_, "\r\033[K");
+  // A terminal's line is cleared; in a file (--progress always) the bar's line
+  // is ended, so that what follows (an error) starts a line of its own.
+  std::fprintf(out_, terminal_ ? "\r\033[K" : "\n");
   std::fflush(out_);
   drawn_ = false;
 }

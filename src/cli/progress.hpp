@@ -24,11 +24,12 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
 
   void update(std::size_t done, std::size_t total);
-  void finish();  // clears the bar's line
+  void finish();  // clears the bar's line on a terminal, ends it elsewhere
   bool drawn() const { return drawn_; }
 
  private:
   std::FILE* out_;
+  bool terminal_;
   bool enabled_;
   std::string what_;
   std::size_t min_total_;
