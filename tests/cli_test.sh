@@ -689,6 +689,11 @@ expect_error "negative seed" "--seed: '-1' is not an integer from 0 to 184467440
 expect_error "seed too large" "--seed: '18446744073709551616' is too large" sweep --seed 18446744073709551616
 expect_error "sweep --kernels without --measure" "--kernels: 'foo' is not one of" sweep --kernels foo
 expect_error "sweep empty --kernels" "--kernels: '' is an empty list" sweep --kernels ''
+expect_error "sweep --kernels without --measure" "--kernels: needs --measure" sweep --config seed --kernels flash
+for opt in "--repeats 5" "--warmup 1" "--device-index 1" "--seed 7" "--no-validate"; do
+  # shellcheck disable=SC2086
+  expect_error "sweep $opt without --measure" "${opt%% *}: needs --measure" sweep --config seed $opt
+done
 expect_error "device index" "--device-index: '-1' is out of range (an integer from 0 to 1023)" measure --device-index -1
 expect_error "delay not a number" "--delay: 'abc' is not an integer from 0 to 60000" walk --delay abc
 expect_error "repeats range" "--repeats: '0' is out of range (an integer from 1 to 100000)" measure --repeats 0

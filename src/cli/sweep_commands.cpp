@@ -373,6 +373,10 @@ int SweepCommands::run_sweep() {
   check_device_options(dev_, out_);
   // Checked even without --measure: a typo must not pass silently.
   (void)parse_kernels(measure_opts_.kernels);
+  // Nor may a measure option that nothing would use (as --sms without the L2 simulation).
+  if (!measure_)
+    for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate"})
+      if (sweep_->count(name) > 0) throw Error(std::string(name) + ": needs --measure");
   SweepConfig cfg;
   if (config_) {
     cfg = find_sweep_config(*config_);
