@@ -389,6 +389,14 @@ expect_error "merge refuses other device" "different devices" merge "$work/h1.js
 expect_error "merge: malformed" "broken.json: not valid JSON" merge "$work/h1.json" "$work/broken.json"
 "$bin" merge "$work/h1.json" >/dev/null 2>"$work/merge_note"
 check "merge notes missing shards" grep -q "merged 1 of 2 shards" "$work/merge_note"
+check "merge names the missing shards" grep -q "merged 1 of 2 shards (.*); missing: 2$" "$work/merge_note"
+"$bin" sweep --config llm --shard 3/3 --format json --output "$work/h3_3.json" 2>/dev/null
+expect_error "merge refuses shards of different splits" "h1.json is shard 1/2 of" merge "$work/h1.json" "$work/h3_3.json"
+expect_error "merge refuses a shard with a whole report" "is not a shard: refusing to mix" merge "$work/h3_3.json" "$work/full.json"
+"$bin" sweep --config seed --shard 2/7 --format json --output "$work/s2_7.json" 2>/dev/null
+"$bin" sweep --config seed --shard 5/7 --format json --output "$work/s5_7.json" 2>/dev/null
+"$bin" merge "$work/s5_7.json" "$work/s2_7.json" >/dev/null 2>"$work/merge_note"
+check "merge lists missing shards as ranges" grep -q "missing: 1, 3-4, 6-7$" "$work/merge_note"
 
 # compare
 "$bin" sweep --seq 1K:8K:x2 --format json --output "$work/ca.json" 2>/dev/null

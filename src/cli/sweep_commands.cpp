@@ -488,11 +488,23 @@ int SweepCommands::run_merge() {
                   (na != nb ? na + " vs " + nb : first_difference(da, db, "roofline")) + ")");
     }
   }
-  // Shards of one sweep go back in shard order.
-  const bool shards = std::all_of(in.begin(), in.end(), [&](const Input& x) {
-    return x.r.shard && first.r.shard && x.r.shard->count == first.r.shard->count &&
-           x.r.shard->total_rows == first.r.shard->total_rows;
-  });
+  // Shards of one sweep go back in shard order; shards of different splits
+  // (or a shard with a whole report) would merge into a report that is
+  // neither, so they are refused.
+  const auto shard_name = [](const Input& x) {
+    return x.r.shard ? "shard " + std::to_string(x.r.shard->index) + "/" + std::to_string(x.r.shard->count) +
+                           " of " + std::to_string(x.r.shard->total_rows) + " rows"
+                     : std::string("not a shard");
+  };
+  for (const auto& x : in) {
+    const bool same = x.r.shard.has_value() == first.r.shard.has_value() &&
+                      (!x.r.shard || (x.r.shard->count == first.r.shard->count &&
+                                      x.r.shard->total_rows == first.r.shard->total_rows));
+    if (!same)
+      throw Error("merge: " + first.name + " is " + shard_name(first) + ", " + x.name + " is " + shard_name(x) +
+                  ": refusing to mix shards of different splits (merge the N shards of one --shard I/N run)");
+  }
+  const bool shards = first.r.shard.has_value();
   if (shards)
     std::stable_sort(in.begin(), in.end(),
                      [](const Input& a, const Input& b) { return a.r.shard->index < b.r.shard->index; });
@@ -513,10 +525,21 @@ int SweepCommands::run_merge() {
   if (shards) {
     std::set<std::uint64_t> have;
     for (const auto& x : in) have.insert(x.r.shard->index);
-    if (have.size() != first.r.shard->count || out["rows"].size() != first.r.shard->total_rows)
-      std::fprintf(stderr, "hbmscope: note: merged %zu of %llu shards (%zu of %llu rows)\n", have.size(),
+    if (have.size() != first.r.shard->count || out["rows"].size() != first.r.shard->total_rows) {
+      // The missing indices as ranges ("2-5, 7"): a line even for thousands of shards.
+      std::string missing;
+      for (std::uint64_t i = 1; i <= first.r.shard->count; ++i) {
+        if (have.count(i)) continue;
+        std::uint64_t j = i;
+        while (j < first.r.shard->count && !have.count(j + 1)) ++j;
+        missing += (missing.empty() ? "" : ", ") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
+        i = j;
+      }
+      std::fprintf(stderr, "hbmscope: note: merged %zu of %llu shards (%zu of %llu rows)%s\n", have.size(),
                    static_cast<unsigned long long>(first.r.shard->count), out["rows"].size(),
-                   static_cast<unsigned long long>(first.r.shard->total_rows));
+                   static_cast<unsigned long long>(first.r.shard->total_rows),
+                   missing.empty() ? "" : ("; missing: " + missing).c_str());
+    }
   }
   std::string text;
   if (f == Format::json) {
