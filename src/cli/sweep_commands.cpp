@@ -109,7 +109,8 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
       ->check(finite_number());
   app.add_option("--plot", o.plot,
                  "Chart through gnuplot: bytes (and, with --device, time) against sequence "
-                 "length, one line per variant: FILE.svg, FILE.png, or - for the terminal")
+                 "length, one line per variant: FILE.svg, FILE.png (written as --output is, and "
+                 "never the same file), or - for the terminal")
       ->type_name("FILE|-")
       ->check(not_empty());
   app.footer(app.get_footer() + "\n" + device_help);
@@ -348,7 +349,8 @@ Examples:
       ->type_name("json|table|csv|md");
   merge_->footer(R"(Refuses reports of another schema, of different devices or bandwidth fractions, and
 any row (label and shape) that two reports both hold. Shards of one sweep are put
-back in shard order; a missing shard is reported on stderr.
+back in shard order; missing shards are named on stderr; shards of different
+splits (another N or sweep) are refused.
 Example:
   for i in 1 2 3 4; do hbmscope sweep --config llm --shard $i/4 --format json --output p$i.json; done
   hbmscope merge p1.json p2.json p3.json p4.json --output all.json)");
