@@ -305,6 +305,23 @@ printf '{"name": "X",' >"$work/broken.json"
 expect_error "device: malformed JSON" "broken.json: not valid JSON: parse error" model --device "$work/broken.json"
 expect_error "device: no such file" "cannot read" sweep --device "$work/none.json"
 expect_error "device: unknown preset" "'tpu9' is not a preset" model --device tpu9
+# Input files: numbers out of range, repeated keys, what is not a regular file.
+sed 's/2e12/1e400/' "$work/my-gpu.json" >"$work/huge.json"
+expect_error "device: number out of range" "huge.json: not valid JSON: number overflow parsing '1e400'" model --device "$work/huge.json"
+expect_error "devices FILE: number out of range" "huge.json: not valid JSON: number overflow" devices "$work/huge.json"
+sed 's/"sm_count": 100,/"sm_count": 100, "sm_count": 50,/' "$work/my-gpu.json" >"$work/dupkey.json"
+expect_error "device: repeated key" "dupkey.json: sm_count appears twice" model --device "$work/dupkey.json"
+printf '{"axes": {"seq": 1024, "head_dim": 64, "batch": 1e400}}' >"$work/bigbatch.json"
+expect_error "config: number out of range" "bigbatch.json: not valid JSON: number overflow" sweep --config "$work/bigbatch.json"
+mkfifo "$work/fifo.json"
+expect_error "sweep --config: a FIFO" "cannot read '$work/fifo.json': not a regular file" sweep --config "$work/fifo.json"
+expect_error "--device: a FIFO" "not a regular file" model --device "$work/fifo.json"
+expect_error "merge: a FIFO" "not a regular file" merge "$work/fifo.json"
+if mknod "$work/zero.json" c 1 5 2>/dev/null; then  # a copy of /dev/zero: it never ends
+  expect_error "merge: a device node" "cannot read '$work/zero.json': not a regular file" merge "$work/zero.json"
+  ln -s "$work/zero.json" "$work/zlink.json"
+  expect_error "merge: a link to a device node" "not a regular file" merge "$work/zlink.json"
+fi
 expect_error "device: no fp8 on A100" "has no fp8 peak" model --device a100 --dtype fp8
 expect_error "fraction needs device" "--bandwidth-fraction: needs --device" model --bandwidth-fraction 0.5
 expect_error "fraction range" "is not in (0, 1]" model --device h100 --bandwidth-fraction 1.5
@@ -378,6 +395,9 @@ expect_error "shard syntax 2" "--shard: 'half'" sweep --shard half
 expect_error "merge refuses overlap" "rows overlap" merge "$work/h1.json" "$work/h1.json"
 python3 -c "import json; d=json.load(open('$work/h2.json')); d['schema']='hbmscope.report/2'; json.dump(d,open('$work/h2v2.json','w'))"
 expect_error "merge refuses other schema" "refusing to mix them" merge "$work/h1.json" "$work/h2v2.json"
+python3 -c "t=open('$work/h1.json').read(); open('$work/h1big.json','w').write(t.replace('\"flops\":', '\"flops\": 1e400, \"x\":', 1))"
+expect_error "merge: number out of range" "h1big.json: not valid JSON: number overflow" merge "$work/h1big.json"
+expect_error "compare: number out of range" "h1big.json: not valid JSON: number overflow" compare "$work/h1.json" "$work/h1big.json"
 "$bin" sweep --config llm --shard 2/2 --device h100 --format json --output "$work/h2dev.json" 2>/dev/null
 expect_error "merge refuses other device" "different devices" merge "$work/h1.json" "$work/h2dev.json"
 expect_error "merge: malformed" "broken.json: not valid JSON" merge "$work/h1.json" "$work/broken.json"
