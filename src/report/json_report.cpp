@@ -318,6 +318,8 @@ DeviceSpec roofline_device_from_json(const nlohmann::json& d, std::string_view o
   if (const auto* src = opt_object(d, origin, p, "sources"))
     for (const auto& [k, v] : src->items()) {
       if (!v.is_string()) jc::fail(origin, p + ".sources." + k, "a string", v);
+      jc::require_printable(origin, p + ".sources." + k, k);
+      jc::require_printable(origin, p + ".sources." + k, v.get_ref<const std::string&>());
       spec.sources[k] = v.get<std::string>();
     }
   return spec;
