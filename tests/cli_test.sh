@@ -410,6 +410,11 @@ expect_error "shard syntax 2" "--shard: 'half'" sweep --shard half
 expect_error "merge refuses overlap" "rows overlap" merge "$work/h1.json" "$work/h1.json"
 python3 -c "import json; d=json.load(open('$work/h2.json')); d['schema']='hbmscope.report/2'; json.dump(d,open('$work/h2v2.json','w'))"
 expect_error "merge refuses other schema" "refusing to mix them" merge "$work/h1.json" "$work/h2v2.json"
+# "-0" is read as a signed integer 0: still a non-negative integer; -0.0 is not an integer.
+python3 -c "import re; t=open('$work/h1.json').read(); open('$work/negzero.json','w').write(re.sub(r'\"flops\": *\d+', '\"flops\": -0', t, 1)); open('$work/negzerof.json','w').write(re.sub(r'\"flops\": *\d+', '\"flops\": -0.0', t, 1))"
+"$bin" merge "$work/negzero.json" >/dev/null 2>"$work/err"
+check "merge accepts flops -0" test $? -eq 0
+expect_error "merge refuses flops -0.0" "rows[0].flops: expected a non-negative integer, got -0.0" merge "$work/negzerof.json"
 python3 -c "t=open('$work/h1.json').read(); open('$work/h1big.json','w').write(t.replace('\"flops\":', '\"flops\": 1e400, \"x\":', 1))"
 expect_error "merge: number out of range" "h1big.json: not valid JSON: number overflow" merge "$work/h1big.json"
 expect_error "compare: number out of range" "h1big.json: not valid JSON: number overflow" compare "$work/h1.json" "$work/h1big.json"
