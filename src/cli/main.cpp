@@ -209,8 +209,13 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::bad_alloc&) {
     // Limits should refuse a run long before this; if memory still runs out
-    // (a ulimit, a small machine), say so plainly.
-    std::fprintf(stderr, "hbmscope: error: out of memory (try a smaller sweep, or --shard I/N)\n");
+    // (a ulimit, a small machine), say so plainly, with advice only where it helps.
+    const auto parsed = app.get_subcommands();
+    const std::string cmd = parsed.empty() ? "" : parsed.front()->get_name();
+    const char* advice = cmd == "sweep"                      ? " (try a smaller sweep, or --shard I/N)"
+                         : cmd == "model" || cmd == "measure" ? " (try fewer shapes)"
+                                                              : "";
+    std::fprintf(stderr, "hbmscope: error: out of memory%s\n", advice);
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hbmscope: internal error: %s\n", e.what());
