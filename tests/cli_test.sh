@@ -311,6 +311,38 @@ printf '{"name": "X",' >"$work/broken.json"
 expect_error "device: malformed JSON" "broken.json: not valid JSON: parse error" model --device "$work/broken.json"
 expect_error "device: no such file" "cannot read" sweep --device "$work/none.json"
 expect_error "device: unknown preset" "'tpu9' is not a preset" model --device tpu9
+# Input files: numbers out of range, repeated keys, what is not a regular file,
+# and file names with control characters (escaped in messages, refused as ids).
+sed 's/2e12/1e400/' "$work/my-gpu.json" >"$work/huge.json"
+expect_error "device: number out of range" "huge.json: not valid JSON: number overflow parsing '1e400'" model --device "$work/huge.json"
+expect_error "devices FILE: number out of range" "huge.json: not valid JSON: number overflow" devices "$work/huge.json"
+sed 's/"sm_count": 100,/"sm_count": 100, "sm_count": 50,/' "$work/my-gpu.json" >"$work/dupkey.json"
+expect_error "device: repeated key" "dupkey.json: sm_count appears twice" model --device "$work/dupkey.json"
+printf '{"axes": {"seq": 1024, "head_dim": 64, "batch": 1e400}}' >"$work/bigbatch.json"
+expect_error "config: number out of range" "bigbatch.json: not valid JSON: number overflow" sweep --config "$work/bigbatch.json"
+mkfifo "$work/fifo.json"
+expect_error "sweep --config: a FIFO" "cannot read '$work/fifo.json': not a regular file" sweep --config "$work/fifo.json"
+expect_error "--device: a FIFO" "not a regular file" model --device "$work/fifo.json"
+expect_error "merge: a FIFO" "not a regular file" merge "$work/fifo.json"
+if mknod "$work/zero.json" c 1 5 2>/dev/null; then  # a copy of /dev/zero: it never ends
+  expect_error "merge: a device node" "cannot read '$work/zero.json': not a regular file" merge "$work/zero.json"
+  ln -s "$work/zero.json" "$work/zlink.json"
+  expect_error "merge: a link to a device node" "not a regular file" merge "$work/zlink.json"
+fi
+cp "$work/my-gpu.json" "$work/x
+b.json"
+expect_error "--device: a newline in the file name" "device file '$work/x\nb.json': a control character" model --device "$work/x
+b.json" --format json
+expect_error "devices: a newline in the file name" "a control character" devices "$work/x
+b.json"
+printf '{' >"$work/bad
+name.json"
+expect_error "config: a newline in the file name" "bad\nname.json: not valid JSON" sweep --config "$work/bad
+name.json"
+printf '{' >"$work/bad$(printf '\377').json"
+expect_error "merge: a byte that is not UTF-8 in the file name" "bad\xff.json: not valid JSON" merge "$work/bad$(printf '\377').json"
+expect_error "devices: an empty name" "devices: '' is not a preset" devices ""
+expect_error "devices: an unknown name" "devices: 'loop1' is not a preset" devices loop1
 expect_error "device: no fp8 on A100" "has no fp8 peak" model --device a100 --dtype fp8
 expect_error "fraction needs device" "--bandwidth-fraction: needs --device" model --bandwidth-fraction 0.5
 expect_error "fraction range" "is not in (0, 1]" model --device h100 --bandwidth-fraction 1.5
@@ -384,6 +416,14 @@ expect_error "shard syntax 2" "--shard: 'half'" sweep --shard half
 expect_error "merge refuses overlap" "rows overlap" merge "$work/h1.json" "$work/h1.json"
 python3 -c "import json; d=json.load(open('$work/h2.json')); d['schema']='hbmscope.report/2'; json.dump(d,open('$work/h2v2.json','w'))"
 expect_error "merge refuses other schema" "refusing to mix them" merge "$work/h1.json" "$work/h2v2.json"
+# "-0" is read as a signed integer 0: still a non-negative integer; -0.0 is not an integer.
+python3 -c "import re; t=open('$work/h1.json').read(); open('$work/negzero.json','w').write(re.sub(r'\"flops\": *\d+', '\"flops\": -0', t, 1)); open('$work/negzerof.json','w').write(re.sub(r'\"flops\": *\d+', '\"flops\": -0.0', t, 1))"
+"$bin" merge "$work/negzero.json" >/dev/null 2>"$work/err"
+check "merge accepts flops -0" test $? -eq 0
+expect_error "merge refuses flops -0.0" "rows[0].flops: expected a non-negative integer, got -0.0" merge "$work/negzerof.json"
+python3 -c "t=open('$work/h1.json').read(); open('$work/h1big.json','w').write(t.replace('\"flops\":', '\"flops\": 1e400, \"x\":', 1))"
+expect_error "merge: number out of range" "h1big.json: not valid JSON: number overflow" merge "$work/h1big.json"
+expect_error "compare: number out of range" "h1big.json: not valid JSON: number overflow" compare "$work/h1.json" "$work/h1big.json"
 "$bin" sweep --config llm --shard 2/2 --device h100 --format json --output "$work/h2dev.json" 2>/dev/null
 expect_error "merge refuses other device" "different devices" merge "$work/h1.json" "$work/h2dev.json"
 expect_error "merge: malformed" "broken.json: not valid JSON" merge "$work/h1.json" "$work/broken.json"
@@ -468,6 +508,24 @@ json.dump({'name': 'esc\x1b[31m', 'memory_bandwidth_bytes_per_s': 2e12, 'l2_byte
 PY
 expect_error "label with a newline" "groups[0].label: a control character is not allowed" sweep --config "$work/nl.json"
 expect_error "device name with an escape" "name: a control character is not allowed" model --device "$work/escdev.json"
+python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+dev = {'name': 'D', 'memory_bandwidth_bytes_per_s': 2e12, 'l2_bytes': 41943040, 'sm_count': 100,
+       'peak_flops_dense': {'bf16': 400e12}}
+json.dump(dict(dev, memory='80 GB\x1b[31m'), open(w + '/escmem.json', 'w'))
+json.dump(dict(dev, aliases=['ok', 'a\nb']), open(w + '/escalias.json', 'w'))
+json.dump(dict(dev, sources={'name': 'x\ry'}), open(w + '/escsrc.json', 'w'))
+json.dump(dict(dev, sources={'na\x1bme': 'x'}), open(w + '/escsrckey.json', 'w'))
+json.dump({'description': 'a\x07b', 'axes': {'seq': 1024, 'head_dim': 64}}, open(w + '/escdesc.json', 'w'))
+json.dump({'axes': {'seq': '1K\n', 'head_dim': 64}}, open(w + '/escaxis.json', 'w'))
+PY
+expect_error "device memory with an escape" "escmem.json: memory: a control character is not allowed" devices "$work/escmem.json"
+expect_error "device alias with a newline" "escalias.json: aliases[1]: a control character is not allowed" devices "$work/escalias.json"
+expect_error "device source with a CR" "escsrc.json: sources.name: a control character is not allowed" devices "$work/escsrc.json"
+expect_error "device source key with an escape" 'escsrckey.json: sources.na\x1bme: a control character is not allowed in a key' devices "$work/escsrckey.json"
+expect_error "config description with a bell" "escdesc.json: description: a control character is not allowed" sweep --config "$work/escdesc.json"
+expect_error "config axis string with a newline" "escaxis.json: axes.seq: a control character is not allowed" sweep --config "$work/escaxis.json"
 "$bin" sweep --config "$work/pipe.json" --format md >"$work/pipe.md"
 check "md: a | in a label is escaped" grep -qF 'a\|b' "$work/pipe.md"
 "$bin" sweep --config "$work/pipe.json" --format json --output "$work/pipe_r.json" 2>/dev/null

@@ -54,6 +54,31 @@ TEST_CASE("JSON nested deeper than 64 levels is refused while parsing", "[json][
   }
 }
 
+TEST_CASE("numbers out of range and repeated keys are one-line errors naming the file", "[json][input]") {
+  using json_check::parse_json_text;
+  CHECK_THROWS_WITH(parse_json_text(R"({"a": 1e400})", "d.json"),
+                    "d.json: not valid JSON: number overflow parsing '1e400'");
+  CHECK_THROWS_WITH(parse_json_text(R"({"a": [-1e400]})", "d.json"),
+                    Catch::StartsWith("d.json: not valid JSON: number overflow"));
+  CHECK_THROWS_WITH(parse_json_text(R"({"a": 1, "a": 2})", "d.json"), "d.json: a appears twice");
+  CHECK_THROWS_WITH(parse_json_text(R"({"r": [{"x": 1}, {"s": {"b": 1, "b": 1}}]})", "d.json"),
+                    "d.json: r[1].s.b appears twice");
+  CHECK_THROWS_WITH(parse_json_text(R"({"a": [1, [2, 3], {"k": 1, "k": 1}]})", "d.json"),
+                    "d.json: a[2].k appears twice");
+  // The same key in sibling objects is fine.
+  CHECK_NOTHROW(parse_json_text(R"({"a": {"k": 1}, "b": {"k": 1}, "c": [{"k": 1}, {"k": 2}]})", "ok.json"));
+}
+
+TEST_CASE("printable() escapes control characters and bytes that are not UTF-8", "[json][input]") {
+  using json_check::printable;
+  CHECK(printable("plain µs.json") == "plain µs.json");
+  CHECK(printable("a\nb\tc\r") == "a\\nb\\tc\\r");
+  CHECK(printable("\x1b[31m\x7f") == "\\x1b[31m\\x7f");
+  CHECK(printable("bad\xff\xc3") == "bad\\xff\\xc3");
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate is not UTF-8
+  CHECK_THROWS_WITH(json_check::parse_json_text("{", "x\ny.json"), Catch::StartsWith("x\\ny.json: not valid JSON"));
+}
+
 TEST_CASE("brief() renders a bounded prefix, never the whole value", "[json][input]") {
   using json_check::brief;
   CHECK(brief(nlohmann::json::parse("[1,2]")) == "an array [1,2]");

@@ -23,6 +23,7 @@ const std::vector<DeviceSpec>& preset_devices();
 
 // `--device` argument: a path when it names a .json file or contains '/',
 // otherwise a preset's id, name or alias (case, spaces and dashes ignored).
-DeviceSpec find_device(std::string_view name_or_path);
+// `option` names the argument in messages ("--device", or "devices").
+DeviceSpec find_device(std::string_view name_or_path, std::string_view option = "--device");
 
 }  // namespace hbmscope

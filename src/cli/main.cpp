@@ -19,6 +19,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
 #include "hbmscope/printers.hpp"
+#include "../report/json_check.hpp"
 #include "options.hpp"
 #include "sweep_commands.hpp"
 
@@ -204,12 +205,18 @@ int main(int argc, char** argv) {
     else if (measure->parsed()) rc = run_measure(measure_shape, measure_out, measure_opts);
     return finish_stdout(rc);
   } catch (const Error& e) {
-    std::fprintf(stderr, "hbmscope: error: %s\n", e.what());
+    // Messages quote paths and values as given: escaped, the error stays one line.
+    std::fprintf(stderr, "hbmscope: error: %s\n", json_check::printable(e.what()).c_str());
     return 1;
   } catch (const std::bad_alloc&) {
     // Limits should refuse a run long before this; if memory still runs out
-    // (a ulimit, a small machine), say so plainly.
-    std::fprintf(stderr, "hbmscope: error: out of memory (try a smaller sweep, or --shard I/N)\n");
+    // (a ulimit, a small machine), say so plainly, with advice only where it helps.
+    const auto parsed = app.get_subcommands();
+    const std::string cmd = parsed.empty() ? "" : parsed.front()->get_name();
+    const char* advice = cmd == "sweep"                      ? " (try a smaller sweep, or --shard I/N)"
+                         : cmd == "model" || cmd == "measure" ? " (try fewer shapes)"
+                                                              : "";
+    std::fprintf(stderr, "hbmscope: error: out of memory%s\n", advice);
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hbmscope: internal error: %s\n", e.what());

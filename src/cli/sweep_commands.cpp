@@ -432,7 +432,7 @@ int SweepCommands::run_sweep() {
 int SweepCommands::run_devices() {
   const Format f = format_or_throw(devices_format_);
   std::vector<DeviceSpec> list;
-  if (devices_which_) list.push_back(find_device(*devices_which_));
+  if (devices_which_) list.push_back(find_device(*devices_which_, "devices"));
   else list = preset_devices();
   if (f == Format::json) {
     const bool detail = devices_which_.has_value();

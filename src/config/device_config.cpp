@@ -63,6 +63,9 @@ DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
              "array is the list of all presets)",
              j);
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object", j);
+  // Every string reaches a table, a report or a message: name, memory,
+  // aliases, sources and their keys.
+  jc::require_printable_strings(j, origin);
   // `id` is what `hbmscope devices NAME --format json` and reports write: a
   // file loaded back is named by its path, so it is checked and not used.
   jc::only_keys(j, origin, "",
@@ -127,7 +130,13 @@ DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
 }
 
 DeviceSpec load_device_file(const std::filesystem::path& path) {
-  return device_from_json(jc::read_json_file(path), path.string());
+  // The path becomes the device's id in tables and reports.
+  const std::string name = path.string();
+  if (jc::printable(name) != name)
+    throw Error("device file '" + jc::printable(name) +
+                "': a control character or a byte that is not UTF-8 is not allowed in its name "
+                "(it becomes the device id)");
+  return device_from_json(jc::read_json_file(path), name);
 }
 
 const std::vector<DeviceSpec>& preset_devices() {
@@ -162,7 +171,7 @@ std::vector<std::string> aliases_of(std::string_view id) {
 
 }  // namespace
 
-DeviceSpec find_device(std::string_view arg) {
+DeviceSpec find_device(std::string_view arg, std::string_view option) {
   if (looks_like_path(arg)) return load_device_file(std::filesystem::path(std::string(arg)));
   const std::string want = normalise(arg);
   std::string known;
@@ -172,7 +181,7 @@ DeviceSpec find_device(std::string_view arg) {
     if (match && !want.empty()) return d;
     known += (known.empty() ? "" : ", ") + d.id;
   }
-  throw Error("--device: '" + std::string(arg) + "' is not a preset (" + known +
+  throw Error(std::string(option) + ": '" + jc::printable(arg) + "' is not a preset (" + known +
               ") nor a .json file; `hbmscope devices` lists them");
 }
 

@@ -172,6 +172,8 @@ struct ShapeHash {
 
 SweepConfig sweep_config_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object", j);
+  // Labels, variant ids, axis strings and the description reach tables and messages.
+  jc::require_printable_strings(j, origin);
   jc::only_keys(j, origin, "", {"schema", "description", "variants", "axes", "groups"});
   if (j.contains("schema") && j["schema"] != sweep_schema)
     jc::fail(origin, "schema", "\"hbmscope.sweep/1\"", j["schema"]);
@@ -251,7 +253,7 @@ SweepConfig load_sweep_config_file(const std::filesystem::path& path) {
   try {
     (void)expand(c);
   } catch (const Error& e) {
-    throw Error(path.string() + ": " + e.what());
+    throw Error(jc::printable(path.string()) + ": " + e.what());
   }
   return c;
 }
@@ -273,7 +275,7 @@ SweepConfig find_sweep_config(std::string_view arg) {
     }
     known += (known.empty() ? "" : ", ") + std::string(f.name);
   }
-  throw Error("--config: '" + std::string(arg) + "' is not a shipped config (" + known +
+  throw Error("--config: '" + jc::printable(arg) + "' is not a shipped config (" + known +
               ") nor a .json file");
 }
 

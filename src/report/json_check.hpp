@@ -2,6 +2,7 @@
 // Small helpers that turn a JSON value of the wrong shape into one line:
 // "ORIGIN: KEY: expected WHAT, got VALUE". Shared by the config loaders and
 // the report reader.
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
@@ -30,12 +31,27 @@ std::string path(std::string_view parent, std::string_view key);
 // character (newline, escape sequence, NUL) would break those, so it is refused.
 void require_printable(std::string_view origin, std::string_view key, std::string_view text);  // "a.b", or "b" at top level
 
+// A user-given path or value made fit for a one-line message: control
+// characters and bytes that are not UTF-8 become escapes (\n, \x1b).
+std::string printable(std::string_view text);
+
+// Every string and object key in j, checked as require_printable: device files
+// and sweep configs contribute their strings to tables, reports and messages.
+void require_printable_strings(const nlohmann::json& j, std::string_view origin,
+                               std::string_view where = "");
+
+// Largest input file read: comfortably above the largest report hbmscope
+// writes (1M rows at about 2.6 kB each).
+inline constexpr std::uint64_t max_input_bytes = std::uint64_t{4} << 30;
+
 // Deepest nesting of arrays and objects accepted on input; hbmscope's own
 // files nest 5 levels at most.
 inline constexpr int max_json_depth = 64;
 
 // Reads a whole file and parses it; errors name the file. Every JSON input
-// goes through these (depth limit, one-line errors).
+// goes through these (depth limit, duplicate keys refused, one-line errors).
+// Only regular files up to max_input_bytes are read: a FIFO would block and a
+// device such as /dev/zero never ends.
 nlohmann::json read_json_file(const std::filesystem::path& p);
 nlohmann::json parse_json_text(std::string_view text, std::string_view origin);
 

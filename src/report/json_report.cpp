@@ -230,12 +230,18 @@ const nlohmann::json* member(const nlohmann::json& o, const char* key) {
   return it == o.end() ? nullptr : &*it;
 }
 
+// nlohmann reads "-0" as a signed integer 0: a non-negative integer all the
+// same (a float -0.0 is not an integer, and its message shows -0.0).
+bool non_negative_integer(const nlohmann::json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() == 0);
+}
+
 std::uint64_t get_u64(const nlohmann::json& o, std::string_view origin, const std::string& parent,
                       const char* key) {
   const std::string k = key_of(parent, key);
   const auto* v = member(o, key);
   if (!v) jc::fail_text(origin, k, "missing");
-  if (!v->is_number_unsigned()) jc::fail(origin, k, "a non-negative integer", *v);
+  if (!non_negative_integer(*v)) jc::fail(origin, k, "a non-negative integer", *v);
   return v->get<std::uint64_t>();
 }
 
@@ -318,6 +324,8 @@ DeviceSpec roofline_device_from_json(const nlohmann::json& d, std::string_view o
   if (const auto* src = opt_object(d, origin, p, "sources"))
     for (const auto& [k, v] : src->items()) {
       if (!v.is_string()) jc::fail(origin, p + ".sources." + k, "a string", v);
+      jc::require_printable(origin, p + ".sources." + k, k);
+      jc::require_printable(origin, p + ".sources." + k, v.get_ref<const std::string&>());
       spec.sources[k] = v.get<std::string>();
     }
   return spec;
@@ -475,7 +483,7 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
         preds[id] = pr;
       }
     for (const auto& [id, b] : bytes.items()) {
-      if (!b.is_number_unsigned()) jc::fail(origin, k + ".bytes." + id, "a non-negative integer", b);
+      if (!non_negative_integer(b)) jc::fail(origin, k + ".bytes." + id, "a non-negative integer", b);
       VariantResult v;
       v.id = id;
       v.bytes = b.get<std::uint64_t>();
