@@ -18,9 +18,9 @@ PlotTerminal plot_terminal_for(const std::string& target);
 // script runs; control characters (line breaks) become spaces.
 std::string gnuplot_quoted(std::string_view s);
 
-// The whole script; `output` is the file gnuplot writes, or empty for gnuplot's
-// stdout (the CLI's choice, so that no file name is parsed by gnuplot). Throws
-// Error when there is nothing to plot or `output` holds a control character.
-std::string gnuplot_script(const Report& report, PlotTerminal terminal, const std::string& output);
+// The whole script. gnuplot draws to its stdout, which the caller points at
+// the image file, so that no file name is ever parsed by gnuplot. Throws Error
+// when there is nothing to plot.
+std::string gnuplot_script(const Report& report, PlotTerminal terminal);
 
 }  // namespace hbmscope

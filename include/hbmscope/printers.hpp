@@ -59,10 +59,6 @@ std::string render(const Report& report, const PrintOptions& options);
 // REASON" when that fails (closed, full disk), so no output is lost silently.
 void write_stdout(std::string_view content);
 
-// mkstemp template for a temporary file beside target: ".NAME.tmp-XXXXXX", NAME
-// cut so that the whole stays within a file name's 255 bytes.
-std::string temp_template_for(const std::filesystem::path& target);
-
 // Writes content to path through a temporary file in the same folder and a
 // rename: the path holds either its old content or all of the new, never part.
 // An interrupt (SIGINT, SIGTERM, SIGHUP) while it runs removes the temporary

@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <memory>
 #include <sstream>
 
 #include "hbmscope/error.hpp"
@@ -63,7 +62,7 @@ std::string gnuplot_or_throw() {
   return g;
 }
 
-Plot::Plot(const Report& report, const std::string& target) : target_(target) {
+Plot::Plot(const Report& report, const std::string& target) {
   const PlotTerminal term = plot_terminal_for(target);
   const std::string gnuplot = gnuplot_or_throw();
 
@@ -79,7 +78,7 @@ Plot::Plot(const Report& report, const std::string& target) : target_(target) {
   {
     std::ofstream f(script.path);
     // No file name in the script: gnuplot draws to its stdout, which is the image.
-    f << gnuplot_script(report, term, std::string());
+    f << gnuplot_script(report, term);
     if (!f) throw Error("--plot: cannot write the gnuplot script " + script.path);
   }
 

@@ -29,7 +29,7 @@ class Plot {
   void install();
 
  private:
-  std::string target_, image_, text_;
+  std::string image_, text_;
   std::optional<AtomicFile> file_;
 };
 

@@ -81,7 +81,6 @@ DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j["name"].is_string() || j["name"].get<std::string>().empty())
     jc::fail(origin, "name", "a non-empty string", j["name"]);
   d.name = j["name"].get<std::string>();
-  jc::require_printable(origin, "name", d.name);
   if (j.contains("aliases")) {
     const auto& a = j["aliases"];
     if (!a.is_array()) jc::fail(origin, "aliases", "an array of strings", a);

@@ -237,7 +237,6 @@ SweepConfig sweep_config_from_json(const nlohmann::json& j, std::string_view ori
     if (g[i].contains("label")) {
       if (!g[i]["label"].is_string()) jc::fail(origin, where + ".label", "a string", g[i]["label"]);
       group.label = g[i]["label"].get<std::string>();
-      jc::require_printable(origin, where + ".label", group.label);
     }
     group.axes = axes_from(fields, origin, where);
     c.groups.push_back(std::move(group));

@@ -1,6 +1,5 @@
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "hbmscope/device_spec.hpp"
@@ -67,16 +66,16 @@ void validate(const DeviceSpec& d) {
   if (!(positive(d.peak.fp32) || positive(d.peak.fp16) || positive(d.peak.bf16) ||
         positive(d.peak.fp8)))
     throw Error("device '" + d.name + "': no peak FLOP/s for any dtype");
-  for (double p : {d.peak.fp32, d.peak.fp16, d.peak.bf16, d.peak.fp8})
-    if (!(std::isfinite(p) && p >= 0))
-      throw Error("device '" + d.name + "': a peak FLOP/s is negative or not finite");
   if (!in_rate_range(d.bandwidth))
     throw Error("device '" + d.name + "': memory bandwidth " + g(d.bandwidth) + " B/s is not in [" +
                 g(min_device_rate) + ", " + g(max_device_rate) + "]");
-  for (double p : {d.peak.fp32, d.peak.fp16, d.peak.bf16, d.peak.fp8})
-    if (p != 0 && !in_rate_range(p))
+  for (double p : {d.peak.fp32, d.peak.fp16, d.peak.bf16, d.peak.fp8}) {
+    if (!(std::isfinite(p) && p >= 0))
+      throw Error("device '" + d.name + "': a peak FLOP/s is negative or not finite");
+    if (p != 0 && !in_rate_range(p))  // 0: no peak for that dtype
       throw Error("device '" + d.name + "': peak " + g(p) + " FLOP/s is not in [" + g(min_device_rate) +
                   ", " + g(max_device_rate) + "]");
+  }
   if (d.sm_count > max_sm_count)
     throw Error("device '" + d.name + "': " + std::to_string(d.sm_count) + " SMs is more than " +
                 std::to_string(max_sm_count));

@@ -141,8 +141,8 @@ std::pair<std::filesystem::path, bool> examine(const std::filesystem::path& give
   return {path, false};
 }
 
-}  // namespace
-
+// mkstemp template for a temporary file beside target: ".NAME.tmp-XXXXXX", NAME
+// cut so that the whole stays within a file name's 255 bytes.
 std::string temp_template_for(const std::filesystem::path& target) {
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   constexpr std::size_t max_name = 255, extra = 1 + 11;  // "." + ".tmp-XXXXXX"
@@ -150,6 +150,8 @@ std::string temp_template_for(const std::filesystem::path& target) {
   if (name.size() > max_name - extra) name.resize(max_name - extra);
   return (dir / ("." + name + ".tmp-XXXXXX")).string();
 }
+
+}  // namespace
 
 void check_write_target(const std::filesystem::path& target, const std::string& prefix) {
   (void)examine(target, prefix);

@@ -118,17 +118,24 @@ void fail_text(std::string_view origin, std::string_view key, std::string_view m
   throw Error(printable(origin) + ": " + printable(key) + ": " + printable(message));
 }
 
-void require_printable(std::string_view origin, std::string_view key, std::string_view text) {
+namespace {
+
+bool has_control(std::string_view text) {
   for (unsigned char c : text)
-    if (c < 0x20 || c == 0x7f) fail_text(origin, key, "a control character is not allowed in a name");
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
+
+}  // namespace
+
+void require_printable(std::string_view origin, std::string_view key, std::string_view text) {
+  if (has_control(text)) fail_text(origin, key, "a control character is not allowed in a name");
 }
 
 void require_printable_strings(const nlohmann::json& j, std::string_view origin,
                                std::string_view where) {
   const auto check = [&](std::string_view key, std::string_view text, const char* what) {
-    for (unsigned char c : text)
-      if (c < 0x20 || c == 0x7f)
-        fail_text(origin, key, std::string("a control character is not allowed in ") + what);
+    if (has_control(text)) fail_text(origin, key, std::string("a control character is not allowed in ") + what);
   };
   if (j.is_string()) {
     check(where.empty() ? "(top level)" : where, j.get_ref<const std::string&>(), "a string");

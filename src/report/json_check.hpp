@@ -25,11 +25,11 @@ std::string brief(const nlohmann::json& v);
 void only_keys(const nlohmann::json& j, std::string_view origin, std::string_view where,
                std::initializer_list<std::string_view> allowed);
 
-std::string path(std::string_view parent, std::string_view key);
+std::string path(std::string_view parent, std::string_view key);  // "a.b", or "b" at top level
 
 // Names and labels end up in table cells, CSV fields and plot titles: a control
 // character (newline, escape sequence, NUL) would break those, so it is refused.
-void require_printable(std::string_view origin, std::string_view key, std::string_view text);  // "a.b", or "b" at top level
+void require_printable(std::string_view origin, std::string_view key, std::string_view text);
 
 // A user-given path or value made fit for a one-line message: control
 // characters and bytes that are not UTF-8 become escapes (\n, \x1b).

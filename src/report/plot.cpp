@@ -26,7 +26,7 @@ PlotTerminal plot_terminal_for(const std::string& target) {
 // Single quotes: gnuplot substitutes backticks and escapes inside double
 // quotes, and macros (@name) outside quotes, but nothing inside single quotes.
 // A raw line break would end the string and start a new command, so control
-// characters become spaces. Titles only: the CLI keeps file names out of the script.
+// characters become spaces. Titles only: no file name is in the script.
 std::string gnuplot_quoted(std::string_view s) {
   std::string r = "'";
   for (const char c : s) {
@@ -93,7 +93,7 @@ std::string series_name(const SeriesKey& k, const std::vector<SeriesKey>& all) {
 
 }  // namespace
 
-std::string gnuplot_script(const Report& rep, PlotTerminal term, const std::string& output) {
+std::string gnuplot_script(const Report& rep, PlotTerminal term) {
   if (rep.rows.empty()) throw Error("--plot: the report has no rows to plot");
   std::map<SeriesKey, std::vector<const Row*>> series;
   for (const Row& r : rep.rows) {
@@ -115,13 +115,6 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const std::stri
     case PlotTerminal::dumb: s += std::string("set terminal dumb size 110,") + (timed ? "70" : "32") + "\n"; break;
   }
   s += "set termoption noenhanced\n";
-  if (!output.empty()) {
-    // Quoting cannot carry a line break; the CLI sends gnuplot's stdout to the file instead.
-    if (std::any_of(output.begin(), output.end(),
-                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
-      throw Error("--plot: the file name has a control character that a gnuplot script cannot hold");
-    s += "set output " + gnuplot_quoted(output) + "\n";
-  }
 
   // One data block per series: seq, then bytes, seconds and bound (1 =
   // compute) per variant; absent values are NaN.
@@ -197,7 +190,6 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const std::stri
     }
     s += plot + "\nunset multiplot\n";
   }
-  if (!output.empty()) s += "set output\n";
   return s;
 }
 
