@@ -144,16 +144,17 @@ DecodeBytes decode_bytes(const Shape& s, DecodeVariant v, std::uint64_t splits) 
     for_each_length(s, [&](std::uint64_t len, std::uint64_t count) {
       q_reads = checked_add(q_reads, checked_mul(nonempty_splits(s, splits, len), count, what), what);
       if (v == DecodeVariant::paged) {
-        // The last page is read whole: its slots past L_b too (vLLM loads whole blocks and masks).
-        const std::uint64_t padded = checked_mul(ceil_div(len, s.page_size), s.page_size, what);
-        kv_tokens = checked_add(kv_tokens, checked_mul(padded, count, what), what);
-        std::uint64_t entries = 0;
+        // Each split CTA reads whole every page its key range touches, with the
+        // page's block-table entry: the last page's slots past L_b too, and a
+        // page that straddles two splits once by each.
+        std::uint64_t pages = 0;
         for (std::uint64_t j = 0; j < splits; ++j) {
           const KeyRange k = split_key_range_of(s, splits, len, j);
           if (k.empty()) break;
-          entries = checked_add(entries, (k.end - 1) / s.page_size - k.begin / s.page_size + 1, what);
+          pages = checked_add(pages, (k.end - 1) / s.page_size - k.begin / s.page_size + 1, what);
         }
-        table_entries = checked_add(table_entries, checked_mul(entries, count, what), what);
+        kv_tokens = checked_add(kv_tokens, checked_product(what, pages, s.page_size, count), what);
+        table_entries = checked_add(table_entries, checked_mul(pages, count, what), what);
       } else {
         kv_tokens = checked_add(kv_tokens, checked_mul(len, count, what), what);
       }
