@@ -74,6 +74,12 @@ std::uint64_t decode_ctas_per_split(const Shape& s, DecodeVariant v) {
   return checked_product("decode CTAs", s.batch, s.heads, ceil_div(s.seq_q, decode_block_m));
 }
 
+std::uint64_t decode_kv_readers(const Shape& s, DecodeVariant v) {
+  if (v == DecodeVariant::floor) return 1;
+  if (gqa_packed(v)) return ceil_div(checked_mul(s.seq_q, group_size(s), "decode CTAs"), decode_block_m);
+  return checked_mul(group_size(s), ceil_div(s.seq_q, decode_block_m), "decode CTAs");
+}
+
 std::uint64_t decode_splits(const Shape& s, DecodeVariant v, std::uint64_t sm_count) {
   if (v == DecodeVariant::floor) return 1;
   if (s.splits != 0) return s.splits;
@@ -159,11 +165,13 @@ DecodeBytes decode_bytes(const Shape& s, DecodeVariant v, std::uint64_t splits) 
         kv_tokens = checked_add(kv_tokens, checked_mul(len, count, what), what);
       }
     });
-    r.kv = checked_mul(kv_row, kv_tokens, what);
-    if (!gqa_packed(v)) r.kv = checked_mul(r.kv, group_size(s), what);
+    // Each CTA of a split reads its keys: per kv head, the G query heads' CTAs
+    // unpacked, the ceil(G*Nq/64) row blocks packed (one when G*Nq <= 64).
+    const std::uint64_t readers = decode_kv_readers(s, v);
+    r.kv = checked_product(what, kv_row, kv_tokens, readers);
     r.q = checked_mul(q_split, q_reads, what);
-    // Every CTA of a split (one per kv head when packed) reads its pages' entries.
-    r.block_table = checked_product(what, table_entries, s.kv_heads, 4);
+    // Every CTA that reads a page reads its block-table entry.
+    r.block_table = checked_product(what, table_entries, s.kv_heads, readers, 4);
     if (splits > 1)  // fp32 partial O (d) and LSE (1) per split and query row, written then read
       r.partials = checked_product(what, 2, splits, s.batch, s.heads, s.seq_q,
                                    checked_add(checked_mul(4, s.head_dim, what), 4, what));

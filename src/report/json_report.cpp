@@ -47,6 +47,16 @@ nlohmann::json l2_sim_to_json(const L2SimDetail& d) {
                           {"hit_rate", v.hit_rate},
                           {min_name, v.l2_bytes_to_min}};
   };
+  if (!d.decode.empty()) {  // a decode row: its decode simulations only
+    nlohmann::json per = nlohmann::json::object();
+    for (const auto& x : d.decode) {
+      per[x.id] = variant(x.sim, "l2_bytes_to_min");
+      per[x.id]["splits"] = x.splits;
+      per[x.id]["waves"] = x.waves;
+    }
+    return {{"l2_bytes", d.l2_bytes},     {"sm_count", d.sm_count}, {"ctas_per_sm", d.ctas_per_sm},
+            {"order", d.order},           {"q_o_allocate", d.q_o_allocate}, {"decode", per}};
+  }
   nlohmann::json flash = variant(d.flash, "l2_bytes_to_floor");
   flash["heads_per_wave"] = d.heads_per_wave;
   flash["kv_heads_per_wave"] = d.kv_heads_per_wave;
@@ -394,9 +404,16 @@ void check_l2_sim(const nlohmann::json& rj, std::string_view origin, const std::
   if (!l2) return;
   const std::string p = row + ".l2_sim";
   for (const char* k : {"l2_bytes", "sm_count", "ctas_per_sm"}) opt_u64(*l2, origin, p, k);
-  if (const auto o = opt_string(*l2, origin, p, "order"); o && !parse_rasterization(*o))
+  if (const auto o = opt_string(*l2, origin, p, "order"); o && !parse_rasterization(*o) && *o != "split-major")
     jc::fail(origin, p + ".order", "\"query-block-major\" or \"head-major\"", (*l2)["order"]);
   opt_bool(*l2, origin, p, "q_o_allocate");
+  if (const auto* dec = opt_object(*l2, origin, p, "decode"))
+    for (const auto& [id, x] : dec->items()) {
+      const std::string xp = p + ".decode." + id;
+      if (!x.is_object()) jc::fail(origin, xp, "an object", x);
+      for (const char* k : {"read_bytes", "write_bytes", "l2_bytes_to_min", "splits", "waves"}) opt_u64(x, origin, xp, k);
+      opt_number(x, origin, xp, "hit_rate");
+    }
   for (const char* v : {"flash", "standard"})
     if (const auto* x = opt_object(*l2, origin, p, v)) {
       const std::string xp = p + "." + v;
@@ -462,9 +479,9 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
     if (!p) jc::fail(origin, key + ".pass", "one of \"fwd\", \"bwd\", \"fwdbwd\"", j["pass"]);
     s.pass = *p;
   }
-  if (const auto* d = member(j, "decode")) {
-    if (!d->is_boolean()) jc::fail(origin, key + ".decode", "true or false", *d);
-    s.decode = d->get<bool>();
+  if (const auto* dec = member(j, "decode")) {
+    if (!dec->is_boolean()) jc::fail(origin, key + ".decode", "true or false", *dec);
+    s.decode = dec->get<bool>();
   }
   if (s.decode) {
     s.splits = get_u64(j, origin, key, "splits");

@@ -238,6 +238,16 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
                       return var && var->decode ? format_bytes(var->decode->kv, units) : std::string("-");
                     }});
   }
+  for (const auto& id : ids) {
+    if (id.rfind("decode_", 0) != 0 || id.size() < 7 || id.substr(id.size() - 7) != "_l2_sim") continue;
+    const std::string base = id.substr(0, id.size() - 7);
+    cols.push_back({"L2 hit: " + base, true, [base](const Row& r) {
+                      if (r.l2_sim)
+                        for (const auto& x : r.l2_sim->decode)
+                          if (x.id == base) return format_percent(x.sim.hit_rate);
+                      return std::string("-");
+                    }});
+  }
   if (std::find(ids.begin(), ids.end(), "decode_floor") == ids.end()) return;
   // The floor's intensity is the best any decode kernel can reach.
   cols.push_back({"FLOP/B (floor)", true, [](const Row& r) {
@@ -541,7 +551,10 @@ std::string render_csv(const Report& rep) {
     out += ",decode,context_tokens,context_lengths,splits_requested,page_size,decode_sm_count";
     for (const auto& id : decode_ids)
       for (const char* f : {"splits_", "kv_bytes_", "q_bytes_", "o_bytes_", "partial_bytes_", "block_table_bytes_"})
-        out += "," + (f + id);
+        out.append(",").append(f).append(id);
+    if (l2)
+      for (const auto& id : decode_ids)
+        if (id != "decode_floor") out.append(",l2_hit_rate_").append(id);
   }
   out += "\n";
   for (const Row& r : rep.rows) {
@@ -565,7 +578,7 @@ std::string render_csv(const Report& rep) {
       if (v) std::snprintf(buf, sizeof buf, "%.17g", v->intensity);
       out += std::string(",") + buf;
     }
-    if (l2 && r.l2_sim) {
+    if (l2 && r.l2_sim && r.l2_sim->decode.empty()) {
       const L2SimDetail& d = *r.l2_sim;
       char buf[256];
       std::snprintf(buf, sizeof buf, ",%llu,%u,%u,%s,%.17g,%.17g,%.17g,%llu,%.17g,%llu",
@@ -603,7 +616,10 @@ std::string render_csv(const Report& rep) {
     if (decode) {
       if (s.decode) {
         std::string lengths;  // ';'-separated: one field
-        for (auto l : s.context_lengths) lengths += (lengths.empty() ? "" : ";") + std::to_string(l);
+        for (auto l : s.context_lengths) {
+          if (!lengths.empty()) lengths += ';';
+          lengths += std::to_string(l);
+        }
         out += ",true," + std::to_string(total_context(s)) + "," + lengths + "," + std::to_string(s.splits) + "," +
                std::to_string(s.page_size) + "," + std::to_string(r.decode_sm_count);
       } else {
@@ -616,9 +632,23 @@ std::string render_csv(const Report& rep) {
           continue;
         }
         for (auto x : {v->splits, v->decode->kv, v->decode->q, v->decode->o, v->decode->partials,
-                       v->decode->block_table})
-          out += "," + std::to_string(x);
+                       v->decode->block_table}) {
+          out += ',';
+          out += std::to_string(x);
+        }
       }
+      if (l2)
+        for (const auto& id : decode_ids) {
+          if (id == "decode_floor") continue;
+          out += ',';
+          if (r.l2_sim)
+            for (const auto& x : r.l2_sim->decode)
+              if (x.id == id) {
+                char buf[64];
+                std::snprintf(buf, sizeof buf, "%.17g", x.sim.hit_rate);
+                out += buf;
+              }
+        }
     }
     out += "\n";
   }
