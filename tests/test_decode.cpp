@@ -7,7 +7,9 @@
 #include <random>
 #include <set>
 
+#include "hbmscope/animations.hpp"
 #include "hbmscope/decode.hpp"
+#include "hbmscope/decode_walk.hpp"
 #include "hbmscope/device_config.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
@@ -356,4 +358,40 @@ TEST_CASE("decode: published figures as roofline predictions", "[decode][rooflin
   Shape s = decode_shape(1, 16, 2, 65536);
   s.splits = 1;
   CHECK(static_cast<double>(decode_bytes(s, DecodeVariant::split, 1).total) / find_device("a100-80gb-sxm").bandwidth < 2.3e-3 / 50);
+}
+
+TEST_CASE("decode: walk --decode reaches the closed forms", "[decode][animations]") {
+  std::mt19937_64 rng(7);
+  auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::uint64_t hkv = pick(1, 4);
+    Shape s = decode_shape(pick(1, 5), hkv * pick(1, 8), hkv, 1);
+    s.seq_q = pick(1, 8);
+    s.block_cols = std::vector<std::uint64_t>{32, 64, 128}[pick(0, 2)];
+    s.page_size = pick(1, 300);
+    for (std::uint64_t b = 0; b < s.batch; ++b) s.context_lengths.push_back(pick(8, 20000));
+    s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+    const std::uint64_t splits = pick(1, 50);
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged}) {
+      INFO(describe(s) << ", " << decode_variant_id(v) << ", " << splits << " splits");
+      std::uint64_t frames = 0, last_total = 0;
+      DecodeWalkFrame final_frame;
+      decode_walk_frames(s, v, splits, true, [&](const DecodeWalkFrame& f) {
+        ++frames;
+        CHECK(f.moved.total >= last_total);  // counters only grow
+        last_total = f.moved.total;
+        if (f.final) final_frame = f;
+      });
+      CHECK(frames == blocks_per_split(s, splits) + (splits > 1 ? 1 : 0));
+      REQUIRE(final_frame.final);
+      require_same(final_frame.moved, decode_bytes(s, v, splits));
+      CHECK(final_frame.floor_total == decode_bytes(s, DecodeVariant::floor, 1).total);
+      const std::string text = render_decode_walk_frame(final_frame, TermStyle{});
+      CHECK(text.find("Total (" + std::string(decode_variant_id(v)) + ")") != std::string::npos);
+      CHECK(text.find('\x1b') == std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(decode_walk_frames(decode_shape(1, 1, 1, 10), DecodeVariant::floor, 1, false,
+                                     [](const DecodeWalkFrame&) {}),
+                  Error);
 }
