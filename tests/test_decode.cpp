@@ -16,6 +16,7 @@
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/roofline.hpp"
 #include "hbmscope/sweep.hpp"
+#include "hbmscope/sweep_config.hpp"
 
 using namespace hbmscope;
 
@@ -394,4 +395,35 @@ TEST_CASE("decode: walk --decode reaches the closed forms", "[decode][animations
   CHECK_THROWS_AS(decode_walk_frames(decode_shape(1, 1, 1, 10), DecodeVariant::floor, 1, false,
                                      [](const DecodeWalkFrame&) {}),
                   Error);
+}
+
+TEST_CASE("decode: configs/sweeps/decode.json", "[decode][sweep_config]") {
+  const SweepConfig c = find_sweep_config("decode");
+  const LabelledShapes all = expand(c);
+  REQUIRE(all.shapes.size() == 2 * 5 * 8);  // 2 models x batch 1..256 (x4) x context 1K..128K (x2)
+  CHECK(all.labels.front() == "Llama-3 8B");
+  CHECK(all.labels.back() == "Llama-3 70B");
+  for (const Shape& s : all.shapes) {
+    CHECK(s.decode);
+    CHECK(s.seq_q == 1);
+    CHECK(s.head_dim == 128);
+    CHECK(s.kv_heads == 8);
+    CHECK(s.page_size == 16);
+  }
+  CHECK(all.shapes.front().batch == 1);
+  CHECK(all.shapes.front().seq_kv == 1024);
+  CHECK(all.shapes.back().batch == 256);
+  CHECK(all.shapes.back().seq_kv == 131072);
+  // Config errors name the key.
+  CHECK_THROWS_WITH(sweep_config_from_json(nlohmann::json::parse(R"({"axes": {"seq": 1, "head_dim": 128, "splits": 4}})"), "t"),
+                    Catch::Contains("need \"decode\": true"));
+  CHECK_THROWS_WITH(sweep_config_from_json(nlohmann::json::parse(R"({"axes": {"decode": true, "seq": 1, "head_dim": 128, "context_lengths": [[]]}})"), "t"),
+                    Catch::Contains("context_lengths[0]"));
+  const SweepConfig ragged = sweep_config_from_json(
+      nlohmann::json::parse(R"({"axes": {"decode": true, "seq": 1, "head_dim": 128, "context_lengths": [[512, "4K"], [7, 7]]}})"), "t");
+  const auto rs = expand(ragged).shapes;
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].context_lengths == std::vector<std::uint64_t>{512, 4096});
+  CHECK(rs[1].context_lengths.empty());
+  CHECK(rs[1].batch == 2);
 }
