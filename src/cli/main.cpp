@@ -48,6 +48,7 @@ int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
   const Shape s = cli::walk_shape(shape);
   Playback p = cli::playback(o.animate, o.delay_ms);
   if (s.decode) {
+    if (o.order != "fa2") throw Error("--order: applies to the prefill walk, not walk --decode");
     const std::uint64_t splits = cli::walk_decode_splits(s, o);
     if (p.animate) p.every = cli::decode_walk_stride(s, splits, o.delay_ms);
     play_decode_walk(s, cli::walk_decode_variant(o), splits, p, stdout);

@@ -214,7 +214,9 @@ L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const Devi
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
   if (!v.flash1) return;
   for (const Shape& s : shapes)
-    if (s.pass == Pass::fwd) return;
+    if (s.pass == Pass::fwd && !s.decode) return;
+  if (!shapes.empty() && shapes.front().decode)
+    throw Error("--fa1: decode rows have their own variants (no FlashAttention-1 order); drop --fa1");
   throw Error("--fa1: FlashAttention-1's order is modelled for the forward pass only; add fwd to --pass");
 }
 
