@@ -16,6 +16,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
 #include "hbmscope/l2_sim.hpp"
+#include "hbmscope/plot.hpp"
 #include "hbmscope/roofline.hpp"
 #include "hbmscope/sweep.hpp"
 #include "hbmscope/sweep_config.hpp"
@@ -492,4 +493,18 @@ TEST_CASE("decode: the simulation's stack distances equal a plain LRU", "[decode
         REQUIRE(decode_l2_sim(s, v, splits, c).dram_bytes == lru.dram);
       }
   }
+}
+
+TEST_CASE("decode: charts plot decode rows against their context", "[decode][plot]") {
+  std::vector<Shape> shapes;
+  for (std::uint64_t l : {1024, 4096, 16384}) shapes.push_back(decode_shape(1, 32, 8, l));
+  Report rep;
+  rep.rows = model_rows(shapes, ModelOptions{}, {});
+  const std::string script = gnuplot_script(rep, PlotTerminal::dumb);
+  CHECK(script.find("context length Nkv") != std::string::npos);
+  CHECK(script.find("per decode step") != std::string::npos);
+  // One series: the three rows, by context length.
+  CHECK(script.find("\n1024 ") != std::string::npos);
+  CHECK(script.find("\n16384 ") != std::string::npos);
+  CHECK(script.find("$s1") == std::string::npos);
 }
