@@ -337,7 +337,8 @@ Examples:
   compare_->add_option("--metric", metric_,
                        "The number the verdict is on, e.g. bytes.standard or "
                        "prediction.flash_no_l2.seconds [default: a measured time, else "
-                       "prediction.flash_no_l2.seconds, else bytes.flash_no_l2]")
+                       "prediction.flash_no_l2.seconds, else bytes.flash_no_l2; decode reports: "
+                       "prediction.decode_split.seconds, else bytes.decode_split]")
       ->type_name("PATH")
       ->check(not_empty());
   compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
