@@ -203,6 +203,9 @@ L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const Devi
                          const std::vector<Shape>& shapes) {
   const bool decode = std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; });
   if (!decode) return l2;
+  if (l2.order && std::all_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; }))
+    throw Error("--l2-order: decode rows are simulated in FlashAttention's split-KV launch order "
+                "(row block, split, head, sequence); drop --l2-order");
   std::optional<DeviceSpec> spec;
   if (dev.device) spec = find_device(*dev.device);
   variants.sm_count = decode_sm_count(l2, spec ? &*spec : nullptr);
