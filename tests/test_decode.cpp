@@ -369,7 +369,7 @@ TEST_CASE("decode: walk --decode reaches the closed forms", "[decode][animations
   auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
   for (int trial = 0; trial < 60; ++trial) {
     const std::uint64_t hkv = pick(1, 4);
-    Shape s = decode_shape(pick(1, 5), hkv * pick(1, 8), hkv, 1);
+    Shape s = decode_shape(pick(1, 5), hkv * pick(1, 16), hkv, 1);  // G up to 16: two row blocks
     s.seq_q = pick(1, 8);
     s.block_cols = std::vector<std::uint64_t>{32, 64, 128}[pick(0, 2)];
     s.page_size = pick(1, 300);
