@@ -140,6 +140,26 @@ Result l2_simulation(bool flash) {
           t, accesses, "accesses", "< 1 s", t < 1.0};
 }
 
+// Decode: a Llama-3 70B layer at batch 64, 32K context, through each decode simulation.
+Result decode_l2_simulation(DecodeVariant v) {
+  Shape s;
+  s.decode = true;
+  s.batch = 64;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.seq_q = 1;
+  s.seq_kv = 32768;
+  s.head_dim = 128;
+  L2SimConfig c;
+  c.l2_bytes = 60ull << 20;
+  c.sm_count = 132;
+  const std::uint64_t splits = decode_splits(s, v, 132);
+  const double accesses = static_cast<double>(decode_l2_sim_accesses(s, v, splits));
+  const double t = time_per_call([&] { sink = sink + decode_l2_sim(s, v, splits, c).dram_bytes; }, 0.2);
+  return {std::string(decode_variant_id(v)) + ": batch 64, 64/8 heads, 32K x 128, 60 MiB", t, accesses,
+          "accesses", "< 1 s", t < 1.0};
+}
+
 std::string si(double v) {
   const char* p[] = {"", "k", "M", "G", "T"};
   int i = 0;
@@ -179,6 +199,9 @@ int main() {
       {"CPU reference attention", [] { return reference_attention(true); }},
       {"L2 simulation", [] { return l2_simulation(true); }},
       {"L2 simulation", [] { return l2_simulation(false); }},
+      {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::split); }},
+      {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::split_unpacked); }},
+      {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::paged); }},
   };
   std::printf("hbmscope_bench: time = mean wall time of one run, repeated for at least 0.2 s; one core (the CPU reference attention uses every core)\n\n");
   std::printf("%-24s  %-58s  %10s  %18s  %s\n", "case", "work", "time", "rate", "target");
