@@ -8,7 +8,16 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <fstream>
+
+#include "hbmscope/compare.hpp"
+#include "hbmscope/json_report.hpp"
 #include "hbmscope/l2_sim.hpp"
+#include "hbmscope/device_config.hpp"
+#include "hbmscope/roofline.hpp"
+#include "../src/report/json_check.hpp"
 #include "hbmscope/model.hpp"
 #include "hbmscope/reference.hpp"
 #include "hbmscope/sweep.hpp"
@@ -140,6 +149,56 @@ Result l2_simulation(bool flash) {
           t, accesses, "accesses", "< 1 s", t < 1.0};
 }
 
+// Issue 15: reading JSON is linear. A report of 100000 rows with roofline
+// predictions (about 100 MB), read as every input is (depth and repeated-key
+// checks included); target 50 MB/s.
+std::string bench_report_text(std::size_t rows, double scale = 1.0) {
+  std::vector<Shape> shapes(bench_shapes());
+  shapes.resize(rows);
+  Report r;
+  r.command = "sweep";
+  r.rows = model_rows(shapes);
+  for (Row& row : r.rows)
+    for (auto& v : row.variants) v.bytes = static_cast<std::uint64_t>(static_cast<double>(v.bytes) * scale);
+  add_predictions(r, find_device("h100"), 1.0);
+  return report_json_text(r);
+}
+
+Result json_read() {
+  const std::string text = bench_report_text(100000);
+  const double t = time_per_call([&] { sink = sink + json_check::parse_json_text(text, "bench").size(); }, 0.2);
+  const double mb = static_cast<double>(text.size()) / 1e6;
+  return {"100000-row report, " + std::to_string(static_cast<int>(mb)) + " MB", t, static_cast<double>(text.size()),
+          "B", ">= 50 MB/s", mb / t >= 50};
+}
+
+// The input that took 98 s with the callback parser: 1.8 MB of "[{},{},...]".
+Result json_read_empty_objects() {
+  std::string text = "[{}";
+  while (text.size() < 1800000) text += ",{}";
+  text += "]";
+  const double t = time_per_call([&] { sink = sink + json_check::parse_json_text(text, "bench").size(); }, 0.2);
+  return {"1.8 MB of [{},{},...]", t, static_cast<double>(text.size()), "B", "< 1 s", t < 1.0};
+}
+
+// compare of two 100000-row reports read from files (the streaming path);
+// target from issue 15: 1M rows in under 30 s, so >= 33,000 rows/s.
+Result compare_files() {
+  const std::string a = "/tmp/hbmscope-bench-a-" + std::to_string(::getpid()) + ".json";
+  const std::string b = "/tmp/hbmscope-bench-b-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(a) << bench_report_text(100000);
+  std::ofstream(b) << bench_report_text(100000, 1.1);
+  const double t = time_per_call(
+      [&] {
+        const Comparison c = compare_report_files(a, b, {});
+        sink = sink + c.rows.size() + render_comparison(c, Format::table).size();
+      },
+      0.2);
+  ::unlink(a.c_str());
+  ::unlink(b.c_str());
+  return {"2 x 100000-row reports from files, table output", t, 1e5, "rows", ">= 33333 rows/s", 1e5 / t >= 33333};
+}
+
 std::string si(double v) {
   const char* p[] = {"", "k", "M", "G", "T"};
   int i = 0;
@@ -179,6 +238,9 @@ int main() {
       {"CPU reference attention", [] { return reference_attention(true); }},
       {"L2 simulation", [] { return l2_simulation(true); }},
       {"L2 simulation", [] { return l2_simulation(false); }},
+      {"JSON read", json_read},
+      {"JSON read", json_read_empty_objects},
+      {"compare", compare_files},
   };
   std::printf("hbmscope_bench: time = mean wall time of one run, repeated for at least 0.2 s; one core (the CPU reference attention uses every core)\n\n");
   std::printf("%-24s  %-58s  %10s  %18s  %s\n", "case", "work", "time", "rate", "target");

@@ -4,6 +4,7 @@
 // the report reader.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -54,5 +55,13 @@ inline constexpr int max_json_depth = 64;
 // device such as /dev/zero never ends.
 nlohmann::json read_json_file(const std::filesystem::path& p);
 nlohmann::json parse_json_text(std::string_view text, std::string_view origin);
+
+// Streaming read of a report: each element of the top-level "rows" array is
+// handed to the sink (its index, the value) as soon as it is read, and not
+// kept; the value returned holds everything else, with "rows" an empty array.
+// Memory is one row, not the file's rows. Same checks as read_json_file.
+using RowSink = std::function<void(std::size_t index, nlohmann::json&& row)>;
+nlohmann::json read_json_rows(const std::filesystem::path& p, const RowSink& sink);
+nlohmann::json parse_json_rows(std::string_view text, std::string_view origin, const RowSink& sink);
 
 }  // namespace hbmscope::json_check

@@ -447,9 +447,13 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j.contains("rows") || !j["rows"].is_array())
     jc::fail(origin, "rows", "an array of rows", j.value("rows", nlohmann::json()));
   const auto& rows = j["rows"];
-  for (std::size_t i = 0; i < rows.size(); ++i) {
+  for (std::size_t i = 0; i < rows.size(); ++i) r.rows.push_back(row_from_json(rows[i], origin, i));
+  return r;
+}
+
+Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t i) {
+  {
     const std::string k = "rows[" + std::to_string(i) + "]";
-    const auto& rj = rows[i];
     if (!rj.is_object()) jc::fail(origin, k, "a row object", rj);
     Row row;
     row.shape = shape_from_json(rj.value("shape", nlohmann::json()), origin, k + ".shape");
@@ -508,9 +512,9 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
     std::stable_sort(row.variants.begin(), row.variants.end(),
                      [&](const auto& a, const auto& b) { return rank(a.id) < rank(b.id); });
     if (const auto* rp = member(rj, "ridge_point")) row.ridge_point = get_number(*rp, origin, k + ".ridge_point");
-    r.rows.push_back(std::move(row));
+    return row;
   }
-  return r;
 }
+
 
 }  // namespace hbmscope
