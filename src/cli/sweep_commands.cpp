@@ -599,9 +599,13 @@ int SweepCommands::run_merge() {
         const std::string text = row.dump(2);
         if (x.count) x.rows_text += ",\n";
         x.rows_text += "    ";
-        for (char c : text) {
-          x.rows_text += c;
-          if (c == '\n') x.rows_text += "    ";
+        // Each line of the row indented by 4 more: whole lines at a time.
+        for (std::size_t pos = 0; pos < text.size();) {
+          const std::size_t nl = text.find('\n', pos);
+          const std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
+          x.rows_text.append(text, pos, end - pos);
+          if (nl != std::string::npos) x.rows_text += "    ";
+          pos = end;
         }
       } else {
         x.rows.push_back(std::move(checked));

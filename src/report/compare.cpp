@@ -1,11 +1,13 @@
 #include "hbmscope/compare.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "hbmscope/csv.hpp"
@@ -17,15 +19,20 @@ namespace hbmscope {
 
 namespace {
 
-using Flat = std::vector<std::pair<std::string, double>>;
-
-void flatten(const nlohmann::json& j, const std::string& prefix, Flat& out) {
+// Calls out(path, value) for every number in j, the path built in one buffer
+// (appended and cut back) so that a row costs no allocation per number.
+template <class Out>
+void flatten_into(const nlohmann::json& j, std::string& path, Out& out) {
+  const std::size_t mark = path.size();
   if (j.is_number()) {
-    out.emplace_back(prefix, j.get<double>());
+    out(path, j.get<double>());
   } else if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
-      if (prefix.empty() && (k == "shape" || k == "label")) continue;
-      flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+      if (mark == 0 && (k == "shape" || k == "label")) continue;
+      if (mark) path += '.';
+      path += k;
+      flatten_into(v, path, out);
+      path.resize(mark);
     }
   } else if (j.is_array()) {
     // A list of plain numbers is a distribution (timing samples): not compared
@@ -42,8 +49,27 @@ void flatten(const nlohmann::json& j, const std::string& prefix, Flat& out) {
           break;
         }
       if (const int n = seen[name]++; n > 0) name += "#" + std::to_string(n + 1);
-      flatten(j[i], prefix + "[" + name + "]", out);
+      path.append("[").append(name).append("]");
+      flatten_into(j[i], path, out);
+      path.resize(mark);
     }
+  }
+}
+
+// The text of a scalar for a row key, without dump()'s allocation for the
+// common types.
+void append_scalar(std::string& s, const nlohmann::json& v) {
+  char buf[32];
+  if (v.is_number_unsigned()) {
+    s.append(buf, std::to_chars(buf, buf + sizeof buf, v.get<std::uint64_t>()).ptr);
+  } else if (v.is_number_integer()) {
+    s.append(buf, std::to_chars(buf, buf + sizeof buf, v.get<std::int64_t>()).ptr);
+  } else if (v.is_boolean()) {
+    s += v.get<bool>() ? "true" : "false";
+  } else if (v.is_string()) {
+    s.append("\"").append(v.get_ref<const std::string&>()).append("\"");
+  } else {
+    s += v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 }
 
@@ -181,7 +207,7 @@ struct Side {
   std::unordered_map<std::string, std::size_t> by_key;
   std::vector<std::set<std::string>> field_values = std::vector<std::set<std::string>>(std::size(shape_fields));
   nlohmann::json header;
-  Flat flat;  // scratch
+  std::string path;  // scratch
 
   void add(std::size_t i, const nlohmann::json& rj, const KeySpec& spec) {
     const Row checked = row_from_json(rj, name, i);  // every field this version knows is well formed
@@ -192,7 +218,11 @@ struct Side {
     // not know), and the label.
     std::string key = spec.label ? r.label + "\x1f" : std::string("\x1f");
     for (const auto& [f, v] : rj["shape"].items())
-      if (spec.uses(f)) key.append(f).append("=").append(v.dump()).append("\x1f");
+      if (spec.uses(f)) {
+        key.append(f).append("=");
+        append_scalar(key, v);
+        key += '\x1f';
+      }
     const auto [it, fresh] = by_key.try_emplace(std::move(key), rows.size());
     if (!fresh) {
       if (spec.all && spec.fields.empty() && spec.label)
@@ -206,15 +236,20 @@ struct Side {
     }
     for (std::size_t f = 0; f < std::size(shape_fields); ++f)
       if (field_values[f].size() < 64) field_values[f].insert(shape_fields[f].text(r.shape));
-    flat.clear();
-    flatten(rj, "", flat);
     r.values.assign(columns.size(), std::numeric_limits<double>::quiet_NaN());
-    for (const auto& [p, v] : flat) {
-      const auto [ci, added] = column_index.try_emplace(p, static_cast<std::uint32_t>(columns.size()));
-      if (added) columns.push_back(p);
+    // A column index per path: one hash lookup per number (never a scan of
+    // the row, which made a row of 128k numbers quadratic).
+    const auto put = [&](const std::string& p, double v) {
+      auto ci = column_index.find(p);
+      if (ci == column_index.end()) {
+        ci = column_index.emplace(p, static_cast<std::uint32_t>(columns.size())).first;
+        columns.push_back(p);
+      }
       if (ci->second >= r.values.size()) r.values.resize(ci->second + 1, std::numeric_limits<double>::quiet_NaN());
       r.values[ci->second] = v;
-    }
+    };
+    path.clear();
+    flatten_into(rj, path, put);
     rows.push_back(std::move(r));
   }
 
@@ -477,8 +512,25 @@ Comparison compare_report_files(const std::filesystem::path& a, const std::files
     s.name = p.string();
     s.header = json_check::read_json_rows(p, [&](std::size_t i, nlohmann::json&& row) { s.add(i, row, spec); });
   };
-  read(a, sa);
-  read(b, sb);
+  // The two reports are read at once, B on a second thread: reading is most
+  // of the work, and the sides share nothing until they are matched.
+  std::exception_ptr b_error;
+  std::thread tb([&] {
+    try {
+      read(b, sb);
+    } catch (...) {
+      b_error = std::current_exception();
+    }
+  });
+  std::exception_ptr a_error;
+  try {
+    read(a, sa);
+  } catch (...) {
+    a_error = std::current_exception();
+  }
+  tb.join();
+  if (a_error) std::rethrow_exception(a_error);  // A's error first, as a reader would meet them
+  if (b_error) std::rethrow_exception(b_error);
   check_schemas(sa.header, sa.name, sb.header, sb.name);
   return compare_sides(sa, sb, spec, opt);
 }

@@ -219,8 +219,11 @@ class CheckedBuilder {
       if (c < 0x20 || c == 0x7f)
         throw Error(printable(origin_) + ": " + printable(path_to(k)) +
                     ": a control character is not allowed in a key");
-    if (f.value->contains(k)) throw Error(printable(origin_) + ": " + printable(path_to(k)) + " appears twice");
+    // One lookup: the member is made now, its value placed when it is read.
+    const auto [it, fresh] = f.value->get_ref<json::object_t&>().emplace(k, json());
+    if (!fresh) throw Error(printable(origin_) + ": " + printable(path_to(k)) + " appears twice");
     f.key = std::move(k);
+    f.slot = &it->second;
     return true;
   }
 
@@ -235,6 +238,7 @@ class CheckedBuilder {
   struct Frame {
     json* value;
     std::string key;         // objects: the key of the member being read
+    json* slot = nullptr;    // objects: where its value goes
     std::size_t index = 0;   // arrays: the index of the element being read
     bool streamed = false;   // the top-level "rows" array of a streamed read
   };
@@ -248,8 +252,8 @@ class CheckedBuilder {
     }
     Frame& f = frames_.back();
     if (f.value->is_object()) {
-      auto& obj = f.value->get_ref<json::object_t&>();
-      return &obj.emplace(f.key, std::move(v)).first->second;  // the key stays for messages
+      *f.slot = std::move(v);
+      return f.slot;
     }
     if (f.streamed) {
       if (v.is_array() || v.is_object()) {
@@ -277,7 +281,7 @@ class CheckedBuilder {
     const bool rows = sink_ && frames_.size() == 1 && v.is_array() && frames_[0].value->is_object() &&
                       frames_[0].key == "rows";
     json* at = place(std::move(v));
-    frames_.push_back({at, {}, 0, rows});
+    frames_.push_back({at, {}, nullptr, 0, rows});
     return true;
   }
 
