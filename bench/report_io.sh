@@ -21,15 +21,15 @@ echo "report: 1000000 rows, $((size / 1000000)) MB"
 status=0
 measure() {  # NAME -- command...
   local name=$1; shift
-  /usr/bin/time -f '%e %M' -o "$work/time" "$@" >"$work/out" 2>"$work/err"
+  /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$@" >"$work/out" 2>"$work/err"
   local rc=$?
-  read -r wall kb <"$work/time"
+  read -r wall kb user sys <"$work/time"
   local mb=$((kb / 1024))
   local rate
   rate=$(awk -v w="$wall" 'BEGIN { printf "%.0f", (w > 0 ? 1000000 / w : 0) }')
   local verdict=MET
   if [ "$rc" -ne 0 ] || awk -v w="$wall" 'BEGIN { exit !(w >= 30) }' || [ "$mb" -ge 4096 ]; then verdict=MISSED; status=1; fi
-  echo "$name: $verdict (${wall} s, ${mb} MiB max RSS, $rate rows/s, exit $rc; target < 30 s and < 4096 MiB)"
+  echo "$name: $verdict (${wall} s wall, ${user} s user + ${sys} s system CPU, ${mb} MiB max RSS, $rate rows/s, exit $rc; target < 30 s and < 4096 MiB; load average $(cut -d' ' -f1 /proc/loadavg))"
   [ "$rc" -eq 0 ] || head -3 "$work/err"
 }
 measure "compare 1M rows (table)" "$bin" compare "$work/a.json" "$work/b.json" --ignore block_cols --output "$work/cmp.txt"
