@@ -596,17 +596,12 @@ int SweepCommands::run_merge() {
         overlap = "merge: rows overlap: " + (checked.label.empty() ? "" : checked.label + ": ") +
                   describe(checked.shape) + " is in both " + in[it->second].name + " and " + name;
       if (f == Format::json) {
-        const std::string text = row.dump(2);
         if (x.count) x.rows_text += ",\n";
         x.rows_text += "    ";
-        // Each line of the row indented by 4 more: whole lines at a time.
-        for (std::size_t pos = 0; pos < text.size();) {
-          const std::size_t nl = text.find('\n', pos);
-          const std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
-          x.rows_text.append(text, pos, end - pos);
-          if (nl != std::string::npos) x.rows_text += "    ";
-          pos = end;
-        }
+        // As dump(2) writes it inside the rows array (4 spaces deeper), straight
+        // into the text: no copy of the row and no second pass to indent it.
+        nlohmann::detail::serializer<nlohmann::json> out(nlohmann::detail::output_adapter<char>(x.rows_text), ' ');
+        out.dump(row, true, false, 2, 4);
       } else {
         x.rows.push_back(std::move(checked));
       }
