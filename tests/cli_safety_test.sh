@@ -162,6 +162,10 @@ expect_error "argv in an unknown command" "unknown command 'x\\ny'" $'x\ny'
 check "wrote line: exit 0" test $? -eq 0
 check "wrote line: one line, escaped" bash -c "test \$(wc -l <'$work/err') -eq 1 && grep -qF 'new\\nline.txt' '$work/err'"
 
+cp "$work/s.json" "$work/esc"$'\e'"[31m.json"
+"$bin" compare "$work/s.json" "$work/esc"$'\e'"[31m.json" >"$work/out" 2>&1
+check "compare: a file name's ESC escaped in the header" bash -c "grep -qF 'esc\x1b[31m.json' '$work/out' && ! grep -q $'\e' '$work/out'"
+
 # ---- output files: the replaced file's mode kept, else the umask honoured ----
 (umask 077; "$bin" model --output "$work/private.txt" 2>/dev/null)
 check "new file honours the umask" test "$(stat -c %a "$work/private.txt")" = 600

@@ -295,8 +295,10 @@ Comparison compare_sides(Side& sa, Side& sb, const KeySpec& spec, const CompareO
   check_header(sa);
   check_header(sb);
   Comparison c;
-  c.a_name = sa.name;
-  c.b_name = sb.name;
+  // File names come from the command line: escaped, they cannot carry a
+  // newline or an escape sequence into the table, CSV or JSON.
+  c.a_name = json_check::printable(sa.name);
+  c.b_name = json_check::printable(sb.name);
   c.threshold_pct = opt.threshold_pct;
   c.match = spec.names;
   header_differences(sa, sb, c.differences);
@@ -592,19 +594,28 @@ std::string render_comparison(const Comparison& c, Format format) {
     const std::string slot = "\"rows\": []";
     const std::size_t at = head.find(slot);
     std::string out = head.substr(0, at + slot.size() - 1);
+    // Each row written as text (no JSON tree per row): the column names
+    // escaped once, the ratios as the shortest text that reads back the same.
+    std::vector<std::string> col_keys;
+    for (const auto& col : c.columns) col_keys.push_back(dump(nlohmann::json(col), -1));
     for (std::size_t i = 0; i < c.rows.size(); ++i) {
       const auto& r = c.rows[i];
-      nlohmann::json ratios = nlohmann::json::object();
+      std::string ratios = "{";
       for (std::size_t k = 0; k < c.columns.size(); ++k) {
         const double q = ratio(r.a[k], r.b[k]);
-        if (!std::isnan(q)) ratios[c.columns[k]] = std::isinf(q) ? nlohmann::json("inf") : nlohmann::json(q);
+        if (std::isnan(q)) continue;
+        if (ratios.size() > 1) ratios += ',';
+        ratios.append(col_keys[k]).append(":").append(std::isinf(q) ? std::string("\"inf\"") : csv_number(q));
       }
-      nlohmann::json row = {{"shape", shape_to_json(r.shape)}, {"ratios", ratios}, {"verdict", r.verdict}};
-      if (!r.label.empty()) row["label"] = r.label;
-      if (!(r.b_shape == r.shape)) row["b_shape"] = shape_to_json(r.b_shape);
-      if (r.b_label != r.label) row["b_label"] = r.b_label;
+      ratios += "}";
+      std::string row = "{";
+      if (!r.label.empty()) row.append("\"label\":").append(dump(nlohmann::json(r.label), -1)).append(",");
+      row.append("\"shape\":").append(dump(shape_to_json(r.shape), -1));
+      if (!(r.b_shape == r.shape)) row.append(",\"b_shape\":").append(dump(shape_to_json(r.b_shape), -1));
+      if (r.b_label != r.label) row.append(",\"b_label\":").append(dump(nlohmann::json(r.b_label), -1));
+      row.append(",\"ratios\":").append(ratios).append(",\"verdict\":\"").append(r.verdict).append("\"}");
       // One line per row keeps the file small and line-oriented tools useful.
-      out += "\n    " + dump(row, -1) + (i + 1 < c.rows.size() ? "," : "\n  ");
+      out.append("\n    ").append(row).append(i + 1 < c.rows.size() ? "," : "\n  ");
     }
     out += head.substr(at + slot.size() - 1);
     return out + "\n";

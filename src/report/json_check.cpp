@@ -131,15 +131,11 @@ void fail_text(std::string_view origin, std::string_view key, std::string_view m
   throw Error(printable(origin) + ": " + printable(key) + ": " + printable(message));
 }
 
-namespace {
-
 bool has_control(std::string_view text) {
   for (unsigned char c : text)
     if (c < 0x20 || c == 0x7f) return true;
   return false;
 }
-
-}  // namespace
 
 void require_printable(std::string_view origin, std::string_view key, std::string_view text) {
   if (has_control(text)) fail_text(origin, key, "a control character is not allowed in a name");

@@ -31,6 +31,7 @@ std::string path(std::string_view parent, std::string_view key);  // "a.b", or "
 // Names and labels end up in table cells, CSV fields and plot titles: a control
 // character (newline, escape sequence, NUL) would break those, so it is refused.
 void require_printable(std::string_view origin, std::string_view key, std::string_view text);
+bool has_control(std::string_view text);  // what require_printable refuses
 
 // A user-given path or value made fit for a one-line message: control
 // characters and bytes that are not UTF-8 become escapes (\n, \x1b).

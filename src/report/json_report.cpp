@@ -238,10 +238,9 @@ bool non_negative_integer(const nlohmann::json& v) {
 
 std::uint64_t get_u64(const nlohmann::json& o, std::string_view origin, const std::string& parent,
                       const char* key) {
-  const std::string k = key_of(parent, key);
-  const auto* v = member(o, key);
-  if (!v) jc::fail_text(origin, k, "missing");
-  if (!non_negative_integer(*v)) jc::fail(origin, k, "a non-negative integer", *v);
+  const auto* v = member(o, key);  // the key's path is built only for a message
+  if (!v) jc::fail_text(origin, key_of(parent, key), "missing");
+  if (!non_negative_integer(*v)) jc::fail(origin, key_of(parent, key), "a non-negative integer", *v);
   return v->get<std::uint64_t>();
 }
 
@@ -258,10 +257,9 @@ double get_positive(const nlohmann::json& o, std::string_view origin, const std:
 
 const nlohmann::json& get_object(const nlohmann::json& o, std::string_view origin,
                                  const std::string& parent, const char* key) {
-  const std::string k = key_of(parent, key);
   const auto* v = member(o, key);
-  if (!v) jc::fail_text(origin, k, "missing");
-  if (!v->is_object()) jc::fail(origin, k, "an object", *v);
+  if (!v) jc::fail_text(origin, key_of(parent, key), "missing");
+  if (!v->is_object()) jc::fail(origin, key_of(parent, key), "an object", *v);
   return *v;
 }
 
@@ -284,7 +282,8 @@ std::optional<std::string> opt_string(const nlohmann::json& o, std::string_view 
   const auto* v = member(o, key);
   if (!v) return std::nullopt;
   if (!v->is_string()) jc::fail(origin, key_of(parent, key), "a string", *v);
-  jc::require_printable(origin, key_of(parent, key), v->get_ref<const std::string&>());
+  if (jc::has_control(v->get_ref<const std::string&>()))
+    jc::require_printable(origin, key_of(parent, key), v->get_ref<const std::string&>());
   return v->get<std::string>();
 }
 
@@ -464,7 +463,8 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
     // variant without bytes: merge copies them all.
     const auto* inten = opt_object(rj, origin, k, "intensity");
     if (inten)
-      for (const auto& [id, x] : inten->items()) (void)get_number(x, origin, k + ".intensity." + id);
+      for (const auto& [id, x] : inten->items())
+        if (!x.is_number() || !std::isfinite(x.get<double>())) (void)get_number(x, origin, k + ".intensity." + id);
     const auto* pred = opt_object(rj, origin, k, "prediction");
     std::map<std::string, Prediction> preds;
     if (pred)
