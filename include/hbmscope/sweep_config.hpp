@@ -26,7 +26,7 @@ struct SweepConfig {
   std::vector<std::string> variants;  // report only these variant ids; empty: all
   // The expansion of `groups`, made once by a loader that validated it;
   // expand(config) returns it. Whoever changes the groups' axes resets it.
-  std::shared_ptr<const LabelledShapes> expanded;
+  std::shared_ptr<LabelledShapes> expanded;
 };
 
 // Keeps only the listed variants in every row (all when `ids` is empty).

@@ -490,7 +490,13 @@ int SweepCommands::run_sweep() {
   } else {
     cfg.groups.push_back({"", to_axes(shape_)});
   }
-  LabelledShapes all = expand(cfg);
+  LabelledShapes all;
+  if (cfg.expanded) {  // the loader's expansion, taken rather than copied
+    all = std::move(*cfg.expanded);
+    cfg.expanded.reset();
+  } else {
+    all = expand(cfg);
+  }
   check_variants(variants_opts_, all.shapes);
   if (variants_) check_variant_ids(variant_list, "--variants", all.shapes, variants_opts_, sims);
   else if (config_ && !cfg.variants.empty())

@@ -259,7 +259,7 @@ SweepConfig load_sweep_config_file(const std::filesystem::path& path) {
   // reported now, naming the file; the expansion is kept, so that a run
   // expands its config once.
   try {
-    c.expanded = std::make_shared<const LabelledShapes>(expand(c));
+    c.expanded = std::make_shared<LabelledShapes>(expand(c));
   } catch (const Error& e) {
     throw Error(jc::printable(path.string()) + ": " + e.what());
   }
