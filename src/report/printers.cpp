@@ -416,22 +416,22 @@ std::string render_csv(const Report& rep) {
       "batch,heads,kv_heads,seq_q,seq_kv,head_dim,dtype,elem_bytes,block_rows,block_cols,causal,";
   if (any_pass) out += "pass,";
   out += "flops";
-  for (const auto& id : ids) out += "," + csv_field("bytes_" + id);
-  for (const auto& id : ids) out += "," + csv_field("intensity_" + id);
+  for (const auto& id : ids) out.append(",").append(csv_field("bytes_" + id));
+  for (const auto& id : ids) out.append(",").append(csv_field("intensity_" + id));
   const bool l2 = any_l2_sim(rep);
   if (l2)
     out += ",l2_bytes,sm_count,ctas_per_sm,l2_order,l2_hit_rate_flash,heads_per_wave,"
            "kv_heads_per_wave,l2_bytes_to_floor,l2_hit_rate_standard,l2_bytes_to_min_standard";
   const auto kernels = measured_kernels(rep);
   for (const auto& k : kernels)
-    for (const char* f : measure_csv_fields) out += "," + csv_field(k + "_" + f);
+    for (const char* f : measure_csv_fields) out.append(",").append(csv_field(k + "_" + f));
   bool labels = false;
   for (const Row& r : rep.rows) labels |= !r.label.empty();
   if (labels) out += ",label";
   if (rep.roofline) {
     out += ",device,bandwidth_fraction,ridge_point";
-    for (const auto& id : ids) out += "," + csv_field("seconds_" + id);
-    for (const auto& id : ids) out += "," + csv_field("bound_" + id);
+    for (const auto& id : ids) out.append(",").append(csv_field("seconds_" + id));
+    for (const auto& id : ids) out.append(",").append(csv_field("bound_" + id));
   }
   out += "\n";
   for (const Row& r : rep.rows) {
@@ -451,7 +451,7 @@ std::string render_csv(const Report& rep) {
     }
     for (const auto& id : ids) {
       const auto* v = r.variant(id);
-      out += "," + (v ? csv_number(v->intensity) : std::string());
+      out.append(",").append(v ? csv_number(v->intensity) : std::string());
     }
     if (l2 && r.l2_sim) {
       const L2SimDetail& d = *r.l2_sim;
@@ -469,13 +469,13 @@ std::string render_csv(const Report& rep) {
         if (x.kernel == k) m = &x;
       out += m ? measure_csv_cells(*m) : std::string(std::size(measure_csv_fields), ',');
     }
-    if (labels) out += "," + csv_field(r.label);
+    if (labels) out.append(",").append(csv_field(r.label));
     if (rep.roofline) {
-      out += "," + csv_field(rep.roofline->device.name) + "," + csv_number(rep.roofline->bandwidth_fraction) +
-             "," + csv_number(r.ridge_point);
+      out.append(",").append(csv_field(rep.roofline->device.name) + "," + csv_number(rep.roofline->bandwidth_fraction) +
+             "," + csv_number(r.ridge_point));
       for (const auto& id : ids) {
         const auto* v = r.variant(id);
-        out += "," + (v && v->prediction ? csv_number(v->prediction->seconds) : std::string());
+        out.append(",").append(v && v->prediction ? csv_number(v->prediction->seconds) : std::string());
       }
       for (const auto& id : ids) {
         const auto* v = r.variant(id);
