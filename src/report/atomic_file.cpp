@@ -150,12 +150,9 @@ std::pair<std::filesystem::path, bool> examine(const std::filesystem::path& give
 
 // The mode of a new file: 0666 less the umask, as open(2) would give it.
 mode_t new_file_mode() {
-  static const mode_t mode = [] {
-    const mode_t mask = ::umask(0);  // the only way to read it; set back at once
-    ::umask(mask);
-    return static_cast<mode_t>(0666 & ~mask);
-  }();
-  return mode;
+  const mode_t mask = ::umask(0);  // the only way to read it; set back at once
+  ::umask(mask);
+  return static_cast<mode_t>(0666 & ~mask);
 }
 
 // mkstemp template for a temporary file beside target: ".NAME.tmp-XXXXXX", NAME
