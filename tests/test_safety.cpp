@@ -196,6 +196,16 @@ TEST_CASE("compare handles a row of many fields (one lookup per number)", "[safe
   CHECK(c.rows.at(0).verdict == "SAME");
 }
 
+TEST_CASE("a report row's variant count is bounded before printers look them up", "[safety]") {
+  auto a = report_json("1K");
+  for (int i = 0; i < 300; ++i) {
+    std::string id = "v";
+    id += std::to_string(1000 + i);
+    a["rows"][0]["bytes"][id] = 1u;
+  }
+  CHECK_THROWS_WITH(report_from_json(a, "r.json"), "r.json: rows[0].bytes: more than 256 variants: not an hbmscope report");
+}
+
 TEST_CASE("sweep configs are sized from counts before anything is built", "[safety]") {
   // 40 range strings of 1M values each: refused as the axis grows, not after.
   nlohmann::json cfg = {{"axes", {{"seq", nlohmann::json::array()}, {"head_dim", 64u}}}};

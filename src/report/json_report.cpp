@@ -459,6 +459,12 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
     row.flops = get_u64(rj, origin, k, "flops");
     row.label = opt_string(rj, origin, k, "label").value_or("");
     const auto& bytes = get_object(rj, origin, k, "bytes");
+    // A row has a handful of variants; printers look each one up by id, so a
+    // count read from input is bounded before anything is built from it.
+    constexpr std::size_t max_variants = 256;
+    if (bytes.size() > max_variants)
+      jc::fail_text(origin, k + ".bytes", "more than " + std::to_string(max_variants) +
+                                              " variants: not an hbmscope report");
     // Every entry of intensity and prediction is checked, also those of a
     // variant without bytes: merge copies them all.
     const auto* inten = opt_object(rj, origin, k, "intensity");
