@@ -198,8 +198,11 @@ Result json_read_empty_objects() {
   return {"1.8 MB of [{},{},...] (CPU time)", t, static_cast<double>(text.size()), "B", "< 1 s", t < 1.0};
 }
 
-// compare of two 100000-row reports read from files (the streaming path);
-// target from issue 15: 1M rows in under 30 s, so >= 33,000 rows/s.
+// compare of two 100000-row reports read from files (the streaming path), in
+// processor time of both threads (each report is read on its own thread).
+// Issue 15's target is 1M rows in under 30 s on this 2-core machine: 60
+// core-seconds, so >= 16,667 rows per processor second (bench/report_io.sh
+// measures the 1M-row run itself, wall time and memory).
 Result compare_files() {
   const std::string a = "/tmp/hbmscope-bench-a-" + std::to_string(::getpid()) + ".json";
   const std::string b = "/tmp/hbmscope-bench-b-" + std::to_string(::getpid()) + ".json";
@@ -213,7 +216,8 @@ Result compare_files() {
       0.2);
   ::unlink(a.c_str());
   ::unlink(b.c_str());
-  return {"2 x 100000-row reports, table output (CPU time, both threads)", t, 1e5, "rows", ">= 33333 rows/s", 1e5 / t >= 33333};
+  return {"2 x 100000-row reports, table output (CPU time, both threads)", t, 1e5, "rows",
+          ">= 16667 rows/CPU s (1M in 30 s on 2 cores)", 1e5 / t >= 16667};
 }
 
 std::string si(double v) {
