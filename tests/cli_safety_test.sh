@@ -184,6 +184,7 @@ expect_error "40 range strings" "axes.seq: has too many values" sweep --config "
 expect_error "5 groups of one label" "5 group(s) make 5000000 shapes" sweep --config "$work/groups.json"
 expect_error "--variants checked before a 1M-shape model" "--variants: 'nope' is not a variant of these rows" sweep --seq 1:1000000:+1 --head-dim 64 --variants nope
 expect_error "--sms checked before a 1M-shape model" "--sms" model --seq 1:1000000:+1 --head-dim 64 --sms 8
+expect_error "--measure's shapes checked before a 1M-shape model" "--pass: measure runs forward kernels only" sweep --seq 1:1000000:+1 --head-dim 64 --pass bwd --measure
 
 # ---- --plot: temporary files gone on a signal, SIGHUP ignored under nohup,
 # report and chart all-or-nothing ----

@@ -65,10 +65,11 @@ int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
   std::vector<Shape> shapes;
   for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
   cli::check_run_size(shapes.size(), "measure");
+  auto backend = cli::measuring_backend(mo, shapes);  // before the shapes are modelled
   Report report;
   report.command = "measure";
   report.rows = model_rows(shapes);
-  cli::add_measurements(report, mo);
+  cli::add_measurements(report, mo, std::move(backend));
   return cli::finish_report(report, out, cli::DeviceOptions{});
 }
 

@@ -273,19 +273,32 @@ void check_run_size(std::size_t shapes, std::string_view command) {
               std::to_string(n) + "` (I = 1.." + std::to_string(n) + ") and `hbmscope merge`");
 }
 
-void add_measurements(Report& report, const MeasureCliOptions& mo) {
+namespace {
+
+void require_forward(const Shape& s) {
+  if (s.pass != Pass::fwd)
+    throw Error("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const std::vector<Shape>& shapes) {
+  (void)parse_kernels(mo.kernels);
+  for (const Shape& s : shapes) require_forward(s);
+  auto backend = make_backend(mo.device_index);
+  if (!backend->available()) throw Error(backend->unavailable_reason());
+  return backend;
+}
+
+void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_ptr<Backend> backend) {
   const auto kinds = parse_kernels(mo.kernels);
-  for (const Row& row : report.rows)
-    if (row.shape.pass != Pass::fwd)
-      throw Error("--pass: measure runs forward kernels only (got '" +
-                  std::string(pass_name(row.shape.pass)) + "')");
+  for (const Row& row : report.rows) require_forward(row.shape);
   MeasureOptions opt;
   opt.repeats = mo.repeats;
   opt.warmup = mo.warmup;
   opt.seed = mo.seed;
   opt.validate = !mo.no_validate;
-  auto backend = make_backend(mo.device_index);
-  if (!backend->available()) throw Error(backend->unavailable_reason());
+  if (!backend) backend = measuring_backend(mo, {});
   report.device = measure_device(*backend, opt);
   const double ceiling = copy_bandwidth(report.device->copy);
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
@@ -517,13 +530,15 @@ int SweepCommands::run_sweep() {
                                           all.labels.begin() + static_cast<std::ptrdiff_t>(e));
   }
   check_run_size(all.shapes.size(), "sweep");
+  // A device to measure on is found before the sweep is modelled.
+  std::unique_ptr<Backend> backend = measure_ ? measuring_backend(measure_opts_, all.shapes) : nullptr;
   {
     ProgressBar bar(stderr, mode, "hbmscope sweep");
     report.rows = model_rows(all.shapes, variants_opts_,
                              [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
   const auto notes = add_l2_sims(report, l2_, dev_, mode);
-  if (measure_) add_measurements(report, measure_opts_);
+  if (measure_) add_measurements(report, measure_opts_, std::move(backend));
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {
     keep_variants(report.rows, variant_list, "--variants");

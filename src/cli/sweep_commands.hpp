@@ -2,10 +2,12 @@
 // The commands of issue 3: sweep, devices, compare, merge; and the device,
 // roofline and plot options that `model` shares with `sweep`.
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "hbmscope/backend.hpp"
 #include "hbmscope/report.hpp"
 #include "options.hpp"
 #include "progress.hpp"
@@ -39,7 +41,13 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
 // Runs the kernels of --kernels on every row's shape (a CUDA device needed:
 // Error saying why otherwise) and attaches the measurements and the device.
 // Rows must be forward-pass shapes with the flash instantiation's blocks.
-void add_measurements(Report& report, const MeasureCliOptions& mo);
+// backend: one made (and checked) before the rows were modelled, so that a
+// run without a device is refused at once; nullptr: made here.
+void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_ptr<Backend> backend = nullptr);
+
+// The measuring backend, or Error saying why there is none (or why the shapes
+// cannot be measured): called before any shape is modelled.
+std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const std::vector<Shape>& shapes);
 
 // Checks the L2 simulation options (--sms without --l2-bytes...) before any
 // work; true when the simulation will run.
