@@ -441,7 +441,7 @@ check "merge lists missing shards as ranges" grep -q "missing: 1, 3-4, 6-7$" "$w
 # compare
 "$bin" sweep --seq 1K:8K:x2 --format json --output "$work/ca.json" 2>/dev/null
 "$bin" sweep --seq 2K:16K:x2 --format json --output "$work/cb.json" 2>/dev/null
-"$bin" compare "$work/ca.json" "$work/cb.json" >"$work/cmp"
+"$bin" compare "$work/ca.json" "$work/cb.json" --metrics all >"$work/cmp"
 check "compare exits 0" test $? -eq 0
 check "compare marks SAME" grep -q "3 rows matched: 0 FASTER, 0 SLOWER, 3 SAME" "$work/cmp"
 check "compare lists unmatched A" grep -q "Only in A (.*ca.json), 1 rows:" "$work/cmp"
@@ -807,7 +807,7 @@ expect_error "walk --sms without decode" "--sms: applies to walk --decode" walk 
 "$bin" model --decode --seq-kv 4K,32K --heads 32 --kv-heads 8 --format json --output "$work/dca.json" 2>/dev/null
 "$bin" model --decode --seq-kv 4K,32K --heads 32 --kv-heads 8 --sms 16 --format json --output "$work/dcb.json" 2>/dev/null
 "$bin" compare "$work/dca.json" "$work/dcb.json" >"$work/dcmp"
-check "compare decode reports: verdict on decode_split" grep -q "verdict on bytes.decode_split" "$work/dcmp"
+check "compare decode reports: verdict on decode_split" grep -qi "verdict on bytes.decode_split" "$work/dcmp"
 expect_error "decode --l2-order" "--l2-order: decode rows are simulated" model --decode --seq-kv 4K --l2-bytes 1M --l2-order head-major
 expect_error "decode --fa1" "--fa1: decode rows have their own variants" model --decode --seq-kv 100 --fa1
 if command -v script >/dev/null 2>&1; then

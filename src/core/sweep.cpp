@@ -125,7 +125,48 @@ std::vector<Shape> expand_decode(SweepAxes a) {
   return out;
 }
 
+SweepAxes without_repeats(const SweepAxes& axes) {
+  SweepAxes a = axes;
+  drop_repeats(a.batch);
+  drop_repeats(a.heads);
+  drop_repeats(a.kv_heads);
+  drop_repeats(a.seq);
+  drop_repeats(a.seq_kv);
+  drop_repeats(a.head_dim);
+  drop_repeats(a.seq_head_dim);
+  drop_repeats(a.dtype);
+  drop_repeats(a.block_rows);
+  drop_repeats(a.block_cols);
+  drop_repeats(a.causal);
+  drop_repeats(a.pass);
+  return a;
+}
+
 }  // namespace
+
+std::uint64_t shape_count(const SweepAxes& axes) {
+  SweepAxes a = without_repeats(axes);
+  const std::size_t points = a.seq_head_dim.empty() ? 0 : a.seq_head_dim.size();
+  std::uint64_t total = 1;
+  if (a.decode) {  // expand_decode's product: (batch, seq_kv) or ragged batches; no block_rows, pass
+    drop_repeats(a.context_lengths);
+    drop_repeats(a.splits);
+    drop_repeats(a.page_size);
+    const std::size_t batches = a.context_lengths.empty() ? 0 : a.context_lengths.size();
+    for (std::size_t n : {batches ? batches : a.batch.size(), batches ? std::size_t{1} : a.seq_kv.size(),
+                          a.heads.size(), std::max<std::size_t>(a.kv_heads.size(), 1), a.dtype.size(),
+                          a.causal.size(), a.block_cols.size(), points ? points : a.seq.size(),
+                          points ? std::size_t{1} : a.head_dim.size(), a.splits.size(), a.page_size.size()})
+      if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total)) return UINT64_MAX;
+    return total;
+  }
+  for (std::size_t n : {a.batch.size(), a.heads.size(), std::max<std::size_t>(a.kv_heads.size(), 1), a.dtype.size(),
+                        a.causal.size(), a.block_rows.size(), a.block_cols.size(),
+                        points ? points : a.seq.size(), points ? std::size_t{1} : a.head_dim.size(),
+                        std::max<std::size_t>(a.seq_kv.size(), 1), a.pass.size()})
+    if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total)) return UINT64_MAX;
+  return total;
+}
 
 std::vector<Shape> expand(const SweepAxes& axes) {
   if (axes.decode) {
@@ -156,19 +197,7 @@ std::vector<Shape> expand(const SweepAxes& axes) {
     throw Error("context lengths, splits and page size apply to decode rows only (add --decode)");
   // With every axis free of repeats the product has no repeated shape ("same
   // as the paired axis" is one value, so it cannot collide with another).
-  SweepAxes a = axes;
-  drop_repeats(a.batch);
-  drop_repeats(a.heads);
-  drop_repeats(a.kv_heads);
-  drop_repeats(a.seq);
-  drop_repeats(a.seq_kv);
-  drop_repeats(a.head_dim);
-  drop_repeats(a.seq_head_dim);
-  drop_repeats(a.dtype);
-  drop_repeats(a.block_rows);
-  drop_repeats(a.block_cols);
-  drop_repeats(a.causal);
-  drop_repeats(a.pass);
+  const SweepAxes a = without_repeats(axes);
   require_nonempty(a.batch, "batch");
   require_nonempty(a.heads, "heads");
   require_nonempty(a.dtype, "dtype");
