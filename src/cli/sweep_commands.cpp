@@ -468,7 +468,10 @@ int SweepCommands::run_merge() {
   for (const auto& name : merge_files_) {
     Input x{name, json_check::read_json_file(name), {}};
     if (!in.empty() && x.j.is_object() && x.j.contains("schema") && in[0].j.contains("schema") &&
-        x.j["schema"] != in[0].j["schema"])
+        x.j["schema"] != in[0].j["schema"] &&
+        !(x.j["schema"].is_string() && in[0].j["schema"].is_string() &&
+          readable_report_schema(x.j["schema"].get<std::string>()) &&
+          readable_report_schema(in[0].j["schema"].get<std::string>())))
       throw Error("merge: " + name + " has schema " + json_check::brief(x.j["schema"]) + ", " +
                   in[0].name + " has " + json_check::brief(in[0].j["schema"]) + ": refusing to mix them");
     x.r = report_from_json(x.j, name);
@@ -513,6 +516,7 @@ int SweepCommands::run_merge() {
   std::map<std::string, std::string> owner;
   nlohmann::json out = in.front().j;
   out.erase("shard");
+  out["schema"] = std::string(report_schema);  // a /1 input is read as /2
   out["rows"] = nlohmann::json::array();
   for (const auto& x : in)
     for (std::size_t i = 0; i < x.j["rows"].size(); ++i) {

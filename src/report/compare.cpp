@@ -129,7 +129,9 @@ Comparison compare_reports(const nlohmann::json& a, std::string_view a_name, con
   if (!(opt.threshold_pct >= 0 && opt.threshold_pct < 100))
     throw Error("--threshold: " + (std::isnan(opt.threshold_pct) ? std::string("nan") : fmt_g(opt.threshold_pct)) + " is not a percentage in [0, 100)");
   if (a.is_object() && b.is_object() && a.contains("schema") && b.contains("schema") &&
-      a["schema"] != b["schema"])
+      a["schema"] != b["schema"] &&
+      !(a["schema"].is_string() && b["schema"].is_string() && readable_report_schema(a["schema"].get<std::string>()) &&
+        readable_report_schema(b["schema"].get<std::string>())))
     throw Error(std::string(a_name) + " and " + std::string(b_name) + " have different schemas (" +
                 json_check::brief(a["schema"]) + " vs " + json_check::brief(b["schema"]) + ")");
   const auto ra = keyed_rows(a, a_name);

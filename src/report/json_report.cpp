@@ -421,8 +421,9 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
 Report report_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object (an hbmscope report)", j);
   if (!j.contains("schema")) jc::fail_text(origin, "schema", "missing: not an hbmscope report");
-  if (j["schema"] != report_schema)
-    jc::fail(origin, "schema", "\"" + std::string(report_schema) + "\"", j["schema"]);
+  if (!j["schema"].is_string() || !readable_report_schema(j["schema"].get<std::string>()))
+    jc::fail(origin, "schema", "\"" + std::string(report_schema) + "\" or \"" + std::string(report_schema_v1) + "\"",
+             j["schema"]);
   Report r;
   if (const auto c = opt_string(j, origin, "", "command")) r.command = *c;
   if (const auto* tool = opt_object(j, origin, "", "tool"))
