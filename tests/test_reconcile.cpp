@@ -465,3 +465,40 @@ TEST_CASE("short kernel names drop templates and parameters", "[reconcile][repor
         "at::native::cunn_SoftMaxForward");
   CHECK(short_kernel_name("sdpa flash") == "sdpa flash");
 }
+
+#include "dram_counters.hpp"
+
+TEST_CASE("measure --counters: counter values and the messages without a GPU", "[reconcile][counters]") {
+  using namespace hbmscope::cuda;
+  CHECK(counter_bytes(0.0, "dram__bytes_read.sum") == 0u);
+  CHECK(counter_bytes(268435456.4, "dram__bytes_read.sum") == 268435456u);
+  CHECK(counter_bytes(1.5e19, "m") == 15000000000000000000u);
+  CHECK_THROWS_WITH(counter_bytes(-1.0, "dram__bytes_write.sum"),
+                    "dram__bytes_write.sum: the GPU reported -1, not a byte count");
+  CHECK_THROWS(counter_bytes(std::nan(""), "m"));
+  CHECK_THROWS(counter_bytes(1.8446744073709552e19, "m"));
+  const std::string perm = counters_unavailable(cupti_insufficient_privileges, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+                                                "cuptiProfilerGetCounterAvailability");
+  CHECK_THAT(perm, Catch::Contains("NVreg_RestrictProfilingToAdminUsers=0"));
+  CHECK_THAT(perm, Catch::EndsWith("timings only"));
+  CHECK(perm.find('\n') == std::string::npos);
+  CHECK_THAT(counters_unavailable(cupti_multiple_subscribers, "x", "y"), Catch::Contains("another profiler"));
+  CHECK_THAT(counters_unavailable(1, "CUPTI_ERROR_INVALID_PARAMETER", "call"),
+             Catch::Equals("DRAM counters unavailable (call: CUPTI_ERROR_INVALID_PARAMETER); timings only"));
+}
+
+TEST_CASE("measurements carry counted DRAM bytes beside the time in JSON", "[reconcile][counters][json]") {
+  KernelMeasurement m;
+  m.kernel = "flash";
+  m.variant = "flash_no_l2";
+  m.status = MeasureStatus::ok;
+  m.dram_read_bytes = 123;
+  m.dram_write_bytes = 45;
+  m.counters = "ok";
+  const auto j = measurement_to_json(m);
+  CHECK(j["dram_read_bytes"] == 123u);
+  CHECK(j["dram_write_bytes"] == 45u);
+  CHECK(j["counters"] == "ok");
+  KernelMeasurement none;
+  CHECK_FALSE(measurement_to_json(none).contains("dram_read_bytes"));
+}

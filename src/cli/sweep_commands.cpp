@@ -224,6 +224,7 @@ void add_measurements(Report& report, const MeasureCliOptions& mo) {
   opt.warmup = mo.warmup;
   opt.seed = mo.seed;
   opt.validate = !mo.no_validate;
+  opt.counters = mo.counters;
   auto backend = make_backend(mo.device_index);
   if (!backend->available()) throw Error(backend->unavailable_reason());
   report.device = measure_device(*backend, opt);
@@ -234,6 +235,14 @@ void add_measurements(Report& report, const MeasureCliOptions& mo) {
                  describe(row.shape).c_str());
     row.measurements = measure_row(*backend, row.shape, kinds, opt, ceiling).measurements;
   }
+  // Counters that cannot be read: one line, once; the timings stand.
+  if (mo.counters)
+    for (const Row& row : report.rows)
+      for (const auto& m : row.measurements)
+        if (!m.counters.empty() && m.counters != "ok") {
+          std::fprintf(stderr, "hbmscope: note: %s\n", m.counters.c_str());
+          return;
+        }
 }
 
 int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev,
@@ -377,7 +386,8 @@ int SweepCommands::run_sweep() {
   (void)parse_kernels(measure_opts_.kernels);
   // Nor may a measure option that nothing would use (as --sms without the L2 simulation).
   if (!measure_)
-    for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate"})
+    for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate",
+                             "--counters"})
       if (sweep_->count(name) > 0) throw Error(std::string(name) + ": needs --measure");
   SweepConfig cfg;
   if (config_) {

@@ -221,7 +221,7 @@ void store(MeasuredLaunch& l, const MetricInfo& mi, std::string_view unit, std::
     case Metric::read:
     case Metric::write: {
       if (!(x < 1.8e19)) throw Error(where + ": column '" + std::string(column) + "': " + shown(text) + " bytes is too large");
-      const auto b = static_cast<std::uint64_t>(std::llround(x));
+      const auto b = static_cast<std::uint64_t>(std::nearbyint(x));
       (mi.metric == Metric::read ? l.dram_read : l.dram_write) = b;
       break;
     }
