@@ -3,6 +3,7 @@
 // the same L2 flush as the timed runs. The call sequence follows the CUPTI
 // documentation (cupti_range_profiler.h, cupti_profiler_host.h).
 #include <cuda.h>
+#include <cuda_runtime.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
@@ -66,8 +67,17 @@ class CuptiDramCounter final : public DramCounter {
 
  private:
   void set_up(int device) {
-    CUresult cr = cuCtxGetCurrent(&ctx_);
-    if (cr != CUDA_SUCCESS || !ctx_) throw Error("cuCtxGetCurrent: no current CUDA context");
+    // The driver's cuCtxGetCurrent through the runtime: linking libcuda
+    // directly would stop the program from starting where no driver is
+    // installed (the no-GPU backend must still say why).
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || !fn)
+      throw Error("cudaGetDriverEntryPointByVersion(cuCtxGetCurrent) failed");
+    using CtxGetCurrent = CUresult (*)(CUcontext*);
+    if (reinterpret_cast<CtxGetCurrent>(fn)(&ctx_) != CUDA_SUCCESS || !ctx_)
+      throw Error("cuCtxGetCurrent: no current CUDA context");
     auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
     HBMSCOPE_CUPTI(cuptiProfilerInitialize(&init));
     initialized_ = true;
