@@ -131,5 +131,11 @@ check "1 GB: exit 1" test "$rc" -eq 1
 check "1 GB: one line naming the last row" grep -q "big.csv:[0-9]*: the input ends inside a quoted field" "$work/err"
 rm -f "$big"
 
+# The README's example is this binary's output on the fixture.
+root=$(cd "$(dirname "$0")/.." && pwd)
+( cd "$root" && "$bin" reconcile tests/fixtures/ncu/raw_sdpa.csv "${shape[@]}" --device h200 ) >"$work/readme-now" 2>&1
+sed -n '/^\$ .\/build\/hbmscope reconcile/,/^```/p' "$root/README.md" | sed '1d;$d' >"$work/readme-then"
+check "README example is current" cmp -s "$work/readme-now" "$work/readme-then"
+
 echo "reconcile cli: $pass passed, $fails failed"
 test "$fails" -eq 0
