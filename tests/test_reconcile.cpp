@@ -16,6 +16,7 @@
 #include "hbmscope/model.hpp"
 #include "hbmscope/ncu_import.hpp"
 #include "hbmscope/reconcile.hpp"
+#include "hbmscope/printers.hpp"
 #include "hbmscope/reconcile_report.hpp"
 #include "hbmscope/roofline.hpp"
 
@@ -501,4 +502,21 @@ TEST_CASE("measurements carry counted DRAM bytes beside the time in JSON", "[rec
   CHECK(j["counters"] == "ok");
   KernelMeasurement none;
   CHECK_FALSE(measurement_to_json(none).contains("dram_read_bytes"));
+}
+
+TEST_CASE("the measure table shows counted DRAM bytes when there are any", "[reconcile][counters][report]") {
+  Report rep;
+  rep.command = "measure";
+  rep.rows = {Row{}};
+  rep.rows[0].shape = shape(1, 1, 1, 1024, 1024, 64);
+  KernelMeasurement m;
+  m.kernel = "flash";
+  m.status = MeasureStatus::ok;
+  rep.rows[0].measurements.push_back(m);
+  CHECK_THAT(render(rep, {}), !Catch::Contains("DRAM read (counted)"));
+  rep.rows[0].measurements[0].dram_read_bytes = 2097152;
+  rep.rows[0].measurements[0].dram_write_bytes = 0;
+  const std::string t = render(rep, {});
+  CHECK_THAT(t, Catch::Contains("DRAM read (counted)"));
+  CHECK_THAT(t, Catch::Contains("2.1 MB"));
 }
