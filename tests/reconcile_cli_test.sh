@@ -131,6 +131,13 @@ check "1 GB: exit 1" test "$rc" -eq 1
 check "1 GB: one line naming the last row" grep -q "big.csv:[0-9]*: the input ends inside a quoted field" "$work/err"
 rm -f "$big"
 
+# --plot: counted against model reads, drawn by gnuplot (where it is installed).
+if command -v gnuplot >/dev/null; then
+  "$bin" reconcile "$fx/raw_sdpa.csv" "${shape[@]}" --plot "$work/reads.svg" >/dev/null 2>&1
+  check "plot: svg written" grep -q "counted reads" "$work/reads.svg"
+  expect_error "plot: nothing to plot" "nothing to plot" reconcile "$fx/raw_sdpa.csv" --plot "$work/none.svg"
+fi
+
 # The README's example is this binary's output on the fixture.
 root=$(cd "$(dirname "$0")/.." && pwd)
 ( cd "$root" && "$bin" reconcile tests/fixtures/ncu/raw_sdpa.csv "${shape[@]}" --device h200 ) >"$work/readme-now" 2>&1

@@ -1,5 +1,6 @@
 #include "hbmscope/reconcile_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -315,9 +316,11 @@ std::string reconcile_gnuplot_script(const Reconciliation& r, PlotTerminal termi
   }
   s += "set title " + gnuplot_quoted("DRAM reads: counted vs the model, per attention call") + "\n";
   s += "set xlabel 'attention call'\nset ylabel 'bytes read (log)'\nset logscale y\nset key outside right\n";
-  s += "set xtics 1\nset grid\n";
+  std::size_t last = 0;
+  for (const auto& c : r.calls) last = std::max(last, c.index);
+  s += "set xtics 1\nset grid\nset xrange [0.5:" + std::to_string(last) + ".5]\n";
   s += "$counted << EOD\n" + counted + "EOD\n";
-  std::string plot = "plot $counted using 1:2 with linespoints pt 7 lw 2 title 'counted reads'";
+  std::string plot = "plot $counted using 1:2 with points pt 7 ps 1.5 title 'counted reads'";
   for (std::size_t i = 0; i < std::size(model_ids); ++i) {
     if (model[i].empty()) continue;
     s += "$m" + std::to_string(i) + " << EOD\n" + model[i] + "EOD\n";
