@@ -384,6 +384,15 @@ Reconciliation reconcile(const std::vector<MeasuredLaunch>& launches, const Kern
                 "order, or NVTX ranges (see `hbmscope reconcile --help`)");
 
   std::size_t next_shape = 0;
+  // Captures repeat one shape many times: each (kind, shape) is modelled once
+  // (the L2 simulation takes up to seconds).
+  std::vector<std::pair<std::pair<CallKind, Shape>, std::vector<ModelBytesRW>>> modelled;
+  auto model_of = [&](CallKind k, const Shape& s) -> const std::vector<ModelBytesRW>& {
+    for (const auto& [key, m] : modelled)
+      if (key.first == k && key.second == s) return m;
+    modelled.push_back({{k, s}, model_bytes_for(k, s, opt.l2, opt.decode_variants)});
+    return modelled.back().second;
+  };
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     const auto& g = groups[gi];
     ReconciledCall c;
@@ -426,7 +435,7 @@ Reconciliation reconcile(const std::vector<MeasuredLaunch>& launches, const Kern
     if (c.shape) {
       c.shape->pass = c.kind == CallKind::flash_bwd ? Pass::bwd : Pass::fwd;
       try {
-        c.model = model_bytes_for(c.kind, *c.shape, opt.l2, opt.decode_variants);
+        c.model = model_of(c.kind, *c.shape);
         c.flops = pass_flops(*c.shape);
       } catch (const Error& e) {
         throw Error("call " + std::to_string(c.index) + " (" + c.origin + "): shape " + describe(*c.shape) + ": " +
