@@ -153,11 +153,6 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 
 bool is_ncu_header(std::string_view line) { return starts_with(line, "\"ID\",") || starts_with(line, "ID,"); }
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
 
 // The innermost "hbmscope:..." range name in an NVTX field.
 std::string nvtx_shape_text(std::string_view field) {
@@ -241,9 +236,6 @@ struct Header {
 Header parse_header(const std::vector<std::string>& f, const std::string& where) {
   Header h;
   h.names = f;
-  std::size_t kernel_col = f.size();
-  for (std::size_t i = 0; i < f.size(); ++i)
-    if (f[i] == "Kernel Name") kernel_col = i;
   for (std::size_t i = 0; i < f.size(); ++i) {
     const std::string& n = f[i];
     const bool identity = n == "ID" || n == "Process ID" || n == "Process Name" || n == "Host Name" ||
@@ -257,7 +249,10 @@ Header parse_header(const std::vector<std::string>& f, const std::string& where)
         throw Error(where + ": duplicate column '" + json_check::printable(n) + "' (columns " +
                     std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + ")");
     }
-    if (!identity && ((i < kernel_col && !used) || lower(n).find("nvtx") != std::string::npos)) h.nvtx.push_back(i);
+    // NVTX columns sit before "Kernel Name" and their names vary between ncu
+    // versions: every column that is not an identity or metric column is
+    // searched for an "hbmscope:" range name.
+    if (!used) h.nvtx.push_back(i);
   }
   if (!h.index.count("Kernel Name"))
     throw Error(where + ": the header has no 'Kernel Name' column: not Nsight Compute CSV");
