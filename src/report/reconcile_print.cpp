@@ -1,6 +1,7 @@
 #include "hbmscope/reconcile_report.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -17,10 +18,11 @@ std::string g3(double v) {
   return b;
 }
 
+// Shortest text that reads back as the same double.
 std::string g17(double v) {
   char b[40];
-  std::snprintf(b, sizeof b, "%.17g", v);
-  return b;
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
 }
 
 const ModelBytesRW* variant(const ReconciledCall& c, std::string_view id) {
