@@ -520,3 +520,23 @@ TEST_CASE("the measure table shows counted DRAM bytes when there are any", "[rec
   CHECK_THAT(t, Catch::Contains("DRAM read (counted)"));
   CHECK_THAT(t, Catch::Contains("2.1 MB"));
 }
+
+TEST_CASE("timings JSON: malformed results are one line naming the key", "[reconcile][timings]") {
+  auto err = [](const std::string& text) {
+    try {
+      (void)read_timings_json(text, "t.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(err(R"({"rows": []})"), Catch::Contains("t.json: results: expected an array"));
+  CHECK_THAT(err(R"({"results": [{"seq": 4096, "head_dim": 64, "median_s": "fast"}]})"),
+             Catch::Contains("results[0].median_s: expected a positive number of seconds"));
+  CHECK_THAT(err(R"({"results": [{"seq": -1, "head_dim": 64, "median_s": 1}]})"), Catch::Contains("results[0].seq"));
+  CHECK_THAT(err(R"({"results": [{"seq": 4096, "median_s": 1}]})"), Catch::Contains("results[0].head_dim: missing"));
+  CHECK_THAT(err(R"({"results": [{"seq": 4096, "head_dim": 64, "median_s": 1, "causal": 1}]})"),
+             Catch::Contains("results[0].causal: expected true or false"));
+  CHECK_THAT(err(R"({"results": [{"status": "skipped"}]})"), Catch::Contains("no results with status \"ok\""));
+  CHECK_THAT(err("{"), Catch::Contains("t.json"));
+}
