@@ -540,3 +540,25 @@ TEST_CASE("timings JSON: malformed results are one line naming the key", "[recon
   CHECK_THAT(err(R"({"results": [{"status": "skipped"}]})"), Catch::Contains("no results with status \"ok\""));
   CHECK_THAT(err("{"), Catch::Contains("t.json"));
 }
+
+TEST_CASE("launches are grouped per stream: another stream's kernels do not split a call", "[reconcile][grouping]") {
+  auto launch = [](const char* kernel, const char* stream) {
+    MeasuredLaunch l;
+    l.kernel = kernel;
+    l.stream = stream;
+    l.dram_read = 1000;
+    l.seconds = 1e-6;
+    return l;
+  };
+  const std::vector<MeasuredLaunch> ls = {
+      launch("sm90_xmma_gemm_bf16_tn", "1/1/7/"), launch("pytorch_flash::flash_fwd_kernel<T>(P)", "1/1/13/"),
+      launch("cunn_SoftMaxForward<8>", "1/1/7/"), launch("sm90_xmma_gemm_bf16_nn", "1/1/7/")};
+  const auto r = reconcile(ls, builtin_kernel_table(), {});
+  REQUIRE(r.calls.size() == 2);
+  CHECK(r.calls[0].kind == CallKind::standard);
+  CHECK(r.calls[0].launches == std::vector<std::size_t>{0, 2, 3});
+  CHECK(*r.calls[0].read_bytes == 3000u);
+  CHECK(r.calls[1].kind == CallKind::flash);
+  CHECK(r.calls[1].launches == std::vector<std::size_t>{1});
+  CHECK(fixture("raw_sdpa.csv").launches[0].stream == "31337/1/7/");
+}

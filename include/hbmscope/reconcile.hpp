@@ -59,6 +59,10 @@ struct MeasuredLaunch {
   std::optional<Shape> shape;   // plain timings carry their shape
   // Plain timings: the row is a whole call of this kind (no grouping).
   std::optional<KernelRole> whole_call;
+  // Process, context and stream as ncu prints them: launches are grouped
+  // into calls per stream, so that work on other streams in between does not
+  // split a call.
+  std::string stream;
 };
 
 // Call kinds: how launches were grouped.

@@ -270,6 +270,14 @@ void check_width(const std::vector<std::string>& f, const Header& h, const std::
                 std::to_string(h.names.size()));
 }
 
+// Process, context and stream: the calls of one stream are grouped together.
+std::string stream_key(const std::vector<std::string>& f, const Header& h) {
+  std::string k;
+  for (const char* c : {"Process ID", "Context", "Stream"})
+    if (const auto it = h.index.find(c); it != h.index.end()) (k += field(f, it->second)) += '/';
+  return k;
+}
+
 void add_nvtx(MeasuredLaunch& l, const std::vector<std::string>& f, const Header& h) {
   for (auto i : h.nvtx)
     if (i < f.size())
@@ -461,6 +469,7 @@ ImportedFile read_ncu_csv(const ByteSource& read, std::string_view origin) {
         l.origin = where;
         l.id = id;
         l.kernel = kernel;
+        l.stream = stream_key(f, h);
         out.launches.push_back(std::move(l));
       }
       MeasuredLaunch& l = out.launches[it->second];
@@ -483,6 +492,7 @@ ImportedFile read_ncu_csv(const ByteSource& read, std::string_view origin) {
     l.origin = where;
     l.id = id;
     l.kernel = kernel;
+    l.stream = stream_key(f, h);
     add_nvtx(l, f, h);
     for (std::size_t i = 0; i < f.size() && i < col_metric.size(); ++i)
       if (col_metric[i].metric != Metric::none) store(l, col_metric[i], units[i], f[i], where, h.names[i]);

@@ -347,7 +347,32 @@ Reconciliation reconcile(const std::vector<MeasuredLaunch>& launches, const Kern
     if (pats[i]) roles[i] = pats[i]->role;
     if (!pats[i] && !whole[i]) add_count(out.unmatched, launches[i].kernel, KernelRole::unknown);
   }
-  const auto groups = group_launches(roles, whole);
+  // Group per stream, then order the calls by their first launch.
+  std::vector<CallGroup> groups;
+  {
+    std::vector<std::string> keys;
+    std::vector<std::vector<std::size_t>> members;
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+      std::size_t k = 0;
+      while (k < keys.size() && keys[k] != launches[i].stream) ++k;
+      if (k == keys.size()) {
+        keys.push_back(launches[i].stream);
+        members.emplace_back();
+      }
+      members[k].push_back(i);
+    }
+    for (const auto& idx : members) {
+      std::vector<KernelRole> r;
+      std::vector<std::optional<KernelRole>> w;
+      for (auto i : idx) r.push_back(roles[i]), w.push_back(whole[i]);
+      for (auto g : group_launches(r, w)) {
+        for (auto& i : g.launches) i = idx[i];
+        groups.push_back(std::move(g));
+      }
+    }
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const CallGroup& a, const CallGroup& b) { return a.launches.front() < b.launches.front(); });
+  }
   std::vector<bool> used(launches.size(), false);
   for (const auto& g : groups)
     for (auto i : g.launches) used[i] = true;
