@@ -539,6 +539,8 @@ TEST_CASE("timings JSON: malformed results are one line naming the key", "[recon
              Catch::Contains("results[0].causal: expected true or false"));
   CHECK_THAT(err(R"({"results": [{"status": "skipped"}]})"), Catch::Contains("no results with status \"ok\""));
   CHECK_THAT(err("{"), Catch::Contains("t.json"));
+  CHECK_THAT(err(R"("c#,,l")"), Catch::Contains("t.json: (top level): expected an object"));  // found by fuzzing
+  CHECK_THAT(err(R"({"results": [{"status": 1}]})"), Catch::Contains("results[0].status: expected a string"));
 }
 
 TEST_CASE("launches are grouped per stream: another stream's kernels do not split a call", "[reconcile][grouping]") {

@@ -651,7 +651,8 @@ ImportedFile read_timings_csv(const ByteSource& read, std::string_view origin, c
 ImportedFile read_timings_json(std::string_view text, std::string_view origin) {
   namespace jc = json_check;
   const nlohmann::json j = jc::parse_json_text(text, origin);
-  if (!j.is_object() || !j.contains("results") || !j["results"].is_array())
+  if (!j.is_object()) jc::fail(origin, "(top level)", "an object (the JSON of scripts/sdpa_peer.py)", j);
+  if (!j.contains("results") || !j["results"].is_array())
     jc::fail(origin, "results", "an array (the JSON of scripts/sdpa_peer.py)", j.value("results", nlohmann::json()));
   ImportedFile out;
   out.format = "timings-json";
@@ -661,6 +662,7 @@ ImportedFile read_timings_json(std::string_view text, std::string_view origin) {
     const std::string k = "results[" + std::to_string(i) + "]";
     const auto& r = rs[i];
     if (!r.is_object()) jc::fail(origin, k, "an object", r);
+    if (r.contains("status") && !r["status"].is_string()) jc::fail(origin, k + ".status", "a string", r["status"]);
     if (r.value("status", std::string("ok")) != "ok") {
       ++skipped;
       continue;
