@@ -9,6 +9,7 @@
 #include "hbmscope/reconcile_report.hpp"
 #include "hbmscope/roofline.hpp"
 #include "hbmscope/sweep.hpp"
+#include "../report/json_check.hpp"
 #include "plot_run.hpp"
 #include "sweep_commands.hpp"
 
@@ -99,6 +100,16 @@ int ReconcileCommand::run_reconcile() {
   const PrintOptions print = to_print_options(out_);
   DeviceOptions dev{device_, bandwidth_fraction_, plot_};
   check_device_options(dev, out_);
+  // --output or --plot naming an input would destroy it: refused before anything is read.
+  std::vector<std::string> inputs_given = files_;
+  if (kernel_table_) inputs_given.push_back(*kernel_table_);
+  if (device_) inputs_given.push_back(*device_);
+  for (const auto& [target, option] : {std::pair{out_.output, "--output"}, std::pair{plot_, "--plot"}})
+    if (target && *target != "-")
+      for (const auto& in : inputs_given)
+        if (in != "-" && same_write_target(*target, in))
+          throw Error(std::string(option) + ": '" + *target + "' is also an input of this run ('" + in +
+                      "'); write the result to another file");
   const bool any_shape = shape_.seq || shape_.seq_kv || shape_.head_dim || shape_.batch || shape_.heads ||
                          shape_.kv_heads || shape_.block_rows || shape_.block_cols || shape_.causal || shape_.pass;
   if (shape_.pass) throw Error("--pass: reconcile takes the pass from the kernels (forward or backward calls)");
@@ -144,16 +155,19 @@ int ReconcileCommand::run_reconcile() {
   if (!to_stdout) file.emplace(*out_.output);
   const bool chart_to_terminal = plot_ && *plot_ == "-";
   if (chart_to_terminal && to_stdout) text += "\n" + plot->text();
+  // Both files' bytes on disk before either is renamed (as finish_report).
+  if (file) file->write(text);
+  if (plot && !chart_to_terminal) plot->write();
   if (file) {
-    file->commit(text);
-    std::fprintf(stderr, "hbmscope: wrote %s\n", out_.output->c_str());
+    file->publish();
+    std::fprintf(stderr, "hbmscope: wrote %s\n", json_check::printable(*out_.output).c_str());
   } else {
     write_stdout(text);
   }
   if (chart_to_terminal && !to_stdout) write_stdout(plot->text());
   if (plot && !chart_to_terminal) {
-    plot->install();
-    std::fprintf(stderr, "hbmscope: wrote %s\n", plot_->c_str());
+    plot->publish();
+    std::fprintf(stderr, "hbmscope: wrote %s\n", json_check::printable(*plot_).c_str());
   }
   for (const auto& n : notes) std::fprintf(stderr, "hbmscope: note: %s\n", n.c_str());
   return 0;
