@@ -111,6 +111,10 @@ sed 's/hbmscope:seq=4096,d=128/hbmscope:seq=4096,dd=128/' "$fx/raw_nvtx.csv" >"$
 expect_error "bad GQA options" "multiple of kv-heads" reconcile "$fx/raw_nvtx.csv" --seq 1 --head-dim 64 --heads 3 --kv-heads 2
 expect_error "bad NVTX key" "unknown key 'dd'" reconcile "$work/badnvtx.csv"
 
+cp "$fx/raw_sdpa.csv" "$work/in.csv"
+expect_error "output is an input" "--output: '$work/in.csv' is also an input" reconcile "$work/in.csv" --output "$work/in.csv"
+check "output is an input: input intact" cmp -s "$fx/raw_sdpa.csv" "$work/in.csv"
+
 # A user's kernel table classifies the unknown kernel.
 echo '{"kernels":[{"match":"my_custom_attention","role":"flash_fwd","source":"mine"}]}' >"$work/k.json"
 "$bin" reconcile "$fx/raw_sdpa.csv" "${shape[@]}" --kernel-table "$work/k.json" >"$work/k" 2>&1
