@@ -334,12 +334,12 @@ TEST_CASE("NVTX range names give shapes", "[reconcile][nvtx]") {
 TEST_CASE("the model's reads and writes per call kind add up to its totals", "[reconcile][model]") {
   for (const Shape& s : {shape(4, 16, 16, 4096, 4096, 64), shape(2, 32, 8, 1000, 3000, 128), shape(1, 32, 8, 1, 16384, 128)})
     for (CallKind k : {CallKind::standard, CallKind::flash, CallKind::flash_bwd, CallKind::split_kv, CallKind::floor})
-      for (const auto& v : model_bytes_for(k, s, L2SimConfig{50ull << 20, 132, 2}, false)) {
+      for (const auto& v : model_bytes_for(k, s, L2SimConfig{50ull << 20, 132, 2})) {
         INFO(describe(s) << " " << call_kind_name(k) << " " << v.id);
         if (v.reads) CHECK(*v.reads + *v.writes == v.total);
       }
   const Shape s = shape(4, 16, 16, 4096, 4096, 64);
-  const auto m = model_bytes_for(CallKind::flash, s, std::nullopt, false);
+  const auto m = model_bytes_for(CallKind::flash, s, std::nullopt);
   REQUIRE(m.size() == 2);
   CHECK(m[0].id == "flash_no_l2");
   CHECK(m[0].total == flash_no_l2_bytes(s));
@@ -347,7 +347,7 @@ TEST_CASE("the model's reads and writes per call kind add up to its totals", "[r
   // Q, K, V read once; O written once.
   CHECK(*m[1].reads == 2ull * 4 * (16 * 4096 * 64 + 2 * 16 * 4096 * 64));
   CHECK(*m[1].writes == 2ull * 4 * 16 * 4096 * 64);
-  const auto st = model_bytes_for(CallKind::standard, s, std::nullopt, false);
+  const auto st = model_bytes_for(CallKind::standard, s, std::nullopt);
   CHECK(*st[0].writes == 2ull * 4 * 16 * (2 * 4096ull * 4096 + 4096 * 64));  // S, P, O
 }
 
@@ -390,7 +390,7 @@ TEST_CASE("reconcile: verdicts of the SDPA fixture", "[reconcile]") {
   CHECK(r.calls[0].verdict == VerdictKind::at_floor);
   CHECK(r.calls[1].source == "PyTorch SDPA cuDNN");
   CHECK(r.calls[2].verdict == VerdictKind::between);
-  const auto floor_reads = static_cast<double>(*model_bytes_for(CallKind::flash, opt.shapes[0], std::nullopt, false)[1].reads);
+  const auto floor_reads = static_cast<double>(*model_bytes_for(CallKind::flash, opt.shapes[0], std::nullopt)[1].reads);
   CHECK(*r.calls[2].reads_over_model == Approx(134873088.0 / floor_reads));
   CHECK(*r.calls[2].position == Approx((134873088.0 - floor_reads) / (2181038080.0 - floor_reads)));
   CHECK(r.calls[3].kind == CallKind::standard);

@@ -132,9 +132,6 @@ struct ReconcileOptions {
   double bandwidth_fraction = 1.0;
   std::optional<L2SimConfig> l2;  // flash_l2_sim when set (device L2, SMs)
   Dtype nvtx_dtype = Dtype::bf16;  // NVTX ranges without dtype=
-  // Decode variants (e.g. decode_floor), filled when the model offers them;
-  // empty: split-KV calls are judged against the floor.
-  bool decode_variants = false;
 };
 
 struct KernelCount {
@@ -168,8 +165,8 @@ Reconciliation reconcile(const std::vector<MeasuredLaunch>& launches, const Kern
                          const ReconcileOptions& opt);
 
 // The model's bytes for a call kind on a shape, reads and writes split.
-std::vector<ModelBytesRW> model_bytes_for(CallKind kind, const Shape& s, const std::optional<L2SimConfig>& l2,
-                                          bool decode_variants);
+// Split-KV (decode) calls get the floor: the KV cache read once, Q and O.
+std::vector<ModelBytesRW> model_bytes_for(CallKind kind, const Shape& s, const std::optional<L2SimConfig>& l2);
 
 }  // namespace hbmscope
 

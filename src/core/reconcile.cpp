@@ -213,9 +213,7 @@ std::vector<CallGroup> group_launches(const std::vector<KernelRole>& roles,
   return out;
 }
 
-std::vector<ModelBytesRW> model_bytes_for(CallKind kind, const Shape& shape, const std::optional<L2SimConfig>& l2,
-                                          bool decode_variants) {
-  (void)decode_variants;
+std::vector<ModelBytesRW> model_bytes_for(CallKind kind, const Shape& shape, const std::optional<L2SimConfig>& l2) {
   Shape s = shape;
   s.pass = kind == CallKind::flash_bwd ? Pass::bwd : Pass::fwd;
   validate(s);
@@ -415,7 +413,7 @@ Reconciliation reconcile(const std::vector<MeasuredLaunch>& launches, const Kern
   auto model_of = [&](CallKind k, const Shape& s) -> const std::vector<ModelBytesRW>& {
     for (const auto& [key, m] : modelled)
       if (key.first == k && key.second == s) return m;
-    modelled.push_back({{k, s}, model_bytes_for(k, s, opt.l2, opt.decode_variants)});
+    modelled.push_back({{k, s}, model_bytes_for(k, s, opt.l2)});
     return modelled.back().second;
   };
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
