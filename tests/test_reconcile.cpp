@@ -56,6 +56,8 @@ TEST_CASE("ncu numbers: plain, n/a, unambiguous grouping; ambiguous ones refused
   CHECK(parse_ncu_number("27.595.520") == 27595520.0);
   CHECK(parse_ncu_number("1.234,5") == 1234.5);
   CHECK(parse_ncu_number("1,5") == 1.5);  // a decimal comma: grouping needs three digits
+  CHECK(parse_ncu_number("0,125") == 0.125);      // no group starts with 0
+  CHECK(parse_ncu_number("1234,567") == 1234.567);  // a first group has at most three digits
   CHECK_THROWS_WITH(parse_ncu_number("1,234"), Catch::Contains("ambiguous number '1,234'"));
   CHECK_THROWS_WITH(parse_ncu_number("12,34,567"), Catch::Contains("misplaced grouping"));
   CHECK_THROWS_WITH(parse_ncu_number("1,2345,678"), Catch::Contains("misplaced grouping"));

@@ -319,7 +319,12 @@ std::optional<double> parse_ncu_number(std::string_view t) {
   } else if (dots > 1) {
     group = '.';
   } else if (commas == 1) {
-    if (t.size() - last_comma - 1 == 3 && !has_exp)
+    // Three digits after a single comma read either way, unless what comes
+    // before cannot start a group (empty, "0...", or more than three digits).
+    std::string_view lead = t.substr(0, last_comma);
+    if (!lead.empty() && (lead.front() == '-' || lead.front() == '+')) lead.remove_prefix(1);
+    const bool could_group = !lead.empty() && lead.size() <= 3 && lead.front() != '0';
+    if (t.size() - last_comma - 1 == 3 && !has_exp && could_group)
       throw Error("ambiguous number " + shown(t) + " (thousands separator or decimal comma?)");
     decimal = ',';
   }
