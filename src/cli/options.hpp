@@ -58,6 +58,7 @@ struct MeasureCliOptions {
   int device_index = 0;
   std::uint64_t seed = 1;
   bool no_validate = false;
+  bool counters = false;  // --counters: DRAM bytes through CUPTI
 };
 
 // Validators whose messages name the value as given (CLI11's own print
