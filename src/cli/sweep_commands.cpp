@@ -181,7 +181,12 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
     for (std::size_t i = 0; i < report.rows.size(); ++i) {
       if (cost[i] == 0) continue;
       bar.update(done, total);
-      add_l2_sim(report.rows[i], *config);
+      // Without --ctas-per-sm: as many CTAs as the flash kernel this shape
+      // would run fits on one SM of the device (launch_plan's ptxas figures).
+      L2SimConfig c = *config;
+      if (!l2.ctas_per_sm)
+        c.ctas_per_sm = shape_ctas_per_sm(report.rows[i].shape, sm_limits_for_device(spec ? spec->name : ""));
+      add_l2_sim(report.rows[i], c);
       done += cost[i];
     }
     bar.update(total, total);
@@ -224,6 +229,7 @@ void add_measurements(Report& report, const MeasureCliOptions& mo) {
   opt.warmup = mo.warmup;
   opt.seed = mo.seed;
   opt.validate = !mo.no_validate;
+  apply_measure_sizes(mo, opt);
   auto backend = make_backend(mo.device_index);
   if (!backend->available()) throw Error(backend->unavailable_reason());
   report.device = measure_device(*backend, opt);
@@ -377,7 +383,7 @@ int SweepCommands::run_sweep() {
   (void)parse_kernels(measure_opts_.kernels);
   // Nor may a measure option that nothing would use (as --sms without the L2 simulation).
   if (!measure_)
-    for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate"})
+    for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate", "--copy-bytes", "--flush-bytes"})
       if (sweep_->count(name) > 0) throw Error(std::string(name) + ": needs --measure");
   SweepConfig cfg;
   if (config_) {

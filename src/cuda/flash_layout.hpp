@@ -120,4 +120,11 @@ HBMSCOPE_HD constexpr bool block_needs_mask(int q0, int j, int block_cols, int s
   return key_end > seq_kv || (causal && key_end - 1 > q0 + offset);
 }
 
+// The query block CTA blockIdx.x takes in the v2 kernel: causal grids run the
+// last (heaviest: they see the most keys) first, so that the launch's tail is
+// made of short blocks.
+HBMSCOPE_HD constexpr int v2_query_block(int block_x, int grid_x, bool causal) {
+  return causal ? grid_x - 1 - block_x : block_x;
+}
+
 }  // namespace hbmscope::flash

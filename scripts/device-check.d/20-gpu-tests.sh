@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# limit_s: 45
+# Every kernel family against the CPU reference on ragged, causal and GQA
+# shapes, every flash instantiation of both versions (ctest -L gpu).
+set -u
+log=$RESULTS/gpu-tests.log
+sum=$RESULTS/summary-gpu-tests.txt
+if [ ! -d "$BUILD" ]; then
+  echo "GPU TESTS (every kernel vs the CPU reference): NOT MEASURED (no build)" >"$sum"
+  exit 1
+fi
+# Each family under its own limit, so that one hang does not hide the rest.
+ctest --test-dir "$BUILD" -L gpu -j "${GPU_TEST_JOBS:-3}" --timeout 40 --output-on-failure >"$log" 2>&1
+rc=$?
+cat "$log"
+line=$(grep -E 'tests passed|tests failed' "$log" | tail -1)
+skipped=$(grep -c 'Skipped' "$log")
+failed=$(grep -E '^\s+[0-9]+ - gpu_' "$log" | grep -v 'Skipped' | sed 's/^ *[0-9]* - //' | awk '{print $1}' | paste -sd, -)
+runs=$(grep -E '^[0-9]+ of [0-9]+ passed' "$log" | paste -sd';' -)
+if [ -z "$line" ]; then
+  echo "GPU TESTS (every kernel vs the CPU reference): NOT MEASURED (ctest ran no gpu test, rc $rc)"
+elif [ "$rc" -eq 0 ] && [ "$skipped" -eq 0 ]; then
+  echo "GPU TESTS (every kernel vs the CPU reference): MET ($line; checks: $runs)"
+elif [ "$rc" -eq 0 ]; then
+  echo "GPU TESTS (every kernel vs the CPU reference): NOT MEASURED (skipped: $(grep -m1 -i 'no CUDA device' "$log" | cut -c1-160))"
+else
+  echo "GPU TESTS (every kernel vs the CPU reference): MISSED ($line; failed: ${failed:-?}; checks: $runs)"
+fi >"$sum"
+exit "$rc"
