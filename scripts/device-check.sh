@@ -17,6 +17,8 @@
 #   HBMSCOPE  the built binary ($BUILD/hbmscope)
 #   PY        a python3 (the one with torch where there is one)
 #   RESULTS   a directory for the step's files: reports, CSVs, logs
+#   STEP_LIMIT_S  the seconds this step was given (its limit, or less near the cap),
+#             so that a step can stop its long part early and still write its summary
 # A step that judges a target writes lines "TARGET: MET|MISSED|NOT MEASURED
 # (figures)" into $RESULTS/summary-<step>.txt.
 #
@@ -26,7 +28,8 @@
 #
 # Environment knobs: OUT (default ./device-out), BUILD (default ./build-gpu;
 # the dry run points it at an existing build), TOTAL_LIMIT_S, STEPS (a regex
-# of step names to run, e.g. 'preflight|measure'), DEPS (default ./.device-deps).
+# of step names to run, e.g. 'preflight|measure'), DEPS (default ./.device-deps),
+# STEPS_DIR (default scripts/device-check.d; tests/device_check_test.sh uses its own).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 export REPO
@@ -39,6 +42,7 @@ export RESULTS=${RESULTS:-$(mktemp -d /tmp/hbmscope-results.XXXXXX)}
 mkdir -p "$RESULTS"
 total_limit=${TOTAL_LIMIT_S:-415}
 only=${STEPS:-.}
+steps_dir=${STEPS_DIR:-$REPO/scripts/device-check.d}
 
 deps=${DEPS:-$REPO/.device-deps}/usr
 if [ -d "$deps" ]; then
@@ -82,14 +86,14 @@ publish() {
 }
 
 declared=0
-for f in "$REPO"/scripts/device-check.d/[0-9][0-9]-*.sh; do
+for f in "$steps_dir"/[0-9][0-9]-*.sh; do
   l=$(sed -n 's/^# limit_s: *\([0-9][0-9]*\).*/\1/p' "$f" | head -1)
   declared=$((declared + ${l:-60}))
 done
 say "device check: REPO=$REPO BUILD=$BUILD RESULTS=$RESULTS PY=$PY; step limits sum to $declared s, run capped at $total_limit s"
 [ "$declared" -gt "$total_limit" ] && say "warning: the steps' limits ($declared s) exceed the cap ($total_limit s): the last steps get what is left"
 
-for f in "$REPO"/scripts/device-check.d/[0-9][0-9]-*.sh; do
+for f in "$steps_dir"/[0-9][0-9]-*.sh; do
   name=$(basename "$f" .sh)
   if ! [[ $name =~ $only ]]; then continue; fi
   limit=$(sed -n 's/^# limit_s: *\([0-9][0-9]*\).*/\1/p' "$f" | head -1)
@@ -104,7 +108,7 @@ for f in "$REPO"/scripts/device-check.d/[0-9][0-9]-*.sh; do
   say "$name (limit $limit s)"
   s0=$(date +%s)
   # Its own process group, so that a timeout ends everything it started.
-  timeout --kill-after=5 "$limit" bash "$f" >>"$log" 2>&1
+  STEP_LIMIT_S=$limit timeout --kill-after=5 "$limit" bash "$f" >>"$log" 2>&1
   rc=$?
   dt=$(( $(date +%s) - s0 ))
   case $rc in

@@ -18,7 +18,7 @@ INSN = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 
 def short(name):
     """A readable kernel name from the mangled one."""
-    m = re.search(r"(flash_forward(?:_v2)?_kernel|softmax_rows(?:_two_pass)?_kernel|floor_kernel|\w+_kernel)"
+    m = re.search(r"\d((?:flash_forward(?:_v2)?|softmax_rows(?:_two_pass)?|floor|read_pass|fill_random)_kernel)"
                   r"(?:ILi(\d+)E(?:Li(\d+)E)?(?:Li(\d+)E)?)?", name)
     if not m:
         return name[:60]

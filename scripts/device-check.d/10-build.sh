@@ -13,7 +13,7 @@ rc=0
 {
   cmake -S "$REPO" -B "$BUILD" "${gen[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DHBMSCOPE_WERROR=OFF -DHBMSCOPE_PTXAS_VERBOSE=ON -DHBMSCOPE_BENCH=OFF &&
-    cmake --build "$BUILD" -j"${BUILD_JOBS:-$(nproc)}" --target hbmscope hbmscope_gpu_tests
+    timeout $(( ${STEP_LIMIT_S:-120} - 8 )) cmake --build "$BUILD" -j"${BUILD_JOBS:-$(nproc)}" --target hbmscope hbmscope_gpu_tests
 } >"$log" 2>&1 || rc=$?
 # Kernel, registers, spills: one line per compiled entry.
 awk '/Compiling entry function/ {match($0, /function .([^ ]*)./, m); k=m[1]}
@@ -27,7 +27,8 @@ if [ "$rc" -eq 0 ] && [ -x "$HBMSCOPE" ]; then
   v=MET; [ "$spills" -gt 0 ] && v=MISSED
   echo "BUILD sm_90, no spills: $v ($kernels kernels compiled, $spills with spills, $warnings warning lines; results/ptxas.txt)"
 else
-  echo "BUILD sm_90, no spills: MISSED (build failed, rc $rc; last lines of results/build.log below)"
+  why="build failed"; [ "$rc" -eq 124 ] && why="build stopped at $(( ${STEP_LIMIT_S:-120} - 8 )) s"
+  echo "BUILD sm_90, no spills: MISSED ($why, rc $rc; last lines of results/build.log below)"
   tail -15 "$log" | sed 's/^/    /'
 fi >"$RESULTS/summary-build.txt"
 tail -5 "$log"

@@ -30,11 +30,11 @@ run() { # tool, limit, label, measure args...
   fi >>"$sum"
 }
 shape=(--seq 300 --seq-kv 513 --head-dim 64,128 --heads 4 --kv-heads 2 --causal)
-run memcheck 16 default "${shape[@]}" --kernels standard,softmax,flash,flash_v1,floor
+run memcheck 20 default "${shape[@]}" --kernels standard,softmax,flash,flash_v1,floor
 run memcheck 8 64x64 "${shape[@]}" --block-rows 64 --block-cols 64 --kernels flash,flash_v1
 tiny=(--seq 200 --seq-kv 333 --head-dim 64,128 --heads 2 --kv-heads 1 --causal --kernels flash,flash_v1)
 run racecheck 10 default "${tiny[@]}"
-run racecheck 8 64x64 "${tiny[@]}" --block-rows 64 --block-cols 64
+run racecheck 6 64x64 "${tiny[@]}" --block-rows 64 --block-cols 64
 run synccheck 8 default "${tiny[@]}"
 run synccheck 6 64x64 "${tiny[@]}" --block-rows 64 --block-cols 64
 cat "$sum"

@@ -36,7 +36,7 @@ __device__ __forceinline__ void load_tile_v2(__nv_bfloat16* tile, const __nv_bfl
   const __nv_bfloat16* src = head + static_cast<std::size_t>(row0 + r) * D + c;
 #pragma unroll
   for (int step = 0; step < Rows / rows_per_step; ++step) {
-    const int row = r + step * rows_per_step;
+    const int row = r + step * rows_per_step;  // load_chunk_v2(threadIdx.x, step, ...).row
     const bool inside = row0 + row < seq;
     // Rows past the sequence: 16 zero bytes from a valid address (row 0).
     cp_async_16(tile + swizzled_offset(row, c, D), inside ? src + step * rows_per_step * D : head, inside ? 16 : 0);

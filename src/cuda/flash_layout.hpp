@@ -50,6 +50,15 @@ HBMSCOPE_HD constexpr RowCol load_chunk(int tid, int step, int threads, int row_
   return {i / chunks_per_row, (i % chunks_per_row) * 8};
 }
 
+// The v2 kernel's form of the same map (load_tile_v2): with whole rows per
+// step (threads a multiple of row_elems/8), chunk tid + step * threads is row
+// tid/(row_elems/8) + step * threads/(row_elems/8), column (tid % (row_elems/8)) * 8,
+// so one base address per thread plus a constant per step reaches it.
+HBMSCOPE_HD constexpr RowCol load_chunk_v2(int tid, int step, int threads, int row_elems) {
+  const int chunks_per_row = row_elems / 8;
+  return {tid / chunks_per_row + step * (threads / chunks_per_row), (tid % chunks_per_row) * 8};
+}
+
 // --- mma.sync.aligned.m16n8k16, bf16 inputs, f32 accumulators -------------
 // A (16 x 16, row-major): 4 registers of 2 bf16; register `reg`, half `half`.
 HBMSCOPE_HD constexpr RowCol a_fragment(int lane, int reg, int half) {
