@@ -31,5 +31,7 @@ else
   echo "BUILD sm_90, no spills: MISSED ($why, rc $rc; last lines of results/build.log below)"
   tail -15 "$log" | sed 's/^/    /'
 fi >"$RESULTS/summary-build.txt"
+# launch_plan.cpp's register table (CTAs/SM, docs) against this compiler's.
+"$PY" "$REPO/scripts/ptxas_check.py" "$RESULTS/ptxas.txt" "$REPO/src/cuda/launch_plan.cpp" >>"$RESULTS/summary-build.txt" 2>&1
 tail -5 "$log"
 exit "$rc"
