@@ -26,7 +26,8 @@ v() { # name, command...
     printf '%-18s not found\n' "cuBLAS:"
   fi
   v compute-sanitizer compute-sanitizer --version
-  v ncu ncu --version
+  ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | tail -1)
+  if [ -n "$ncu_bin" ]; then v ncu "$ncu_bin" --version; else printf '%-18s not found\n' "ncu:"; fi
   v cuobjdump cuobjdump --version
   printf '%-18s %s\n' "python:" "$PY ($("$PY" --version 2>&1))"
   printf '%-18s %s\n' "torch:" "$(timeout 20 "$PY" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "device", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' 2>&1 | tail -1)"

@@ -19,7 +19,10 @@ run() { # tool, limit, label, measure args...
   timeout "$lim" compute-sanitizer --tool "$tool" --error-exitcode 9 "$HBMSCOPE" measure "${small[@]}" "$@" \
     --output "$RESULTS/sanitizer-$tool-$label.json" >"$log" 2>&1
   local rc=$? errs
-  errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -1 | grep -Eo '[0-9]+')
+  # memcheck, synccheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY:
+  # N hazards displayed (E errors, W warnings)".
+  errs=$(grep -Eo 'RACECHECK SUMMARY: .*\(([0-9]+) error' "$log" | tail -1 | grep -Eo '[0-9]+ error' | grep -Eo '[0-9]+')
+  [ -z "$errs" ] && errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -1 | grep -Eo '[0-9]+')
   tail -3 "$log"
   if [ "$rc" -eq 0 ] && [ "${errs:-x}" = 0 ]; then
     echo "SANITIZER $tool ($label): MET (0 errors)"
