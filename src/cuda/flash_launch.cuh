@@ -25,6 +25,12 @@ void launch_flash_instance(const flash::FlashParams& p, const LaunchGeometry& g,
   static const bool smem_limit_raised = [kernel] {
     HBMSCOPE_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Sh::smem_bytes));
+    // v2 counts on two CTAs per SM (2 x 97 KiB at d = 128): ask for the
+    // largest shared-memory carveout rather than leave it to the driver's
+    // choice (the kernel's loads bypass L1, cp.async.cg).
+    if constexpr (Version == 2)
+      HBMSCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
     return true;
   }();
   (void)smem_limit_raised;
