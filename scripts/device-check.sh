@@ -8,8 +8,9 @@
 # under `timeout` of the limit it declares on a line "# limit_s: N". A step
 # that fails or times out is logged and the next one runs. The whole run is
 # capped at TOTAL_LIMIT_S (default 410 s: with the 5 s a killed step may take to
-# die, under 7 minutes): a step gets the
-# smaller of its limit and what is left, and one with under 5 s left is not run.
+# die, under 7 minutes): a step gets the smaller of its limit and what is left
+# (less the limits of the 90-99 steps still to come, kept in reserve so that
+# the targets are always judged); one left with under 5 s is not run.
 #
 # Each step gets in its environment:
 #   REPO      the repository root
@@ -86,10 +87,15 @@ publish() {
     mv -f "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
 }
 
-declared=0
+# Steps numbered 90-99 (the targets' judge) keep their limits in reserve: an
+# earlier step gets at most what is left after them, so that the summary is
+# judged even when earlier steps run to their limits.
+declared=0 reserve=0
 for f in "$steps_dir"/[0-9][0-9]-*.sh; do
   l=$(sed -n 's/^# limit_s: *\([0-9][0-9]*\).*/\1/p' "$f" | head -1)
   declared=$((declared + ${l:-60}))
+  [[ $(basename "$f" .sh) =~ $only ]] || continue
+  case $(basename "$f") in 9[0-9]-*) reserve=$((reserve + ${l:-60})) ;; esac
 done
 say "device check: REPO=$REPO BUILD=$BUILD RESULTS=$RESULTS PY=$PY; step limits sum to $declared s, run capped at $total_limit s"
 [ "$declared" -gt "$total_limit" ] && say "warning: the steps' limits ($declared s) exceed the cap ($total_limit s): the last steps get what is left"
@@ -100,9 +106,13 @@ for f in "$steps_dir"/[0-9][0-9]-*.sh; do
   limit=$(sed -n 's/^# limit_s: *\([0-9][0-9]*\).*/\1/p' "$f" | head -1)
   limit=${limit:-60}
   left=$((total_limit - $(now)))
+  case $name in
+    9[0-9]-*) reserve=$((reserve - limit)) ;;
+    *) [ "$reserve" -gt 0 ] && left=$((left - reserve - 2)) ;;  # 2 s: whole-second clocks
+  esac
   [ "$limit" -gt "$left" ] && limit=$left
   if [ "$limit" -lt 5 ]; then
-    say "$name: not run ($left s left of $total_limit)"
+    say "$name: not run ($left s left of $total_limit for it)"
     printf '%-16s %-12s %5s s  limit %s s\n' "$name" "NOT RUN" 0 0 >>"$steps_table"
     continue
   fi

@@ -35,13 +35,17 @@ cat >"$work/steps/40-capped.sh" <<'S'
 # limit_s: 100
 sleep 30
 S
+cat >"$work/steps/95-judge.sh" <<'S'
+# limit_s: 5
+echo "JUDGE: MET (ran with ${STEP_LIMIT_S} s although 40-capped wanted 100)" >"$RESULTS/summary-judge.txt"
+S
 t0=$(date +%s)
-OUT=$work/out OUT_CHECK=$work/out STEPS_DIR=$work/steps BUILD=$work/nobuild RESULTS=$work/results TOTAL_LIMIT_S=14 PY=python3 \
+OUT=$work/out OUT_CHECK=$work/out STEPS_DIR=$work/steps BUILD=$work/nobuild RESULTS=$work/results TOTAL_LIMIT_S=19 PY=python3 \
   bash "$runner" >"$work/stdout" 2>&1
 rc=$?
 dt=$(( $(date +%s) - t0 ))
 check "runner exits 0 whatever the steps did" test "$rc" -eq 0
-check "the cap holds: about 14 s, not 30 + 30" test "$dt" -le 22
+check "the cap holds: about 19 s, not 30 + 30" test "$dt" -le 27
 s=$work/out/summary.txt
 check "summary written" test -f "$s"
 for t in "ALPHA: MET" "BETA: MISSED" "GAMMA: NOT MEASURED" "DELTA: MET"; do
@@ -49,7 +53,8 @@ for t in "ALPHA: MET" "BETA: MISSED" "GAMMA: NOT MEASURED" "DELTA: MET"; do
 done
 check "a failing step is logged with its status" grep -Eq "10-fails +FAILED\(3\)" "$s"
 check "a hanging step is cut at its limit" grep -Eq "20-hangs +TIMEOUT" "$s"
-check "the last step gets what is left of the cap" grep -Eq "40-capped +(TIMEOUT|NOT RUN)" "$s"
+check "a long step gets what is left of the cap" grep -Eq "40-capped +(TIMEOUT|NOT RUN)" "$s"
+check "the 9x judge keeps its reserve and runs in full" grep -q "JUDGE: MET (ran with 5 s" "$s"
 check "the environment reaches the steps" grep -q "first ran with REPO=.* BUILD=$work/nobuild HBMSCOPE=$work/nobuild/hbmscope PY=python3 STEP_LIMIT_S=5" "$work/out/run.log"
 check "OUT already held the summary during a later step" grep -q "summary.txt" "$work/results/out-listing.txt"
 check "at most 3 files in OUT" test "$(find "$work/out" -type f | wc -l)" -le 3
