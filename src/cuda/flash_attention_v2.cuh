@@ -2,7 +2,7 @@
 // FlashAttention-2 forward, v2 warp layout (the default "flash" kernel; the
 // v1 layout of flash_attention.cuh stays selectable as "flash_v1").
 //
-// What changes from v1, and why (docs/cuda.md, "Flash kernel v2"):
+// What changes from v1, and why (docs/cuda.md, section "flash (... v2 layout ...)"):
 //   - Each warp owns 32 query rows (two 16-row m-tiles), so a CTA of Br = 128
 //     has 4 warps. Every K fragment (ldmatrix.x4) and V fragment
 //     (ldmatrix.x4.trans) then feeds four mma.m16n8k16 instead of two: the
