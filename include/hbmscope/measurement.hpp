@@ -2,6 +2,7 @@
 // What a measurement on a device produces: plain data, kept in report rows
 // (report.hpp) and filled by a Backend (backend.hpp) and measure.hpp.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ struct KernelMeasurement {
   // The kernel's output fits in the device's L2: its writes may still sit in
   // the L2 when the stop event fires, so the bandwidth reads high (not an HBM figure).
   bool output_fits_l2 = false;
+  // `measure --counters`: DRAM bytes the GPU counted over one launch (CUPTI),
+  // after the same L2 flush as the timed samples; `counters` is "ok", or why
+  // there are none ("" when not asked for).
+  std::optional<std::uint64_t> dram_read_bytes, dram_write_bytes;
+  std::string counters;
 };
 
 // The device of a measuring run and its measured bandwidth ceiling.

@@ -159,6 +159,9 @@ void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
                  "Size of the buffer written then read before each timed run to flush the L2, e.g. 8M "
                  "(small values are for compute-sanitizer runs: timings are then warm) [default: 2x the L2]")
       ->type_name("BYTES");
+  app.add_flag("--counters", o.counters,
+               "Also count DRAM bytes read and written over one launch of each kernel (CUPTI; after the same L2 "
+               "flush as the timed runs); needs permission to read GPU counters, else timings only");
 }
 
 void add_shape_options(CLI::App& app, ShapeOptions& o) {

@@ -48,6 +48,7 @@ struct MeasureCliOptions {
   // ("64M"); unset: 1 GiB and twice the device's L2. Small values keep
   // compute-sanitizer runs short (a probe under 4x the L2 is skipped).
   std::optional<std::string> copy_bytes, flush_bytes;
+  bool counters = false;  // --counters: DRAM bytes through CUPTI
 };
 // --copy-bytes and --flush-bytes into `opt`; throws Error on a bad value.
 void apply_measure_sizes(const MeasureCliOptions& o, MeasureOptions& opt);
