@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "hbmscope/decode.hpp"
 #include "hbmscope/report.hpp"
 #include "hbmscope/shape.hpp"
 
@@ -61,7 +62,15 @@ Row model_row(const Shape& s);
 // Variants beyond the three of every row.
 struct ModelOptions {
   bool flash1 = false;  // add flash1_no_l2 (FlashAttention-1 order) to forward-pass rows
+  // Decode rows (shape.decode): the SM count of FlashAttention's split heuristic
+  // (--device or --sms).
+  std::uint64_t sm_count = default_decode_sm_count;
 };
+
+// A decode row (shape.decode): decode_floor, decode_split,
+// decode_split_unpacked, decode_paged, each with its bytes by operand and split
+// count; model_row calls it for decode shapes.
+Row decode_row(const Shape& s, std::uint64_t sm_count);
 Row model_row(const Shape& s, const ModelOptions& options);
 std::vector<Row> model_rows(const std::vector<Shape>& shapes, const ModelOptions& options,
                             const Progress& progress);

@@ -133,7 +133,30 @@ std::vector<Shape> expand(const SweepAxes& axes) {
 
 Row model_row(const Shape& s) { return model_row(s, ModelOptions{}); }
 
+Row decode_row(const Shape& s, std::uint64_t sm_count) {
+  Row r;
+  r.shape = s;
+  r.decode_sm_count = sm_count;
+  try {
+    validate(s);
+    r.flops = decode_flops(s);
+    for (DecodeVariant v : all_decode_variants) {
+      VariantResult res;
+      res.id = std::string(decode_variant_id(v));
+      res.splits = decode_splits(s, v, sm_count);
+      res.decode = decode_bytes(s, v, res.splits);
+      res.bytes = res.decode->total;
+      res.intensity = intensity(r.flops, res.bytes);
+      r.variants.push_back(std::move(res));
+    }
+  } catch (const Error& e) {
+    throw Error("shape " + describe(s) + ": " + e.what());
+  }
+  return r;
+}
+
 Row model_row(const Shape& s, const ModelOptions& options) {
+  if (s.decode) return decode_row(s, options.sm_count);
   ModelBytes m;
   std::uint64_t flash1 = 0;
   const bool with_flash1 = options.flash1 && s.pass == Pass::fwd;
