@@ -38,12 +38,12 @@ struct DecodePlan {
   LaunchGeometry combine;          // grid (ceil(rows / 4)); unused when splits == 1
 };
 
-// The plan for `s` (seq_q new tokens, seq_kv the longest context, lengths
-// `lengths` (empty: all seq_kv)) with `splits` splits of `split_tokens`
-// tokens each; page_size 0 for a contiguous cache. Throws Error past the
-// kernels' limits (32-bit lengths, grid sizes, head dims).
-DecodePlan decode_plan(const Shape& s, const std::vector<std::uint64_t>& lengths, std::uint64_t splits,
-                       std::uint64_t split_tokens, std::uint64_t page_size);
+// The plan for decode shape `s` (decode.hpp: seq_q new tokens, context
+// lengths, block_cols, page_size) run with `splits` splits, each
+// blocks_per_split(s, splits) * block_cols tokens as the model cuts them;
+// through a block table of s.page_size pages when `paged`. Throws Error past
+// the kernels' limits (32-bit lengths, grid sizes, head dims).
+DecodePlan decode_plan(const Shape& s, bool paged, std::uint64_t splits);
 
 // Dynamic shared memory of the split kernel: Q rows + K and V stages.
 std::size_t decode_smem_bytes(std::uint64_t head_dim, std::uint64_t m_tiles);
@@ -51,8 +51,18 @@ std::size_t decode_smem_bytes(std::uint64_t head_dim, std::uint64_t m_tiles);
 // A block table [B][max_pages]: every page of the pool used exactly once, in
 // an order shuffled by `seed` (so consecutive tokens' pages are not
 // adjacent, as in a serving cache); slots past a sequence's pages are -1.
-std::vector<std::int32_t> decode_block_table(const DecodePlan& plan, const std::vector<std::uint64_t>& lengths,
-                                             std::uint64_t batch, std::uint64_t seed);
+std::vector<std::int32_t> decode_block_table(const Shape& s, const DecodePlan& plan, std::uint64_t seed);
+
+// Why the decode kernels cannot run `s` (not a decode row, dtype, head dim),
+// or nothing when they can.
+std::optional<std::string> decode_unsupported_reason(const Shape& s);
+
+// The shape validation runs on: `s` itself when its CPU reference is cheap
+// (sum_b L_b * H * Nq * d <= validation_budget), else at most 2 sequences and
+// 2 kv heads (the GQA group, Nq, head dim, splits and page size kept), each
+// context cut to 1000 + its length mod 1000 tokens (ragged, and not a multiple
+// of the tile or page) if still too costly. `s.splits` must be set.
+Shape decode_validation_shape(const Shape& s);
 
 // Device bytes of the decode kernels for a plan: Q, O, K, V (contiguous or the
 // page pool), LSE, partials, block table and lengths. Throws Error on overflow.

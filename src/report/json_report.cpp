@@ -81,6 +81,11 @@ nlohmann::json measurement_to_json(const KernelMeasurement& m) {
     j["block_cols"] = m.block_cols;
     j["lse_rel_error"] = std::isfinite(m.lse_rel_error) ? nlohmann::json(m.lse_rel_error) : nlohmann::json();
   }
+  if (m.kernel == "decode" || m.kernel == "decode_paged") {
+    j["splits"] = m.splits;
+    j["page_size"] = m.page_size;
+    j["lse_rel_error"] = std::isfinite(m.lse_rel_error) ? nlohmann::json(m.lse_rel_error) : nlohmann::json();
+  }
   return j;
 }
 
@@ -337,7 +342,7 @@ void check_measurement(const nlohmann::json& m, std::string_view origin, const s
   if (!m.is_object()) jc::fail(origin, p, "a measurement object", m);
   for (const char* k : {"kernel", "variant", "status", "reason", "validated_on"})
     (void)opt_string(m, origin, p, k);
-  for (const char* k : {"block_rows", "block_cols", "model_bytes"}) opt_u64(m, origin, p, k);
+  for (const char* k : {"block_rows", "block_cols", "model_bytes", "splits", "page_size"}) opt_u64(m, origin, p, k);
   for (const char* k : {"rel_error", "lse_rel_error", "bandwidth_Bps", "copy_fraction", "tflops",
                         "measured_over_predicted"})
     opt_number(m, origin, p, k, true);
