@@ -454,18 +454,24 @@ TEST_CASE("decode plan: instantiation, grid, shared memory, footprint", "[decode
 }
 
 TEST_CASE("decode validation shape keeps the group, tokens, splits and pages", "[decode][plan]") {
-  Shape s = decode_shape(32, 32, 8, 1, {4096}, 128);
+  Shape s = decode_shape(8, 32, 8, 1, {4096}, 128);
   s.splits = 1;
-  CHECK(decode_validation_shape(s) == s);  // 32*4096*32*128 = 2^29: cheap enough
+  CHECK(decode_validation_shape(s) == s);  // 8*4096*32*128 = 2^27: cheap enough
+  s.batch = 32;
+  Shape v = decode_validation_shape(s);  // 2^29: 2 sequences, 2 kv heads, whole contexts
+  CHECK(v.batch == 2);
+  CHECK(v.kv_heads == 2);
+  CHECK(v.heads == 8);
+  CHECK(v.seq_kv == 4096);
   s = decode_shape(8, 64, 8, 8, {32768}, 128);
   s.splits = 5;
-  Shape v = decode_validation_shape(s);
+  v = decode_validation_shape(s);
   CHECK(v.batch == 2);
   CHECK(v.kv_heads == 2);
   CHECK(group_size(v) == 8);
   CHECK(v.seq_q == 8);
   CHECK(v.splits == 5);
-  CHECK(v.seq_kv == 32768);  // 2 * 32768 * 16 * 8 * 128 = 2^30: cheap enough
+  CHECK(v.seq_kv == 1768);  // 2 * 32768 * 16 * 8 * 128 = 2^30 still: cut to 1000 + 32768 mod 1000
   s = decode_shape(4, 64, 8, 8, {1 << 20, 1000, 5000, 3 << 18}, 128);
   s.splits = 7;
   s.page_size = 5;

@@ -57,8 +57,14 @@ std::vector<std::int32_t> decode_block_table(const Shape& s, const DecodePlan& p
 // or nothing when they can.
 std::optional<std::string> decode_unsupported_reason(const Shape& s);
 
+// The CPU reference's cost, sum_b L_b * H * Nq * d multiply-adds, above which
+// validation takes a smaller shape. Lower than prefill's validation_budget:
+// random K/V for the reference is generated on the host, and a decode row's
+// cache is large for its cost (Hkv / (H * Nq) values per unit).
+inline constexpr std::uint64_t decode_validation_budget = 1ull << 28;
+
 // The shape validation runs on: `s` itself when its CPU reference is cheap
-// (sum_b L_b * H * Nq * d <= validation_budget), else at most 2 sequences and
+// (cost <= decode_validation_budget), else at most 2 sequences and
 // 2 kv heads (the GQA group, Nq, head dim, splits and page size kept), each
 // context cut to 1000 + its length mod 1000 tokens (ragged, and not a multiple
 // of the tile or page) if still too costly. `s.splits` must be set.

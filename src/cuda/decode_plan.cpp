@@ -108,7 +108,7 @@ Shape decode_validation_shape(const Shape& s) {
     return static_cast<double>(total_context(x)) * static_cast<double>(x.heads) * static_cast<double>(x.seq_q) *
            static_cast<double>(x.head_dim);
   };
-  if (cost(s) <= static_cast<double>(validation_budget)) return s;
+  if (cost(s) <= static_cast<double>(decode_validation_budget)) return s;
   Shape v = s;
   v.batch = std::min<std::uint64_t>(s.batch, 2);
   v.kv_heads = std::min<std::uint64_t>(s.kv_heads, 2);
@@ -118,7 +118,7 @@ Shape decode_validation_shape(const Shape& s) {
     const auto [lo, hi] = std::minmax_element(s.context_lengths.begin(), s.context_lengths.end());
     v.context_lengths = v.batch == 1 ? std::vector<std::uint64_t>{*hi} : std::vector<std::uint64_t>{*hi, *lo};
   }
-  if (cost(v) > static_cast<double>(validation_budget)) {
+  if (cost(v) > static_cast<double>(decode_validation_budget)) {
     const auto cut = [](std::uint64_t l) { return l <= 2000 ? l : 1000 + l % 1000; };
     if (v.context_lengths.empty()) {
       v.seq_kv = cut(v.seq_kv);
