@@ -70,6 +70,10 @@ std::uint64_t num_splits_heuristic(std::uint64_t ctas, std::uint64_t sm_slots, s
 // B * H * ceil(Nq / 64) unpacked (FA2 packs the G heads as query rows).
 std::uint64_t decode_ctas_per_split(const Shape& s, DecodeVariant v);
 
+// CTAs of one split that read the same kv head's keys: ceil(Nq*G / 64) packed
+// (1 unless G*Nq > 64), G * ceil(Nq / 64) unpacked, 1 for decode_floor.
+std::uint64_t decode_kv_readers(const Shape& s, DecodeVariant v);
+
 // The split count variant v runs with: s.splits when non-zero, else the
 // heuristic with FA2's arguments: (decode_ctas_per_split, 2 * sm_count,
 // ceil(seq_kv / Bc), 128). decode_floor: always 1. Throws Error for sm_count 0.

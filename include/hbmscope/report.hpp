@@ -52,6 +52,15 @@ struct L2SimDetail {
   double heads_per_wave = 0.0;     // mean distinct (batch, head) among resident CTAs
   double kv_heads_per_wave = 0.0;  // the same for (batch, kv head)
   std::uint64_t waves = 0;         // ceil(CTAs / (SMs x CTAs per SM))
+  // Decode rows: one entry per simulated decode variant ("decode_split", ...);
+  // flash, standard and the per-wave figures above do not apply.
+  struct DecodeSim {
+    std::string id;
+    std::uint64_t splits = 0;
+    Variant sim;  // minimum: the variant's first reads of every object + its writes
+    std::uint64_t waves = 0;
+  };
+  std::vector<DecodeSim> decode;
 };
 
 struct Row {

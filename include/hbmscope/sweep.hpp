@@ -43,7 +43,17 @@ struct SweepAxes {
   std::vector<std::uint64_t> block_cols{128};
   std::vector<bool> causal{false};
   std::vector<Pass> pass{Pass::fwd};
+  // Decode (decode.hpp): every shape is a decode row, seq its new tokens.
+  bool decode = false;
+  // Ragged batches, each one shape's context lengths (its batch and seq_kv);
+  // when non-empty they replace the batch and seq_kv axes.
+  std::vector<std::vector<std::uint64_t>> context_lengths;
+  std::vector<std::uint64_t> splits{0};  // 0: FlashAttention's heuristic
+  std::vector<std::uint64_t> page_size{default_page_size};
 };
+
+// The most context lengths one ragged batch may hold.
+inline constexpr std::size_t max_context_lengths = 1'000'000;
 
 // The design note's table: 4096 x 64, 4096 x 128, 8192 x 128, BF16, blocks of 128.
 SweepAxes note_axes();

@@ -27,8 +27,8 @@ namespace {
 
 using namespace hbmscope;
 
-int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
-              const cli::OutputOptions& out, const ModelOptions& variants,
+int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
+              const cli::OutputOptions& out, ModelOptions variants,
               const cli::DeviceOptions& dev) {
   (void)cli::to_print_options(out);
   cli::check_device_options(dev, out);
@@ -37,6 +37,7 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
   const std::vector<Shape> shapes = expand(cli::to_axes(shape));
   cli::check_variants(variants, shapes);
   cli::check_run_size(shapes.size(), "model");
+  const cli::L2Options l2 = cli::prepare_decode(variants, l2_given, dev, shapes);
   report.rows = model_rows(shapes, variants, {});
   const auto notes = cli::add_l2_sims(report, l2, dev);
   return cli::finish_report(report, out, dev, notes);

@@ -2,6 +2,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "hbmscope/device_spec.hpp"
@@ -176,6 +179,72 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
                  "Pass(es) counted: fwd (forward), bwd (backward, from dO), fwdbwd (both, one "
                  "training step), e.g. fwd,bwd [default: fwd]")
       ->type_name("LIST");
+  app.add_flag("--decode", o.decode,
+               "Decode rows: --seq new tokens (1-8, default 1) per sequence against a KV cache of "
+               "--seq-kv tokens; variants decode_floor, decode_split, decode_split_unpacked, "
+               "decode_paged (docs/model.md)");
+  app.add_option("--context-lengths", o.context_lengths,
+                 "Decode: one ragged batch, a context length per sequence (summed exactly), e.g. "
+                 "512,4096,128K or @lengths.txt; implies --decode, sets the batch and --seq-kv")
+      ->type_name("LIST|@FILE")
+      ->check(not_empty());
+  app.add_option("--splits", o.splits,
+                 "Decode: KV splits, e.g. 8 or 1,4,16 [default: FlashAttention's heuristic on the "
+                 "SM count of --sms or --device, else 132]")
+      ->type_name("LIST");
+  app.add_option("--page-size", o.page_size,
+                 "Decode: tokens per KV cache page for decode_paged, e.g. 16,256 [default: 16]")
+      ->type_name("LIST");
+}
+
+std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
+  if (text.empty() || text[0] != '@') return parse_int_axis(text, "context-lengths");
+  const std::string path = text.substr(1);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error("--context-lengths: cannot read '" + path + "': " + std::strerror(errno));
+  std::string content;
+  char buf[65536];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
+    content.append(buf, n);
+    if (content.size() > (std::size_t{64} << 20)) {
+      std::fclose(f);
+      throw Error("--context-lengths: '" + path + "' is larger than 64 MiB");
+    }
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw Error("--context-lengths: error reading '" + path + "'");
+  std::vector<std::uint64_t> out;
+  std::size_t line = 1;
+  for (std::size_t pos = 0; pos < content.size();) {
+    const char c = content[pos];
+    if (c == '#') {
+      while (pos < content.size() && content[pos] != '\n') ++pos;
+      continue;
+    }
+    if (c == '\n') ++line;
+    if (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      ++pos;
+      continue;
+    }
+    std::size_t end = pos;
+    while (end < content.size() && std::string_view(",# \t\r\n").find(content[end]) == std::string_view::npos)
+      ++end;
+    const std::string item = content.substr(pos, end - pos);
+    std::vector<std::uint64_t> v;
+    try {
+      v = parse_int_axis(item, "context-lengths");
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (" + path + ", line " + std::to_string(line) + ")");
+    }
+    out.insert(out.end(), v.begin(), v.end());
+    if (out.size() > max_context_lengths)
+      throw Error("--context-lengths: '" + path + "' holds more than " + std::to_string(max_context_lengths) +
+                  " lengths");
+    pos = end;
+  }
+  if (out.empty()) throw Error("--context-lengths: '" + path + "' holds no lengths");
+  return out;
 }
 
 void add_l2_options(CLI::App& app, L2Options& o) {
@@ -232,9 +301,34 @@ void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
   if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
   if (o.causal) a.causal = {true};
   if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
+  if (o.decode || o.context_lengths) a.decode = true;
+  if (o.context_lengths) {
+    const auto lengths = parse_context_lengths(*o.context_lengths);
+    if (lengths.size() > max_context_lengths)
+      throw Error("--context-lengths: more than " + std::to_string(max_context_lengths) + " lengths");
+    if (o.batch || o.seq_kv)
+      throw Error("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
+    a.context_lengths = {lengths};
+  }
+  if ((o.splits || o.page_size) && !a.decode)
+    throw Error(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");
+  if (o.splits) {
+    a.splits = parse_int_axis(*o.splits, "splits");
+    for (auto s : a.splits)
+      if (s > max_decode_splits)
+        throw Error("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
+  }
+  if (o.page_size) a.page_size = parse_int_axis(*o.page_size, "page-size");
 }
 
 SweepAxes to_axes(const ShapeOptions& o) {
+  if (o.decode || o.context_lengths) {  // decode defaults: one new token, d = 128 (Llama, Mistral)
+    SweepAxes a;
+    a.seq = {1};
+    a.head_dim = {128};
+    apply_shape_options(a, o);
+    return a;
+  }
   SweepAxes a = o.seq || o.head_dim ? SweepAxes{} : note_axes();
   apply_shape_options(a, o);
   return a;
@@ -289,6 +383,12 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
     c.order = *r;
   }
   return c;
+}
+
+std::uint64_t decode_sm_count(const L2Options& o, const DeviceSpec* device) {
+  if (o.sms) return small_count(*o.sms, "sms");
+  if (device && device->sm_count > 0) return device->sm_count;
+  return default_decode_sm_count;
 }
 
 PrintOptions to_print_options(const OutputOptions& o) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hbmscope/animations.hpp"
 #include "hbmscope/l2_sim.hpp"
@@ -20,7 +21,17 @@ struct ShapeOptions {
       block_cols;
   bool causal = false;
   std::optional<std::string> pass;  // fwd, bwd, fwdbwd (a list)
+  // Decode rows (decode.hpp): --decode, or implied by --context-lengths.
+  bool decode = false;
+  std::optional<std::string> context_lengths;  // "512,4096,131072" or "@FILE"
+  std::optional<std::string> splits, page_size;
 };
+
+// The lengths of --context-lengths: a list ("512,4K,128K") or @FILE, a file of
+// positive integers separated by commas, spaces or newlines ('#' starts a
+// comment). Throws Error naming the option (and the file and line).
+std::vector<std::uint64_t> parse_context_lengths(const std::string& text);
+
 
 struct OutputOptions {
   std::string format = "table";
@@ -35,6 +46,10 @@ struct L2Options {
 };
 
 void add_l2_options(CLI::App& app, L2Options& o);
+
+// The SM count of the decode split heuristic: --sms, else the --device's, else
+// default_decode_sm_count.
+std::uint64_t decode_sm_count(const L2Options& o, const DeviceSpec* device);
 // `measure`'s own options.
 struct MeasureCliOptions {
   std::string kernels = "standard,softmax,flash,floor";

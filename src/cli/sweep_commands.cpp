@@ -198,6 +198,18 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   return notes;
 }
 
+L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const DeviceOptions& dev,
+                         const std::vector<Shape>& shapes) {
+  const bool decode = std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; });
+  if (!decode) return l2;
+  std::optional<DeviceSpec> spec;
+  if (dev.device) spec = find_device(*dev.device);
+  variants.sm_count = decode_sm_count(l2, spec ? &*spec : nullptr);
+  L2Options out = l2;
+  if (!l2.l2_bytes && !dev.device) out.sms.reset();
+  return out;
+}
+
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
   if (!v.flash1) return;
   for (const Shape& s : shapes)
@@ -404,12 +416,13 @@ int SweepCommands::run_sweep() {
                                           all.labels.begin() + static_cast<std::ptrdiff_t>(e));
   }
   check_run_size(all.shapes.size(), "sweep");
+  const L2Options l2 = prepare_decode(variants_opts_, l2_, dev_, all.shapes);
   {
     ProgressBar bar(stderr, mode, "hbmscope sweep");
     report.rows = model_rows(all.shapes, variants_opts_,
                              [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
-  const auto notes = add_l2_sims(report, l2_, dev_, mode);
+  const auto notes = add_l2_sims(report, l2, dev_, mode);
   if (measure_) add_measurements(report, measure_opts_);
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {

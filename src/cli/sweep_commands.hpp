@@ -41,6 +41,12 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
 // Rows must be forward-pass shapes with the flash instantiation's blocks.
 void add_measurements(Report& report, const MeasureCliOptions& mo);
 
+// Decode rows: sets the split heuristic's SM count in `variants` (--sms, the
+// --device's, else 132). Returns the L2 options to simulate with: --sms alone
+// serves the heuristic and does not turn the simulation on.
+L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const DeviceOptions& dev,
+                         const std::vector<Shape>& shapes);
+
 // Refuses --fa1 when no shape has a forward pass (the column would be silently empty).
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes);
 

@@ -74,6 +74,12 @@ std::uint64_t decode_ctas_per_split(const Shape& s, DecodeVariant v) {
   return checked_product("decode CTAs", s.batch, s.heads, ceil_div(s.seq_q, decode_block_m));
 }
 
+std::uint64_t decode_kv_readers(const Shape& s, DecodeVariant v) {
+  if (v == DecodeVariant::floor) return 1;
+  if (gqa_packed(v)) return ceil_div(checked_mul(s.seq_q, group_size(s), "decode CTAs"), decode_block_m);
+  return checked_mul(group_size(s), ceil_div(s.seq_q, decode_block_m), "decode CTAs");
+}
+
 std::uint64_t decode_splits(const Shape& s, DecodeVariant v, std::uint64_t sm_count) {
   if (v == DecodeVariant::floor) return 1;
   if (s.splits != 0) return s.splits;
@@ -144,25 +150,28 @@ DecodeBytes decode_bytes(const Shape& s, DecodeVariant v, std::uint64_t splits) 
     for_each_length(s, [&](std::uint64_t len, std::uint64_t count) {
       q_reads = checked_add(q_reads, checked_mul(nonempty_splits(s, splits, len), count, what), what);
       if (v == DecodeVariant::paged) {
-        // The last page is read whole: its slots past L_b too (vLLM loads whole blocks and masks).
-        const std::uint64_t padded = checked_mul(ceil_div(len, s.page_size), s.page_size, what);
-        kv_tokens = checked_add(kv_tokens, checked_mul(padded, count, what), what);
-        std::uint64_t entries = 0;
+        // Each split CTA reads whole every page its key range touches, with the
+        // page's block-table entry: the last page's slots past L_b too, and a
+        // page that straddles two splits once by each.
+        std::uint64_t pages = 0;
         for (std::uint64_t j = 0; j < splits; ++j) {
           const KeyRange k = split_key_range_of(s, splits, len, j);
           if (k.empty()) break;
-          entries = checked_add(entries, (k.end - 1) / s.page_size - k.begin / s.page_size + 1, what);
+          pages = checked_add(pages, (k.end - 1) / s.page_size - k.begin / s.page_size + 1, what);
         }
-        table_entries = checked_add(table_entries, checked_mul(entries, count, what), what);
+        kv_tokens = checked_add(kv_tokens, checked_product(what, pages, s.page_size, count), what);
+        table_entries = checked_add(table_entries, checked_mul(pages, count, what), what);
       } else {
         kv_tokens = checked_add(kv_tokens, checked_mul(len, count, what), what);
       }
     });
-    r.kv = checked_mul(kv_row, kv_tokens, what);
-    if (!gqa_packed(v)) r.kv = checked_mul(r.kv, group_size(s), what);
+    // Each CTA of a split reads its keys: per kv head, the G query heads' CTAs
+    // unpacked, the ceil(G*Nq/64) row blocks packed (one when G*Nq <= 64).
+    const std::uint64_t readers = decode_kv_readers(s, v);
+    r.kv = checked_product(what, kv_row, kv_tokens, readers);
     r.q = checked_mul(q_split, q_reads, what);
-    // Every CTA of a split (one per kv head when packed) reads its pages' entries.
-    r.block_table = checked_product(what, table_entries, s.kv_heads, 4);
+    // Every CTA that reads a page reads its block-table entry.
+    r.block_table = checked_product(what, table_entries, s.kv_heads, readers, 4);
     if (splits > 1)  // fp32 partial O (d) and LSE (1) per split and query row, written then read
       r.partials = checked_product(what, 2, splits, s.batch, s.heads, s.seq_q,
                                    checked_add(checked_mul(4, s.head_dim, what), 4, what));
