@@ -62,6 +62,14 @@ const char* const measure_help = R"(Runs real kernels on a CUDA device for each 
             128 -> 128x64; pick another with --block-rows/--block-cols) and the model's
             "flash_no_l2" bytes use that Br
   floor     one streaming pass: Q, K, V read once, O written once; "floor" bytes
+  decode    on decode rows (--decode): our split-KV decode kernel (flash-decoding,
+            GQA packed: one CTA reads each KV tile once for the group's query heads)
+            and its combine kernel, contiguous cache; held against "decode_split"
+            run with the same split count (FlashAttention's heuristic on this
+            device's SMs, or --splits)
+  decode_paged  the same through a block table of --page-size pages (shuffled,
+            as a serving cache's are); held against "decode_paged"
+  (decode rows run decode,decode_paged unless --kernels says otherwise)
 A device-to-device copy (bytes = read + write) gives the bandwidth ceiling.
 Each kernel's output is first checked against the CPU reference on random inputs
 (||out - ref|| / ||ref|| < 1e-2; large shapes are checked on a smaller shape of
@@ -85,6 +93,8 @@ Examples:
   hbmscope measure --seq 8192 --head-dim 128 --heads 32 --kv-heads 8 --kernels flash
   hbmscope measure --seq 4096 --head-dim 64 --block-rows 64 --block-cols 64 --kernels flash
   hbmscope measure --format json --output measured.json
+  hbmscope measure --decode --seq 1 --seq-kv 4096 --batch 32 --heads 32 --kv-heads 8 --head-dim 128
+  hbmscope measure --context-lengths 512,4096,131072 --heads 32 --kv-heads 8 --head-dim 128 --kernels decode
 Without a CUDA device it prints one line saying why and exits 1.)";
 
 namespace {
@@ -140,7 +150,9 @@ CLI::Validator not_empty() {
 }
 
 void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
-  app.add_option("--kernels", o.kernels, "Kernels to run, e.g. flash or standard,softmax,flash,floor [default: all four]")
+  app.add_option("--kernels", o.kernels,
+                 "Kernels to run, e.g. flash or standard,softmax,flash,floor [default: all four]; on decode rows "
+                 "decode,decode_paged (the default there)")
       ->type_name("LIST");
   app.add_option("--repeats", o.repeats, "Timed runs per kernel, each after an L2 flush, e.g. 50 [default: 20]")
       ->check(integer_in(1, 100000));

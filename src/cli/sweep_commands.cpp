@@ -227,6 +227,10 @@ void check_run_size(std::size_t shapes, std::string_view command) {
 
 void add_measurements(Report& report, const MeasureCliOptions& mo) {
   const auto kinds = parse_kernels(mo.kernels);
+  // Without --kernels, decode rows run the decode kernels (the prefill ones
+  // do not take a decode row).
+  const bool default_kernels = mo.kernels == MeasureCliOptions{}.kernels;
+  const auto decode_kinds = parse_kernels("decode,decode_paged");
   for (const Row& row : report.rows)
     if (row.shape.pass != Pass::fwd)
       throw Error("--pass: measure runs forward kernels only (got '" +
@@ -244,7 +248,9 @@ void add_measurements(Report& report, const MeasureCliOptions& mo) {
     Row& row = report.rows[i];
     std::fprintf(stderr, "hbmscope: measuring %zu/%zu: %s\n", i + 1, report.rows.size(),
                  describe(row.shape).c_str());
-    row.measurements = measure_row(*backend, row.shape, kinds, opt, ceiling).measurements;
+    row.measurements =
+        measure_row(*backend, row.shape, default_kernels && row.shape.decode ? decode_kinds : kinds, opt, ceiling)
+            .measurements;
   }
 }
 

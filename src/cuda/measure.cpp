@@ -73,7 +73,8 @@ std::vector<KernelKind> parse_kernels(std::string_view text) {
 }
 
 Shape with_flash_blocks(const Shape& s, bool blocks_given) {
-  if (!flash_supports(s.head_dim)) return s;
+  // A decode row's block_cols is the split kernel's key block (decode.hpp), not a flash instantiation.
+  if (s.decode || !flash_supports(s.head_dim)) return s;
   Shape r = s;
   const FlashConfig c = blocks_given ? choose_flash_config(s.head_dim, s.block_rows, s.block_cols)
                                      : default_flash_config(s.head_dim);
