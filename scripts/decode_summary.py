@@ -81,7 +81,8 @@ def main():
         big = [(k, v) for (kn, k), v in sorted(ours.items()) if kn == kernel and v["tokens"] >= MIN_TOKENS]
         done = [(k, v) for k, v in big if v["status"] == "ok" and v["frac"] is not None]
         if not done:
-            why = "; ".join(f"{label(k)} {v['status']}: {v['reason']}" for k, v in big) or "no shape with B*L >= 256K"
+            why = "; ".join(f"{label(k)} {v['status']}: {v['reason']}" for k, v in big) or (
+                "no shape with B*L >= 256K" if ours else "no hbmscope measure report read")
             lines.append(f"{name}: NOT MEASURED ({kernel}: {why})")
             continue
         worst = min(v["frac"] for _, v in done)
