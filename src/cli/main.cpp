@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hbmscope/config.hpp"
+#include "hbmscope/animations.hpp"
 #include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
@@ -46,6 +47,15 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
   const Shape s = cli::walk_shape(shape);
   Playback p = cli::playback(o.animate, o.delay_ms);
+  if (s.decode) {
+    if (o.order != "fa2") throw Error("--order: applies to the prefill walk, not walk --decode");
+    const std::uint64_t splits = cli::walk_decode_splits(s, o);
+    if (p.animate) p.every = cli::decode_walk_stride(s, splits, o.delay_ms);
+    play_decode_walk(s, cli::walk_decode_variant(o), splits, p, stdout);
+    return 0;
+  }
+  if (o.sms || o.variant != "decode_split")
+    throw Error(std::string(o.sms ? "--sms" : "--variant") + ": applies to walk --decode");
   if (p.animate) p.every = cli::walk_stride(s, o.delay_ms, stderr);
   play_walk(s, cli::parse_order(o.order), p, stdout);
   return 0;

@@ -39,6 +39,19 @@ accesses are left out, with a note on stderr):
   L2 for floor                  smallest L2 at which the simulated flash traffic is the floor
   L2 hit (standard)             the read hit rate of the three standard kernels, in %
 
+With --decode (or --context-lengths), decode rows instead (docs/model.md, "Decode attention"):
+--seq new tokens (1-8, default 1) per sequence against a KV cache of --seq-kv tokens (or a
+ragged batch, --context-lengths 512,4K,128K or @FILE), head dim 128 by default:
+  Decode: KV once (floor)        K and V read once, Q read, O written: the least any kernel moves
+  Decode: split-KV, GQA packed   flash-decoding (decode_split): splits from FlashAttention's
+                                 heuristic on --sms / --device SMs (or --splits), fp32 partial O
+                                 and LSE written and read back by a combine kernel
+  Decode: split-KV, one CTA per head   (decode_split_unpacked) each kv head read G = H/Hkv times
+  Decode: paged KV               (decode_paged) decode_split through pages of --page-size tokens
+                                 (default 16), whole pages and int32 block-table entries read
+  plus the context tokens, the split counts, the KV bytes of each variant (papers quote KV-only
+  bandwidth) and FLOP/B against the ridge point (decode is memory-bound).
+
 Numbers take K (x1024), M and G suffixes; lists "1024,4096"; ranges
 "1024:65536:x2" (geometric) and "1024:8192:+1024" (arithmetic), inclusive.
 Several list-valued options give every combination.
@@ -50,7 +63,9 @@ Examples:
   hbmscope model --format json --output report.json
   hbmscope model --pass fwd,bwd,fwdbwd --seq 4096 --head-dim 64
   hbmscope model --fa1                      the note's table with FlashAttention-1's order
-  hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132)";
+  hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132
+  hbmscope model --decode --seq-kv 128K --batch 1,8 --heads 32 --kv-heads 8 --device h200
+  hbmscope model --context-lengths 512,4096,128K --heads 64 --kv-heads 8 --splits 8 --format json)";
 
 const char* const measure_help = R"(Runs real kernels on a CUDA device for each shape, after the model's table:
   standard  cuBLAS S = scale*Q*K^T (BF16 S in HBM), our row softmax (S -> P, causal mask

@@ -97,6 +97,9 @@ struct WalkOptions {
   std::string order = "fa2";
   bool animate = true;
   unsigned delay_ms = 100;
+  // --decode: the variant walked and the SM count of the split heuristic.
+  std::string variant = "decode_split";
+  std::optional<std::string> sms;
 };
 
 // `softmax`: the values, or --random N --seed S, in blocks of --block.
@@ -116,6 +119,12 @@ void add_softmax_options(CLI::App& app, SoftmaxOptions& o);
 // the note's rows); lists are refused.
 Shape walk_shape(ShapeOptions o);
 LoopOrder parse_order(const std::string& s);
+// `walk --decode`: the variant (decode_split, decode_split_unpacked or
+// decode_paged) and its split count for shape s.
+DecodeVariant walk_decode_variant(const WalkOptions& o);
+std::uint64_t walk_decode_splits(const Shape& s, const WalkOptions& o);
+// One frame in how many a decode walk draws to stay within the budget.
+std::uint64_t decode_walk_stride(const Shape& s, std::uint64_t splits, unsigned delay_ms);
 // The values `softmax` traces: parsed numbers (a comma list is split), or the
 // random ones. Throws Error on bad or missing input.
 std::vector<double> softmax_values(const SoftmaxOptions& o);

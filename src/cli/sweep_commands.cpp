@@ -46,6 +46,7 @@ Shipped configs (by name or as configs/sweeps/NAME.json):
   seed          the design note's three rows
   llm           causal prefill of Llama-3 8B / 70B and Mistral 7B, 4K..128K tokens
   long-context  causal prefill at 128K..1M tokens
+  decode        decode of Llama-3 8B / 70B: batch 1..256, KV cache 1K..128K tokens
 
 Examples:
   hbmscope sweep --config seed                          the note's table
@@ -213,7 +214,9 @@ L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const Devi
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
   if (!v.flash1) return;
   for (const Shape& s : shapes)
-    if (s.pass == Pass::fwd) return;
+    if (s.pass == Pass::fwd && !s.decode) return;
+  if (!shapes.empty() && shapes.front().decode)
+    throw Error("--fa1: decode rows have their own variants (no FlashAttention-1 order); drop --fa1");
   throw Error("--fa1: FlashAttention-1's order is modelled for the forward pass only; add fwd to --pass");
 }
 
@@ -293,7 +296,7 @@ SweepCommands::SweepCommands(CLI::App& app) {
                    "Add the FlashAttention-1 loop order variant (flash1_no_l2; forward pass only)");
   add_output_options(*sweep_, out_);
   sweep_->add_option("--config", config_,
-                     "Axes from a config file: a shipped name (seed, llm, long-context) or a path, "
+                     "Axes from a config file: a shipped name (seed, llm, long-context, decode) or a path, "
                      "e.g. --config configs/sweeps/llm.json")
       ->type_name("NAME|FILE");
   sweep_->add_option("--variants", variants_,

@@ -152,9 +152,12 @@ std::string title(const Report& rep, const Varying& v) {
     for (std::size_t i = 0; i < parts.size(); ++i) who += (i ? ", " : "") + parts[i];
     who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
   }
-  std::string t = who + ", " + (v.pass ? std::string("by pass") : pass_title(s.pass)) + " (model";
+  const bool all_decode = std::all_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.shape.decode; });
+  std::string t = who + ", " + (all_decode ? std::string("one decode step") : v.pass ? std::string("by pass") : pass_title(s.pass)) + " (model";
   if (!v.dtype) t += ", " + upper(dtype_name(s.dtype));
-  if (!v.blocks) {
+  if (all_decode && !v.blocks) {
+    t += ", key blocks of " + std::to_string(s.block_cols);
+  } else if (!v.blocks) {
     t += ", blocks of " + std::to_string(s.block_rows);
     if (s.block_cols != s.block_rows) t += " × " + std::to_string(s.block_cols);
   }
