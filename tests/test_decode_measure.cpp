@@ -8,6 +8,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
 #include "hbmscope/measure.hpp"
+#include "hbmscope/printers.hpp"
 #include "hbmscope/sweep.hpp"
 
 using namespace hbmscope;
@@ -94,6 +95,12 @@ TEST_CASE("measure_row runs decode kernels with the model's split count", "[deco
     const std::string json = report_to_json(rep).dump();
     CHECK(json.find("\"splits\":" + std::to_string(row.measurements[0].splits)) != std::string::npos);
     CHECK(json.find("\"page_size\":16") != std::string::npos);
+    // The measured table names the split count and the page size beside the kernel.
+    PrintOptions print;
+    print.format = Format::table;
+    const std::string table = render(rep, print);
+    CHECK(table.find("decode_paged, " + std::to_string(row.measurements[1].splits) + " splits, page 16") !=
+          std::string::npos);
   }
   // An explicit --splits is kept.
   DecodeFakeBackend b;
