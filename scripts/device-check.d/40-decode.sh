@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # limit_s: 90
-# (memcheck 15 s + measure 3 x 15 s + PyTorch 25 s = 85 s if every part runs to its limit)
+# (memcheck 15 s + racecheck 10 + measure 3 x 13 + PyTorch 25 = 89 s if every part runs to its limit)
 # Decode attention (issue 13): our split-KV decode kernels, contiguous and
 # paged (page 16), on Llama-3 8B-like decode shapes (32 query / 8 kv heads,
 # d 128, one new token; B x L = 32x4K .. 2x128K, four of them with B*L >= 256K
@@ -29,6 +29,20 @@ if command -v compute-sanitizer >/dev/null; then
   elif [ $rc -eq 9 ]; then memcheck="decode-memcheck: MISSED (memory errors: decode-memcheck.log)"
   else memcheck="decode-memcheck: NOT MEASURED (rc $rc: decode-memcheck.log)"; fi
 fi
+# Shared-memory races (the cp.async stages, the warps' merge) on one small shape.
+if command -v compute-sanitizer >/dev/null; then
+  echo "== compute-sanitizer racecheck, decode kernels"
+  timeout 10 compute-sanitizer --tool racecheck --error-exitcode 9 "$HBMSCOPE" measure --context-lengths 700,90 \
+    --seq 4 --heads 16 --kv-heads 2 --head-dim 128 --splits 2 --page-size 16 --kernels decode,decode_paged \
+    --repeats 1 --warmup 0 --format csv >"$out/decode-racecheck.log" 2>&1
+  rc=$?
+  tail -3 "$out/decode-racecheck.log"
+  if [ $rc -eq 0 ]; then racecheck="decode-racecheck: MET (no shared-memory hazard)"
+  elif [ $rc -eq 9 ]; then racecheck="decode-racecheck: MISSED (hazards: decode-racecheck.log)"
+  else racecheck="decode-racecheck: NOT MEASURED (rc $rc: decode-racecheck.log)"; fi
+else
+  racecheck="decode-racecheck: NOT MEASURED (no compute-sanitizer)"
+fi
 # B,L groups: one hbmscope run each (its own copy probe), so a crash loses one group.
 groups=("32,64 4096" "8,16 32768" "1,2 131072")
 reports=()
@@ -38,7 +52,7 @@ for g in "${groups[@]}"; do
   i=$((i + 1))
   f=$out/decode-measure-$i.json
   echo "== hbmscope measure --decode --batch $batches --seq-kv $len"
-  timeout 15 "$HBMSCOPE" "${common[@]}" --batch "$batches" --seq-kv "$len" --output "$f" 2>&1 |
+  timeout 13 "$HBMSCOPE" "${common[@]}" --batch "$batches" --seq-kv "$len" --output "$f" 2>&1 |
     grep -v "^hbmscope: measuring" | tail -20
   [ -f "$f" ] && reports+=("$f")
 done
@@ -51,6 +65,6 @@ timeout 25 "$PY" "$REPO/scripts/sdpa_decode_peer.py" --shapes 32x4096 64x4096 8x
 grep -E "^[a-z-]+: (MET|MISSED|NOT MEASURED)" "$out/decode-summary-full.txt" >"$out/summary-decode.txt" ||
   echo "decode-kv-bandwidth: NOT MEASURED (scripts/decode_summary.py failed; see decode-summary-full.txt)" \
     >"$out/summary-decode.txt"
-echo "$memcheck" >>"$out/summary-decode.txt"
+printf '%s\n' "$memcheck" "$racecheck" >>"$out/summary-decode.txt"
 cat "$out/decode-summary-full.txt"
-echo "$memcheck"
+printf '%s\n' "$memcheck" "$racecheck"
