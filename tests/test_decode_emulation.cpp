@@ -635,3 +635,48 @@ TEST_CASE("emulated decode kernels equal the reference", "[decode][emulation]") 
       CHECK(total == expected);
     }
 }
+
+TEST_CASE("decode pipeline: a tile has landed when read, no stage refilled while in use", "[decode][layout]") {
+  // The split kernel's cp.async schedule: a Q group, stages - 1 prologue groups
+  // (empty past the split), then per iteration j: wait_group<stages - 2>, a
+  // barrier, tile j + stages - 1 into stage (j + stages - 1) % stages, commit,
+  // compute tile j from stage j % stages.
+  for (int stages : {3, 4})
+    for (int n_tiles = 0; n_tiles <= 11; ++n_tiles) {
+      INFO(stages << " stages, " << n_tiles << " tiles");
+      std::vector<int> groups;                  // tile per commit group (-1: Q, -2: empty)
+      std::vector<bool> done;
+      std::vector<int> stage_holds(static_cast<std::size_t>(stages), -3);  // tile a stage holds (or is filling)
+      const auto commit = [&](int tile) {
+        groups.push_back(tile);
+        done.push_back(false);
+      };
+      const auto wait = [&](int pending) {  // cp.async.wait_group: all but the newest `pending` complete
+        for (std::size_t g = 0; g + static_cast<std::size_t>(pending) < groups.size(); ++g) done[g] = true;
+      };
+      const auto landed = [&](int tile) {
+        for (std::size_t g = 0; g < groups.size(); ++g)
+          if (groups[g] == tile) return static_cast<bool>(done[g]);
+        return false;
+      };
+      commit(-1);
+      for (int s = 0; s < stages - 1; ++s) {
+        if (s < n_tiles) stage_holds[static_cast<std::size_t>(s)] = s;
+        commit(s < n_tiles ? s : -2);
+      }
+      wait(stages - 1);
+      CHECK(landed(-1));
+      for (int j = 0; j < n_tiles; ++j) {
+        wait(stages - 2);
+        CHECK(landed(j));
+        const int next = j + stages - 1;
+        if (next < n_tiles) {
+          const int held = stage_holds[static_cast<std::size_t>(next % stages)];
+          CHECK(held < j);  // only a tile already computed (before this iteration's barrier) is overwritten
+          stage_holds[static_cast<std::size_t>(next % stages)] = next;
+        }
+        commit(next < n_tiles ? next : -2);
+        CHECK(stage_holds[static_cast<std::size_t>(j % stages)] == j);
+      }
+    }
+}
