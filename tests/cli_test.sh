@@ -804,6 +804,11 @@ expect_error "context lengths file missing" "--context-lengths: cannot read" mod
 expect_error "context lengths with batch" "drop --batch and --seq-kv" model --context-lengths 1,2 --batch 2
 expect_error "walk decode floor" "--variant: 'decode_floor' is not one of" walk --decode --seq-kv 100 --variant decode_floor
 expect_error "walk --sms without decode" "--sms: applies to walk --decode" walk --sms 4
+"$bin" model --decode --seq-kv 4K,32K --heads 32 --kv-heads 8 --format json --output "$work/dca.json" 2>/dev/null
+"$bin" model --decode --seq-kv 4K,32K --heads 32 --kv-heads 8 --sms 16 --format json --output "$work/dcb.json" 2>/dev/null
+"$bin" compare "$work/dca.json" "$work/dcb.json" >"$work/dcmp"
+check "compare decode reports: verdict on decode_split" grep -q "verdict on bytes.decode_split" "$work/dcmp"
+expect_error "decode --l2-order" "--l2-order: decode rows are simulated" model --decode --seq-kv 4K --l2-bytes 1M --l2-order head-major
 expect_error "decode --fa1" "--fa1: decode rows have their own variants" model --decode --seq-kv 100 --fa1
 if command -v script >/dev/null 2>&1; then
   timeout 60 script -qec "'$bin' walk --decode --seq-kv 64K --heads 16 --kv-heads 2 --splits 6 --delay 1" /dev/null >"$work/decwalk_tty" 2>&1

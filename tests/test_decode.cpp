@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <list>
+#include <map>
 #include <random>
 #include <set>
 
@@ -14,6 +16,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
 #include "hbmscope/l2_sim.hpp"
+#include "hbmscope/plot.hpp"
 #include "hbmscope/roofline.hpp"
 #include "hbmscope/sweep.hpp"
 #include "hbmscope/sweep_config.hpp"
@@ -366,7 +369,7 @@ TEST_CASE("decode: walk --decode reaches the closed forms", "[decode][animations
   auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
   for (int trial = 0; trial < 60; ++trial) {
     const std::uint64_t hkv = pick(1, 4);
-    Shape s = decode_shape(pick(1, 5), hkv * pick(1, 8), hkv, 1);
+    Shape s = decode_shape(pick(1, 5), hkv * pick(1, 16), hkv, 1);  // G up to 16: two row blocks
     s.seq_q = pick(1, 8);
     s.block_cols = std::vector<std::uint64_t>{32, 64, 128}[pick(0, 2)];
     s.page_size = pick(1, 300);
@@ -426,4 +429,82 @@ TEST_CASE("decode: configs/sweeps/decode.json", "[decode][sweep_config]") {
   CHECK(rs[0].context_lengths == std::vector<std::uint64_t>{512, 4096});
   CHECK(rs[1].context_lengths.empty());
   CHECK(rs[1].batch == 2);
+}
+
+namespace {
+// A plain LRU over whole objects (the oracle): an object larger than the L2 is
+// not kept; forget leaves the object cached (its id is never reused here).
+struct Lru {
+  explicit Lru(std::uint64_t c) : capacity(c) {}
+  std::uint64_t capacity, used = 0, dram = 0, anon = 1ull << 40;
+  std::list<std::uint64_t> order;
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::list<std::uint64_t>::iterator>> in;
+  bool touch(std::uint64_t k, std::uint64_t bytes) {
+    bool hit = false;
+    if (auto it = in.find(k); it != in.end()) {
+      hit = true;
+      used -= it->second.first;
+      order.erase(it->second.second);
+      in.erase(it);
+    }
+    order.push_front(k);
+    in[k] = {bytes, order.begin()};
+    used += bytes;
+    while (used > capacity) {
+      used -= in[order.back()].first;
+      in.erase(order.back());
+      order.pop_back();
+    }
+    return hit;
+  }
+  void operator()(const L2Access& a) {
+    const std::uint64_t k = a.obj == l2_once_only ? anon++ : a.obj;
+    if (a.kind == L2Access::Kind::read && (!a.allocate || !touch(k, a.bytes))) dram += a.bytes;
+    if (a.kind == L2Access::Kind::write) {
+      dram += a.bytes;
+      if (a.allocate) touch(k, a.bytes);
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("decode: the simulation's stack distances equal a plain LRU", "[decode][l2sim]") {
+  std::mt19937_64 rng(99);
+  auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::uint64_t hkv = pick(1, 3);
+    Shape s = decode_shape(pick(1, 3), hkv * pick(1, 4), hkv, 1, 64);
+    s.seq_q = pick(1, 4);
+    s.block_cols = 64;
+    s.page_size = pick(1, 100);
+    for (std::uint64_t b = 0; b < s.batch; ++b) s.context_lengths.push_back(pick(1, 2000));
+    s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+    const std::uint64_t splits = pick(1, 12);
+    L2SimConfig c;
+    c.sm_count = static_cast<std::uint32_t>(pick(1, 8));
+    c.ctas_per_sm = static_cast<std::uint32_t>(pick(1, 2));
+    c.q_o_allocate = pick(0, 1) == 1;
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged})
+      for (std::uint64_t cap : {std::uint64_t{0}, std::uint64_t{20000}, std::uint64_t{300000}, std::uint64_t{4} << 20}) {
+        INFO(describe(s) << ", " << decode_variant_id(v) << ", " << splits << " splits, L2 " << cap);
+        Lru lru(cap);
+        for_each_decode_l2_access(s, v, splits, c, [&](const L2Access& a) { lru(a); });
+        c.l2_bytes = cap;
+        REQUIRE(decode_l2_sim(s, v, splits, c).dram_bytes == lru.dram);
+      }
+  }
+}
+
+TEST_CASE("decode: charts plot decode rows against their context", "[decode][plot]") {
+  std::vector<Shape> shapes;
+  for (std::uint64_t l : {1024, 4096, 16384}) shapes.push_back(decode_shape(1, 32, 8, l));
+  Report rep;
+  rep.rows = model_rows(shapes, ModelOptions{}, {});
+  const std::string script = gnuplot_script(rep, PlotTerminal::dumb);
+  CHECK(script.find("context length Nkv") != std::string::npos);
+  CHECK(script.find("per decode step") != std::string::npos);
+  // One series: the three rows, by context length.
+  CHECK(script.find("\n1024 ") != std::string::npos);
+  CHECK(script.find("\n16384 ") != std::string::npos);
+  CHECK(script.find("$s1") == std::string::npos);
 }

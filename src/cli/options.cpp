@@ -280,7 +280,8 @@ void add_l2_options(CLI::App& app, L2Options& o) {
                  "flash_l2_sim and standard_l2_sim columns, e.g. 60M [default: the --device's "
                  "L2, else no simulation]")
       ->type_name("BYTES");
-  app.add_option("--sms", o.sms, "Simulation: streaming multiprocessors, e.g. 132 [default: the --device's, else 132]")
+  app.add_option("--sms", o.sms, "Simulation (and decode rows' split heuristic): streaming multiprocessors, e.g. 132 "
+                 "[default: the --device's, else 132]")
       ->type_name("N");
   app.add_option("--ctas-per-sm", o.ctas_per_sm,
                  "Simulation: FlashAttention CTAs resident per SM, e.g. 1 [default: 2]")

@@ -203,6 +203,9 @@ L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const Devi
                          const std::vector<Shape>& shapes) {
   const bool decode = std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; });
   if (!decode) return l2;
+  if (l2.order && std::all_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; }))
+    throw Error("--l2-order: decode rows are simulated in FlashAttention's split-KV launch order "
+                "(row block, split, head, sequence); drop --l2-order");
   std::optional<DeviceSpec> spec;
   if (dev.device) spec = find_device(*dev.device);
   variants.sm_count = decode_sm_count(l2, spec ? &*spec : nullptr);
@@ -343,7 +346,8 @@ Examples:
   compare_->add_option("--metric", metric_,
                        "The number the verdict is on, e.g. bytes.standard or "
                        "prediction.flash_no_l2.seconds [default: a measured time, else "
-                       "prediction.flash_no_l2.seconds, else bytes.flash_no_l2]")
+                       "prediction.flash_no_l2.seconds, else bytes.flash_no_l2; decode reports: "
+                       "prediction.decode_split.seconds, else bytes.decode_split]")
       ->type_name("PATH")
       ->check(not_empty());
   compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")

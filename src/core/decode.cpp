@@ -47,7 +47,7 @@ bool ragged(const Shape& s) {
 
 std::uint64_t num_splits_heuristic(std::uint64_t ctas, std::uint64_t sm_slots, std::uint64_t n_blocks,
                                    std::uint64_t max_splits) {
-  // Single precision, as FlashAttention computes it, so that ties round the same way.
+  // FlashAttention's own precision (float, with a double 0.85), so that ties round the same way.
   if (static_cast<float>(ctas) >= 0.8f * static_cast<float>(sm_slots)) return 1;
   max_splits = std::min({max_splits, sm_slots, n_blocks});
   if (max_splits <= 1) return 1;
@@ -63,7 +63,7 @@ std::uint64_t num_splits_heuristic(std::uint64_t ctas, std::uint64_t sm_slots, s
     best = std::max(best, efficiency[n]);
   }
   for (std::uint64_t n = 1; n <= max_splits; ++n)
-    if (eligible(n) && efficiency[n] >= 0.85f * best) return n;
+    if (eligible(n) && static_cast<double>(efficiency[n]) >= 0.85 * static_cast<double>(best)) return n;
   return 1;
 }
 

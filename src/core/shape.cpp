@@ -105,11 +105,13 @@ void validate(const Shape& s) {
       throw Error("seq-kv (" + std::to_string(s.seq_kv) + ") must be the longest context length (" +
                   std::to_string(longest) + ")");
   }
-  if (s.causal)
-    for (std::uint64_t b = 0; b < s.batch; ++b)
-      if (context_length(s, b) < s.seq_q)
-        throw Error("causal decode: a context length (" + std::to_string(context_length(s, b)) +
-                    ") is shorter than the " + std::to_string(s.seq_q) + " new tokens it includes");
+  if (s.causal) {  // the shortest context (a dense batch has one length, whatever its size)
+    std::uint64_t shortest = s.seq_kv;
+    for (auto l : s.context_lengths) shortest = std::min(shortest, l);
+    if (shortest < s.seq_q)
+      throw Error("causal decode: a context length (" + std::to_string(shortest) + ") is shorter than the " +
+                  std::to_string(s.seq_q) + " new tokens it includes");
+  }
 }
 
 std::uint64_t query_blocks(const Shape& s) { return ceil_div(s.seq_q, s.block_rows); }

@@ -94,6 +94,9 @@ std::string choose_metric(const std::vector<std::string>& cols) {
     if (measured_time(c)) return c;
   for (const char* c : {"prediction.flash_no_l2.seconds", "bytes.flash_no_l2"})
     if (has(c)) return c;
+  // Decode reports: the flash-decoding kernel's time, else its bytes.
+  for (const char* c : {"prediction.decode_split.seconds", "bytes.decode_split"})
+    if (has(c)) return c;
   return cols.empty() ? std::string() : cols.front();
 }
 

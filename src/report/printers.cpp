@@ -226,6 +226,17 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
                     }
                     return t;
                   }});
+  bool pages_vary = false;
+  const Row* first = nullptr;
+  for (const Row& r : rep.rows)
+    if (r.shape.decode) {
+      if (!first) first = &r;
+      pages_vary |= r.shape.page_size != first->shape.page_size;
+    }
+  if (pages_vary)
+    cols.push_back({"Page", true, [](const Row& r) {
+                      return r.shape.decode ? std::to_string(r.shape.page_size) : std::string("-");
+                    }});
   for (const auto& id : ids) {
     const auto v = parse_decode_variant(id);
     if (!v || *v == DecodeVariant::floor) continue;
