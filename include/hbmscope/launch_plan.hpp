@@ -105,7 +105,9 @@ FloorPlan floor_plan(const Shape& s, int sm_count);
 // softmax: the standard path's middle kernel alone (S -> P), timed on its own
 // so that its bandwidth can be held against the copy's.
 // flash_v1: the v1 layout of the flash kernel, kept beside v2 ("flash").
-enum class KernelKind { standard, flash, floor, copy, softmax, flash_v1 };
+// decode, decode_paged: the split-KV decode kernels (decode_plan.hpp) on decode
+// rows, with a contiguous or a paged KV cache.
+enum class KernelKind { standard, flash, floor, copy, softmax, flash_v1, decode, decode_paged };
 
 // Device bytes one kernel family needs for a shape (inputs, output, scratch),
 // not counting the L2 flush buffer. Throws Error on overflow.

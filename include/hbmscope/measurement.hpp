@@ -42,6 +42,8 @@ struct KernelMeasurement {
   double lse_rel_error = 0.0;  // flash only: on the row log-sum-exp
   std::string validated_on; // describe() of the validation shape
   std::uint64_t block_rows = 0, block_cols = 0;  // flash: the instantiation's Br, Bc
+  std::uint64_t splits = 0;     // decode kernels: KV splits run (1: no combine kernel)
+  std::uint64_t page_size = 0;  // decode_paged: tokens per KV page (0: contiguous cache)
   TimingStats timing;
   std::uint64_t model_bytes = 0;  // the model's bytes for this kernel's variant
   std::uint64_t flops = 0;        // the row's attention FLOPs (0 for copy)

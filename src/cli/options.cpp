@@ -80,6 +80,14 @@ const char* const measure_help = R"(Runs real kernels on a CUDA device for each 
   flash_v1  the first layout (warps of 16 rows, 8 warps for Br = 128), kept to time beside
             flash; the Kernel column shows Br x Bc and the warps of each
   floor     one streaming pass: Q, K, V read once, O written once; "floor" bytes
+  decode    on decode rows (--decode): our split-KV decode kernel (flash-decoding,
+            GQA packed: one CTA reads each KV tile once for the group's query heads)
+            and its combine kernel, contiguous cache; held against "decode_split"
+            run with the same split count (FlashAttention's heuristic on this
+            device's SMs, or --splits)
+  decode_paged  the same through a block table of --page-size pages (shuffled,
+            as a serving cache's are); held against "decode_paged"
+  (decode rows run decode,decode_paged unless --kernels says otherwise)
 A device-to-device copy (bytes = read + write) gives the bandwidth ceiling.
 Each kernel's output is first checked against the CPU reference on random inputs
 (||out - ref|| / ||ref|| < 1e-2; large shapes are checked on a smaller shape of
@@ -104,6 +112,8 @@ Examples:
   hbmscope measure --seq 8192 --head-dim 128 --heads 32 --kv-heads 8 --kernels flash
   hbmscope measure --seq 4096 --head-dim 64 --block-rows 64 --block-cols 64 --kernels flash
   hbmscope measure --format json --output measured.json
+  hbmscope measure --decode --seq 1 --seq-kv 4096 --batch 32 --heads 32 --kv-heads 8 --head-dim 128
+  hbmscope measure --context-lengths 512,4096,131072 --heads 32 --kv-heads 8 --head-dim 128 --kernels decode
 Without a CUDA device it prints one line saying why and exits 1.)";
 
 namespace {
@@ -160,7 +170,7 @@ CLI::Validator not_empty() {
 
 void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
   app.add_option("--kernels", o.kernels, "Kernels to run, e.g. flash,flash_v1 or standard,softmax,flash,flash_v1,floor "
-                 "[default: standard,softmax,flash,floor]")
+                 "[default: standard,softmax,flash,floor]; on decode rows decode,decode_paged (the default there)")
       ->type_name("LIST");
   app.add_option("--repeats", o.repeats, "Timed runs per kernel, each after an L2 flush, e.g. 50 [default: 20]")
       ->check(integer_in(1, 100000));

@@ -330,6 +330,10 @@ std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const st
 void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_ptr<Backend> backend) {
   const auto kinds = parse_kernels(mo.kernels);
   for (const Row& row : report.rows) require_forward(row.shape);
+  // Without --kernels, decode rows run the decode kernels (the prefill ones
+  // do not take a decode row).
+  const bool default_kernels = mo.kernels == MeasureCliOptions{}.kernels;
+  const auto decode_kinds = parse_kernels("decode,decode_paged");
   MeasureOptions opt;
   opt.repeats = mo.repeats;
   opt.warmup = mo.warmup;
@@ -344,7 +348,9 @@ void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_p
     Row& row = report.rows[i];
     std::fprintf(stderr, "hbmscope: measuring %zu/%zu: %s\n", i + 1, report.rows.size(),
                  describe(row.shape).c_str());
-    row.measurements = measure_row(*backend, row.shape, kinds, opt, ceiling).measurements;
+    row.measurements =
+        measure_row(*backend, row.shape, default_kernels && row.shape.decode ? decode_kinds : kinds, opt, ceiling)
+            .measurements;
   }
   // Counters that cannot be read: one line, once; the timings stand.
   if (mo.counters)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "decode_backend.hpp"
 #include "dram_counters.hpp"
 #include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
@@ -132,6 +133,17 @@ class CudaBackend final : public Backend {
   DeviceInfo device() const override { return info_; }
 
   KernelMeasurement run(const Shape& shape, KernelKind kind, const MeasureOptions& opt) override {
+    if (kind == KernelKind::decode || kind == KernelKind::decode_paged) {
+      cuda::DecodeContext ctx;
+      ctx.stream = stream_;
+      ctx.sm_count = info_.sm_count;
+      ctx.free_memory = [this] {
+        refresh_memory();
+        return info_.free_memory;
+      };
+      ctx.time = [this, &opt](const std::function<void()>& launch) { return time(launch, opt); };
+      return cuda::run_decode(shape, kind, opt, ctx);
+    }
     KernelMeasurement m;
     m.kernel = std::string(kernel_name(kind));
     m.variant = std::string(kernel_variant(kind));
@@ -331,6 +343,8 @@ class CudaBackend final : public Backend {
         break;
       case KernelKind::softmax: enqueue_softmax(s, b); break;
       case KernelKind::copy: throw Error("the copy probe is not a kernel of a shape");
+      case KernelKind::decode:
+      case KernelKind::decode_paged: throw Error("the decode kernels run through cuda::run_decode");
     }
   }
 

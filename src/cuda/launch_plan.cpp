@@ -5,6 +5,8 @@
 #include <climits>
 
 #include "hbmscope/checked.hpp"
+#include "hbmscope/decode.hpp"
+#include "hbmscope/decode_plan.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/reference.hpp"
 
@@ -229,12 +231,22 @@ std::uint64_t device_footprint(const Shape& s, KernelKind k) {
       return checked_add(qkvo, checked_product("footprint", s.batch, s.heads, s.seq_q, 4), "footprint");
     case KernelKind::floor: return qkvo;
     case KernelKind::copy: return 0;  // the copy probe has its own fixed buffers
+    case KernelKind::decode:
+    case KernelKind::decode_paged: {
+      const bool paged = k == KernelKind::decode_paged;
+      const std::uint64_t splits =
+          s.splits ? s.splits : decode_splits(s, paged ? DecodeVariant::paged : DecodeVariant::split, default_decode_sm_count);
+      return decode_footprint(s, decode_plan(s, paged, splits));
+    }
   }
   return qkvo;
 }
 
 std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
   if (k == KernelKind::copy) return std::nullopt;
+  if (k == KernelKind::decode || k == KernelKind::decode_paged) return decode_unsupported_reason(s);
+  if (s.decode)
+    return std::string("a decode row runs the decode kernels (--kernels decode,decode_paged)");
   if (s.dtype != Dtype::bf16)
     return "the kernels are BF16 only (shape is " + std::string(dtype_name(s.dtype)) + ")";
   if (s.head_dim % 8 != 0)

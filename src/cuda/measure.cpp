@@ -18,6 +18,8 @@ std::string_view kernel_name(KernelKind k) {
     case KernelKind::copy: return "copy";
     case KernelKind::softmax: return "softmax";
     case KernelKind::flash_v1: return "flash_v1";
+    case KernelKind::decode: return "decode";
+    case KernelKind::decode_paged: return "decode_paged";
   }
   return "?";
 }
@@ -40,6 +42,8 @@ std::string_view kernel_variant(KernelKind k) {
     case KernelKind::floor: return "floor";
     case KernelKind::copy: return "copy";
     case KernelKind::softmax: return "softmax";
+    case KernelKind::decode: return "decode_split";
+    case KernelKind::decode_paged: return "decode_paged";
   }
   return "?";
 }
@@ -57,9 +61,12 @@ std::vector<KernelKind> parse_kernels(std::string_view text) {
     else if (item == "floor") k = KernelKind::floor;
     else if (item == "softmax") k = KernelKind::softmax;
     else if (item == "flash_v1") k = KernelKind::flash_v1;
+    else if (item == "decode") k = KernelKind::decode;
+    else if (item == "decode_paged") k = KernelKind::decode_paged;
     else
       throw Error("--kernels: '" + std::string(item) +
-                  "' is not one of standard, softmax, flash, flash_v1, floor (the copy probe always runs)");
+                  "' is not one of standard, softmax, flash, flash_v1, floor, decode, decode_paged (the copy probe "
+                  "always runs)");
     if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
       throw Error("--kernels: '" + std::string(item) + "' is listed twice");
     kinds.push_back(k);
@@ -69,7 +76,8 @@ std::vector<KernelKind> parse_kernels(std::string_view text) {
 }
 
 Shape with_flash_blocks(const Shape& s, bool blocks_given) {
-  if (!flash_supports(s.head_dim)) return s;
+  // A decode row's block_cols is the split kernel's key block (decode.hpp), not a flash instantiation.
+  if (s.decode || !flash_supports(s.head_dim)) return s;
   Shape r = s;
   const FlashConfig c = blocks_given ? choose_flash_config(s.head_dim, s.block_rows, s.block_cols)
                                      : default_flash_config(s.head_dim);
@@ -137,12 +145,21 @@ double copy_bandwidth(const KernelMeasurement& copy) {
 Row measure_row(Backend& backend, const Shape& shape, const std::vector<KernelKind>& kinds,
                 const MeasureOptions& opt, double copy_bw) {
   if (!backend.available()) throw Error(backend.unavailable_reason());
-  Row row = model_row(shape);
+  // Decode rows: the split heuristic with the device's own SM count, and each
+  // decode kernel run with its model variant's split count, so that the bytes
+  // it is held against are those of the splits it ran.
+  ModelOptions model_options;
+  if (backend.device().sm_count > 0) model_options.sm_count = static_cast<std::uint64_t>(backend.device().sm_count);
+  Row row = model_row(shape, model_options);
   const double peak = backend.device().peak_bandwidth;
   for (const KernelKind k : kinds) {
     KernelMeasurement m;
+    Shape run_shape = shape;
+    if (const VariantResult* v = row.variant(kernel_variant(k));
+        shape.decode && v && (k == KernelKind::decode || k == KernelKind::decode_paged))
+      run_shape.splits = v->splits;
     try {
-      m = backend.run(shape, k, opt);
+      m = backend.run(run_shape, k, opt);
     } catch (const Error& e) {
       m = {};
       m.kernel = std::string(kernel_name(k));
@@ -153,7 +170,8 @@ Row measure_row(Backend& backend, const Shape& shape, const std::vector<KernelKi
     const std::uint64_t bytes = kernel_model_bytes(row, k);
     // FLOPs are attention's: the softmax alone and the floor kernel do none of
     // its matrix work, so they get no TFLOP/s.
-    const bool attention = k == KernelKind::standard || k == KernelKind::flash || k == KernelKind::flash_v1;
+    const bool attention = k == KernelKind::standard || k == KernelKind::flash || k == KernelKind::flash_v1 ||
+                           k == KernelKind::decode || k == KernelKind::decode_paged;
     const std::uint64_t flops = attention ? row.flops : 0;
     const std::uint64_t l2 = backend.device().l2_bytes;
     m.output_fits_l2 = l2 > 0 && kernel_output_bytes(shape, k) <= l2;

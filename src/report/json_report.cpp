@@ -104,6 +104,11 @@ nlohmann::json measurement_to_json(const KernelMeasurement& m) {
     if (m.warps) j["warps"] = m.warps;
   }
   if (m.output_fits_l2) j["output_fits_l2"] = true;
+  if (m.kernel == "decode" || m.kernel == "decode_paged") {
+    j["splits"] = m.splits;
+    j["page_size"] = m.page_size;
+    j["lse_rel_error"] = std::isfinite(m.lse_rel_error) ? nlohmann::json(m.lse_rel_error) : nlohmann::json();
+  }
   return j;
 }
 
@@ -374,7 +379,8 @@ void check_measurement(const nlohmann::json& m, std::string_view origin, const s
   if (!m.is_object()) jc::fail(origin, p, "a measurement object", m);
   for (const char* k : {"kernel", "variant", "status", "reason", "validated_on", "counters"})
     (void)opt_string(m, origin, p, k);
-  for (const char* k : {"block_rows", "block_cols", "model_bytes", "dram_read_bytes", "dram_write_bytes", "warps"})
+  for (const char* k : {"block_rows", "block_cols", "model_bytes", "dram_read_bytes", "dram_write_bytes", "warps",
+                        "splits", "page_size"})
     opt_u64(m, origin, p, k);
   if (const auto* f = member(m, "output_fits_l2"); f && !f->is_boolean())
     jc::fail(origin, p + ".output_fits_l2", "true or false", *f);

@@ -395,6 +395,8 @@ std::vector<std::pair<std::string, std::function<std::string(const MeasureRow&)>
                     std::string t = r.m->kernel;
                     if (r.m->block_rows) t += " " + std::to_string(r.m->block_rows) + "×" + std::to_string(r.m->block_cols);
                     if (r.m->warps) t += " " + std::to_string(r.m->warps) + "w";
+                    if (r.m->splits) t += ", " + std::to_string(r.m->splits) + (r.m->splits == 1 ? " split" : " splits");
+                    if (r.m->page_size) t += ", page " + std::to_string(r.m->page_size);
                     return t;
                   }});
   cols.push_back({"Status", [](const MeasureRow& r) { return status_name(r.m->status); }});

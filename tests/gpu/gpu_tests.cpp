@@ -4,7 +4,8 @@
 // `hbmscope measure` uses, with the output poisoned first and the whole shape
 // validated. Exits 77 (CTest: skipped) with the reason when there is no device.
 //
-//   usage: hbmscope_gpu_tests standard|softmax|flash|flash_v1|floor
+//   usage: hbmscope_gpu_tests standard|softmax|flash|flash_v1|floor|decode|decode_paged
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -49,6 +50,47 @@ Shape to_shape(const Case& c) {
   return s;
 }
 
+// Decode rows: GQA groups 1 to 16 (two row blocks), 1 to 8 new tokens, ragged
+// batches, causal, the split heuristic (splits 0) and forced split counts that
+// do not divide the length (with empty trailing splits), page sizes 1 to 64,
+// long contexts (a split of many tiles), head dims 64 and 128.
+struct DecodeCase {
+  std::uint64_t batch, heads, kv_heads, seq_q;
+  std::vector<std::uint64_t> lengths;  // one: every sequence
+  std::uint64_t head_dim;
+  bool causal;
+  std::uint64_t splits, page_size;
+};
+
+const DecodeCase decode_cases[] = {
+    {1, 1, 1, 1, {1}, 64, false, 0, 16},
+    {4, 32, 8, 1, {4096}, 128, false, 0, 16},
+    {1, 32, 8, 1, {40000}, 128, false, 0, 16},
+    {3, 32, 8, 1, {513, 4097, 64}, 128, false, 0, 16},
+    {2, 64, 8, 8, {3000, 17}, 128, true, 0, 16},
+    {2, 32, 2, 8, {1000}, 64, true, 3, 7},
+    {2, 6, 2, 3, {129, 700}, 64, false, 16, 5},
+    {5, 8, 8, 2, {300, 1, 2, 900, 65}, 128, false, 4, 1},
+    {1, 28, 4, 4, {9999}, 128, true, 11, 64},
+    {2, 16, 16, 1, {2048}, 64, false, 1, 32},
+};
+
+Shape to_shape(const DecodeCase& c) {
+  Shape s;
+  s.decode = true;
+  s.batch = c.batch;
+  s.heads = c.heads;
+  s.kv_heads = c.kv_heads;
+  s.seq_q = c.seq_q;
+  s.seq_kv = *std::max_element(c.lengths.begin(), c.lengths.end());
+  if (c.lengths.size() > 1) s.context_lengths = c.lengths;
+  s.head_dim = c.head_dim;
+  s.causal = c.causal;
+  s.splits = c.splits;
+  s.page_size = c.page_size;
+  return s;
+}
+
 int run_family(Backend& b, KernelKind kind) {
   MeasureOptions opt;
   opt.repeats = 0;  // correctness only
@@ -57,7 +99,9 @@ int run_family(Backend& b, KernelKind kind) {
   opt.validate_full_shape = true;
   int failures = 0, runs = 0;
   std::uint64_t seed = 11;
+  const bool decode = kind == KernelKind::decode || kind == KernelKind::decode_paged;
   for (const Case& c : cases) {
+    if (decode) break;  // decode rows below
     const Shape base = to_shape(c);
     std::vector<Shape> shapes;
     if (kind == KernelKind::flash || kind == KernelKind::flash_v1) {
@@ -88,6 +132,19 @@ int run_family(Backend& b, KernelKind kind) {
       failures += ok ? 0 : 1;
     }
   }
+  if (decode)
+    for (const DecodeCase& c : decode_cases) {
+      const Shape s = to_shape(c);
+      opt.seed = seed++;
+      const KernelMeasurement m = b.run(s, kind, opt);
+      ++runs;
+      const bool ok = m.status == MeasureStatus::ok;
+      std::printf("%-7s %-90s %s splits %llu  error %.3g  lse error %.3g", ok ? "ok" : "FAIL", describe(s).c_str(),
+                  m.kernel.c_str(), static_cast<unsigned long long>(m.splits), m.rel_error, m.lse_rel_error);
+      if (!ok) std::printf("  (%s: %s)", status_name(m.status).c_str(), m.reason.c_str());
+      std::printf("\n");
+      failures += ok ? 0 : 1;
+    }
   std::printf("%d of %d passed\n", runs - failures, runs);
   return failures == 0 ? 0 : 1;
 }
@@ -96,7 +153,7 @@ int run_family(Backend& b, KernelKind kind) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s standard|softmax|flash|flash_v1|floor\n", argv[0]);
+    std::fprintf(stderr, "usage: %s standard|softmax|flash|flash_v1|floor|decode|decode_paged\n", argv[0]);
     return 2;
   }
   KernelKind kind{};

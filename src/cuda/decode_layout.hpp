@@ -1,0 +1,109 @@
+#pragma once
+// Index maps of the split-KV decode kernels (decode_attention.cuh): which
+// tokens a split reads, which query head and token a packed row is, where a
+// token's K/V row lives (contiguous or paged cache), which keys a row sees,
+// which warp owns which rows and keys, and where partial results go.
+// constexpr for host and device, so that the CPU emulation
+// (tests/test_decode_emulation.cpp) runs the very functions the kernel uses.
+// The mma/ldmatrix fragment maps are flash_layout.hpp's.
+#include "flash_layout.hpp"
+
+namespace hbmscope::decode {
+
+// Keys per pipeline stage (one shared-memory tile of K and one of V).
+inline constexpr int tile_keys = 64;
+// Warps per CTA; each owns one 16-row m-tile and a slice of every key tile.
+inline constexpr int warps = 4;
+inline constexpr int threads = warps * 32;
+
+struct Range {
+  long long begin = 0;
+  long long end = 0;  // exclusive; end <= begin: empty
+  friend constexpr bool operator==(const Range&, const Range&) = default;
+};
+
+// Tokens per split: the key tiles of the longest sequence shared out evenly
+// (FlashAttention-2's n_blocks_per_split), so a split is whole tiles and
+// trailing splits of a short sequence may be empty.
+HBMSCOPE_HD constexpr long long split_tokens(long long max_len, int splits) {
+  const long long tiles = (max_len + tile_keys - 1) / tile_keys;
+  const long long per_split = (tiles + splits - 1) / splits;
+  return (per_split > 0 ? per_split : 1) * tile_keys;
+}
+
+// The keys split `split` of a sequence of `len` tokens reads: [begin, end),
+// end clamped to len (empty when the sequence ends before the split starts).
+HBMSCOPE_HD constexpr Range split_range(int split, long long tokens_per_split, long long len) {
+  const long long b = static_cast<long long>(split) * tokens_per_split;
+  const long long e = b + tokens_per_split < len ? b + tokens_per_split : len;
+  return {b, e};
+}
+
+HBMSCOPE_HD constexpr int range_tiles(const Range& r) {
+  return r.end > r.begin ? static_cast<int>((r.end - r.begin + tile_keys - 1) / tile_keys) : 0;
+}
+
+// GQA packing: the query heads of one kv head are consecutive in Q, so the
+// group's (head, token) pairs form rows r = head_in_group * seq_q + token, and
+// row r of kv head h of batch b is row (b * heads + h * group) * seq_q + r of
+// Q and O (and of the LSE and partial buffers).
+struct HeadToken {
+  int head_in_group = 0;
+  int token = 0;
+  friend constexpr bool operator==(const HeadToken&, const HeadToken&) = default;
+};
+HBMSCOPE_HD constexpr HeadToken packed_row(int row, int seq_q) { return {row / seq_q, row % seq_q}; }
+HBMSCOPE_HD constexpr long long first_group_row(int batch, int kv_head, int heads, int group, int seq_q) {
+  return (static_cast<long long>(batch) * heads + static_cast<long long>(kv_head) * group) * seq_q;
+}
+
+// Query token t of seq_q new tokens sits at position len - seq_q + t; under
+// the causal mask it sees keys up to that position. A split sees only its own
+// keys [range.begin, range.end).
+HBMSCOPE_HD constexpr bool key_visible(long long key, long long split_end, int token, long long len, int seq_q,
+                                       bool causal) {
+  return key < split_end && (!causal || key <= len - seq_q + token);
+}
+// Whether the tile starting at key k0 needs per-element masking: it runs past
+// the split, or (causal) past the first token's last visible key.
+HBMSCOPE_HD constexpr bool tile_needs_mask(long long k0, long long split_end, long long len, int seq_q, bool causal) {
+  const long long last = k0 + tile_keys - 1;
+  return last >= split_end || (causal && last > len - seq_q);
+}
+
+// Element offset of the first value of a token's K (or V) row.
+// Contiguous cache: [batch][kv_heads][kv_stride][d], kv_stride >= every length.
+HBMSCOPE_HD constexpr long long contiguous_row(int batch, int kv_head, long long token, int kv_heads,
+                                               long long kv_stride, int d) {
+  return ((static_cast<long long>(batch) * kv_heads + kv_head) * kv_stride + token) * d;
+}
+// Paged cache: pages of [kv_heads][page_size][d]; token t of a sequence is in
+// page block_table[t / page_size] at slot t % page_size.
+HBMSCOPE_HD constexpr long long page_of(long long token, int page_size) { return token / page_size; }
+HBMSCOPE_HD constexpr long long paged_row(int page, int kv_head, long long token, int kv_heads, int page_size,
+                                          int d) {
+  return ((static_cast<long long>(page) * kv_heads + kv_head) * page_size + token % page_size) * d;
+}
+
+// Warp roles: m_tiles (1, 2 or 4) 16-row m-tiles per CTA, warps / m_tiles
+// warps per m-tile, each taking an equal slice of every key tile.
+struct WarpRole {
+  int m_tile = 0;
+  int key_warp = 0;
+  friend constexpr bool operator==(const WarpRole&, const WarpRole&) = default;
+};
+HBMSCOPE_HD constexpr int key_warps(int m_tiles) { return warps / m_tiles; }
+HBMSCOPE_HD constexpr int warp_keys(int m_tiles) { return tile_keys / key_warps(m_tiles); }
+HBMSCOPE_HD constexpr WarpRole warp_role(int warp, int m_tiles) {
+  return {warp / key_warps(m_tiles), warp % key_warps(m_tiles)};
+}
+
+// Partial results of split s for output row `row` (flash-decoding): fp32
+// O at [row][splits][d], LSE at [row][splits], so that the combine kernel
+// reads one row's splits as one contiguous block.
+HBMSCOPE_HD constexpr long long partial_o(long long row, int split, int splits, int d) {
+  return (row * splits + split) * d;
+}
+HBMSCOPE_HD constexpr long long partial_lse(long long row, int split, int splits) { return row * splits + split; }
+
+}  // namespace hbmscope::decode
