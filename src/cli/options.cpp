@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -194,16 +195,29 @@ void add_l2_options(CLI::App& app, L2Options& o) {
                  "then batch, as hbmscope's kernel) or head-major (head fastest) "
                  "[default: query-block-major]")
       ->type_name("query-block-major|head-major");
+  app.add_option("--l2-qo", o.qo,
+                 "Simulation: whether Q tiles read and O tiles written take L2 space (allocate, "
+                 "as NVIDIA's L2 does for loads and write-back stores) or bypass it, leaving it "
+                 "all to K and V (as with evict-first or streaming hints) [default: allocate]")
+      ->type_name("allocate|bypass");
 }
 
 void add_output_options(CLI::App& app, OutputOptions& o) {
-  app.add_option("--format", o.format, "Output: table (terminal), json, csv (one header row), md")
+  app.add_option("--format", o.format,
+                 "Output: table (terminal), json, csv (one header row), md [default: from the "
+                 "--output file's extension (.json, .csv, .md), else table]")
       ->type_name("table|json|csv|md");
   app.add_option("--units", o.units,
                  "Byte units in table/md: decimal (MB = 10^6 B, 3 significant figures), binary "
                  "(MiB), bytes (exact integers)")
       ->type_name("decimal|binary|bytes");
-  app.add_flag("--wide", o.wide, "Table/md: add FLOPs and arithmetic intensity (FLOP/B) columns");
+  app.add_flag("--wide", o.wide,
+               "Table/md: every column in one table, adding FLOPs and arithmetic intensity (FLOP/B)");
+  app.add_option("--columns", o.columns,
+                 "Table/md: the column groups to show, among bytes, l2 (the simulation's detail), "
+                 "time (with --device), flops (FLOPs, intensity, ridge), or all, e.g. bytes,time "
+                 "[default: bytes,l2,time; a table wider than 120 columns is split by group]")
+      ->type_name("LIST");
   app.add_option("--output", o.output,
                  "Write the report to FILE atomically (temporary file + rename) instead of stdout; "
                  "a device or FIFO is written in place, - is stdout")
@@ -246,14 +260,14 @@ std::uint64_t single_value(const std::string& text, std::string_view option, boo
   const std::string_view t = text;
   if (zero_ok && (t == "0" || t == "0K" || t == "0M" || t == "0G")) return 0;
   const auto v = parse_int_axis(t, option);
-  if (v.size() != 1) throw Error("--" + std::string(option) + ": '" + text + "' must be one value");
+  if (v.size() != 1) throw UsageError("--" + std::string(option) + ": '" + text + "' must be one value");
   return v.front();
 }
 
 std::uint32_t small_count(const std::string& text, std::string_view option) {
   const std::uint64_t v = single_value(text, option, false);
   if (v > max_sm_count)
-    throw Error("--" + std::string(option) + ": '" + text + "' is too large (at most " +
+    throw UsageError("--" + std::string(option) + ": '" + text + "' is too large (at most " +
                 std::to_string(max_sm_count) + ")");
   return static_cast<std::uint32_t>(v);
 }
@@ -264,9 +278,19 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
   if (!o.l2_bytes && !device) {
     for (const auto& [given, name] : {std::pair{o.sms.has_value(), "--sms"},
                                       {o.ctas_per_sm.has_value(), "--ctas-per-sm"},
-                                      {o.order.has_value(), "--l2-order"}})
+                                      {o.order.has_value(), "--l2-order"},
+                                      {o.qo.has_value(), "--l2-qo"}})
       if (given)
-        throw Error(std::string(name) + " needs --l2-bytes or --device (the L2 simulation is off)");
+        throw UsageError(std::string(name) + " needs --l2-bytes or --device (the L2 simulation is off)");
+    return std::nullopt;
+  }
+  // --l2-bytes 0: no simulation, even with a device.
+  if (o.l2_bytes && single_value(*o.l2_bytes, "l2-bytes", true) == 0) {
+    for (const auto& [given, name] : {std::pair{o.sms.has_value(), "--sms"},
+                                      {o.ctas_per_sm.has_value(), "--ctas-per-sm"},
+                                      {o.order.has_value(), "--l2-order"},
+                                      {o.qo.has_value(), "--l2-qo"}})
+      if (given) throw UsageError(std::string(name) + ": the L2 simulation is off (--l2-bytes 0)");
     return std::nullopt;
   }
   L2SimConfig c;
@@ -285,21 +309,77 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
   if (o.order) {
     const auto r = parse_rasterization(*o.order);
     if (!r)
-      throw Error("--l2-order: '" + *o.order + "' is not one of query-block-major, head-major");
+      throw UsageError("--l2-order: '" + *o.order + "' is not one of query-block-major, head-major");
     c.order = *r;
+  }
+  if (o.qo) {
+    if (*o.qo != "allocate" && *o.qo != "bypass")
+      throw UsageError("--l2-qo: '" + *o.qo + "' is not one of allocate, bypass");
+    c.q_o_allocate = *o.qo == "allocate";
   }
   return c;
 }
 
+namespace {
+
+// The format a file name asks for: .json, .csv, .md (any case); none otherwise.
+std::optional<Format> format_of_name(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return std::nullopt;
+  std::string ext = path.substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == "json") return Format::json;
+  if (ext == "csv") return Format::csv;
+  if (ext == "md" || ext == "markdown") return Format::md;
+  return std::nullopt;
+}
+
+const char* format_word(Format f) {
+  switch (f) {
+    case Format::table: return "table";
+    case Format::json: return "json";
+    case Format::csv: return "csv";
+    case Format::md: return "md";
+  }
+  return "";
+}
+
+}  // namespace
+
+Format resolve_format(const std::string& given, const std::optional<std::string>& output, Format fallback) {
+  const std::optional<Format> named =
+      output && *output != "-" ? format_of_name(*output) : std::nullopt;
+  if (given.empty()) return named.value_or(fallback);
+  const auto f = parse_format(given);
+  if (!f) throw UsageError("--format: '" + given + "' is not one of table, json, csv, md");
+  if (named && *named != *f)
+    throw UsageError("--format " + given + " contradicts --output '" + *output + "' (a ." +
+                     format_word(*named) + " file): drop --format or rename the file");
+  return *f;
+}
+
 PrintOptions to_print_options(const OutputOptions& o) {
   PrintOptions p;
-  const auto f = parse_format(o.format);
-  if (!f) throw Error("--format: '" + o.format + "' is not one of table, json, csv, md");
+  const auto f = std::optional<Format>(resolve_format(o.format, o.output));
   const auto u = parse_units(o.units);
-  if (!u) throw Error("--units: '" + o.units + "' is not one of decimal, binary, bytes");
+  if (!u) throw UsageError("--units: '" + o.units + "' is not one of decimal, binary, bytes");
   p.format = *f;
   p.units = *u;
   p.wide = o.wide;
+  if (o.columns) {
+    const std::string& t = *o.columns;
+    for (std::size_t pos = 0; pos <= t.size();) {
+      const std::size_t comma = std::min(t.find(',', pos), t.size());
+      const std::string g = t.substr(pos, comma - pos);
+      const auto& known = column_groups();
+      if (g == "all") p.columns.insert(p.columns.end(), known.begin(), known.end());
+      else if (std::find(known.begin(), known.end(), g) != known.end()) p.columns.push_back(g);
+      else
+        throw UsageError("--columns: '" + g + "' is not one of bytes, l2, time, flops, all");
+      pos = comma + 1;
+    }
+  }
   return p;
 }
 

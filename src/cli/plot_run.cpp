@@ -62,7 +62,7 @@ std::string gnuplot_or_throw() {
   return g;
 }
 
-Plot::Plot(const Report& report, const std::string& target) {
+Plot::Plot(const Report& report, const std::string& target, const PlotOptions& options) {
   const PlotTerminal term = plot_terminal_for(target);
   const std::string gnuplot = gnuplot_or_throw();
 
@@ -78,7 +78,7 @@ Plot::Plot(const Report& report, const std::string& target) {
   {
     std::ofstream f(script.path);
     // No file name in the script: gnuplot draws to its stdout, which is the image.
-    f << gnuplot_script(report, term);
+    f << gnuplot_script(report, term, options);
     if (!f) throw Error("--plot: cannot write the gnuplot script " + script.path);
   }
 

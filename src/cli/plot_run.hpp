@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "hbmscope/plot.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/report.hpp"
 
@@ -18,7 +19,7 @@ class Plot {
   // target: FILE.svg, FILE.png or "-" (gnuplot's dumb terminal, kept as
   // text). Throws Error when gnuplot is not on the PATH, the target cannot be
   // written (as write_file_atomic's checks), or gnuplot fails.
-  Plot(const Report& report, const std::string& target);
+  Plot(const Report& report, const std::string& target, const PlotOptions& options = {});
   Plot(const Plot&) = delete;
   Plot& operator=(const Plot&) = delete;
   ~Plot() = default;  // an image not installed leaves no file

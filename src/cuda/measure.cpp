@@ -44,7 +44,7 @@ std::string_view kernel_variant(KernelKind k) {
 
 std::vector<KernelKind> parse_kernels(std::string_view text) {
   std::vector<KernelKind> kinds;
-  if (text.empty()) throw Error("--kernels: '' is an empty list");
+  if (text.empty()) throw UsageError("--kernels: '' is an empty list");
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const std::size_t comma = std::min(text.find(',', pos), text.size());
@@ -55,10 +55,10 @@ std::vector<KernelKind> parse_kernels(std::string_view text) {
     else if (item == "floor") k = KernelKind::floor;
     else if (item == "softmax") k = KernelKind::softmax;
     else
-      throw Error("--kernels: '" + std::string(item) +
+      throw UsageError("--kernels: '" + std::string(item) +
                   "' is not one of standard, softmax, flash, floor (the copy probe always runs)");
     if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
-      throw Error("--kernels: '" + std::string(item) + "' is listed twice");
+      throw UsageError("--kernels: '" + std::string(item) + "' is listed twice");
     kinds.push_back(k);
     pos = comma + 1;
   }

@@ -20,11 +20,16 @@ std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, 
     return out;
   }
   auto rate = [](double v) { return v > 0 ? format_flop_rate(v) : std::string("-"); };
-  const std::vector<std::string> head{"Device", "Name", "Memory", "Bandwidth", "L2", "SMs",
+  const std::vector<std::string> head{"Device, aliases", "Name", "Memory", "Bandwidth", "L2", "SMs",
                                       "BF16 dense", "FP16 dense", "FP32", "FP8 dense", "Ridge (bf16)"};
   std::vector<std::vector<std::string>> rows;
   for (const auto& d : devices)
-    rows.push_back({d.id, d.name, d.memory, format_bandwidth(d.bandwidth),
+    rows.push_back({[&d] {
+                      std::string n = d.id;
+                      for (const auto& a : d.aliases) n += ", " + a;
+                      return n;
+                    }(),
+                    d.name, d.memory, format_bandwidth(d.bandwidth),
                     format_bytes(d.l2_bytes, Units::binary), std::to_string(d.sm_count),
                     rate(d.peak.bf16), rate(d.peak.fp16), rate(d.peak.fp32), rate(d.peak.fp8),
                     d.peak.bf16 > 0 ? format_intensity(d.peak.bf16 / d.bandwidth) : std::string("-")});
