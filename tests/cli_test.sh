@@ -757,6 +757,8 @@ check "exit 2: an option without the one it needs" test "$(exit_code model --sms
 check "exit 2: --kernels without --measure" test "$(exit_code sweep --config seed --kernels flash)" -eq 2
 check "exit 2: --bandwidth-fraction without --device" test "$(exit_code model --bandwidth-fraction 0.5)" -eq 2
 check "exit 2: unknown option (CLI11)" test "$(exit_code model --frobnicate)" -eq 2
+check "exit 2: --variants names no variant" test "$(exit_code sweep --variants flash)" -eq 2
+check "exit 2: --x without --plot" test "$(exit_code model --x seq)" -eq 2
 check "exit 1: a count that overflows" test "$(exit_code model --seq 8G --head-dim 128)" -eq 1
 check "exit 1: heads not a multiple of kv-heads" test "$(exit_code model --heads 6 --kv-heads 4)" -eq 1
 check "exit 1: no fp8 peak on the A100" test "$(exit_code model --device a100 --dtype fp8)" -eq 1

@@ -89,7 +89,7 @@ TEST_CASE("a table that fits stays one table, as the note's", "[report][layout]"
   CHECK_THAT(t, Catch::Contains("Standard attention   FlashAttention, no L2 reuse   Every value once (floor)"));
 }
 
-TEST_CASE("--columns picks the groups", "[report][layout]") {
+TEST_CASE("column groups: --columns picks them", "[report][layout]") {
   const Report r = device_report("4K,8K", "32", false);
   PrintOptions p;
   p.columns = {"time"};

@@ -15,7 +15,10 @@ const char* const model_columns_help = R"(Columns (bytes through HBM, reads + wr
   FlashAttention, no L2 reuse  FlashAttention-2 order; K and V re-read from HBM for every
                                query block of Br rows
   Every value once (floor)     Q, K, V read once and O written once: the least any kernel moves
-  --wide adds FLOPs (4*Nq*Nkv*d per head, halved when causal) and FLOP/B per variant.
+  --wide puts every column in one table and adds FLOPs (4*d per (query, key) pair and
+  head: 4*Nq*Nkv*d, or the visible pairs when causal) and FLOP/B per variant; --columns
+  picks groups (bytes, l2, time, flops). A table wider than 120 columns is split into one
+  table per group, headed by variant ids (standard, flash_no_l2, floor, ...).
   --fa1 adds "FlashAttention-1 order, no L2 reuse" (variant flash1_no_l2): key/value blocks
   outer, so Q, O and the fp32 row statistics l, m are re-read and O, l, m re-written for
   every key block (forward pass only).
@@ -45,7 +48,7 @@ Examples:
   hbmscope                                  the design note's table
   hbmscope model --seq 1K:128K:x2 --head-dim 128 --heads 32 --kv-heads 8 --causal
   hbmscope model --seq 4096 --head-dim 64,128 --dtype bf16,fp8 --format csv
-  hbmscope model --format json --output report.json
+  hbmscope model --output report.json       JSON, from the extension (.csv, .md too)
   hbmscope model --pass fwd,bwd,fwdbwd --seq 4096 --head-dim 64
   hbmscope model --fa1                      the note's table with FlashAttention-1's order
   hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132)";
@@ -73,7 +76,7 @@ Columns of the measured table:
   Model bytes          the model's bytes for the kernel's variant
   Bandwidth            model bytes / median time
   % of copy            bandwidth / the measured device-to-device copy bandwidth
-  TFLOP/s              4*Nq*Nkv*d per head (halved when causal) / median time
+  TFLOP/s              4*d per visible (query, key) pair and head / median time
   Predicted            model bytes / copy bandwidth; Measured/predicted = median / that
   Error                relative L2 error on validation (or why it failed / was skipped)
 
@@ -172,7 +175,8 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
   app.add_option("--block-cols", o.block_cols, "FlashAttention key block Bc, e.g. 64 [default: 128]")
       ->type_name("LIST");
   app.add_flag("--causal", o.causal,
-               "Causal mask: query row r sees key c iff c <= r + (Nkv - Nq); halves FLOPs");
+               "Causal mask: query row r sees key c iff c <= r + (Nkv - Nq); FLOPs count the "
+               "visible pairs");
   app.add_option("--pass", o.pass,
                  "Pass(es) counted: fwd (forward), bwd (backward, from dO), fwdbwd (both, one "
                  "training step), e.g. fwd,bwd [default: fwd]")

@@ -26,14 +26,18 @@ namespace hbmscope::cli {
 namespace {
 
 const char* const device_help = R"(
-With --device, one more column per variant: "Time: ID" = max(bytes / (bandwidth x
-fraction), FLOPs / dense peak of the dtype), and which term binds, "memory" or
-"compute" (time in ns, µs, ms or s). --wide adds "Ridge": the FLOP/B at which the
-two terms are equal; a variant whose intensity is below it is memory-bound.
+With --device, a table of predicted times, one column per variant ("Time: ID" with
+--wide) = max(bytes / (bandwidth x fraction), FLOPs / dense peak of the dtype), and
+which term binds, "memory" or "compute" (time in ns, µs, ms or s); a standard-attention
+time marked † is for a kernel whose S and P do not fit in the device's memory. --wide
+adds "Ridge": the FLOP/B at which the two terms are equal; a variant whose intensity is
+below it is memory-bound. --plot draws against --x seq (or seq_kv, head_dim, batch,
+heads); rows that differ in another field are separate lines.
   hbmscope model --device h100 --seq 4K:64K:x2 --head-dim 128
   hbmscope model --device my-gpu.json --bandwidth-fraction 0.8 --wide
   hbmscope model --seq 1K:64K:x2 --plot bytes.svg       (needs gnuplot)
   hbmscope model --seq 1K:64K:x2 --device h200 --plot -  (chart in the terminal)
+  hbmscope sweep --seq 4K --head-dim 64,128,256 --heads 8,32 --plot d.svg --x head_dim
 `hbmscope devices` lists the presets and their sources.)";
 
 const char* const sweep_help = R"(Columns: as `hbmscope model` (see `hbmscope model --help`), plus "Group"

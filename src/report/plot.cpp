@@ -332,7 +332,8 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptio
     s += "set bmargin 5\n";
   }
   if (timed) s += "set multiplot layout 2,1\n";
-  s += "set title " + gnuplot_quoted("HBM bytes (reads + writes)" + (shape.empty() ? "" : ": " + shape)) + "\n";
+  s += "set title " + gnuplot_quoted("HBM bytes (reads + writes)" + (shape.empty() ? "" : ": " + shape) + device) +
+       "\n";
   s += "set ylabel 'bytes'\nset format y '%.0s %cB'\n";
   std::string plot = "plot ";
   bool first = true;
