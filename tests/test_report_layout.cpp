@@ -127,6 +127,15 @@ TEST_CASE("standard attention whose matrices do not fit the device is marked", "
   const Report back = report_from_json(j, "r.json");
   CHECK_FALSE(back.rows[1].variant("standard")->prediction->fits_in_memory);
   CHECK(back.roofline->device.memory_bytes == 80000000000ull);
+  // CSV too: one column for the variants where it is modelled.
+  std::istringstream csv(render(r, {Format::csv}));
+  std::string head, first, second;
+  std::getline(csv, head);
+  std::getline(csv, first);
+  std::getline(csv, second);
+  CHECK_THAT(head, Catch::EndsWith(",fits_in_memory_standard"));
+  CHECK_THAT(first, Catch::EndsWith(",true"));
+  CHECK_THAT(second, Catch::EndsWith(",false"));
   // A device with no memory figure marks nothing.
   DeviceSpec d = find_device("h100");
   d.memory_bytes = 0;

@@ -351,10 +351,10 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptio
     const std::size_t n = ids.size();
     s += "set title " +
          gnuplot_quoted("Roofline time" + device + " at " +
-                        format_bandwidth(rep.roofline->device.bandwidth * rep.roofline->bandwidth_fraction) +
-                        (dumb ? "" : ": filled points compute-bound, open points memory-bound") +
-                        (shape.empty() ? "" : "; " + shape)) +
+                        format_bandwidth(rep.roofline->device.bandwidth * rep.roofline->bandwidth_fraction)) +
          "\n";
+    // The shape is in the first chart's title; here the key says what the markers mean.
+    if (!dumb) s += "set key title 'filled: compute-bound, open: memory-bound'\n";
     s += "set ylabel 'predicted time'\nset format y '%.0s %cs'\n";
     plot = "plot ";
     first = true;

@@ -549,6 +549,16 @@ std::string render_csv(const Report& rep) {
     for (const auto& id : ids) out += ",seconds_" + id;
     for (const auto& id : ids) out += ",bound_" + id;
   }
+  // Whether a variant's matrices fit the device's memory, for the variants
+  // where that is modelled (the † of the table).
+  std::vector<std::string> fit_ids;
+  for (const auto& id : ids)
+    for (const Row& r : rep.rows)
+      if (const auto* v = r.variant(id); v && v->prediction && v->prediction->footprint_bytes > 0) {
+        fit_ids.push_back(id);
+        break;
+      }
+  for (const auto& id : fit_ids) out += ",fits_in_memory_" + id;
   out += "\n";
   for (const Row& r : rep.rows) {
     const Shape& s = r.shape;
@@ -605,6 +615,11 @@ std::string render_csv(const Report& rep) {
         out += ",";
         if (v && v->prediction) out += bound_name(v->prediction->bound);
       }
+    }
+    for (const auto& id : fit_ids) {
+      const auto* v = r.variant(id);
+      out += ",";
+      if (v && v->prediction && v->prediction->footprint_bytes > 0) out += v->prediction->fits_in_memory ? "true" : "false";
     }
     out += "\n";
   }
