@@ -260,7 +260,8 @@ TEST_CASE("tables and CSV show predictions with units", "[report][roofline]") {
   const std::string csv = render(r, {Format::csv});
   const std::string header = csv.substr(0, csv.find('\n'));
   CHECK_THAT(header, Catch::EndsWith(",device,bandwidth_fraction,ridge_point,seconds_standard,seconds_flash_no_l2,"
-                                     "seconds_floor,bound_standard,bound_flash_no_l2,bound_floor"));
+                                     "seconds_floor,bound_standard,bound_flash_no_l2,bound_floor,"
+                                     "fits_in_memory_standard"));
   CHECK_THAT(csv, Catch::Contains(",H100 SXM,1,"));
   CHECK(format_seconds(4.069e-5) == "40.7 µs");
   CHECK(format_seconds(2.5e-3) == "2.5 ms");

@@ -27,7 +27,8 @@ With --pass bwd the same three columns count the backward pass: standard = five 
 with P kept from the forward pass; FlashAttention = FA2's backward (D = rowsum(dO o O),
 key blocks outer, dQ accumulated in fp32 by atomic adds, then converted); floor = Q, K,
 V, O, dO and the log-sum-exp read once, dQ, dK, dV written once. FLOPs are 2.5x the
-forward's; --pass fwdbwd adds both passes (3.5x). docs/model.md lists every read and write.
+forward's; --pass fwdbwd adds both passes (3.5x) and the forward's log-sum-exp write
+that FlashAttention's backward reads. docs/model.md lists every read and write.
 
 With --l2-bytes, or --device (its L2 size and SM count), a simulation of the CTA schedule
 and an LRU L2 adds (docs/model.md; with --device alone, shapes over 2^25 simulated
