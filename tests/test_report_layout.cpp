@@ -174,6 +174,10 @@ TEST_CASE("plot: rows that differ in another axis are separate series", "[plot][
   CHECK_THAT(s, Catch::Contains("title 'floor (d=128, batch 4)'"));
   // The title names what every series shares.
   CHECK_THAT(s, Catch::Contains("HBM bytes (reads + writes): 1 head, bf16, no mask, forward pass"));
+  // On the terminal (no dashes) each series has its own point character.
+  const std::string d = gnuplot_script(r, PlotTerminal::dumb);
+  CHECK_THAT(d, Catch::Contains("pt 4 title 'standard (d=64, batch 1)'"));
+  CHECK_THAT(d, Catch::Contains("pt 10 title 'standard (d=128, batch 4)'"));
   // --x head_dim: the sequence lengths become series.
   PlotOptions o;
   o.x = PlotAxis::head_dim;

@@ -314,10 +314,13 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptio
   for (std::size_t v = 0; v < ids.size(); ++v)
     if (!drawn_under(ids[v])) order.push_back(v);
   static constexpr int point_types[] = {4, 6, 8, 10, 12, 14, 1, 2, 3};
+  // The terminal draws no dashes: there a series takes its own point character
+  // instead, so that each legend entry (line and point characters) is unique.
   const auto style = [&](std::size_t i, std::size_t v) {
     const int dt = static_cast<int>(keys.size() == 1 ? v % 5 : i % 5) + 1;
+    const std::size_t p = dumb && keys.size() > 1 ? i : v;
     return " lt " + std::to_string(v + 1) + " lw " + (drawn_under(ids[v]) ? "4" : "1.5") + " dt " +
-           std::to_string(dt) + " pt " + std::to_string(point_types[v % std::size(point_types)]);
+           std::to_string(dt) + " pt " + std::to_string(point_types[p % std::size(point_types)]);
   };
 
   const std::string shape = shape_title(keys.front(), vary, xa);
