@@ -104,7 +104,8 @@ std::string row_key(const nlohmann::json& row) {
 void add_device_options(CLI::App& app, DeviceOptions& o) {
   app.add_option("--device", o.device,
                  "Predict time on this GPU: a preset (h100-sxm or h100, h200, a100-80gb-sxm or a100, "
-                 "b200, l40s, rtx-4090 or 4090; `hbmscope devices` lists ids and aliases) or a JSON file of the same form, e.g. --device my-gpu.json")
+                 "b200, l40s, rtx-4090 or 4090; `hbmscope devices` lists ids and aliases) or a JSON "
+                 "file of the same form, e.g. --device my-gpu.json")
       ->type_name("NAME|FILE");
   app.add_option("--bandwidth-fraction", o.bandwidth_fraction,
                  "Share of the datasheet bandwidth the roofline assumes, in (0, 1], e.g. 0.8 "
@@ -144,8 +145,7 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
     const Format f = resolve_format(out.format, out.output);
     if (*d.plot == "-" && to_stdout(out.output) && (f == Format::json || f == Format::csv))
       throw UsageError(std::string("--plot -: the chart would be mixed into the ") +
-                       (f == Format::json ? "json" : "csv") +
-                  " on stdout; write the report with --output FILE");
+                       (f == Format::json ? "json" : "csv") + " on stdout; write the report with --output FILE");
   }
 }
 

@@ -180,7 +180,9 @@ std::string shape_title(const SeriesKey& k, const Varies& v, PlotAxis x) {
   if (!v.dtype) parts.push_back(std::string(dtype_name(s.dtype)));
   if (!v.causal) parts.push_back(s.causal ? "causal" : "no mask");
   if (!v.pass)
-    parts.push_back(s.pass == Pass::fwd ? "forward pass" : s.pass == Pass::bwd ? "backward pass" : "forward + backward");
+    parts.push_back(s.pass == Pass::fwd   ? "forward pass"
+                    : s.pass == Pass::bwd ? "backward pass"
+                                          : "forward + backward");
   std::string t;
   for (const auto& p : parts) t += (t.empty() ? "" : ", ") + p;
   return t;

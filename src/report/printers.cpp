@@ -619,7 +619,8 @@ std::string render_csv(const Report& rep) {
     for (const auto& id : fit_ids) {
       const auto* v = r.variant(id);
       out += ",";
-      if (v && v->prediction && v->prediction->footprint_bytes > 0) out += v->prediction->fits_in_memory ? "true" : "false";
+      if (v && v->prediction && v->prediction->footprint_bytes > 0)
+        out += v->prediction->fits_in_memory ? "true" : "false";
     }
     out += "\n";
   }
