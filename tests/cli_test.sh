@@ -249,7 +249,8 @@ check "devices exits 0" test $? -eq 0
 for d in "H100 SXM" "H200 SXM" "A100 80GB SXM" "B200 (HGX)" "L40S" "RTX 4090"; do
   check "devices lists $d" grep -qF "$d" "$work/devs"
 done
-check "devices shows units" grep -q "3.35 TB/s .*50 MiB .*132 .*989 TFLOP/s" "$work/devs"
+check "devices shows units" bash -c "grep -q '3.35 TB/s .*50 MiB .*132' '$work/devs' && grep -q '^h100-sxm, h100  *989 TFLOP/s' '$work/devs'"
+check "devices fits 120 columns" python3 -c "import sys; assert max(len(l.rstrip('\n')) for l in open(sys.argv[1], encoding='utf-8')) <= 120" "$work/devs"
 "$bin" devices h100 >"$work/dev1"
 check "devices NAME shows sources" grep -q "peak_flops_dense.bf16: NVIDIA H100 datasheet" "$work/dev1"
 "$bin" devices --format json >"$work/devs.json"
