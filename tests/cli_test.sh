@@ -38,7 +38,7 @@ check "--version" "$bin" --version
 check "model --help explains columns" grep -q "Every value once (floor)" "$work/mhelp"
 check "model --help has examples" grep -q "Examples:" "$work/mhelp"
 "$bin" --seq 1024 --head-dim 64 --format json >"$work/j.json"
-check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json')); assert d['schema']=='hbmscope.report/1'; assert d['rows'][0]['bytes']['floor']==4*2*1024*64"
+check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json')); assert d['schema']=='hbmscope.report/2'; assert d['rows'][0]['bytes']['floor']==4*2*1024*64"
 "$bin" model --format csv --seq 1K:4K:x2 >"$work/r.csv"
 check "csv rows" test "$(wc -l <"$work/r.csv")" -eq 4
 
@@ -381,7 +381,7 @@ expect_error "shard syntax 2" "--shard: 'half'" sweep --shard half
 "$bin" sweep --config llm --shard 1/2 --format json --output "$work/h1.json" 2>/dev/null
 "$bin" sweep --config llm --shard 2/2 --format json --output "$work/h2.json" 2>/dev/null
 expect_error "merge refuses overlap" "rows overlap" merge "$work/h1.json" "$work/h1.json"
-python3 -c "import json; d=json.load(open('$work/h2.json')); d['schema']='hbmscope.report/2'; json.dump(d,open('$work/h2v2.json','w'))"
+python3 -c "import json; d=json.load(open('$work/h2.json')); d['schema']='hbmscope.report/9'; json.dump(d,open('$work/h2v2.json','w'))"
 expect_error "merge refuses other schema" "refusing to mix them" merge "$work/h1.json" "$work/h2v2.json"
 # "-0" is read as a signed integer 0: still a non-negative integer; -0.0 is not an integer.
 python3 -c "import re; t=open('$work/h1.json').read(); open('$work/negzero.json','w').write(re.sub(r'\"flops\": *\d+', '\"flops\": -0', t, 1)); open('$work/negzerof.json','w').write(re.sub(r'\"flops\": *\d+', '\"flops\": -0.0', t, 1))"

@@ -2,6 +2,7 @@
 // What a measurement on a device produces: plain data, kept in report rows
 // (report.hpp) and filled by a Backend (backend.hpp) and measure.hpp.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ struct KernelMeasurement {
   double predicted_copy = 0.0;    // model_bytes / measured copy bandwidth, s
   double predicted_peak = 0.0;    // model_bytes / peak bandwidth, s
   double measured_over_predicted = 0.0;  // median / predicted_copy
+  // `measure --counters`: DRAM bytes the GPU counted over one launch (CUPTI),
+  // after the same L2 flush as the timed samples; `counters` is "ok", or why
+  // there are none ("" when not asked for).
+  std::optional<std::uint64_t> dram_read_bytes, dram_write_bytes;
+  std::string counters;
 };
 
 // The device of a measuring run and its measured bandwidth ceiling.

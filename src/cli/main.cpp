@@ -22,6 +22,7 @@
 #include "hbmscope/sweep_config.hpp"
 #include "../report/json_check.hpp"
 #include "options.hpp"
+#include "reconcile_command.hpp"
 #include "sweep_commands.hpp"
 
 namespace {
@@ -180,6 +181,7 @@ int main(int argc, char** argv) {
   cli::add_measure_options(*measure, measure_opts);
   cli::add_output_options(*measure, measure_out);
   measure->footer(cli::measure_help);
+  cli::ReconcileCommand reconcile_command(app);
 
   try {
     auto args = with_default_command(argc, argv);
@@ -215,6 +217,7 @@ int main(int argc, char** argv) {
     else if (walk->parsed()) rc = run_walk(walk_shape, walk_opts);
     else if (softmax->parsed()) rc = run_softmax(softmax_opts);
     else if (measure->parsed()) rc = run_measure(measure_shape, measure_out, measure_opts);
+    else if (reconcile_command.run(rc)) (void)0;
     return finish_stdout(rc);
   } catch (const UsageError& e) {
     // A malformed command line, as CLI11's own errors: exit 2 (README).

@@ -151,6 +151,9 @@ void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
       ->check(integer_in(0, 1023));
   app.add_option("--seed", o.seed, "Seed of the random inputs, e.g. 7 [default: 1]")->check(unsigned64());
   app.add_flag("--no-validate", o.no_validate, "Skip the check against the CPU reference (timings only)");
+  app.add_flag("--counters", o.counters,
+               "Also count DRAM bytes read and written over one launch of each kernel (CUPTI; after the same L2 "
+               "flush as the timed runs); needs permission to read GPU counters, else timings only");
 }
 
 void add_shape_options(CLI::App& app, ShapeOptions& o) {

@@ -27,13 +27,13 @@ struct OutputOptions {
   std::string units = "decimal";
   bool wide = false;
   std::optional<std::string> output;
-  std::optional<std::string> columns;  // --columns: groups of table columns
+  std::optional<std::string> columns{};  // --columns: groups of table columns
 };
 
 // The L2 simulation's parameters (flash_l2_sim, standard_l2_sim), as typed.
 struct L2Options {
   std::optional<std::string> l2_bytes, sms, ctas_per_sm, order;
-  std::optional<std::string> qo;  // --l2-qo allocate|bypass
+  std::optional<std::string> qo{};  // --l2-qo allocate|bypass
 };
 
 void add_l2_options(CLI::App& app, L2Options& o);
@@ -45,6 +45,7 @@ struct MeasureCliOptions {
   int device_index = 0;
   std::uint64_t seed = 1;
   bool no_validate = false;
+  bool counters = false;  // --counters: DRAM bytes through CUPTI
 };
 
 // Validators whose messages name the value as given (CLI11's own print

@@ -18,7 +18,7 @@ struct DeviceOptions {
   std::optional<std::string> device;  // preset name or path to a JSON file
   std::optional<double> bandwidth_fraction;
   std::optional<std::string> plot;    // FILE.svg, FILE.png or "-"
-  std::optional<std::string> x;       // --x: the chart's x axis
+  std::optional<std::string> x{};     // --x: the chart's x axis
 };
 
 void add_device_options(CLI::App& app, DeviceOptions& o);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "dram_counters.hpp"
 #include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
@@ -176,15 +177,16 @@ class CudaBackend final : public Backend {
         return m;
       }
     }
-    if (opt.repeats > 0) {
+    if (opt.repeats > 0 || opt.counters) {
       Buffers b = allocate(shape, kind);
       fill_inputs(shape, b, opt.seed);
+      std::function<void()> launch = [&] { enqueue(shape, kind, cfg, b); };
       if (kind == KernelKind::softmax) {
         enqueue_scores(shape, b);  // a real S to normalise
-        m.timing = time([&] { enqueue_softmax(shape, b); }, opt);
-      } else {
-        m.timing = time([&] { enqueue(shape, kind, cfg, b); }, opt);
+        launch = [&] { enqueue_softmax(shape, b); };
       }
+      if (opt.repeats > 0) m.timing = time(launch, opt);
+      if (opt.counters) count_dram(launch, m);
     }
     m.status = MeasureStatus::ok;
     return m;
@@ -393,6 +395,34 @@ class CudaBackend final : public Backend {
     cuda::launch_read_pass(flush_.get(), flush_.bytes(), info_.sm_count, stream_);
   }
 
+  // One range around one launch, after the flush, as the timed samples. The
+  // counter is made on first use; if it cannot be, every measurement says why.
+  void count_dram(const std::function<void()>& launch, KernelMeasurement& m) {
+    if (!counter_tried_) {
+      counter_tried_ = true;
+      HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      counter_ = cuda::make_dram_counter(info_.index, counter_why_);
+    }
+    if (!counter_) {
+      m.counters = counter_why_;
+      return;
+    }
+    const auto sync = [&] { HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_)); };
+    try {
+      const cuda::DramCounts c = counter_->count(
+          [&] {
+            flush_l2();
+            sync();
+          },
+          launch, sync);
+      m.dram_read_bytes = c.read_bytes;
+      m.dram_write_bytes = c.write_bytes;
+      m.counters = "ok";
+    } catch (const Error& e) {
+      m.counters = std::string("DRAM counters failed: ") + e.what();
+    }
+  }
+
   TimingStats time(const std::function<void()>& launch, const MeasureOptions& opt) {
     // At least one untimed launch: module loading, the shared-memory opt-in and
     // cuBLAS's workspace set-up stay out of the first sample.
@@ -425,6 +455,9 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceBuffer flush_;
+  std::unique_ptr<cuda::DramCounter> counter_;
+  bool counter_tried_ = false;
+  std::string counter_why_;
 };
 
 }  // namespace

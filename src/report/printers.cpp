@@ -353,7 +353,19 @@ const char* const measure_legend =
 
 // The measurement grid: shape columns left, figures right, the reason (last) left.
 std::string render_measure_grid(const Report& rep, Format format) {
-  const auto cols = measure_columns();
+  auto cols = measure_columns();
+  // `measure --counters`: the DRAM bytes the GPU counted, before the last (Error) column.
+  bool counted = false;
+  for (const auto& r : measure_rows(rep)) counted = counted || r.m->dram_read_bytes.has_value();
+  if (counted) {
+    const auto at = cols.end() - 1;
+    cols.insert(at, {{"DRAM read (counted)", [](const MeasureRow& r) {
+                        return r.m->dram_read_bytes ? format_bytes(*r.m->dram_read_bytes, Units::decimal) : "-";
+                      }},
+                     {"DRAM write (counted)", [](const MeasureRow& r) {
+                        return r.m->dram_write_bytes ? format_bytes(*r.m->dram_write_bytes, Units::decimal) : "-";
+                      }}});
+  }
   std::vector<std::string> head;
   std::vector<bool> right;
   for (std::size_t c = 0; c < cols.size(); ++c) {
