@@ -54,7 +54,7 @@ check "l2 sim json, L2 of 1 byte = flash_no_l2" python3 -c "
 import json; r=json.load(open('$work/l2.json'))['rows'][0]
 assert r['bytes']['flash_l2_sim']==r['bytes']['flash_no_l2'], r
 assert r['bytes']['standard_l2_sim']==r['bytes']['standard'], r
-d=r['l2_sim']; assert d['l2_bytes']==1 and d['sm_count']==132 and d['ctas_per_sm']==2, d
+d=r['l2_sim']; assert d['l2_bytes']==1 and d['sm_count']==132 and d['ctas_per_sm']==1, d  # d=128 128x128: only v1, 1 CTA/SM
 assert d['order']=='query-block-major' and d['flash']['hit_rate']==0, d
 assert d['flash']['read_bytes']+d['flash']['write_bytes']==r['bytes']['flash_l2_sim'], d"
 "$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 50M --sms 132 --ctas-per-sm 1 --l2-order head-major --format csv >"$work/l2.csv"
@@ -231,6 +231,17 @@ check "a variant filter keeps the simulation that refines a kept variant" grep -
 check "and drops the detail of a dropped one" bash -c "! grep -q 'L2 hit (standard)' '$work/lc'"
 expect_error "measure bwd" "measure runs forward kernels only" measure --seq 128 --pass bwd
 expect_error "measure bad blocks" "not compiled for head dim 64" measure --seq 128 --block-rows 96
+# Flash v2 beside v1, and the sizes that keep compute-sanitizer runs short (issue 10).
+expect_error "measure bad kernel lists both flash kernels" "standard, softmax, flash, flash_v1, floor" measure --seq 128 --kernels flash,flash_v3
+expect_error "measure --flush-bytes not a multiple of 16" "--flush-bytes: '1000' must be a multiple of 16" measure --seq 128 --flush-bytes 1000
+expect_error "measure --copy-bytes 0" "copy-bytes" measure --seq 128 --copy-bytes 0
+expect_error "sweep --copy-bytes needs --measure" "--copy-bytes: needs --measure" sweep --seq 128 --copy-bytes 1M
+"$bin" model --seq 2048 --head-dim 64 --l2-bytes 60M --format json >"$work/l2ctas.json"
+check "L2 simulation: CTAs per SM of the kernel the shape runs (d=64 128x128: v2, 2)" python3 -c "
+import json; d=json.load(open('$work/l2ctas.json'))['rows'][0]['l2_sim']; assert d['ctas_per_sm']==2, d"
+"$bin" model --seq 2048 --head-dim 128 --block-cols 64 --l2-bytes 60M --ctas-per-sm 3 --format json >"$work/l2ctas3.json"
+check "--ctas-per-sm overrides it" python3 -c "
+import json; d=json.load(open('$work/l2ctas3.json'))['rows'][0]['l2_sim']; assert d['ctas_per_sm']==3, d"
 if "$bin" measure --seq 256 --head-dim 64 --repeats 2 >"$work/mout" 2>"$work/merr"; then
   check "measure with a device prints a measured table" grep -q "Measured on" "$work/mout"
 else

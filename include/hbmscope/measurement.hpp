@@ -34,7 +34,7 @@ struct TimingStats {
 enum class MeasureStatus { ok, failed, skipped };
 
 struct KernelMeasurement {
-  std::string kernel;  // "standard", "flash", "floor", "copy"
+  std::string kernel;  // "standard", "flash", "flash_v1", "floor", "softmax", "copy"
   std::string variant; // the model variant its bytes come from ("flash_no_l2", ...)
   MeasureStatus status = MeasureStatus::skipped;
   std::string reason;  // why failed or skipped
@@ -51,6 +51,10 @@ struct KernelMeasurement {
   double predicted_copy = 0.0;    // model_bytes / measured copy bandwidth, s
   double predicted_peak = 0.0;    // model_bytes / peak bandwidth, s
   double measured_over_predicted = 0.0;  // median / predicted_copy
+  std::uint64_t warps = 0;  // flash kernels: warps per CTA of the instantiation that ran
+  // The kernel's output fits in the device's L2: its writes may still sit in
+  // the L2 when the stop event fires, so the bandwidth reads high (not an HBM figure).
+  bool output_fits_l2 = false;
   // `measure --counters`: DRAM bytes the GPU counted over one launch (CUPTI),
   // after the same L2 flush as the timed samples; `counters` is "ok", or why
   // there are none ("" when not asked for).

@@ -234,7 +234,12 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
     for (std::size_t i = 0; i < report.rows.size(); ++i) {
       if (cost[i] == 0) continue;
       bar.update(done, total);
-      add_l2_sim(report.rows[i], *config);
+      // Without --ctas-per-sm: as many CTAs as the flash kernel this shape
+      // would run fits on one SM of the device (launch_plan's ptxas figures).
+      L2SimConfig c = *config;
+      if (!l2.ctas_per_sm)
+        c.ctas_per_sm = shape_ctas_per_sm(report.rows[i].shape, sm_limits_for_device(spec ? spec->name : ""));
+      add_l2_sim(report.rows[i], c);
       done += cost[i];
     }
     bar.update(total, total);
@@ -319,6 +324,8 @@ void require_forward(const Shape& s) {
 std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const std::vector<Shape>& shapes) {
   (void)parse_kernels(mo.kernels);
   for (const Shape& s : shapes) require_forward(s);
+  MeasureOptions sizes;
+  apply_measure_sizes(mo, sizes);  // --copy-bytes, --flush-bytes refused before the device is opened
   auto backend = make_backend(mo.device_index);
   if (!backend->available()) throw Error(backend->unavailable_reason());
   return backend;
@@ -332,6 +339,7 @@ void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_p
   opt.warmup = mo.warmup;
   opt.seed = mo.seed;
   opt.validate = !mo.no_validate;
+  apply_measure_sizes(mo, opt);
   opt.counters = mo.counters;
   if (!backend) backend = measuring_backend(mo, {});
   report.device = measure_device(*backend, opt);
@@ -546,7 +554,7 @@ int SweepCommands::run_sweep() {
   // Nor may a measure option that nothing would use (as --sms without the L2 simulation).
   if (!measure_)
     for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate",
-                             "--counters"})
+                             "--counters", "--copy-bytes", "--flush-bytes"})
       if (sweep_->count(name) > 0) throw UsageError(std::string(name) + ": needs --measure");
   if (config_) {  // a config file is an input of the run too
     refuse_input_as_output(out_.output, {*config_}, "--output");

@@ -79,11 +79,13 @@ nlohmann::json measurement_to_json(const KernelMeasurement& m) {
   if (!m.counters.empty()) j["counters"] = m.counters;
   // JSON has no NaN: a failed comparison's error is null.
   if (!std::isfinite(m.rel_error)) j["rel_error"] = nullptr;
-  if (m.kernel == "flash") {
+  if (m.kernel == "flash" || m.kernel == "flash_v1") {
     j["block_rows"] = m.block_rows;
     j["block_cols"] = m.block_cols;
     j["lse_rel_error"] = std::isfinite(m.lse_rel_error) ? nlohmann::json(m.lse_rel_error) : nlohmann::json();
+    if (m.warps) j["warps"] = m.warps;
   }
+  if (m.output_fits_l2) j["output_fits_l2"] = true;
   return j;
 }
 
@@ -346,8 +348,10 @@ void check_measurement(const nlohmann::json& m, std::string_view origin, const s
   if (!m.is_object()) jc::fail(origin, p, "a measurement object", m);
   for (const char* k : {"kernel", "variant", "status", "reason", "validated_on", "counters"})
     (void)opt_string(m, origin, p, k);
-  for (const char* k : {"block_rows", "block_cols", "model_bytes", "dram_read_bytes", "dram_write_bytes"})
+  for (const char* k : {"block_rows", "block_cols", "model_bytes", "dram_read_bytes", "dram_write_bytes", "warps"})
     opt_u64(m, origin, p, k);
+  if (const auto* f = member(m, "output_fits_l2"); f && !f->is_boolean())
+    jc::fail(origin, p + ".output_fits_l2", "true or false", *f);
   for (const char* k : {"rel_error", "lse_rel_error", "bandwidth_Bps", "copy_fraction", "tflops",
                         "measured_over_predicted"})
     opt_number(m, origin, p, k, true);
