@@ -89,7 +89,9 @@ TEST_CASE("batch, GQA, Nq != Nkv and dtype enter as the issue states", "[model]"
   CHECK(floor_bytes(s) == B * e * (2 * H * Nq * d + 2 * Hkv * Nkv * d));
   CHECK(attention_flops(s) == B * H * 4 * Nq * Nkv * d);
   s.causal = true;
-  CHECK(attention_flops(s) == B * H * 2 * Nq * Nkv * d);
+  // Bottom-right aligned: row r sees r + 2001 keys, 2001..3000 over the 1000 rows.
+  CHECK(visible_pairs_per_head(s) == 1000 * (2001 + 3000) / 2);
+  CHECK(attention_flops(s) == B * H * 4 * d * (1000 * (2001 + 3000) / 2));
 }
 
 TEST_CASE("causal key columns: closed form equals the definition", "[model][causal]") {

@@ -245,7 +245,10 @@ TEST_CASE("pass FLOPs: backward 2.5x, forward + backward 3.5x, halved when causa
   s.pass = Pass::fwdbwd;
   CHECK(pass_flops(s) * 2 == fwd * 7);
   s.causal = true;
-  CHECK(pass_flops(s) * 4 == fwd * 7);
+  const std::uint64_t causal_fwd = attention_flops(s);
+  CHECK(pass_flops(s) * 2 == causal_fwd * 7);
+  s.pass = Pass::bwd;
+  CHECK(pass_flops(s) * 2 == causal_fwd * 5);
 }
 
 TEST_CASE("fwdbwd is the sum of the two passes", "[model][bwd]") {
@@ -261,9 +264,13 @@ TEST_CASE("fwdbwd is the sum of the two passes", "[model][bwd]") {
     const ModelBytes b = evaluate(s);
     s.pass = Pass::fwdbwd;
     const ModelBytes fb = evaluate(s);
+    // The forward's log-sum-exp write (fp32 per row and head), which FlashAttention's
+    // backward and the backward floor read; standard attention's backward reads P.
+    const std::uint64_t lse = 4 * s.heads * s.seq_q * s.batch;
+    CHECK(forward_lse_bytes(s) == lse);
     CHECK(fb.standard == f.standard + b.standard);
-    CHECK(fb.flash_no_l2 == f.flash_no_l2 + b.flash_no_l2);
-    CHECK(fb.floor == f.floor + b.floor);
+    CHECK(fb.flash_no_l2 == f.flash_no_l2 + lse + b.flash_no_l2);
+    CHECK(fb.floor == f.floor + lse + b.floor);
     CHECK(b.floor <= b.flash_no_l2);
   }
 }
@@ -311,7 +318,8 @@ TEST_CASE("pass: parsing, sweep axis, rows and reports", "[report][bwd]") {
   const std::string table = render(r, {});
   CHECK_THAT(table, Catch::StartsWith("One head, by pass (model, BF16, blocks of 128)"));
   CHECK_THAT(table, Catch::Contains("Pass"));
-  CHECK_THAT(table, Catch::Contains("FlashAttention-1 order, no L2 reuse"));
+  CHECK_THAT(table, Catch::Contains("flash1_no_l2"));  // split past 120 columns: variant ids
+  CHECK_THAT(render(r, {Format::table, Units::decimal, true}), Catch::Contains("FlashAttention-1 order, no L2 reuse"));
 
   std::istringstream csv(render(r, {Format::csv}));
   std::string header, first;
@@ -330,4 +338,39 @@ TEST_CASE("pass: parsing, sweep axis, rows and reports", "[report][bwd]") {
   a.pass = {Pass::bwd};
   bwd.rows = model_rows(expand(a));
   CHECK_THAT(render(bwd, {}), Catch::StartsWith("One head, backward pass (model"));
+}
+
+TEST_CASE("causal FLOPs count the visible (query, key) pairs exactly", "[model][causal][flops]") {
+  // Nq 4096 > Nkv 1024: the first 3072 rows see nothing, then 1, 2, ..., 1024 keys.
+  Shape s = make(4096, 1024, 64, 128, 128, Dtype::bf16, true);
+  CHECK(visible_pairs_per_head(s) == 524800);
+  CHECK(attention_flops(s) == 4 * 64 * std::uint64_t{524800});
+  // Nq = Nkv = N: N(N+1)/2, half of N^2 plus the diagonal's N/2.
+  s = make(4096, 4096, 64, 128, 128, Dtype::bf16, true);
+  CHECK(visible_pairs_per_head(s) == 4096 * 4097 / 2);
+  CHECK(attention_flops(s) == std::uint64_t{4096} * 4096 * 64 * 2 + 4096 * 64 * 2);
+  // The definition, row by row, on small and ragged shapes.
+  for (std::uint64_t nq : {1u, 2u, 7u, 64u, 100u, 129u})
+    for (std::uint64_t nkv : {1u, 3u, 64u, 99u, 130u}) {
+      std::uint64_t pairs = 0;
+      for (std::uint64_t r = 0; r < nq; ++r)
+        for (std::uint64_t c = 0; c < nkv; ++c) pairs += c + nq <= r + nkv;  // c <= r + Nkv - Nq
+      s = make(nq, nkv, 8, 16, 16, Dtype::bf16, true);
+      CHECK(visible_pairs_per_head(s) == pairs);
+      s.causal = false;
+      CHECK(visible_pairs_per_head(s) == nq * nkv);
+    }
+}
+
+TEST_CASE("FLOPs overflow is checked on the final count", "[model][overflow][flops]") {
+  // 1M tokens, d 256, batch 16384, causal: 4 * 256 * 16384 * 2^20 (2^20 + 1) / 2 = 2^63 + 2^43,
+  // which fits although 4 * Nq * Nkv * d * B = 2^64 does not.
+  Shape s = make(std::uint64_t{1} << 20, std::uint64_t{1} << 20, 256, 128, 128, Dtype::bf16, true);
+  s.batch = 16384;
+  CHECK(attention_flops(s) == (std::uint64_t{1} << 63) + (std::uint64_t{1} << 43));
+  s.causal = false;
+  CHECK_THROWS_WITH(attention_flops(s), Catch::Contains("overflows"));
+  s.causal = true;
+  s.pass = Pass::bwd;  // 2.5x: over 2^64
+  CHECK_THROWS_WITH(pass_flops(s), Catch::Contains("overflows"));
 }

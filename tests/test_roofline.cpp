@@ -201,7 +201,7 @@ TEST_CASE("JSON report carries the device and predictions, and reads back", "[js
   CHECK(j["roofline"]["bandwidth_fraction"] == 0.8);
   CHECK(j["roofline"]["effective_bandwidth_bytes_per_s"].get<double>() == Approx(3.84e12));
   CHECK(j["roofline"]["device"]["peak_flops_dense"]["bf16"].get<double>() == Approx(989.4e12));
-  CHECK(j["roofline"]["device"]["sources"].size() == 7);
+  CHECK(j["roofline"]["device"]["sources"].size() == 8);
   CHECK_FALSE(j.contains("device"));  // `measure` (CUDA backend) uses that key
   CHECK(j["shard"]["index"] == 2);
   const auto& p = j["rows"][0]["prediction"]["standard"];
@@ -263,7 +263,8 @@ TEST_CASE("tables and CSV show predictions with units", "[report][roofline]") {
   const std::string csv = render(r, {Format::csv});
   const std::string header = csv.substr(0, csv.find('\n'));
   CHECK_THAT(header, Catch::EndsWith(",device,bandwidth_fraction,ridge_point,seconds_standard,seconds_flash_no_l2,"
-                                     "seconds_floor,bound_standard,bound_flash_no_l2,bound_floor"));
+                                     "seconds_floor,bound_standard,bound_flash_no_l2,bound_floor,"
+                                     "fits_in_memory_standard"));
   CHECK_THAT(csv, Catch::Contains(",H100 SXM,1,"));
   CHECK(format_seconds(4.069e-5) == "40.7 µs");
   CHECK(format_seconds(2.5e-3) == "2.5 ms");
@@ -291,10 +292,10 @@ TEST_CASE("gnuplot script: one line per variant, time chart with a device", "[pl
   CHECK_THAT(s, Catch::Contains("title 'flash_no_l2 (d=128)'"));
   CHECK_THAT(s, !Catch::Contains("multiplot"));
   add_predictions(r, find_device("h100"), 1.0);
+  CHECK_THAT(gnuplot_script(r, PlotTerminal::svg), Catch::Contains("compute-bound"));
   s = gnuplot_script(r, PlotTerminal::dumb);
   CHECK_THAT(s, Catch::Contains("set terminal dumb"));
   CHECK_THAT(s, Catch::Contains("set multiplot layout 2,1"));
-  CHECK_THAT(s, Catch::Contains("compute-bound"));
   CHECK_THAT(s, !Catch::Contains("set output"));
   CHECK_THROWS(gnuplot_script(Report{}, PlotTerminal::svg));
 }

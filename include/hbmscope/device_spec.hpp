@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "hbmscope/shape.hpp"
 
@@ -21,11 +22,15 @@ struct PeakFlops {
 struct DeviceSpec {
   std::string id;                 // preset name ("h100-sxm") or the file it came from
   std::string name;               // "H100 SXM"
+  std::vector<std::string> aliases;  // other names --device takes ("h100")
   std::string memory;             // free text, e.g. "80 GB HBM3"
   double bandwidth = 0;           // DRAM bandwidth, bytes/s (datasheet)
   std::uint64_t l2_bytes = 0;
   std::uint64_t sm_count = 0;
   PeakFlops peak;
+  // Device memory in bytes (JSON memory_bytes, optional): 0 = not given, and
+  // no variant is then checked against it.
+  std::uint64_t memory_bytes = 0;
   // Where each figure comes from, keyed by its JSON name
   // ("memory_bandwidth_bytes_per_s", "peak_flops_dense.bf16", ...).
   std::map<std::string, std::string> sources;
@@ -56,6 +61,11 @@ struct Prediction {
   double memory_seconds = 0;   // bytes / effective bandwidth
   double compute_seconds = 0;  // flops / peak
   Bound bound = Bound::memory; // which term binds (memory on a tie)
+  // Bytes the variant holds in device memory at once (0: not modelled; today
+  // the standard variants' S and P with Q, K, V, O), and whether that fits in
+  // the device's memory_bytes (true when either is unknown).
+  std::uint64_t footprint_bytes = 0;
+  bool fits_in_memory = true;
 };
 
 // Throws Error when the fraction is not in [1e-6, 1], the device lacks a figure

@@ -17,8 +17,15 @@ std::uint64_t standard_bytes(const Shape& s);
 std::uint64_t flash_no_l2_bytes(const Shape& s);
 // Every value read or written exactly once.
 std::uint64_t floor_bytes(const Shape& s);
-// 4*Nq*Nkv*d per head, halved when causal (FlashAttention benchmarks' convention).
+// Forward FLOPs: 4*d per (query, key) pair a head computes, Nq*Nkv of them, or
+// with the causal mask only the visible ones (about half when Nq = Nkv).
 std::uint64_t attention_flops(const Shape& s);
+// The (query, key) pairs of one head: Nq*Nkv, or the visible ones when causal
+// (row r sees keys c <= r + Nkv - Nq): Nq = Nkv = N gives N(N+1)/2.
+std::uint64_t visible_pairs_per_head(const Shape& s);
+// The log-sum-exp (fp32 per query row and head) a training forward pass writes
+// for the backward: counted in --pass fwdbwd for flash_no_l2 and floor.
+std::uint64_t forward_lse_bytes(const Shape& s);
 
 // (query block, key block) tiles visited for one head (T in docs/model.md):
 // ceil(Nq/Br)*ceil(Nkv/Bc) without a mask. The same pairs in either loop order.
@@ -42,8 +49,15 @@ std::uint64_t flash_bwd_no_l2_bytes(const Shape& s);
 // (dQ, dK, dV) written once.
 std::uint64_t floor_bwd_bytes(const Shape& s);
 
-// FLOPs of s.pass: forward 4*Nq*Nkv*d per head, backward 2.5x that, forward +
-// backward 3.5x; halved when causal.
+// The bytes standard attention holds in device memory at once (B in all): Q,
+// K, V, O and its Nq x Nkv matrices, two in the forward pass (S, P), three in
+// the backward (P, dP, dS, with dO, dQ, dK, dV). Saturates at 2^64 - 1: it is
+// compared with a device's memory, never added.
+std::uint64_t standard_resident_bytes(const Shape& s);
+
+// FLOPs of s.pass: forward 4*d per visible (query, key) pair and head, backward
+// 2.5x that, forward + backward 3.5x; refused only when the final count
+// overflows 64 bits.
 std::uint64_t pass_flops(const Shape& s);
 
 struct ModelBytes {
@@ -54,7 +68,8 @@ struct ModelBytes {
 };
 
 // The three variants' totals and the FLOPs of s.pass (forward, backward, or
-// their sum for fwdbwd). For the forward pass these are the functions above.
+// their sum for fwdbwd, with the forward's log-sum-exp write added to
+// flash_no_l2 and floor). For the forward pass these are the functions above.
 ModelBytes evaluate(const Shape& s);
 
 inline double intensity(std::uint64_t flops, std::uint64_t bytes) {

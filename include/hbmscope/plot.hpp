@@ -2,8 +2,10 @@
 // Charts of a report as a gnuplot script (data inline): HBM bytes against
 // sequence length, one line per variant and series; with a device, predicted
 // time too, marking which bound binds. Running gnuplot is the CLI's job.
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hbmscope/report.hpp"
 
@@ -18,9 +20,29 @@ PlotTerminal plot_terminal_for(const std::string& target);
 // script runs; control characters (line breaks) become spaces.
 std::string gnuplot_quoted(std::string_view s);
 
+// The shape field a chart puts on its x axis (--x); rows that differ in any
+// other field (or group label) are separate series, one line each.
+enum class PlotAxis { seq, seq_kv, head_dim, batch, heads };
+// "seq", "seq_kv", "head_dim", "batch", "heads" (also with '-'); none otherwise.
+std::optional<PlotAxis> parse_plot_axis(std::string_view s);
+
+struct PlotOptions {
+  PlotAxis x = PlotAxis::seq;
+  // Variants the run meant to have (e.g. a simulation asked for): those with
+  // no row in the report are named in the chart's note.
+  std::vector<std::string> expected;
+};
+
 // The whole script. gnuplot draws to its stdout, which the caller points at
 // the image file, so that no file name is ever parsed by gnuplot. Throws Error
-// when there is nothing to plot.
+// when there is nothing to plot, or when the x axis has one value only (the
+// message names the fields that do vary).
 std::string gnuplot_script(const Report& report, PlotTerminal terminal);
+std::string gnuplot_script(const Report& report, PlotTerminal terminal, const PlotOptions& options);
+
+// What the chart leaves out, for a note on stderr and in the chart: expected
+// variants with no point at all (a simulation skipped on every shape), and
+// variants with no point in some series (no legend entry is drawn for those).
+std::vector<std::string> plot_notes(const Report& report, const PlotOptions& options = {});
 
 }  // namespace hbmscope

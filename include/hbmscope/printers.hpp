@@ -22,8 +22,23 @@ std::optional<Units> parse_units(std::string_view s);
 struct PrintOptions {
   Format format = Format::table;
   Units units = Units::decimal;
-  bool wide = false;  // table/md: add FLOPs and arithmetic intensity columns
+  bool wide = false;  // table/md: add FLOPs and arithmetic intensity columns, one table
+  // Table/md column groups to show (column_groups below); empty: bytes, l2
+  // and time, with --wide every group.
+  std::vector<std::string> columns{};
+  // A terminal table wider than this is split into one table per group (and a
+  // group too wide for one table into several), each with the shape columns;
+  // 0 or --wide: never split. Markdown is never split.
+  std::size_t max_width = 120;
 };
+
+// The groups of table columns --columns picks from: "bytes" (one per variant),
+// "l2" (the L2 simulation's detail), "time" (roofline time per variant, with
+// --device), "flops" (FLOPs, intensity per variant, the ridge point).
+inline const std::vector<std::string>& column_groups() {
+  static const std::vector<std::string> g{"bytes", "l2", "time", "flops"};
+  return g;
+}
 
 // 2097152 -> "2.1 MB" (decimal, %.3g), "2 MiB" (binary), "2097152 B" (bytes).
 std::string format_bytes(std::uint64_t bytes, Units units);

@@ -69,7 +69,7 @@ struct L2SimDetail {
 
 struct Row {
   Shape shape;
-  std::uint64_t flops = 0;   // attention FLOPs (halved when causal)
+  std::uint64_t flops = 0;   // attention FLOPs (the visible pairs when causal)
   std::vector<VariantResult> variants;
   std::optional<L2SimDetail> l2_sim;  // present when the L2 simulation ran
   std::vector<KernelMeasurement> measurements;  // `measure`: one per kernel run on this shape

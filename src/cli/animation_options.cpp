@@ -103,7 +103,7 @@ Shape walk_shape(ShapeOptions o) {
   if (!o.head_dim && !decode) o.head_dim = "64";
   const auto shapes = expand(to_axes(o));
   if (shapes.size() != 1)
-    throw Error("walk draws one shape; the options give " + std::to_string(shapes.size()));
+    throw UsageError("walk draws one shape; the options give " + std::to_string(shapes.size()));
   return shapes.front();
 }
 
@@ -135,14 +135,14 @@ std::uint64_t decode_walk_stride(const Shape& s, std::uint64_t splits, unsigned 
 LoopOrder parse_order(const std::string& s) {
   if (s == "fa2") return LoopOrder::fa2;
   if (s == "fa1") return LoopOrder::fa1;
-  throw Error("--order: '" + s + "' is not one of fa2, fa1");
+  throw UsageError("--order: '" + s + "' is not one of fa2, fa1");
 }
 
 namespace {
 // One positive integer, with the sweep axes' syntax and errors (K suffix...).
 std::uint64_t one_count(const std::string& text, const char* option) {
   const auto v = parse_int_axis(text, option);
-  if (v.size() != 1) throw Error(std::string("--") + option + ": '" + text + "' is not one number");
+  if (v.size() != 1) throw UsageError(std::string("--") + option + ": '" + text + "' is not one number");
   return v.front();
 }
 }  // namespace
@@ -153,13 +153,13 @@ std::vector<double> softmax_values(const SoftmaxOptions& o) {
   softmax_block(o);  // a bad --block is named before anything else
   if (o.random) {
     const std::uint64_t n = one_count(*o.random, "random");
-    if (!o.values.empty()) throw Error("softmax: give values or --random N, not both");
+    if (!o.values.empty()) throw UsageError("softmax: give values or --random N, not both");
     if (n > max_softmax_values)
-      throw Error("--random: '" + *o.random + "' is more than " +
+      throw UsageError("--random: '" + *o.random + "' is more than " +
                   std::to_string(max_softmax_values) + " values");
     const bool digits = !o.seed.empty() && o.seed.size() <= 19 &&
                         o.seed.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits) throw Error("--seed: '" + o.seed + "' is not a non-negative integer");
+    if (!digits) throw UsageError("--seed: '" + o.seed + "' is not a non-negative integer");
     return random_logits(n, std::stoull(o.seed));
   }
   std::vector<double> x;
@@ -172,7 +172,7 @@ std::vector<double> softmax_values(const SoftmaxOptions& o) {
     }
   }
   if (x.empty())
-    throw Error("softmax: no values (e.g. `hbmscope softmax 3 1 4 1 5`, or --random N)");
+    throw UsageError("softmax: no values (e.g. `hbmscope softmax 3 1 4 1 5`, or --random N)");
   return x;
 }
 

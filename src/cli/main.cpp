@@ -20,6 +20,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
 #include "hbmscope/printers.hpp"
+#include "hbmscope/sweep_config.hpp"
 #include "../report/json_check.hpp"
 #include "options.hpp"
 #include "reconcile_command.hpp"
@@ -31,19 +32,23 @@ using namespace hbmscope;
 
 int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
               const cli::OutputOptions& out, ModelOptions variants,
-              const cli::DeviceOptions& dev) {
+              const cli::DeviceOptions& dev, const std::optional<std::string>& only = std::nullopt) {
   (void)cli::to_print_options(out);
   cli::check_device_options(dev, out);
   // Before the shapes are modelled (--sms alone serves decode rows' split heuristic).
-  (void)cli::check_l2_options(cli::decode_l2_options(l2_given, dev, shape.decode || shape.context_lengths), dev);
+  const bool sims =
+      cli::check_l2_options(cli::decode_l2_options(l2_given, dev, shape.decode || shape.context_lengths), dev);
   Report report;
   report.command = "model";
   const std::vector<Shape> shapes = expand(cli::to_axes(shape));
   cli::check_variants(variants, shapes);
   cli::check_run_size(shapes.size(), "model");
   const cli::L2Options l2 = cli::prepare_decode(variants, l2_given, dev, shapes);
+  const std::vector<std::string> kept = only ? cli::variant_list(*only) : std::vector<std::string>{};
+  if (only) cli::check_variant_ids(kept, "--variants", shapes, variants, sims);
   report.rows = model_rows(shapes, variants, {});
   const auto notes = cli::add_l2_sims(report, l2, dev);
+  if (only) keep_variants(report.rows, kept, "--variants");
   return cli::finish_report(report, out, dev, notes);
 }
 
@@ -156,6 +161,11 @@ int main(int argc, char** argv) {
   ModelOptions model_variants;
   model->add_flag("--fa1", model_variants.flash1,
                   "Add the FlashAttention-1 loop order column (flash1_no_l2; forward pass only)");
+  std::optional<std::string> model_only;
+  model->add_option("--variants", model_only,
+                    "Report only these variants, e.g. flash_no_l2,floor (flash_l2_sim and "
+                    "standard_l2_sim stay with flash_no_l2 and standard) [default: all]")
+      ->type_name("LIST");
   model->footer(cli::model_columns_help);
   cli::DeviceOptions model_device;
   cli::add_device_options(*model, model_device);
@@ -215,13 +225,17 @@ int main(int argc, char** argv) {
 
   try {
     int rc = 0;
-    if (model->parsed()) rc = run_model(model_shape, model_l2, model_out, model_variants, model_device);
+    if (model->parsed()) rc = run_model(model_shape, model_l2, model_out, model_variants, model_device, model_only);
     else if (sweep_commands.run(rc)) (void)0;
     else if (walk->parsed()) rc = run_walk(walk_shape, walk_opts);
     else if (softmax->parsed()) rc = run_softmax(softmax_opts);
     else if (measure->parsed()) rc = run_measure(measure_shape, measure_out, measure_opts);
     else if (reconcile_command.run(rc)) (void)0;
     return finish_stdout(rc);
+  } catch (const UsageError& e) {
+    // A malformed command line, as CLI11's own errors: exit 2 (README).
+    std::fprintf(stderr, "hbmscope: error: %s\n", json_check::printable(e.what()).c_str());
+    return 2;
   } catch (const Error& e) {
     // Messages quote paths and values as given: escaped, the error stays one line.
     std::fprintf(stderr, "hbmscope: error: %s\n", json_check::printable(e.what()).c_str());

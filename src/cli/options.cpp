@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cerrno>
@@ -17,7 +18,10 @@ const char* const model_columns_help = R"(Columns (bytes through HBM, reads + wr
   FlashAttention, no L2 reuse  FlashAttention-2 order; K and V re-read from HBM for every
                                query block of Br rows
   Every value once (floor)     Q, K, V read once and O written once: the least any kernel moves
-  --wide adds FLOPs (4*Nq*Nkv*d per head, halved when causal) and FLOP/B per variant.
+  --wide puts every column in one table and adds FLOPs (4*d per (query, key) pair and
+  head: 4*Nq*Nkv*d, or the visible pairs when causal) and FLOP/B per variant; --columns
+  picks groups (bytes, l2, time, flops). A table wider than 120 columns is split into one
+  table per group, headed by variant ids (standard, flash_no_l2, floor, ...).
   --fa1 adds "FlashAttention-1 order, no L2 reuse" (variant flash1_no_l2): key/value blocks
   outer, so Q, O and the fp32 row statistics l, m are re-read and O, l, m re-written for
   every key block (forward pass only).
@@ -26,7 +30,8 @@ With --pass bwd the same three columns count the backward pass: standard = five 
 with P kept from the forward pass; FlashAttention = FA2's backward (D = rowsum(dO o O),
 key blocks outer, dQ accumulated in fp32 by atomic adds, then converted); floor = Q, K,
 V, O, dO and the log-sum-exp read once, dQ, dK, dV written once. FLOPs are 2.5x the
-forward's; --pass fwdbwd adds both passes (3.5x). docs/model.md lists every read and write.
+forward's; --pass fwdbwd adds both passes (3.5x) and the forward's log-sum-exp write
+that FlashAttention's backward reads. docs/model.md lists every read and write.
 
 With --l2-bytes, or --device (its L2 size and SM count), a simulation of the CTA schedule
 and an LRU L2 adds (docs/model.md; with --device alone, shapes over 2^25 simulated
@@ -60,7 +65,7 @@ Examples:
   hbmscope                                  the design note's table
   hbmscope model --seq 1K:128K:x2 --head-dim 128 --heads 32 --kv-heads 8 --causal
   hbmscope model --seq 4096 --head-dim 64,128 --dtype bf16,fp8 --format csv
-  hbmscope model --format json --output report.json
+  hbmscope model --output report.json       JSON, from the extension (.csv, .md too)
   hbmscope model --pass fwd,bwd,fwdbwd --seq 4096 --head-dim 64
   hbmscope model --fa1                      the note's table with FlashAttention-1's order
   hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132
@@ -102,7 +107,7 @@ Columns of the measured table:
   Bandwidth            model bytes / median time; marked (L2) when the kernel's output
                        fits in the L2 (its writes may not have reached HBM when timing stops)
   % of copy            bandwidth / the measured device-to-device copy bandwidth
-  TFLOP/s              4*Nq*Nkv*d per head (halved when causal) / median time
+  TFLOP/s              4*d per visible (query, key) pair and head / median time
   Predicted            model bytes / copy bandwidth; Measured/predicted = median / that
   Error                relative L2 error on validation (or why it failed / was skipped)
 
@@ -215,7 +220,8 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
   app.add_option("--block-cols", o.block_cols, "FlashAttention key block Bc, e.g. 64 [default: 128]")
       ->type_name("LIST");
   app.add_flag("--causal", o.causal,
-               "Causal mask: query row r sees key c iff c <= r + (Nkv - Nq); halves FLOPs");
+               "Causal mask: query row r sees key c iff c <= r + (Nkv - Nq); FLOPs count the "
+               "visible pairs");
   app.add_option("--pass", o.pass,
                  "Pass(es) counted: fwd (forward), bwd (backward, from dO), fwdbwd (both, one "
                  "training step), e.g. fwd,bwd [default: fwd]")
@@ -306,16 +312,29 @@ void add_l2_options(CLI::App& app, L2Options& o) {
                  "then batch, as hbmscope's kernel) or head-major (head fastest) "
                  "[default: query-block-major]")
       ->type_name("query-block-major|head-major");
+  app.add_option("--l2-qo", o.qo,
+                 "Simulation: whether Q tiles read and O tiles written take L2 space (allocate, "
+                 "as NVIDIA's L2 does for loads and write-back stores) or bypass it, leaving it "
+                 "all to K and V (as with evict-first or streaming hints) [default: allocate]")
+      ->type_name("allocate|bypass");
 }
 
 void add_output_options(CLI::App& app, OutputOptions& o) {
-  app.add_option("--format", o.format, "Output: table (terminal), json, csv (one header row), md")
+  app.add_option("--format", o.format,
+                 "Output: table (terminal), json, csv (one header row), md [default: from the "
+                 "--output file's extension (.json, .csv, .md), else table]")
       ->type_name("table|json|csv|md");
   app.add_option("--units", o.units,
                  "Byte units in table/md: decimal (MB = 10^6 B, 3 significant figures), binary "
                  "(MiB), bytes (exact integers)")
       ->type_name("decimal|binary|bytes");
-  app.add_flag("--wide", o.wide, "Table/md: add FLOPs and arithmetic intensity (FLOP/B) columns");
+  app.add_flag("--wide", o.wide,
+               "Table/md: every column in one table, adding FLOPs and arithmetic intensity (FLOP/B)");
+  app.add_option("--columns", o.columns,
+                 "Table/md: the column groups to show, among bytes, l2 (the simulation's detail), "
+                 "time (with --device), flops (FLOPs, intensity, ridge), or all, e.g. bytes,time "
+                 "[default: bytes,l2,time; a table wider than 120 columns is split by group]")
+      ->type_name("LIST");
   app.add_option("--output", o.output,
                  "Write the report to FILE atomically (temporary file + rename) instead of stdout; "
                  "a device or FIFO is written in place, - is stdout")
@@ -383,14 +402,14 @@ std::uint64_t single_value(const std::string& text, std::string_view option, boo
   const std::string_view t = text;
   if (zero_ok && (t == "0" || t == "0K" || t == "0M" || t == "0G")) return 0;
   const auto v = parse_int_axis(t, option);
-  if (v.size() != 1) throw Error("--" + std::string(option) + ": '" + text + "' must be one value");
+  if (v.size() != 1) throw UsageError("--" + std::string(option) + ": '" + text + "' must be one value");
   return v.front();
 }
 
 std::uint32_t small_count(const std::string& text, std::string_view option) {
   const std::uint64_t v = single_value(text, option, false);
   if (v > max_sm_count)
-    throw Error("--" + std::string(option) + ": '" + text + "' is too large (at most " +
+    throw UsageError("--" + std::string(option) + ": '" + text + "' is too large (at most " +
                 std::to_string(max_sm_count) + ")");
   return static_cast<std::uint32_t>(v);
 }
@@ -401,9 +420,19 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
   if (!o.l2_bytes && !device) {
     for (const auto& [given, name] : {std::pair{o.sms.has_value(), "--sms"},
                                       {o.ctas_per_sm.has_value(), "--ctas-per-sm"},
-                                      {o.order.has_value(), "--l2-order"}})
+                                      {o.order.has_value(), "--l2-order"},
+                                      {o.qo.has_value(), "--l2-qo"}})
       if (given)
-        throw Error(std::string(name) + " needs --l2-bytes or --device (the L2 simulation is off)");
+        throw UsageError(std::string(name) + " needs --l2-bytes or --device (the L2 simulation is off)");
+    return std::nullopt;
+  }
+  // --l2-bytes 0: no simulation, even with a device.
+  if (o.l2_bytes && single_value(*o.l2_bytes, "l2-bytes", true) == 0) {
+    for (const auto& [given, name] : {std::pair{o.sms.has_value(), "--sms"},
+                                      {o.ctas_per_sm.has_value(), "--ctas-per-sm"},
+                                      {o.order.has_value(), "--l2-order"},
+                                      {o.qo.has_value(), "--l2-qo"}})
+      if (given) throw UsageError(std::string(name) + ": the L2 simulation is off (--l2-bytes 0)");
     return std::nullopt;
   }
   L2SimConfig c;
@@ -422,8 +451,13 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
   if (o.order) {
     const auto r = parse_rasterization(*o.order);
     if (!r)
-      throw Error("--l2-order: '" + *o.order + "' is not one of query-block-major, head-major");
+      throw UsageError("--l2-order: '" + *o.order + "' is not one of query-block-major, head-major");
     c.order = *r;
+  }
+  if (o.qo) {
+    if (*o.qo != "allocate" && *o.qo != "bypass")
+      throw UsageError("--l2-qo: '" + *o.qo + "' is not one of allocate, bypass");
+    c.q_o_allocate = *o.qo == "allocate";
   }
   return c;
 }
@@ -434,24 +468,75 @@ std::uint64_t decode_sm_count(const L2Options& o, const DeviceSpec* device) {
   return default_decode_sm_count;
 }
 
+namespace {
+
+// The format a file name asks for: .json, .csv, .md (any case); none otherwise.
+std::optional<Format> format_of_name(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return std::nullopt;
+  std::string ext = path.substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == "json") return Format::json;
+  if (ext == "csv") return Format::csv;
+  if (ext == "md" || ext == "markdown") return Format::md;
+  return std::nullopt;
+}
+
+const char* format_word(Format f) {
+  switch (f) {
+    case Format::table: return "table";
+    case Format::json: return "json";
+    case Format::csv: return "csv";
+    case Format::md: return "md";
+  }
+  return "";
+}
+
+}  // namespace
+
+Format resolve_format(const std::string& given, const std::optional<std::string>& output, Format fallback) {
+  const std::optional<Format> named =
+      output && *output != "-" ? format_of_name(*output) : std::nullopt;
+  if (given.empty()) return named.value_or(fallback);
+  const auto f = parse_format(given);
+  if (!f) throw UsageError("--format: '" + given + "' is not one of table, json, csv, md");
+  if (named && *named != *f)
+    throw UsageError("--format " + given + " contradicts --output '" + *output + "' (a ." +
+                     format_word(*named) + " file): drop --format or rename the file");
+  return *f;
+}
+
 void apply_measure_sizes(const MeasureCliOptions& o, MeasureOptions& opt) {
   if (o.copy_bytes) opt.copy_bytes = single_value(*o.copy_bytes, "copy-bytes", false);
   if (o.flush_bytes) {
     opt.flush_bytes = single_value(*o.flush_bytes, "flush-bytes", false);
     if (opt.flush_bytes % 16 != 0)
-      throw Error("--flush-bytes: '" + *o.flush_bytes + "' must be a multiple of 16 bytes");
+      throw UsageError("--flush-bytes: '" + *o.flush_bytes + "' must be a multiple of 16 bytes");
   }
 }
 
 PrintOptions to_print_options(const OutputOptions& o) {
   PrintOptions p;
-  const auto f = parse_format(o.format);
-  if (!f) throw Error("--format: '" + o.format + "' is not one of table, json, csv, md");
+  const auto f = std::optional<Format>(resolve_format(o.format, o.output));
   const auto u = parse_units(o.units);
-  if (!u) throw Error("--units: '" + o.units + "' is not one of decimal, binary, bytes");
+  if (!u) throw UsageError("--units: '" + o.units + "' is not one of decimal, binary, bytes");
   p.format = *f;
   p.units = *u;
   p.wide = o.wide;
+  if (o.columns) {
+    const std::string& t = *o.columns;
+    for (std::size_t pos = 0; pos <= t.size();) {
+      const std::size_t comma = std::min(t.find(',', pos), t.size());
+      const std::string g = t.substr(pos, comma - pos);
+      const auto& known = column_groups();
+      if (g == "all") p.columns.insert(p.columns.end(), known.begin(), known.end());
+      else if (std::find(known.begin(), known.end(), g) != known.end()) p.columns.push_back(g);
+      else
+        throw UsageError("--columns: '" + g + "' is not one of bytes, l2, time, flops, all");
+      pos = comma + 1;
+    }
+  }
   return p;
 }
 

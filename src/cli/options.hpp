@@ -35,15 +35,17 @@ std::vector<std::uint64_t> parse_context_lengths(const std::string& text);
 
 
 struct OutputOptions {
-  std::string format = "table";
+  std::string format;  // empty: from the --output file's extension, else table
   std::string units = "decimal";
   bool wide = false;
   std::optional<std::string> output;
+  std::optional<std::string> columns{};  // --columns: groups of table columns
 };
 
 // The L2 simulation's parameters (flash_l2_sim, standard_l2_sim), as typed.
 struct L2Options {
   std::optional<std::string> l2_bytes, sms, ctas_per_sm, order;
+  std::optional<std::string> qo{};  // --l2-qo allocate|bypass
 };
 
 void add_l2_options(CLI::App& app, L2Options& o);
@@ -86,6 +88,12 @@ SweepAxes to_axes(const ShapeOptions& o);
 // points into the two axes first.
 void apply_shape_options(SweepAxes& a, const ShapeOptions& o);
 PrintOptions to_print_options(const OutputOptions& o);
+
+// The format of a report: --format when given, else the --output file's
+// extension (.json, .csv, .md; anything else a table), else fallback.
+// UsageError for an unknown --format or one that contradicts the extension.
+Format resolve_format(const std::string& given, const std::optional<std::string>& output,
+                      Format fallback = Format::table);
 // The simulation's parameters when --l2-bytes is given, or else when a device
 // is (its L2 size and SM count; --sms, --ctas-per-sm, --l2-order still apply);
 // none otherwise. Throws Error on bad values or on --sms and friends with

@@ -71,8 +71,8 @@ std::string gnuplot_or_throw() {
   return g;
 }
 
-Plot::Plot(const Report& report, const std::string& target)
-    : Plot(target, [&](PlotTerminal t) { return gnuplot_script(report, t); }) {}
+Plot::Plot(const Report& report, const std::string& target, const PlotOptions& options)
+    : Plot(target, [&](PlotTerminal t) { return gnuplot_script(report, t, options); }) {}
 
 Plot::Plot(const std::string& target, const std::function<std::string(PlotTerminal)>& make_script) {
   const PlotTerminal term = plot_terminal_for(target);

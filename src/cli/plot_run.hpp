@@ -20,7 +20,7 @@ class Plot {
   // target: FILE.svg, FILE.png or "-" (gnuplot's dumb terminal, kept as
   // text). Throws Error when gnuplot is not on the PATH, the target cannot be
   // written (as write_file_atomic's checks), or gnuplot fails.
-  Plot(const Report& report, const std::string& target);
+  Plot(const Report& report, const std::string& target, const PlotOptions& options = {});
   // The same for any chart: `script` makes the gnuplot script for the terminal.
   Plot(const std::string& target, const std::function<std::string(PlotTerminal)>& script);
   Plot(const Plot&) = delete;

@@ -28,14 +28,18 @@ namespace hbmscope::cli {
 namespace {
 
 const char* const device_help = R"(
-With --device, one more column per variant: "Time: ID" = max(bytes / (bandwidth x
-fraction), FLOPs / dense peak of the dtype), and which term binds, "memory" or
-"compute" (time in ns, µs, ms or s). --wide adds "Ridge": the FLOP/B at which the
-two terms are equal; a variant whose intensity is below it is memory-bound.
+With --device, a table of predicted times, one column per variant ("Time: ID" with
+--wide) = max(bytes / (bandwidth x fraction), FLOPs / dense peak of the dtype), and
+which term binds, "memory" or "compute" (time in ns, µs, ms or s); a standard-attention
+time marked † is for a kernel whose S and P do not fit in the device's memory. --wide
+adds "Ridge": the FLOP/B at which the two terms are equal; a variant whose intensity is
+below it is memory-bound. --plot draws against --x seq (or seq_kv, head_dim, batch,
+heads); rows that differ in another field are separate lines.
   hbmscope model --device h100 --seq 4K:64K:x2 --head-dim 128
   hbmscope model --device my-gpu.json --bandwidth-fraction 0.8 --wide
   hbmscope model --seq 1K:64K:x2 --plot bytes.svg       (needs gnuplot)
   hbmscope model --seq 1K:64K:x2 --device h200 --plot -  (chart in the terminal)
+  hbmscope sweep --seq 4K --head-dim 64,128,256 --heads 8,32 --plot d.svg --x head_dim
 `hbmscope devices` lists the presets and their sources.)";
 
 const char* const sweep_help = R"(Columns: as `hbmscope model` (see `hbmscope model --help`), plus "Group"
@@ -74,7 +78,7 @@ void emit(const std::string& text, const std::optional<std::string>& output) {
 
 Format format_or_throw(const std::string& f) {
   const auto p = parse_format(f);
-  if (!p) throw Error("--format: '" + f + "' is not one of table, json, csv, md");
+  if (!p) throw UsageError("--format: '" + f + "' is not one of table, json, csv, md");
   return *p;
 }
 
@@ -112,7 +116,7 @@ std::vector<std::string> split_list(const std::string& text, const char* option)
   for (std::size_t pos = 0; pos <= text.size();) {
     const std::size_t comma = std::min(text.find(',', pos), text.size());
     std::string item = text.substr(pos, comma - pos);
-    if (item.empty()) throw Error(std::string(option) + ": '" + text + "' has an empty item");
+    if (item.empty()) throw UsageError(std::string(option) + ": '" + text + "' has an empty item");
     out.push_back(std::move(item));
     pos = comma + 1;
   }
@@ -127,8 +131,9 @@ std::string row_key(const nlohmann::json& row) {
 
 void add_device_options(CLI::App& app, DeviceOptions& o) {
   app.add_option("--device", o.device,
-                 "Predict time on this GPU: a preset (h100, h200, a100, b200, l40s, 4090; see "
-                 "`hbmscope devices`) or a JSON file of the same form, e.g. --device my-gpu.json")
+                 "Predict time on this GPU: a preset (h100-sxm or h100, h200, a100-80gb-sxm or a100, "
+                 "b200, l40s, rtx-4090 or 4090; `hbmscope devices` lists ids and aliases) or a JSON "
+                 "file of the same form, e.g. --device my-gpu.json")
       ->type_name("NAME|FILE");
   app.add_option("--bandwidth-fraction", o.bandwidth_fraction,
                  "Share of the datasheet bandwidth the roofline assumes, in (0, 1], e.g. 0.8 "
@@ -141,13 +146,20 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
                  "never the same file), or - for the terminal")
       ->type_name("FILE|-")
       ->check(not_empty());
+  app.add_option("--x", o.x,
+                 "The chart's x axis: seq, seq_kv, head_dim, batch or heads; rows that differ "
+                 "in another field are separate lines [default: seq]")
+      ->type_name("AXIS");
   app.footer(app.get_footer() + "\n" + device_help);
 }
 
 void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   if (d.bandwidth_fraction && !d.device)
-    throw Error("--bandwidth-fraction: needs --device (the fraction of which device's bandwidth?)");
+    throw UsageError("--bandwidth-fraction: needs --device (the fraction of which device's bandwidth?)");
   if (d.bandwidth_fraction) validate_bandwidth_fraction(*d.bandwidth_fraction);
+  if (d.x && !d.plot) throw UsageError("--x: needs --plot (the axis of which chart?)");
+  if (d.x && !parse_plot_axis(*d.x))
+    throw UsageError("--x: '" + *d.x + "' is not one of seq, seq_kv, head_dim, batch, heads");
   // Targets are checked before a long sweep, and so before anything is written.
   if (!to_stdout(out.output)) check_write_target(*out.output);
   // A device file is an input: --output or --plot naming it is refused.
@@ -161,12 +173,13 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
     if (*d.plot != "-") {
       check_write_target(*d.plot, "--plot: ");
       if (!to_stdout(out.output) && same_write_target(*out.output, *d.plot))
-        throw Error("--plot: '" + *d.plot + "' is also the --output file; give the chart a name of its own");
+        throw UsageError("--plot: '" + *d.plot + "' is also the --output file; give the chart a name of its own");
     }
     (void)gnuplot_or_throw();
-    if (*d.plot == "-" && to_stdout(out.output) && (out.format == "json" || out.format == "csv"))
-      throw Error("--plot -: the chart would be mixed into the " + out.format +
-                  " on stdout; write the report with --output FILE");
+    const Format f = resolve_format(out.format, out.output);
+    if (*d.plot == "-" && to_stdout(out.output) && (f == Format::json || f == Format::csv))
+      throw UsageError(std::string("--plot -: the chart would be mixed into the ") +
+                       (f == Format::json ? "json" : "csv") + " on stdout; write the report with --output FILE");
   }
 }
 
@@ -181,6 +194,7 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   // O(1) per shape before any runs, so that a run too long is refused at once.
   std::vector<std::uint64_t> cost(report.rows.size(), 0);
   std::size_t too_large = 0, over_budget = 0, shapes = 0;
+  std::vector<std::size_t> over_cap;
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     const Shape& s = report.rows[i].shape;
@@ -189,7 +203,12 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
       ++too_large;
       continue;
     }
-    check_l2_sim_size(s);
+    // With --l2-bytes a shape over the per-shape cap is left out and named;
+    // the run is refused only when no shape is left to simulate.
+    if (!automatic && l2_sim_accesses(s) > max_l2_sim_accesses) {
+      over_cap.push_back(i);
+      continue;
+    }
     const std::uint64_t c = flash_l2_sim_accesses(s) + standard_l2_sim_accesses(s);
     if (automatic && total + c > max_l2_sim_run_accesses) {
       ++over_budget;
@@ -208,6 +227,7 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
                   "bigger --block-rows/--block-cols");
     }
   }
+  if (!over_cap.empty() && shapes == 0) check_l2_sim_size(report.rows[over_cap.front()].shape);  // throws
   {
     // About 2^26 accesses take a second: shorter runs show no bar.
     ProgressBar bar(stderr, mode, "hbmscope L2 simulation", std::size_t{1} << 26, 1);
@@ -233,6 +253,15 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
     notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses; "
                                 "--l2-bytes runs it on every shape up to {}",
                                 too_large, auto_l2_sim_accesses, max_l2_sim_accesses));
+  if (!over_cap.empty()) {
+    std::string named;
+    for (std::size_t k = 0; k < over_cap.size() && k < 5; ++k)
+      named += (k ? "; " : "") + describe(report.rows[over_cap[k]].shape);
+    if (over_cap.size() > 5) named += "; and " + std::to_string(over_cap.size() - 5) + " more";
+    notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses: {} "
+                                "(bigger --block-rows/--block-cols or shorter sequences simulate them)",
+                                over_cap.size(), max_l2_sim_accesses, named));
+  }
   if (over_budget)
     notes.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} "
                                 "simulated accesses; --shard I/N splits the sweep",
@@ -258,6 +287,8 @@ L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const Devi
   variants.sm_count = decode_sm_count(l2, spec ? &*spec : nullptr);
   return decode_l2_options(l2, dev, true);
 }
+
+std::vector<std::string> variant_list(const std::string& text) { return split_list(text, "--variants"); }
 
 bool check_l2_options(const L2Options& l2, const DeviceOptions& dev) {
   std::optional<DeviceSpec> spec;
@@ -287,7 +318,10 @@ void check_variant_ids(const std::vector<std::string>& ids, const std::string& w
     if (!shapes.empty() && std::find(known.begin(), known.end(), id) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw Error(where + ": '" + id + "' is not a variant of these rows (" + list + ")");
+      const std::string msg = where + ": '" + id + "' is not a variant of these rows (" + list + ")";
+      // On the command line, a value that names no variant: exit 2 (a config file's: 1).
+      if (where.rfind("--", 0) == 0) throw UsageError(msg);
+      throw Error(msg);
     }
 }
 
@@ -366,12 +400,35 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
                   const std::vector<std::string>& notes) {
   check_device_options(dev, out);
   const PrintOptions print = to_print_options(out);
+  if (!dev.device && std::find(print.columns.begin(), print.columns.end(), "time") != print.columns.end() &&
+      out.columns && out.columns->find("time") != std::string::npos)
+    throw UsageError("--columns: 'time' needs --device (the roofline time of which GPU?)");
   if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
   std::string text = render(report, print);
   // The chart and both files' temporary files first: a plot or a target that
   // fails does so with nothing written.
   std::optional<Plot> plot;
-  if (dev.plot) plot.emplace(report, *dev.plot);
+  std::vector<std::string> all_notes = notes;
+  if (dev.plot) {
+    PlotOptions po;
+    if (dev.x) po.x = *parse_plot_axis(*dev.x);
+    // Decode rows (seq_q 1..8) are drawn against their context length.
+    else if (!report.rows.empty() &&
+             std::all_of(report.rows.begin(), report.rows.end(), [](const Row& r) { return r.shape.decode; }))
+      po.x = PlotAxis::seq_kv;
+    // A simulation that ran on no shape leaves its variants out of the report:
+    // the chart says so instead of drawing nothing silently.
+    bool sim_left_out = false;
+    for (const auto& n : notes) sim_left_out |= n.rfind("L2 simulation left out", 0) == 0;
+    if (sim_left_out) {
+      const auto ids = variant_ids(report);
+      const auto has = [&](const char* id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
+      if (has("flash_no_l2")) po.expected.push_back("flash_l2_sim");
+      if (has("standard")) po.expected.push_back("standard_l2_sim");
+    }
+    plot.emplace(report, *dev.plot, po);
+    for (const auto& n : plot_notes(report, po)) all_notes.push_back("--plot: " + n);
+  }
   std::optional<AtomicFile> file;
   if (!to_stdout(out.output)) file.emplace(*out.output);
   const bool chart_to_terminal = dev.plot && *dev.plot == "-";
@@ -392,7 +449,7 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
     std::fprintf(stderr, "hbmscope: wrote %s\n", json_check::printable(*dev.plot).c_str());
   }
   // Notes last, so that a run that fails prints its error alone.
-  for (const auto& n : notes) std::fprintf(stderr, "hbmscope: note: %s\n", n.c_str());
+  for (const auto& n : all_notes) std::fprintf(stderr, "hbmscope: note: %s\n", n.c_str());
   return 0;
 }
 
@@ -476,7 +533,8 @@ Examples:
                        "Exit 4 when a row's verdict is SLOWER (slower), FASTER (faster) or either (any), "
                        "after writing the output: a regression gate for CI")
       ->type_name("slower|faster|any");
-  compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
+  compare_->add_option("--format", compare_format_,
+                       "table, json, csv or md [default: from the --output file's extension, else table]")
       ->type_name("table|json|csv|md");
   compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout (- is stdout)")
       ->type_name("FILE")
@@ -503,7 +561,8 @@ Examples:
   merge_->add_option("--output", merge_output_, "Write to FILE atomically instead of stdout (- is stdout)")
       ->type_name("FILE")
       ->check(not_empty());
-  merge_->add_option("--format", merge_format_, "json, table, csv or md [default: json]")
+  merge_->add_option("--format", merge_format_,
+                     "json, table, csv or md [default: from the --output file's extension, else json]")
       ->type_name("json|table|csv|md");
   merge_->footer(R"(Refuses reports of another schema, of different devices or bandwidth fractions, and
 any row (label and shape) that two reports both hold. Shards of one sweep are put
@@ -527,7 +586,7 @@ int SweepCommands::run_sweep() {
   const ProgressMode mode = progress_ == "auto"     ? ProgressMode::auto_
                             : progress_ == "always" ? ProgressMode::always
                             : progress_ == "never"  ? ProgressMode::never
-                                                    : throw Error("--progress: '" + progress_ +
+                                                    : throw UsageError("--progress: '" + progress_ +
                                                                   "' is not one of auto, always, never");
   (void)to_print_options(out_);
   check_device_options(dev_, out_);
@@ -537,7 +596,7 @@ int SweepCommands::run_sweep() {
   if (!measure_)
     for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate",
                              "--counters", "--copy-bytes", "--flush-bytes"})
-      if (sweep_->count(name) > 0) throw Error(std::string(name) + ": needs --measure");
+      if (sweep_->count(name) > 0) throw UsageError(std::string(name) + ": needs --measure");
   if (config_) {  // a config file is an input of the run too
     refuse_input_as_output(out_.output, {*config_}, "--output");
     if (dev_.plot && *dev_.plot != "-") refuse_input_as_output(dev_.plot, {*config_}, "--plot");
@@ -623,7 +682,7 @@ int SweepCommands::run_devices() {
 }
 
 int SweepCommands::run_compare() {
-  const Format f = format_or_throw(compare_format_);
+  const Format f = resolve_format(compare_format_, compare_output_, Format::table);
   CompareOptions opt;
   opt.threshold_pct = threshold_;
   if (metric_) opt.metric = *metric_;
@@ -648,7 +707,7 @@ int SweepCommands::run_compare() {
 }
 
 int SweepCommands::run_merge() {
-  const Format f = format_or_throw(merge_format_);
+  const Format f = resolve_format(merge_format_, merge_output_, Format::json);
   refuse_input_as_output(merge_output_, merge_files_, "--output");
   // Each input is read row by row: every row is checked and kept as the text
   // the merged report will hold (or, for other formats, as a Row), never as a

@@ -18,6 +18,7 @@ struct DeviceOptions {
   std::optional<std::string> device;  // preset name or path to a JSON file
   std::optional<double> bandwidth_fraction;
   std::optional<std::string> plot;    // FILE.svg, FILE.png or "-"
+  std::optional<std::string> x{};     // --x: the chart's x axis
 };
 
 void add_device_options(CLI::App& app, DeviceOptions& o);
@@ -64,6 +65,9 @@ void check_variant_ids(const std::vector<std::string>& ids, const std::string& w
 L2Options decode_l2_options(const L2Options& l2, const DeviceOptions& dev, bool decode);
 L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const DeviceOptions& dev,
                          const std::vector<Shape>& shapes);
+
+// "a,b" -> {"a", "b"} for --variants; UsageError for an empty item.
+std::vector<std::string> variant_list(const std::string& text);
 
 // Refuses --fa1 when no shape has a forward pass (the column would be silently empty).
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes);
@@ -113,12 +117,12 @@ class SweepCommands {
   std::vector<std::string> compare_files_;
   double threshold_ = 5.0;
   std::optional<std::string> metric_;
-  std::string compare_format_ = "table";
+  std::string compare_format_;  // empty: from --output's extension, else table
   std::optional<std::string> compare_output_;
   std::optional<std::string> match_, ignore_, metrics_, fail_on_;
 
   std::vector<std::string> merge_files_;
-  std::string merge_format_ = "json";
+  std::string merge_format_;  // empty: from --output's extension, else json
   std::optional<std::string> merge_output_;
 };
 

@@ -70,7 +70,7 @@ DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
   // file loaded back is named by its path, so it is checked and not used.
   jc::only_keys(j, origin, "",
                 {"schema", "id", "name", "aliases", "memory", "memory_bandwidth_bytes_per_s",
-                 "l2_bytes", "sm_count", "peak_flops_dense", "sources"});
+                 "l2_bytes", "sm_count", "peak_flops_dense", "sources", "memory_bytes"});
   if (j.contains("id") && !j["id"].is_string()) jc::fail(origin, "id", "a string", j["id"]);
   DeviceSpec d;
   if (j.contains("schema") && j["schema"] != device_schema)
@@ -84,9 +84,11 @@ DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
   if (j.contains("aliases")) {
     const auto& a = j["aliases"];
     if (!a.is_array()) jc::fail(origin, "aliases", "an array of strings", a);
-    for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t i = 0; i < a.size(); ++i) {
       if (!a[i].is_string())
         jc::fail(origin, "aliases[" + std::to_string(i) + "]", "a string", a[i]);
+      d.aliases.push_back(a[i].get<std::string>());
+    }
   }
   if (j.contains("memory")) {
     if (!j["memory"].is_string()) jc::fail(origin, "memory", "a string such as \"80 GB HBM3\"", j["memory"]);
@@ -96,6 +98,9 @@ DeviceSpec device_from_json(const nlohmann::json& j, std::string_view origin) {
                      "bytes/s");
   d.l2_bytes = positive_integer(j["l2_bytes"], origin, "l2_bytes");
   d.sm_count = positive_integer(j["sm_count"], origin, "sm_count");
+  // 0 (what `devices NAME --format json` writes when a file gave none) = not given.
+  if (j.contains("memory_bytes") && !(j["memory_bytes"].is_number_unsigned() && j["memory_bytes"] == 0))
+    d.memory_bytes = positive_integer(j["memory_bytes"], origin, "memory_bytes");
   if (d.sm_count > max_sm_count)  // as --sms; the L2 simulation counts SMs in 32 bits
     jc::fail(origin, "sm_count", "a positive integer at most " + std::to_string(max_sm_count), j["sm_count"]);
 

@@ -323,7 +323,10 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
     if (!rows.empty() && std::find(present.begin(), present.end(), id) == present.end()) {
       std::string list;
       for (const auto& p : present) list += (list.empty() ? "" : ", ") + p;
-      throw Error(std::string(where) + ": '" + id + "' is not a variant of these rows (" + list + ")");
+      const std::string msg = std::string(where) + ": '" + id + "' is not a variant of these rows (" + list + ")";
+      // On the command line that is an option value that names nothing: exit 2.
+      if (where.rfind("--", 0) == 0) throw UsageError(msg);
+      throw Error(msg);
     }
   // A simulated variant stays with the variant it refines, so that a filter
   // written without a device keeps its meaning with one.

@@ -10,7 +10,7 @@ namespace hbmscope {
 namespace {
 
 [[noreturn]] void bad(std::string_view option, std::string_view text, std::string_view why) {
-  throw Error("--" + std::string(option) + ": '" + std::string(text) + "' " + std::string(why));
+  throw UsageError("--" + std::string(option) + ": '" + std::string(text) + "' " + std::string(why));
 }
 
 std::string_view trim(std::string_view s) {
@@ -64,7 +64,9 @@ void append_range(std::vector<std::uint64_t>& out, std::string_view item, std::s
   const std::uint64_t by = parse_count(step, option, whole);
   if (geometric && by < 2) bad(option, trim(item), "needs a factor of at least 2");
   for (std::uint64_t v = start; v <= stop;) {
-    if (out.size() >= max_sweep_shapes) bad(option, whole, "has too many values (a sweep has at most " + std::to_string(max_sweep_shapes) + " shapes)");
+    if (out.size() >= max_sweep_shapes)  // a well-formed range over the limit: refused, not misused
+      throw Error("--" + std::string(option) + ": '" + std::string(whole) + "' has too many values (a sweep has at most " +
+                  std::to_string(max_sweep_shapes) + " shapes)");
     out.push_back(v);
     std::uint64_t next = 0;
     const bool overflow = geometric ? __builtin_mul_overflow(v, by, &next)

@@ -85,6 +85,18 @@ u128 causal_tiles_full_blocks(const Shape& s, std::uint64_t full) {
          static_cast<u128>(count);
 }
 
+// (query, key) pairs one head computes: Nq*Nkv, or with the causal mask the
+// pairs with c <= r + (Nkv - Nq). Row r sees min(Nkv, max(0, r + Nkv - Nq + 1))
+// keys; the last row sees all Nkv, so the visible counts are the consecutive
+// integers ending at Nkv: Nq of them from Nkv - Nq + 1 when Nq <= Nkv, else
+// 1..Nkv (the first Nq - Nkv rows see nothing).
+u128 visible_pairs(const Shape& s) {
+  const u128 nq = s.seq_q, nkv = s.seq_kv;
+  if (!s.causal) return nq * nkv;
+  if (nq <= nkv) return nq * (2 * nkv - nq + 1) / 2;
+  return nkv * (nkv + 1) / 2;
+}
+
 // Sums byte terms with every step checked.
 struct Total {
   std::string_view what;
@@ -195,12 +207,14 @@ std::uint64_t floor_bwd_bytes(const Shape& s) {
 
 std::uint64_t pass_flops(const Shape& s) {
   validate(s);
-  // Forward 4*Nq*Nkv*d, backward 10 (2.5x), both 14 (3.5x): all even, so the
-  // causal halving is exact.
+  // Forward 4*d per visible (query, key) pair, backward 10 (2.5x), both 14
+  // (3.5x). Checked on the final count in 128 bits, so that a count that fits
+  // is not refused for an intermediate product that does not.
   const std::uint64_t k = s.pass == Pass::fwd ? 4 : s.pass == Pass::bwd ? 10 : 14;
-  const std::uint64_t f =
-      checked_product("FLOPs", k, s.seq_q, s.seq_kv, s.head_dim, s.heads, s.batch);
-  return s.causal ? f / 2 : f;
+  u128 f = visible_pairs(s);
+  for (const std::uint64_t x : {k, s.head_dim, s.heads, s.batch})
+    if (__builtin_mul_overflow(f, static_cast<u128>(x), &f)) throw_overflow("FLOPs");
+  return to_u64(f, "FLOPs");
 }
 
 std::uint64_t streamed_key_columns(const Shape& s) {
@@ -245,10 +259,35 @@ std::uint64_t floor_bytes(const Shape& s) {
 }
 
 std::uint64_t attention_flops(const Shape& s) {
+  Shape f = s;
+  f.pass = Pass::fwd;
+  return pass_flops(f);
+}
+
+std::uint64_t visible_pairs_per_head(const Shape& s) {
   validate(s);
-  const std::uint64_t f =
-      checked_product("FLOPs", 4, s.seq_q, s.seq_kv, s.head_dim, s.heads, s.batch);
-  return s.causal ? f / 2 : f;
+  return to_u64(visible_pairs(s), "visible (query, key) pairs");
+}
+
+std::uint64_t standard_resident_bytes(const Shape& s) {
+  validate(s);
+  const u128 e = elem_bytes(s.dtype), B = s.batch, H = s.heads, Hkv = s.kv_heads;
+  const u128 nq = s.seq_q, nkv = s.seq_kv, d = s.head_dim;
+  const u128 matrices = s.pass == Pass::fwd ? 2 : 3;
+  const u128 tensors = (s.pass == Pass::fwd ? 1 : 2) * (2 * H * nq * d + 2 * Hkv * nkv * d);
+  // Each factor is below 2^64 and the matrices' product below 2^(2+64+64+...):
+  // checked step by step, saturating.
+  u128 m = matrices * e;
+  for (const u128 x : {B, H, nq, nkv})
+    if (__builtin_mul_overflow(m, x, &m)) return ~std::uint64_t{0};
+  u128 t = 0;
+  if (__builtin_mul_overflow(tensors, e * B, &t) || __builtin_add_overflow(m, t, &m)) return ~std::uint64_t{0};
+  return m > ~std::uint64_t{0} ? ~std::uint64_t{0} : static_cast<std::uint64_t>(m);
+}
+
+std::uint64_t forward_lse_bytes(const Shape& s) {
+  validate(s);
+  return checked_product("log-sum-exp bytes", 4, s.heads, s.seq_q, s.batch);
 }
 
 ModelBytes evaluate(const Shape& s) {
@@ -257,9 +296,12 @@ ModelBytes evaluate(const Shape& s) {
   const ModelBytes bwd{standard_bwd_bytes(s), flash_bwd_no_l2_bytes(s), floor_bwd_bytes(s), flops};
   if (s.pass == Pass::bwd) return bwd;
   constexpr std::string_view what = "forward + backward bytes";
+  // A training forward pass writes the log-sum-exp that FlashAttention's
+  // backward (and its floor) reads; standard attention's backward reads P instead.
+  const std::uint64_t lse = forward_lse_bytes(s);
   return {checked_add(standard_bytes(s), bwd.standard, what),
-          checked_add(flash_no_l2_bytes(s), bwd.flash_no_l2, what),
-          checked_add(floor_bytes(s), bwd.floor, what), flops};
+          checked_add(checked_add(flash_no_l2_bytes(s), lse, what), bwd.flash_no_l2, what),
+          checked_add(checked_add(floor_bytes(s), lse, what), bwd.floor, what), flops};
 }
 
 }  // namespace hbmscope

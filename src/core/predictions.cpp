@@ -1,4 +1,5 @@
 #include "hbmscope/error.hpp"
+#include "hbmscope/model.hpp"
 #include "hbmscope/roofline.hpp"
 
 namespace hbmscope {
@@ -8,8 +9,15 @@ void add_predictions(Report& report, const DeviceSpec& device, double bandwidth_
   for (Row& row : report.rows) {
     try {
       row.ridge_point = ridge_point(device, row.shape.dtype, bandwidth_fraction);
-      for (auto& v : row.variants)
+      for (auto& v : row.variants) {
         v.prediction = predict(v.bytes, row.flops, row.shape.dtype, device, bandwidth_fraction);
+        // Standard attention materialises its N x N matrices: on a device of
+        // known memory, say when they cannot be held.
+        if (v.id.rfind("standard", 0) == 0 && device.memory_bytes > 0) {
+          v.prediction->footprint_bytes = standard_resident_bytes(row.shape);
+          v.prediction->fits_in_memory = v.prediction->footprint_bytes <= device.memory_bytes;
+        }
+      }
     } catch (const Error& e) {
       throw Error("shape " + describe(row.shape) + ": " + e.what());
     }

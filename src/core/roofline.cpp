@@ -53,9 +53,9 @@ double checked_peak(const DeviceSpec& d, Dtype t) {
 
 void validate_bandwidth_fraction(double f) {
   if (!(std::isfinite(f) && f > 0 && f <= 1))
-    throw Error("--bandwidth-fraction: " + g(f) + " is not in (0, 1]");
+    throw UsageError("--bandwidth-fraction: " + g(f) + " is not in (0, 1]");
   if (f < min_bandwidth_fraction)
-    throw Error("--bandwidth-fraction: " + g(f) + " is below " + g(min_bandwidth_fraction) +
+    throw UsageError("--bandwidth-fraction: " + g(f) + " is below " + g(min_bandwidth_fraction) +
                 ": no prediction could be finite");
 }
 

@@ -18,8 +18,8 @@ bool parse_u64(std::string_view t, std::uint64_t& v) {
 }  // namespace
 
 Shard parse_shard(std::string_view text) {
-  const auto bad = [&](const char* why) -> Error {
-    return Error("--shard: '" + std::string(text) + "' " + why);
+  const auto bad = [&](const char* why) -> UsageError {
+    return UsageError("--shard: '" + std::string(text) + "' " + why);
   };
   const std::size_t slash = text.find('/');
   if (slash == std::string_view::npos) throw bad("is not I/N (e.g. 2/8: the 2nd of 8 slices)");

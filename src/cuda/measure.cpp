@@ -50,7 +50,7 @@ std::string_view kernel_variant(KernelKind k) {
 
 std::vector<KernelKind> parse_kernels(std::string_view text) {
   std::vector<KernelKind> kinds;
-  if (text.empty()) throw Error("--kernels: '' is an empty list");
+  if (text.empty()) throw UsageError("--kernels: '' is an empty list");
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const std::size_t comma = std::min(text.find(',', pos), text.size());
@@ -64,11 +64,11 @@ std::vector<KernelKind> parse_kernels(std::string_view text) {
     else if (item == "decode") k = KernelKind::decode;
     else if (item == "decode_paged") k = KernelKind::decode_paged;
     else
-      throw Error("--kernels: '" + std::string(item) +
-                  "' is not one of standard, softmax, flash, flash_v1, floor, decode, decode_paged (the copy probe "
-                  "always runs)");
+      throw UsageError("--kernels: '" + std::string(item) +
+                       "' is not one of standard, softmax, flash, flash_v1, floor, decode, decode_paged (the copy probe "
+                       "always runs)");
     if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
-      throw Error("--kernels: '" + std::string(item) + "' is listed twice");
+      throw UsageError("--kernels: '" + std::string(item) + "' is listed twice");
     kinds.push_back(k);
     pos = comma + 1;
   }

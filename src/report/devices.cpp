@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "hbmscope/csv.hpp"
@@ -17,11 +18,17 @@ std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, 
     return out;
   }
   auto rate = [](double v) { return v > 0 ? format_flop_rate(v) : std::string("-"); };
-  const std::vector<std::string> head{"Device", "Name", "Memory", "Bandwidth", "L2", "SMs",
+  const std::vector<std::string> head{"Device, aliases", "Name", "Memory", "Bandwidth", "L2", "SMs",
                                       "BF16 dense", "FP16 dense", "FP32", "FP8 dense", "Ridge (bf16)"};
   std::vector<std::vector<std::string>> rows;
   for (const auto& d : devices)
-    rows.push_back({d.id, d.name, d.memory, format_bandwidth(d.bandwidth),
+    rows.push_back({[&d] {
+                      std::string n = d.id;
+                      for (const auto& a : d.aliases)
+                        if (a != d.id) n += ", " + a;
+                      return n;
+                    }(),
+                    d.name, d.memory, format_bandwidth(d.bandwidth),
                     format_bytes(d.l2_bytes, Units::binary), std::to_string(d.sm_count),
                     rate(d.peak.bf16), rate(d.peak.fp16), rate(d.peak.fp32), rate(d.peak.fp8),
                     d.peak.bf16 > 0 ? format_intensity(d.peak.bf16 / d.bandwidth) : std::string("-")});
@@ -30,7 +37,27 @@ std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, 
   if (format != Format::md)
     out = "GPU presets for --device (dense peaks, datasheet bandwidth; `hbmscope devices NAME` for "
           "sources)\n\n";
-  out += render_grid(head, rows, right, format);
+  // Wider than a 120-column terminal: the memory figures and the peaks in two
+  // tables, each with the device column.
+  const auto pick = [&](const std::vector<std::size_t>& cols) {
+    std::vector<std::string> h;
+    std::vector<bool> rt;
+    std::vector<std::vector<std::string>> rs(rows.size());
+    for (std::size_t c : cols) {
+      h.push_back(head[c]);
+      rt.push_back(right[c]);
+      for (std::size_t r = 0; r < rows.size(); ++r) rs[r].push_back(rows[r][c]);
+    }
+    return render_grid(h, rs, rt, format);
+  };
+  const std::string one = render_grid(head, rows, right, format);
+  std::size_t widest = 0, line = 0;
+  for (const unsigned char c : one) {
+    if (c == '\n') widest = std::max(widest, line), line = 0;
+    else if ((c & 0xC0) != 0x80) ++line;
+  }
+  if (format == Format::md || widest <= 120) out += one;
+  else out += pick({0, 1, 2, 3, 4, 5}) + "\n" + pick({0, 6, 7, 8, 9, 10});
   if (detail && !devices.empty()) {
     out += "\nSources:\n";
     for (const auto& [k, v] : devices.front().sources) out += "  " + k + ": " + v + "\n";

@@ -142,6 +142,7 @@ nlohmann::json device_spec_to_json(const DeviceSpec& d) {
       {"memory_bandwidth_bytes_per_s", d.bandwidth},
       {"l2_bytes", d.l2_bytes},
       {"sm_count", d.sm_count},
+      {"memory_bytes", d.memory_bytes},
       {"peak_flops_dense",
        {{"fp32", peak(d.peak.fp32)},
         {"fp16", peak(d.peak.fp16)},
@@ -161,11 +162,16 @@ nlohmann::json row_to_json(const Row& row, bool with_measurements) {
     for (const auto& v : row.variants) {
       bytes[v.id] = v.bytes;
       inten[v.id] = v.intensity;
-      if (v.prediction)
+      if (v.prediction) {
         pred[v.id] = {{"seconds", v.prediction->seconds},
                       {"memory_seconds", v.prediction->memory_seconds},
                       {"compute_seconds", v.prediction->compute_seconds},
                       {"bound", std::string(bound_name(v.prediction->bound))}};
+        if (v.prediction->footprint_bytes > 0) {
+          pred[v.id]["footprint_bytes"] = v.prediction->footprint_bytes;
+          pred[v.id]["fits_in_memory"] = v.prediction->fits_in_memory;
+        }
+      }
     }
     nlohmann::json j = {{"shape", shape_to_json(row.shape)},
                         {"bytes", bytes},
@@ -356,6 +362,7 @@ DeviceSpec roofline_device_from_json(const nlohmann::json& d, std::string_view o
   spec.bandwidth = get_positive(*bw, origin, p + ".memory_bandwidth_bytes_per_s");
   spec.l2_bytes = get_u64(d, origin, p, "l2_bytes");
   spec.sm_count = get_u64(d, origin, p, "sm_count");
+  if (member(d, "memory_bytes")) spec.memory_bytes = get_u64(d, origin, p, "memory_bytes");
   const auto& pk = get_object(d, origin, p, "peak_flops_dense");
   auto peak = [&](const char* k) {
     const auto* v = member(pk, k);
@@ -591,6 +598,9 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
         if (*bound != "memory" && *bound != "compute")
           jc::fail(origin, pk + ".bound", "\"memory\" or \"compute\"", *bound);
         pr.bound = *bound == "compute" ? Bound::compute : Bound::memory;
+        if (member(p, "footprint_bytes")) pr.footprint_bytes = get_u64(p, origin, pk, "footprint_bytes");
+        opt_bool(p, origin, pk, "fits_in_memory");
+        pr.fits_in_memory = p.value("fits_in_memory", true);
         preds[id] = pr;
       }
     for (const auto& [id, b] : bytes.items()) {

@@ -1,6 +1,8 @@
 #include "hbmscope/plot.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <cstdio>
 #include <string_view>
 #include <tuple>
@@ -20,7 +22,7 @@ PlotTerminal plot_terminal_for(const std::string& target) {
   if (target == "-") return PlotTerminal::dumb;
   if (ends(".svg") || ends(".SVG")) return PlotTerminal::svg;
   if (ends(".png") || ends(".PNG")) return PlotTerminal::png;
-  throw Error("--plot: '" + target + "' must end in .svg or .png, or be '-' for the terminal");
+  throw UsageError("--plot: '" + target + "' must end in .svg or .png, or be '-' for the terminal");
 }
 
 // Single quotes: gnuplot substitutes backticks and escapes inside double
@@ -46,76 +48,230 @@ std::string num(double v) {
   return b;
 }
 
-// Rows that differ only in sequence length form one series (one line).
+std::uint64_t x_of(const Shape& s, PlotAxis x) {
+  switch (x) {
+    case PlotAxis::seq: return s.seq_q;
+    case PlotAxis::seq_kv: return s.seq_kv;
+    case PlotAxis::head_dim: return s.head_dim;
+    case PlotAxis::batch: return s.batch;
+    case PlotAxis::heads: return s.heads;
+  }
+  return 0;
+}
+
+const char* axis_name(PlotAxis x) {
+  switch (x) {
+    case PlotAxis::seq: return "seq";
+    case PlotAxis::seq_kv: return "seq_kv";
+    case PlotAxis::head_dim: return "head_dim";
+    case PlotAxis::batch: return "batch";
+    case PlotAxis::heads: return "heads";
+  }
+  return "";
+}
+
+const char* axis_label(PlotAxis x) {
+  switch (x) {
+    case PlotAxis::seq: return "sequence length Nq (tokens)";
+    case PlotAxis::seq_kv: return "key/value length Nkv (tokens)";
+    case PlotAxis::head_dim: return "head dimension d";
+    case PlotAxis::batch: return "batch size";
+    case PlotAxis::heads: return "query heads H";
+  }
+  return "";
+}
+
+// A row's shape with the x field cleared, and a field that follows it (Nkv =
+// Nq, Hkv = H) cleared too: rows with equal keys form one series (one line).
 struct SeriesKey {
   std::string label;
-  Shape shape;  // seq_q zeroed; seq_kv zeroed when it follows seq_q
-  bool operator<(const SeriesKey& o) const {
-    auto t = [](const SeriesKey& k) {
-      const Shape& s = k.shape;
-      return std::tuple(k.label, s.batch, s.heads, s.kv_heads, s.seq_kv, s.head_dim,
-                        static_cast<int>(s.dtype), s.block_rows, s.block_cols, s.causal,
-                        static_cast<int>(s.pass));
-    };
-    return t(*this) < t(o);
+  Shape shape;
+  auto tuple() const {
+    const Shape& s = shape;
+    return std::tuple(label, s.seq_q, s.seq_kv, s.batch, s.heads, s.kv_heads, s.head_dim,
+                      static_cast<int>(s.dtype), s.block_rows, s.block_cols, s.causal,
+                      static_cast<int>(s.pass), s.decode, s.page_size, s.splits);
   }
+  bool operator<(const SeriesKey& o) const { return tuple() < o.tuple(); }
 };
 
-std::string series_name(const SeriesKey& k, const std::vector<SeriesKey>& all) {
-  const Shape& s = k.shape;
-  const Shape& f = all.front().shape;
-  bool label = false, d = false, b = false, h = false, dt = false, bl = false, c = false, kv = false,
-       ps = false;
-  for (const auto& o : all) {
-    label |= o.label != all.front().label;
-    d |= o.shape.head_dim != f.head_dim;
-    b |= o.shape.batch != f.batch;
-    h |= o.shape.heads != f.heads || o.shape.kv_heads != f.kv_heads;
-    dt |= o.shape.dtype != f.dtype;
-    bl |= o.shape.block_rows != f.block_rows || o.shape.block_cols != f.block_cols;
-    c |= o.shape.causal != f.causal;
-    kv |= o.shape.seq_kv != f.seq_kv;
-    ps |= o.shape.pass != f.pass;
+SeriesKey key_of(const Row& r, PlotAxis x) {
+  SeriesKey k{r.label, r.shape};
+  Shape& s = k.shape;
+  if (x != PlotAxis::seq && x != PlotAxis::seq_kv && s.seq_kv == s.seq_q) s.seq_kv = 0;  // "Nkv = Nq"
+  switch (x) {
+    case PlotAxis::seq:
+      if (s.seq_kv == s.seq_q) s.seq_kv = 0;
+      s.seq_q = 0;
+      break;
+    case PlotAxis::seq_kv:  // a ragged decode batch is plotted at its longest context
+      s.seq_kv = 0;
+      s.context_lengths.clear();
+      break;
+    case PlotAxis::head_dim: s.head_dim = 0; break;
+    case PlotAxis::batch: s.batch = 0; break;
+    case PlotAxis::heads:
+      if (s.kv_heads == s.heads) s.kv_heads = 0;
+      s.heads = 0;
+      break;
   }
+  return k;
+}
+
+// Which fields differ among the series (each then names its series) and which
+// are the same everywhere (the title names those).
+struct Varies {
+  bool label = false, seq = false, seq_kv = false, d = false, batch = false, heads = false,
+       dtype = false, blocks = false, causal = false, pass = false;
+};
+
+Varies varies(const std::vector<SeriesKey>& keys) {
+  Varies v;
+  const SeriesKey& f = keys.front();
+  for (const auto& k : keys) {
+    const Shape &a = k.shape, &b = f.shape;
+    v.label |= k.label != f.label;
+    v.seq |= a.seq_q != b.seq_q;
+    v.seq_kv |= a.seq_kv != b.seq_kv;
+    v.d |= a.head_dim != b.head_dim;
+    v.batch |= a.batch != b.batch;
+    v.heads |= a.heads != b.heads || a.kv_heads != b.kv_heads;
+    v.dtype |= a.dtype != b.dtype;
+    v.blocks |= a.block_rows != b.block_rows || a.block_cols != b.block_cols;
+    v.causal |= a.causal != b.causal;
+    v.pass |= a.pass != b.pass;
+  }
+  return v;
+}
+
+std::string series_name(const SeriesKey& k, const Varies& v, PlotAxis x) {
+  const Shape& s = k.shape;
   std::string n;
   auto add = [&](const std::string& part) { n += (n.empty() ? "" : ", ") + part; };
-  if (label) add(k.label);
-  if (d) add("d=" + std::to_string(s.head_dim));
-  if (b) add("batch " + std::to_string(s.batch));
-  if (h) add("H=" + std::to_string(s.heads) + "/" + std::to_string(s.kv_heads));
-  if (dt) add(std::string(dtype_name(s.dtype)));
-  if (bl) add("Br×Bc=" + std::to_string(s.block_rows) + "×" + std::to_string(s.block_cols));
-  if (c) add(s.causal ? "causal" : "full");
-  if (ps) add(std::string(pass_name(s.pass)));
-  if (kv) add(s.seq_kv ? "Nkv=" + std::to_string(s.seq_kv) : "Nkv=Nq");
+  if (v.label) add(k.label);
+  if (v.seq && x != PlotAxis::seq) add("Nq=" + std::to_string(s.seq_q));
+  if (v.seq_kv) add(s.seq_kv ? "Nkv=" + std::to_string(s.seq_kv) : "Nkv=Nq");
+  if (v.d && x != PlotAxis::head_dim) add("d=" + std::to_string(s.head_dim));
+  if (v.batch && x != PlotAxis::batch) add("batch " + std::to_string(s.batch));
+  if (v.heads)
+    add(x == PlotAxis::heads ? (s.kv_heads ? "Hkv=" + std::to_string(s.kv_heads) : "Hkv=H")
+                             : "H=" + std::to_string(s.heads) + "/" + std::to_string(s.kv_heads));
+  if (v.dtype) add(std::string(dtype_name(s.dtype)));
+  if (v.blocks) add("Br×Bc=" + std::to_string(s.block_rows) + "×" + std::to_string(s.block_cols));
+  if (v.causal) add(s.causal ? "causal" : "full");
+  if (v.pass) add(std::string(pass_name(s.pass)));
   return n;
+}
+
+// The fields every series shares, for the titles: "batch 1, 32 heads (8 kv
+// heads), d 128, bf16, causal, forward pass".
+std::string shape_title(const SeriesKey& k, const Varies& v, PlotAxis x) {
+  const Shape& s = k.shape;
+  std::vector<std::string> parts;
+  if (!v.label && !k.label.empty()) parts.push_back(k.label);
+  if (!v.batch && x != PlotAxis::batch) parts.push_back("batch " + std::to_string(s.batch));
+  if (!v.heads) {
+    if (x == PlotAxis::heads)
+      parts.push_back(s.kv_heads ? std::to_string(s.kv_heads) + " kv heads" : "kv heads = heads");
+    else
+      parts.push_back(std::to_string(s.heads) + (s.heads == 1 ? " head" : " heads") +
+                      (s.kv_heads != s.heads ? " (" + std::to_string(s.kv_heads) + " kv heads)" : ""));
+  }
+  if (!v.seq && x != PlotAxis::seq) parts.push_back("Nq " + std::to_string(s.seq_q));
+  if (!v.seq_kv && s.seq_kv != 0 && x != PlotAxis::seq_kv) parts.push_back("Nkv " + std::to_string(s.seq_kv));
+  if (!v.d && x != PlotAxis::head_dim) parts.push_back("d " + std::to_string(s.head_dim));
+  if (!v.dtype) parts.push_back(std::string(dtype_name(s.dtype)));
+  if (!v.causal) parts.push_back(s.causal ? "causal" : "no mask");
+  if (!v.pass)
+    parts.push_back(s.pass == Pass::fwd   ? "forward pass"
+                    : s.pass == Pass::bwd ? "backward pass"
+                                          : "forward + backward");
+  std::string t;
+  for (const auto& p : parts) t += (t.empty() ? "" : ", ") + p;
+  return t;
+}
+
+// The simulated variants are drawn first, thick, so that an exact variant on
+// the same points (floor under flash_l2_sim, standard under standard_l2_sim)
+// shows on top of them, thin and in its own colour, dashes and points.
+bool drawn_under(const std::string& id) {
+  return id.size() > 7 && id.compare(id.size() - 7, 7, "_l2_sim") == 0;
 }
 
 }  // namespace
 
-std::string gnuplot_script(const Report& rep, PlotTerminal term) {
-  if (rep.rows.empty()) throw Error("--plot: the report has no rows to plot");
-  std::map<SeriesKey, std::vector<const Row*>> series;
-  // Decode rows are plotted against their (longest) context: seq_q is 1..8.
-  const bool decode = std::all_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.shape.decode; });
-  const auto x_of = [decode](const Row* r) { return decode ? r->shape.seq_kv : r->shape.seq_q; };
-  for (const Row& r : rep.rows) {
-    SeriesKey k{r.label, r.shape};
-    if (decode) {
-      k.shape.seq_kv = 0;
-      k.shape.context_lengths.clear();
-    } else {
-      k.shape.seq_q = 0;
-      if (r.shape.seq_kv == r.shape.seq_q) k.shape.seq_kv = 0;
-    }
-    series[k].push_back(&r);
+std::optional<PlotAxis> parse_plot_axis(std::string_view s) {
+  for (const PlotAxis x : {PlotAxis::seq, PlotAxis::seq_kv, PlotAxis::head_dim, PlotAxis::batch, PlotAxis::heads}) {
+    std::string name = axis_name(x), dashed = name;
+    for (char& c : dashed)
+      if (c == '_') c = '-';
+    if (s == name || s == dashed) return x;
   }
+  return std::nullopt;
+}
+
+std::vector<std::string> plot_notes(const Report& rep, const PlotOptions& opt) {
+  const auto ids = variant_ids(rep);
+  std::string none;
+  for (const auto& id : opt.expected)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) none += (none.empty() ? "" : ", ") + id;
+  std::vector<std::string> notes;
+  if (!none.empty()) notes.push_back("no points for " + none + " (not simulated on any shape): not drawn");
+  if (rep.rows.empty()) return notes;
+  std::map<SeriesKey, std::vector<const Row*>> series;
+  for (const Row& r : rep.rows) series[key_of(r, opt.x)].push_back(&r);
   std::vector<SeriesKey> keys;
   for (const auto& [k, v] : series) keys.push_back(k);
+  const Varies vary = varies(keys);
+  std::string gaps;
+  for (const auto& id : ids)
+    for (const auto& k : keys) {
+      bool any = false;
+      for (const Row* r : series[k]) any |= r->variant(id) != nullptr;
+      if (!any) {
+        const std::string n = series_name(k, vary, opt.x);
+        gaps += (gaps.empty() ? "" : ", ") + id + (n.empty() ? "" : " (" + n + ")");
+      }
+    }
+  if (!gaps.empty()) notes.push_back("no points for " + gaps + ": no line or legend entry");
+  return notes;
+}
+
+std::string gnuplot_script(const Report& rep, PlotTerminal term) { return gnuplot_script(rep, term, {}); }
+
+std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptions& opt) {
+  if (rep.rows.empty()) throw Error("--plot: the report has no rows to plot");
+  const PlotAxis xa = opt.x;
+  {
+    std::vector<std::uint64_t> xs;
+    for (const Row& r : rep.rows) xs.push_back(x_of(r.shape, xa));
+    std::sort(xs.begin(), xs.end());
+    if (rep.rows.size() > 1 && xs.front() == xs.back()) {
+      // Name the axes that do vary, so that the user can pick one.
+      std::vector<std::string> vary;
+      for (const PlotAxis x : {PlotAxis::seq, PlotAxis::seq_kv, PlotAxis::head_dim, PlotAxis::batch, PlotAxis::heads})
+        for (const Row& r : rep.rows)
+          if (x_of(r.shape, x) != x_of(rep.rows.front().shape, x)) {
+            vary.push_back(axis_name(x));
+            break;
+          }
+      std::string list;
+      for (const auto& v : vary) list += (list.empty() ? "" : ", ") + v;
+      throw UsageError(std::string("--plot: every row has the same ") + axis_name(xa) + " (" +
+                       std::to_string(xs.front()) + "), so the chart would have no line" +
+                       (list.empty() ? std::string() : "; choose the axis with --x (" + list + " vary)"));
+    }
+  }
+  std::map<SeriesKey, std::vector<const Row*>> series;
+  for (const Row& r : rep.rows) series[key_of(r, xa)].push_back(&r);
+  std::vector<SeriesKey> keys;
+  for (const auto& [k, v] : series) keys.push_back(k);
+  const Varies vary = varies(keys);
   const std::vector<std::string> ids = variant_ids(rep);
   const bool timed = rep.roofline.has_value();
+  const bool dumb = term == PlotTerminal::dumb;
 
-  std::string s = "# Generated by hbmscope: HBM traffic of attention against sequence length.\n";
+  std::string s = "# Generated by hbmscope: HBM traffic of attention against " + std::string(axis_label(xa)) + ".\n";
   const std::string size = timed ? "900,1000" : "900,560";
   switch (term) {
     case PlotTerminal::svg: s += "set terminal svg size " + size + " dynamic font 'sans,11'\n"; break;
@@ -124,19 +280,22 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term) {
   }
   s += "set termoption noenhanced\n";
 
-  // One data block per series: seq, then bytes, seconds and bound (1 =
-  // compute) per variant; absent values are NaN.
+  // One data block per series: x, then bytes, seconds and bound (1 =
+  // compute) per variant; absent values are NaN. has[i][v]: the series has a
+  // point of variant v (else it gets no legend entry).
+  std::vector<std::vector<bool>> has(keys.size(), std::vector<bool>(ids.size(), false));
   for (std::size_t i = 0; i < keys.size(); ++i) {
     s += "$s" + std::to_string(i) + " << EOD\n";
     auto rows = series[keys[i]];
     std::stable_sort(rows.begin(), rows.end(),
-                     [&](const Row* a, const Row* b) { return x_of(a) < x_of(b); });
+                     [xa](const Row* a, const Row* b) { return x_of(a->shape, xa) < x_of(b->shape, xa); });
     for (const Row* r : rows) {
-      s += std::to_string(x_of(r));
-      for (const auto& id : ids) {
-        const auto* v = r->variant(id);
+      s += std::to_string(x_of(r->shape, xa));
+      for (std::size_t v = 0; v < ids.size(); ++v) {
+        const auto* var = r->variant(ids[v]);
         s += ' ';
-        s += v ? num(static_cast<double>(v->bytes)) : std::string("NaN");
+        s += var ? num(static_cast<double>(var->bytes)) : std::string("NaN");
+        if (var) has[i][v] = true;
       }
       for (const auto& id : ids) {
         const auto* v = r->variant(id);
@@ -152,52 +311,81 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term) {
     s += "EOD\n";
   }
 
+  // Styles: colour and point type by variant; dashes by variant with one
+  // series, else by series; simulated variants first and thick.
+  std::vector<std::size_t> order;
+  for (std::size_t v = 0; v < ids.size(); ++v)
+    if (drawn_under(ids[v])) order.push_back(v);
+  for (std::size_t v = 0; v < ids.size(); ++v)
+    if (!drawn_under(ids[v])) order.push_back(v);
+  static constexpr int point_types[] = {4, 6, 8, 10, 12, 14, 1, 2, 3};
+  // The terminal draws no dashes: there a series takes its own point character
+  // instead, so that each legend entry (line and point characters) is unique.
+  const auto style = [&](std::size_t i, std::size_t v) {
+    const int dt = static_cast<int>(keys.size() == 1 ? v % 5 : i % 5) + 1;
+    const std::size_t p = dumb && keys.size() > 1 ? i : v;
+    return " lt " + std::to_string(v + 1) + " lw " + (drawn_under(ids[v]) ? "4" : "1.5") + " dt " +
+           std::to_string(dt) + " pt " + std::to_string(point_types[p % std::size(point_types)]);
+  };
+
+  const std::string shape = shape_title(keys.front(), vary, xa);
+  const std::string device = timed ? " on " + rep.roofline->device.name : "";
+  const auto missing = plot_notes(rep, opt);
   s += "set logscale x 2\nset logscale y 10\nset grid\nset key outside right top\n";
-  s += decode ? "set xlabel 'context length Nkv (tokens; the longest of a ragged batch)'\nset format x '%.0f'\n"
-              : "set xlabel 'sequence length Nq (tokens)'\nset format x '%.0f'\n";
+  s += "set xlabel " + gnuplot_quoted(axis_label(xa)) + "\nset format x '%.0f'\n";
+  if (!missing.empty()) {
+    std::string text;
+    for (const auto& m : missing) text += (text.empty() ? "" : "; ") + m;
+    s += "set label 1 " + gnuplot_quoted("Note: " + text) + " at screen 0.01, screen 0.01 left\n";
+    s += "set bmargin 5\n";
+  }
   if (timed) s += "set multiplot layout 2,1\n";
-  s += decode ? "set title 'HBM bytes per decode step (reads + writes)'\n"
-              : "set title 'HBM bytes per forward pass (reads + writes)'\n";
+  s += "set title " + gnuplot_quoted("HBM bytes (reads + writes)" + (shape.empty() ? "" : ": " + shape) + device) +
+       "\n";
   s += "set ylabel 'bytes'\nset format y '%.0s %cB'\n";
-  const std::size_t n = ids.size();
   std::string plot = "plot ";
   bool first = true;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    const std::string sname = series_name(keys[i], keys);
-    for (std::size_t v = 0; v < n; ++v) {
+  for (std::size_t v : order)
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!has[i][v]) continue;
+      const std::string sname = series_name(keys[i], vary, xa);
       plot += std::string(first ? "" : ", \\\n     ") + "$s" + std::to_string(i) + " using 1:" +
-              std::to_string(2 + v) + " with linespoints lt " + std::to_string(v + 1) + " dt " +
-              std::to_string(i % 5 + 1) + " pt " + std::to_string(i % 5 + 1) + " title " +
+              std::to_string(2 + v) + " with linespoints" + style(i, v) + " title " +
               gnuplot_quoted(ids[v] + (sname.empty() ? "" : " (" + sname + ")"));
       first = false;
     }
-  }
   s += plot + "\n";
   if (timed) {
+    const std::size_t n = ids.size();
     s += "set title " +
-         gnuplot_quoted("Roofline time on " + rep.roofline->device.name + " at " +
-                format_bandwidth(rep.roofline->device.bandwidth * rep.roofline->bandwidth_fraction) +
-                ": filled points compute-bound, open points memory-bound") +
+         gnuplot_quoted("Roofline time" + device + " at " +
+                        format_bandwidth(rep.roofline->device.bandwidth * rep.roofline->bandwidth_fraction)) +
          "\n";
+    // The shape is in the first chart's title; here the key says what the markers mean.
+    if (!dumb) s += "set key title 'filled: compute-bound, open: memory-bound'\n";
     s += "set ylabel 'predicted time'\nset format y '%.0s %cs'\n";
     plot = "plot ";
     first = true;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const std::string sname = series_name(keys[i], keys);
-      const std::string blk = "$s" + std::to_string(i);
-      for (std::size_t v = 0; v < n; ++v) {
+    for (std::size_t v : order)
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (!has[i][v]) continue;
+        const std::string sname = series_name(keys[i], vary, xa);
+        const std::string blk = "$s" + std::to_string(i);
         const std::string t = std::to_string(2 + n + v), b = std::to_string(2 + 2 * n + v);
         const std::string lt = std::to_string(v + 1);
-        plot += std::string(first ? "" : ", \\\n     ") + blk + " using 1:" + t + " with lines lt " + lt +
-                " dt " + std::to_string(i % 5 + 1) + " title " +
+        // The terminal draws each entry with the characters its legend shows:
+        // no separate bound markers there (the table says which bound binds).
+        plot += std::string(first ? "" : ", \\\n     ") + blk + " using 1:" + t + " with " +
+                (dumb ? "linespoints" : "lines") + style(i, v) + " title " +
                 gnuplot_quoted(ids[v] + (sname.empty() ? "" : " (" + sname + ")"));
-        plot += ", \\\n     " + blk + " using 1:($" + b + "==0 ? $" + t + " : NaN) with points lt " + lt +
-                " pt 6 notitle";
-        plot += ", \\\n     " + blk + " using 1:($" + b + "==1 ? $" + t + " : NaN) with points lt " + lt +
-                " pt 7 notitle";
+        if (!dumb) {
+          plot += ", \\\n     " + blk + " using 1:($" + b + "==0 ? $" + t + " : NaN) with points lt " + lt +
+                  " pt 6 notitle";
+          plot += ", \\\n     " + blk + " using 1:($" + b + "==1 ? $" + t + " : NaN) with points lt " + lt +
+                  " pt 7 notitle";
+        }
         first = false;
       }
-    }
     s += plot + "\nunset multiplot\n";
   }
   return s;
