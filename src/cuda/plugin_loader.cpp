@@ -24,7 +24,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shown(const fs::path& p) { return "'" + json_check::printable(p.string()) + "'"; }
+std::string shown(const fs::path& p) {
+  std::string s = "'";  // appended, not "'" + ...: GCC 12 warns wrongly on that (-Wrestrict)
+  s += json_check::printable(p.string());
+  s += '\'';
+  return s;
+}
 
 // Where to look, in order: $HBMSCOPE_CUDA_PLUGIN alone when set; else next to
 // the executable (the build tree), then the installed layout (bin/ and
