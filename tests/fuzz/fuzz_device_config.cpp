@@ -14,9 +14,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)render_devices({d}, true, f);
       (void)render_devices({d}, false, f);
     }
-    // What `devices NAME --format json` writes must read back as the same device.
-    const std::string exported = device_spec_to_json(d).dump();
-    (void)device_from_json(json_check::parse_json_text(exported, "exported.json"), "exported.json");
+    // What `devices NAME --format json` writes must read back, as the same device
+    // (its id is the origin's name, so the same origin).
+    const nlohmann::json exported = device_spec_to_json(d);
+    try {
+      const DeviceSpec again =
+          device_from_json(json_check::parse_json_text(exported.dump(), "fuzz.json"), "fuzz.json");
+      if (device_spec_to_json(again) != exported) __builtin_trap();
+    } catch (const Error&) {
+      __builtin_trap();
+    }
   });
   return 0;
 }
