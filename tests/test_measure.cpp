@@ -2,7 +2,10 @@
 // figures, report rows through a fake backend, the no-GPU backend, and how
 // printers show measurements.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "hbmscope/backend.hpp"
 #include "hbmscope/config.hpp"
