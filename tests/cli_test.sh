@@ -457,7 +457,7 @@ check "merge lists missing shards as ranges" grep -q "missing: 1, 3-4, 6-7$" "$w
 # compare
 "$bin" sweep --seq 1K:8K:x2 --format json --output "$work/ca.json" 2>/dev/null
 "$bin" sweep --seq 2K:16K:x2 --format json --output "$work/cb.json" 2>/dev/null
-"$bin" compare "$work/ca.json" "$work/cb.json" >"$work/cmp"
+"$bin" compare "$work/ca.json" "$work/cb.json" --metrics all >"$work/cmp"
 check "compare exits 0" test $? -eq 0
 check "compare marks SAME" grep -q "3 rows matched: 0 FASTER, 0 SLOWER, 3 SAME" "$work/cmp"
 check "compare lists unmatched A" grep -q "Only in A (.*ca.json), 1 rows:" "$work/cmp"

@@ -4,7 +4,8 @@
 #                   build/sanitize (scripts/sanitize-build.sh): a fixture the
 #                   others need, so `ctest -R model` does not pay for it
 #   sanitize_unit   every Catch2 test under the sanitizers
-#   sanitize_cli    tests/cli_test.sh against the sanitized hbmscope
+#   sanitize_cli    tests/cli_test.sh and cli_safety_test.sh against the
+#   sanitize_cli_safety  sanitized hbmscope
 #   fuzz_NAME       each harness of tests/fuzz/ for HBMSCOPE_FUZZ_SECONDS
 # -DHBMSCOPE_SANITIZER_SUITE=OFF leaves them out (no clang, or in a hurry).
 option(HBMSCOPE_SANITIZER_SUITE "Run the ASan + UBSan suite and the fuzzers from ctest (needs clang)" ON)
@@ -27,7 +28,8 @@ if(HBMSCOPE_SANITIZER_SUITE)
   endif()
   add_test(NAME sanitize_unit COMMAND ${san_dir}/tests/hbmscope_tests)
   add_test(NAME sanitize_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_test.sh ${san_dir}/hbmscope)
-  set_tests_properties(sanitize_unit sanitize_cli PROPERTIES FIXTURES_REQUIRED sanitize LABELS sanitize TIMEOUT 1800
+  add_test(NAME sanitize_cli_safety COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_safety_test.sh ${san_dir}/hbmscope)
+  set_tests_properties(sanitize_unit sanitize_cli sanitize_cli_safety PROPERTIES FIXTURES_REQUIRED sanitize LABELS sanitize TIMEOUT 1800
                                                          ENVIRONMENT "${san_env}")
   file(GLOB fuzzers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_*.cpp)
   foreach(src ${fuzzers})

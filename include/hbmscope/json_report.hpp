@@ -27,6 +27,9 @@ nlohmann::json device_spec_to_json(const DeviceSpec& d);
 // field this version writes; fields it does not know are ignored. Throws
 // Error "ORIGIN: KEY: expected ..., got ..." on anything malformed.
 Report report_from_json(const nlohmann::json& j, std::string_view origin);
+// One element of "rows" (rows[i] in messages), checked as report_from_json
+// checks it: for readers that stream a report's rows.
+Row row_from_json(const nlohmann::json& row, std::string_view origin, std::size_t i);
 Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const std::string& key);
 
 }  // namespace hbmscope

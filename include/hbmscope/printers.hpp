@@ -85,6 +85,20 @@ bool same_write_target(const std::filesystem::path& a, const std::filesystem::pa
 // constructor checks as check_write_target and creates the temporary file;
 // commit writes and renames (or writes a device or FIFO in place). The
 // temporary file is removed unless committed, and on an interrupt.
+// A file removed on SIGINT, SIGTERM or SIGHUP while this object lives (and by
+// its owner otherwise): gnuplot's temporary files. Signals the process
+// ignores (nohup) stay ignored.
+class RemoveOnSignal {
+ public:
+  explicit RemoveOnSignal(const std::string& path);
+  RemoveOnSignal(const RemoveOnSignal&) = delete;
+  RemoveOnSignal& operator=(const RemoveOnSignal&) = delete;
+  ~RemoveOnSignal();
+
+ private:
+  int slot_ = -1;
+};
+
 class AtomicFile {
  public:
   explicit AtomicFile(std::filesystem::path target, std::string prefix = {});
@@ -92,13 +106,19 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
   ~AtomicFile();
   void commit(std::string_view content, const std::function<void()>& before_rename = {});
+  // commit in two steps, for files that must appear together (a report and
+  // its plot): write() puts every byte on disk (a full disk fails here, with
+  // nothing renamed), publish() renames. The file takes the mode of the file
+  // it replaces, else 0666 less the umask.
+  void write(std::string_view content);
+  void publish();
 
  private:
   void discard();
   std::filesystem::path given_, path_;
   std::string prefix_, tmp_;
   int fd_ = -1, slot_ = -1;
-  bool in_place_ = false;
+  bool in_place_ = false, written_ = false;
 };
 
 }  // namespace hbmscope

@@ -47,6 +47,10 @@ struct SweepAxes {
 // The design note's table: 4096 x 64, 4096 x 128, 8192 x 128, BF16, blocks of 128.
 SweepAxes note_axes();
 
+// How many shapes expand(axes) makes, from the axes' sizes alone (repeated
+// values dropped); UINT64_MAX when the count does not fit in 64 bits.
+std::uint64_t shape_count(const SweepAxes& axes);
+
 // Every combination, outermost first: batch, heads, kv_heads, dtype, causal,
 // block_rows, block_cols, (seq, seq_kv, head_dim), pass. Each shape is validated.
 std::vector<Shape> expand(const SweepAxes& axes);

@@ -2,6 +2,7 @@
 // Sweep configuration files (schema "hbmscope.sweep/1", docs/sweep-config.md):
 // named groups of axes whose shapes are swept one group after another.
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,10 +18,15 @@ struct SweepGroup {
   SweepAxes axes;
 };
 
+struct LabelledShapes;
+
 struct SweepConfig {
   std::string description;
   std::vector<SweepGroup> groups;
   std::vector<std::string> variants;  // report only these variant ids; empty: all
+  // The expansion of `groups`, made once by a loader that validated it;
+  // expand(config) returns it. Whoever changes the groups' axes resets it.
+  std::shared_ptr<LabelledShapes> expanded;
 };
 
 // Keeps only the listed variants in every row (all when `ids` is empty).
@@ -41,7 +47,9 @@ SweepConfig find_sweep_config(std::string_view name_or_path);
 
 // One labelled shape per row of the sweep, groups in order. A row is its
 // (label, shape): a shape an earlier group of the same label produced is
-// skipped, so that shards never overlap.
+// skipped, so that shards never overlap. The groups' sizes are counted first
+// (before repeats are dropped): a sum over max_sweep_shapes is refused before
+// anything is built.
 struct LabelledShapes {
   std::vector<Shape> shapes;
   std::vector<std::string> labels;  // parallel to shapes

@@ -32,6 +32,7 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
               const cli::DeviceOptions& dev) {
   (void)cli::to_print_options(out);
   cli::check_device_options(dev, out);
+  (void)cli::check_l2_options(l2, dev);  // before the shapes are modelled
   Report report;
   report.command = "model";
   const std::vector<Shape> shapes = expand(cli::to_axes(shape));
@@ -64,10 +65,11 @@ int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
   std::vector<Shape> shapes;
   for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
   cli::check_run_size(shapes.size(), "measure");
+  auto backend = cli::measuring_backend(mo, shapes);  // before the shapes are modelled
   Report report;
   report.command = "measure";
   report.rows = model_rows(shapes);
-  cli::add_measurements(report, mo);
+  cli::add_measurements(report, mo, std::move(backend));
   return cli::finish_report(report, out, cli::DeviceOptions{});
 }
 
@@ -181,7 +183,7 @@ int main(int argc, char** argv) {
     }
     if (const std::string& first = args.back(); first.rfind('-', 0) != 0 && !known) {
       std::fprintf(stderr, "hbmscope: error: unknown command '%s' (commands: %s; see --help)\n",
-                   first.c_str(), names.c_str());
+                   json_check::printable(first).c_str(), names.c_str());
       return 2;
     }
     app.parse(args);
@@ -192,7 +194,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return print_help(app, e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "hbmscope: error: %s (see --help)\n", e.what());
+    // CLI11 quotes argv in its messages: escaped, the error stays one line.
+    std::fprintf(stderr, "hbmscope: error: %s (see --help)\n", json_check::printable(e.what()).c_str());
     return 2;
   }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "hbmscope/error.hpp"
@@ -41,15 +42,23 @@ std::string find_in_path(const std::string& exe) {
   return {};
 }
 
-// A temporary file that removes itself.
+// A temporary file that removes itself, also when a signal ends the process
+// while gnuplot runs.
 struct TempFile {
   std::string path;
+  std::optional<RemoveOnSignal> guard;
   explicit TempFile(std::string tmpl) : path(std::move(tmpl)) {
     const int fd = ::mkstemp(path.data());
     if (fd < 0) throw Error("--plot: cannot create a temporary file '" + path + "': " + std::strerror(errno));
+    guard.emplace(path);
     ::close(fd);
   }
-  ~TempFile() { ::unlink(path.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    ::unlink(path.c_str());
+    guard.reset();
+  }
 };
 
 }  // namespace
@@ -111,8 +120,17 @@ Plot::Plot(const Report& report, const std::string& target) {
 }
 
 void Plot::install() {
+  write();
+  publish();
+}
+
+void Plot::write() {
+  if (file_) file_->write(image_);
+}
+
+void Plot::publish() {
   if (!file_) return;
-  file_->commit(image_);
+  file_->publish();
   file_.reset();
 }
 

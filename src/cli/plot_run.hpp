@@ -27,6 +27,10 @@ class Plot {
   const std::string& text() const { return text_; }
   // Writes the image to the target as write_file_atomic does (nothing for "-").
   void install();
+  // install() in two steps (AtomicFile::write and publish), so that a report
+  // and its chart are both on disk before either is renamed into place.
+  void write();
+  void publish();
 
  private:
   std::string image_, text_;

@@ -1,9 +1,11 @@
 #include "sweep_commands.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -65,7 +67,7 @@ void emit(const std::string& text, const std::optional<std::string>& output) {
     write_stdout(text);
   } else {
     write_file_atomic(*output, text);
-    std::fprintf(stderr, "hbmscope: wrote %s\n", output->c_str());
+    std::fprintf(stderr, "hbmscope: wrote %s\n", json_check::printable(*output).c_str());
   }
 }
 
@@ -89,6 +91,31 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
   }
   const auto side = [](const nlohmann::json& x) { return x.is_null() ? std::string("none") : json_check::brief(x); };
   return path + ": " + side(a) + " vs " + side(b);
+}
+
+// --output (or --plot) naming a file this run reads would destroy the input
+// (or, replaced atomically, leave the run's own input changed under it): it is
+// refused before anything is read.
+void refuse_input_as_output(const std::optional<std::string>& output, const std::vector<std::string>& inputs,
+                            const char* option) {
+  if (to_stdout(output)) return;
+  for (const auto& input : inputs)
+    if (same_write_target(*output, input))
+      throw Error(std::string(option) + ": '" + *output + "' is also an input of this run ('" + input +
+                  "'); write the result to another file");
+}
+
+// A comma-separated list option: "a,b" -> {a, b}; empty items refused.
+std::vector<std::string> split_list(const std::string& text, const char* option) {
+  std::vector<std::string> out;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    std::string item = text.substr(pos, comma - pos);
+    if (item.empty()) throw Error(std::string(option) + ": '" + text + "' has an empty item");
+    out.push_back(std::move(item));
+    pos = comma + 1;
+  }
+  return out;
 }
 
 std::string row_key(const nlohmann::json& row) {
@@ -122,6 +149,12 @@ void check_device_options(const DeviceOptions& d, const OutputOptions& out) {
   if (d.bandwidth_fraction) validate_bandwidth_fraction(*d.bandwidth_fraction);
   // Targets are checked before a long sweep, and so before anything is written.
   if (!to_stdout(out.output)) check_write_target(*out.output);
+  // A device file is an input: --output or --plot naming it is refused.
+  std::error_code ec;
+  if (d.device && std::filesystem::exists(*d.device, ec)) {
+    refuse_input_as_output(out.output, {*d.device}, "--output");
+    if (d.plot && *d.plot != "-") refuse_input_as_output(d.plot, {*d.device}, "--plot");
+  }
   if (d.plot) {
     (void)plot_terminal_for(*d.plot);
     if (*d.plot != "-") {
@@ -198,6 +231,33 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   return notes;
 }
 
+bool check_l2_options(const L2Options& l2, const DeviceOptions& dev) {
+  std::optional<DeviceSpec> spec;
+  if (dev.device) spec = find_device(*dev.device);
+  return to_l2_config(l2, spec ? &*spec : nullptr).has_value();
+}
+
+void check_variant_ids(const std::vector<std::string>& ids, const std::string& where,
+                       const std::vector<Shape>& shapes, const ModelOptions& v, bool sims) {
+  // The ids a run can make: those of one modelled row per pass (cheap), and
+  // the simulated variants when the L2 simulation runs.
+  std::vector<std::string> known;
+  std::set<Pass> passes;
+  for (const Shape& s : shapes) {
+    if (!passes.insert(s.pass).second) continue;
+    for (const auto& x : model_row(s, v).variants)
+      if (std::find(known.begin(), known.end(), x.id) == known.end()) known.push_back(x.id);
+  }
+  if (sims)
+    for (const char* id : {"flash_l2_sim", "standard_l2_sim"}) known.push_back(id);
+  for (const auto& id : ids)
+    if (!shapes.empty() && std::find(known.begin(), known.end(), id) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw Error(where + ": '" + id + "' is not a variant of these rows (" + list + ")");
+    }
+}
+
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
   if (!v.flash1) return;
   for (const Shape& s : shapes)
@@ -213,19 +273,32 @@ void check_run_size(std::size_t shapes, std::string_view command) {
               std::to_string(n) + "` (I = 1.." + std::to_string(n) + ") and `hbmscope merge`");
 }
 
-void add_measurements(Report& report, const MeasureCliOptions& mo) {
+namespace {
+
+void require_forward(const Shape& s) {
+  if (s.pass != Pass::fwd)
+    throw Error("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const std::vector<Shape>& shapes) {
+  (void)parse_kernels(mo.kernels);
+  for (const Shape& s : shapes) require_forward(s);
+  auto backend = make_backend(mo.device_index);
+  if (!backend->available()) throw Error(backend->unavailable_reason());
+  return backend;
+}
+
+void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_ptr<Backend> backend) {
   const auto kinds = parse_kernels(mo.kernels);
-  for (const Row& row : report.rows)
-    if (row.shape.pass != Pass::fwd)
-      throw Error("--pass: measure runs forward kernels only (got '" +
-                  std::string(pass_name(row.shape.pass)) + "')");
+  for (const Row& row : report.rows) require_forward(row.shape);
   MeasureOptions opt;
   opt.repeats = mo.repeats;
   opt.warmup = mo.warmup;
   opt.seed = mo.seed;
   opt.validate = !mo.no_validate;
-  auto backend = make_backend(mo.device_index);
-  if (!backend->available()) throw Error(backend->unavailable_reason());
+  if (!backend) backend = measuring_backend(mo, {});
   report.device = measure_device(*backend, opt);
   const double ceiling = copy_bandwidth(report.device->copy);
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
@@ -250,16 +323,20 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
   if (!to_stdout(out.output)) file.emplace(*out.output);
   const bool chart_to_terminal = dev.plot && *dev.plot == "-";
   if (chart_to_terminal && to_stdout(out.output)) text += "\n" + plot->text();
+  // Both files' bytes on disk before either is renamed: a full disk fails the
+  // run with neither file replaced, as the README promises.
+  if (file) file->write(text);
+  if (plot && !chart_to_terminal) plot->write();
   if (file) {
-    file->commit(text);
-    std::fprintf(stderr, "hbmscope: wrote %s\n", out.output->c_str());
+    file->publish();
+    std::fprintf(stderr, "hbmscope: wrote %s\n", json_check::printable(*out.output).c_str());
   } else {
     write_stdout(text);
   }
   if (chart_to_terminal && !to_stdout(out.output)) write_stdout(plot->text());
   if (plot && !chart_to_terminal) {
-    plot->install();
-    std::fprintf(stderr, "hbmscope: wrote %s\n", dev.plot->c_str());
+    plot->publish();
+    std::fprintf(stderr, "hbmscope: wrote %s\n", json_check::printable(*dev.plot).c_str());
   }
   // Notes last, so that a run that fails prints its error alone.
   for (const auto& n : notes) std::fprintf(stderr, "hbmscope: note: %s\n", n.c_str());
@@ -325,18 +402,45 @@ Examples:
                        "prediction.flash_no_l2.seconds, else bytes.flash_no_l2]")
       ->type_name("PATH")
       ->check(not_empty());
+  compare_->add_option("--match", match_,
+                       "Match rows on these fields only, e.g. --match seq_q,seq_kv,head_dim when the "
+                       "reports differ in dtype (fields: label, batch, heads, kv_heads, seq_q, seq_kv "
+                       "(seq: both), head_dim, dtype, block_rows, block_cols, causal, pass) "
+                       "[default: the label and every shape field]")
+      ->type_name("LIST");
+  compare_->add_option("--ignore", ignore_,
+                       "Match rows on every field but these, e.g. --ignore dtype (bf16 vs fp8) or "
+                       "--ignore block_rows")
+      ->type_name("LIST")
+      ->excludes(compare_->get_option("--match"));
+  compare_->add_option("--metrics", metrics_,
+                       "Also show these numbers in table, csv and md, e.g. bytes.standard,flops; all "
+                       "shows every one [default: the verdict metric and the numbers that differ "
+                       "beyond the threshold; JSON holds every number]")
+      ->type_name("LIST|all");
+  compare_->add_option("--fail-on", fail_on_,
+                       "Exit 4 when a row's verdict is SLOWER (slower), FASTER (faster) or either (any), "
+                       "after writing the output: a regression gate for CI")
+      ->type_name("slower|faster|any");
   compare_->add_option("--format", compare_format_, "table, json, csv or md [default: table]")
       ->type_name("table|json|csv|md");
   compare_->add_option("--output", compare_output_, "Write to FILE atomically instead of stdout (- is stdout)")
       ->type_name("FILE")
       ->check(not_empty());
-  compare_->footer(R"(Rows are matched by their shape (and group label). One column per number both rows
-hold, as the ratio B/A ("inf" when only A is 0). Verdict on the metric: FASTER when
-B is better by more than the threshold, SLOWER when worse, SAME otherwise. Rows in
-only one report are listed after the table.
+  compare_->footer(R"(Rows are matched by their shape (and group label), or by the fields of --match /
+--ignore; the header names what rows were matched on, the axes in which matched
+rows differ, and the verdict metric. The table shows A, B and B/A of the metric,
+then B/A ("inf" when only A is 0) of every number that differs by more than the
+threshold in some row (--metrics adds more; --format json holds every number).
+Verdict on the metric: FASTER when B is better by more than the threshold,
+SLOWER when worse, SAME otherwise. Rows in only one report are listed after the
+table.
+Exit status: 0, or 4 with --fail-on when a verdict says so; 1 bad input, 2 usage.
 Examples:
   hbmscope compare before.json after.json
-  hbmscope compare h100.json h200.json --metric prediction.flash_no_l2.seconds --threshold 1)");
+  hbmscope compare bf16.json fp8.json --ignore dtype
+  hbmscope compare h100.json h200.json --metric prediction.flash_no_l2.seconds --threshold 1
+  hbmscope compare base.json new.json --fail-on slower     (CI: exit 4 on a regression))");
 
   merge_ = app.add_subcommand("merge", "Join JSON reports (e.g. the shards of a sweep) into one");
   merge_->add_option("reports", merge_files_, "Reports to join, in order (shards are put in shard order)")
@@ -379,23 +483,45 @@ int SweepCommands::run_sweep() {
   if (!measure_)
     for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate"})
       if (sweep_->count(name) > 0) throw Error(std::string(name) + ": needs --measure");
+  if (config_) {  // a config file is an input of the run too
+    refuse_input_as_output(out_.output, {*config_}, "--output");
+    if (dev_.plot && *dev_.plot != "-") refuse_input_as_output(dev_.plot, {*config_}, "--plot");
+  }
+  // Every option is checked before the sweep is computed.
+  const bool sims = check_l2_options(l2_, dev_);
+  const std::optional<Shard> shard = shard_ ? std::optional<Shard>(parse_shard(*shard_)) : std::nullopt;
+  const std::vector<std::string> variant_list = variants_ ? split_list(*variants_, "--variants") : std::vector<std::string>{};
   SweepConfig cfg;
   if (config_) {
     cfg = find_sweep_config(*config_);
-    for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
+    const ShapeOptions& o = shape_;
+    if (o.seq || o.head_dim || o.seq_kv || o.batch || o.heads || o.kv_heads || o.dtype || o.block_rows ||
+        o.block_cols || o.causal || o.pass) {
+      for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
+      cfg.expanded.reset();  // the loader's expansion was of the file's axes
+    }
   } else {
     cfg.groups.push_back({"", to_axes(shape_)});
   }
-  LabelledShapes all = expand(cfg);
+  LabelledShapes all;
+  if (cfg.expanded) {  // the loader's expansion, taken rather than copied
+    all = std::move(*cfg.expanded);
+    cfg.expanded.reset();
+  } else {
+    all = expand(cfg);
+  }
   check_variants(variants_opts_, all.shapes);
+  if (variants_) check_variant_ids(variant_list, "--variants", all.shapes, variants_opts_, sims);
+  else if (config_ && !cfg.variants.empty())
+    check_variant_ids(cfg.variants, *config_ + ": variants", all.shapes, variants_opts_, sims);
   if (measure_) {
     const bool blocks_given = shape_.block_rows || shape_.block_cols;
     for (Shape& s : all.shapes) s = with_flash_blocks(s, blocks_given);
   }
   Report report;
   report.command = "sweep";
-  if (shard_) {
-    const Shard s = parse_shard(*shard_);
+  if (shard) {
+    const Shard s = *shard;
     const auto [b, e] = shard_range(all.shapes.size(), s);
     report.shard = ShardInfo{s.index, s.count, all.shapes.size()};
     all.shapes = std::vector<Shape>(all.shapes.begin() + static_cast<std::ptrdiff_t>(b),
@@ -404,25 +530,18 @@ int SweepCommands::run_sweep() {
                                           all.labels.begin() + static_cast<std::ptrdiff_t>(e));
   }
   check_run_size(all.shapes.size(), "sweep");
+  // A device to measure on is found before the sweep is modelled.
+  std::unique_ptr<Backend> backend = measure_ ? measuring_backend(measure_opts_, all.shapes) : nullptr;
   {
     ProgressBar bar(stderr, mode, "hbmscope sweep");
     report.rows = model_rows(all.shapes, variants_opts_,
                              [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
   const auto notes = add_l2_sims(report, l2_, dev_, mode);
-  if (measure_) add_measurements(report, measure_opts_);
+  if (measure_) add_measurements(report, measure_opts_, std::move(backend));
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {
-    std::vector<std::string> ids;
-    std::string_view t = *variants_;
-    for (std::size_t pos = 0; pos <= t.size();) {
-      const std::size_t comma = std::min(t.find(',', pos), t.size());
-      const std::string id(t.substr(pos, comma - pos));
-      if (id.empty()) throw Error("--variants: '" + *variants_ + "' has an empty item");
-      ids.push_back(id);
-      pos = comma + 1;
-    }
-    keep_variants(report.rows, ids, "--variants");
+    keep_variants(report.rows, variant_list, "--variants");
   } else if (config_ && !cfg.variants.empty()) {
     keep_variants(report.rows, cfg.variants, *config_ + ": variants");
   }
@@ -450,23 +569,65 @@ int SweepCommands::run_compare() {
   CompareOptions opt;
   opt.threshold_pct = threshold_;
   if (metric_) opt.metric = *metric_;
-  const auto a = json_check::read_json_file(compare_files_.at(0));
-  const auto b = json_check::read_json_file(compare_files_.at(1));
-  const Comparison c = compare_reports(a, compare_files_[0], b, compare_files_[1], opt);
+  if (match_) opt.match = split_list(*match_, "--match");
+  if (ignore_) opt.ignore = split_list(*ignore_, "--ignore");
+  if (metrics_) opt.metrics = split_list(*metrics_, "--metrics");
+  if (fail_on_ && *fail_on_ != "slower" && *fail_on_ != "faster" && *fail_on_ != "any")
+    throw Error("--fail-on: '" + *fail_on_ + "' is not one of slower, faster, any");
+  refuse_input_as_output(compare_output_, compare_files_, "--output");
+  const Comparison c = compare_report_files(compare_files_.at(0), compare_files_.at(1), opt);
   emit(render_comparison(c, f), compare_output_);
+  if (fail_on_) {
+    const bool slower = c.slower > 0 && *fail_on_ != "faster";
+    const bool faster = c.faster > 0 && *fail_on_ != "slower";
+    if (slower || faster) {
+      std::fprintf(stderr, "hbmscope: compare: %zu SLOWER, %zu FASTER (--fail-on %s): exit %d\n", c.slower,
+                   c.faster, fail_on_->c_str(), compare_fail_exit);
+      return compare_fail_exit;
+    }
+  }
   return 0;
 }
 
 int SweepCommands::run_merge() {
   const Format f = format_or_throw(merge_format_);
+  refuse_input_as_output(merge_output_, merge_files_, "--output");
+  // Each input is read row by row: every row is checked and kept as the text
+  // the merged report will hold (or, for other formats, as a Row), never as a
+  // JSON tree, so that memory stays near the size of the output.
   struct Input {
     std::string name;
-    nlohmann::json j;
+    nlohmann::json j;   // everything but the rows
     Report r;
+    std::string rows_text;   // json: the rows as they will be written, comma-separated
+    std::vector<Row> rows;   // other formats
+    std::size_t count = 0;
   };
   std::vector<Input> in;
+  std::unordered_map<std::string, std::size_t> owner;  // row key -> input
+  std::optional<std::string> overlap;  // the first overlap, refused after the header checks
   for (const auto& name : merge_files_) {
-    Input x{name, json_check::read_json_file(name), {}};
+    Input x;
+    x.name = name;
+    const std::size_t me = in.size();
+    x.j = json_check::read_json_rows(name, [&](std::size_t i, nlohmann::json&& row) {
+      Row checked = row_from_json(row, name, i);
+      const auto [it, fresh] = owner.try_emplace(row_key(row), me);
+      if (!fresh && !overlap)
+        overlap = "merge: rows overlap: " + (checked.label.empty() ? "" : checked.label + ": ") +
+                  describe(checked.shape) + " is in both " + in[it->second].name + " and " + name;
+      if (f == Format::json) {
+        if (x.count) x.rows_text += ",\n";
+        x.rows_text += "    ";
+        // As dump(2) writes it inside the rows array (4 spaces deeper), straight
+        // into the text: no copy of the row and no second pass to indent it.
+        nlohmann::detail::serializer<nlohmann::json> out(nlohmann::detail::output_adapter<char>(x.rows_text), ' ');
+        out.dump(row, true, false, 2, 4);
+      } else {
+        x.rows.push_back(std::move(checked));
+      }
+      ++x.count;
+    });
     if (!in.empty() && x.j.is_object() && x.j.contains("schema") && in[0].j.contains("schema") &&
         x.j["schema"] != in[0].j["schema"])
       throw Error("merge: " + name + " has schema " + json_check::brief(x.j["schema"]) + ", " +
@@ -506,50 +667,82 @@ int SweepCommands::run_merge() {
       throw Error("merge: " + first.name + " is " + shard_name(first) + ", " + x.name + " is " + shard_name(x) +
                   ": refusing to mix shards of different splits (merge the N shards of one --shard I/N run)");
   }
+  if (overlap) throw Error(*overlap);
   const bool shards = first.r.shard.has_value();
   if (shards)
     std::stable_sort(in.begin(), in.end(),
                      [](const Input& a, const Input& b) { return a.r.shard->index < b.r.shard->index; });
-  std::map<std::string, std::string> owner;
-  nlohmann::json out = in.front().j;
-  out.erase("shard");
-  out["rows"] = nlohmann::json::array();
-  for (const auto& x : in)
-    for (std::size_t i = 0; i < x.j["rows"].size(); ++i) {
-      const auto& row = x.j["rows"][i];
-      const std::string key = row_key(row);
-      const auto [it, fresh] = owner.emplace(key, x.name);
-      if (!fresh)
-        throw Error("merge: rows overlap: " + (row.value("label", std::string()).empty() ? "" : row.value("label", std::string()) + ": ") +
-                    describe(x.r.rows[i].shape) + " is in both " + it->second + " and " + x.name);
-      out["rows"].push_back(row);
-    }
+  std::size_t total = 0;
+  for (const auto& x : in) total += x.count;
   if (shards) {
+    const std::uint64_t count = in.front().r.shard->count;
     std::set<std::uint64_t> have;
     for (const auto& x : in) have.insert(x.r.shard->index);
-    if (have.size() != first.r.shard->count || out["rows"].size() != first.r.shard->total_rows) {
-      // The missing indices as ranges ("2-5, 7"): a line even for thousands of shards.
+    if (have.size() != count || total != in.front().r.shard->total_rows) {
+      // The missing indices as ranges ("2-5, 7"), found from the gaps between
+      // the shards present: a count of 10^18 costs no more than one of 2.
+      std::vector<std::string> ranges;
+      std::uint64_t next = 1;  // the first index not yet accounted for
+      const auto gap = [&](std::uint64_t upto) {  // indices next..upto-1 are missing
+        if (upto > next) ranges.push_back(std::to_string(next) + (upto - 1 > next ? "-" + std::to_string(upto - 1) : ""));
+      };
+      for (const std::uint64_t i : have) {
+        gap(i);
+        next = i + 1;
+      }
+      if (next <= count) gap(count + 1);
       std::string missing;
-      for (std::uint64_t i = 1; i <= first.r.shard->count; ++i) {
-        if (have.count(i)) continue;
-        std::uint64_t j = i;
-        while (j < first.r.shard->count && !have.count(j + 1)) ++j;
-        missing += (missing.empty() ? "" : ", ") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
-        i = j;
+      for (std::size_t k = 0; k < ranges.size(); ++k) {
+        if (k == 20) {
+          missing += ", ... (" + std::to_string(ranges.size() - 20) + " more ranges)";
+          break;
+        }
+        missing += (k ? ", " : "") + ranges[k];
       }
       std::fprintf(stderr, "hbmscope: note: merged %zu of %llu shards (%zu of %llu rows)%s\n", have.size(),
-                   static_cast<unsigned long long>(first.r.shard->count), out["rows"].size(),
-                   static_cast<unsigned long long>(first.r.shard->total_rows),
+                   static_cast<unsigned long long>(count), total,
+                   static_cast<unsigned long long>(in.front().r.shard->total_rows),
                    missing.empty() ? "" : ("; missing: " + missing).c_str());
     }
   }
+  nlohmann::json head = in.front().j;
+  head.erase("shard");
+  head["rows"] = nlohmann::json::array();
   std::string text;
   if (f == Format::json) {
-    text = out.dump(2) + "\n";
+    // The header as dump(2) writes it, the rows spliced in: the same text as
+    // dumping the whole merged report.
+    const std::string h = head.dump(2);
+    const std::string slot = "\"rows\": []";
+    const std::size_t at = h.find(slot);
+    std::size_t size = h.size() + 16;
+    for (const auto& x : in) size += x.rows_text.size() + 2;
+    text.reserve(size);
+    text = h.substr(0, at + slot.size() - 1);
+    if (total == 0) {
+      text += "]";
+    } else {
+      text += "\n";
+      bool any = false;
+      for (auto& x : in) {
+        if (x.count == 0) continue;
+        if (any) text += ",\n";
+        text += x.rows_text;
+        std::string().swap(x.rows_text);
+        any = true;
+      }
+      text += "\n  ]";
+    }
+    text += h.substr(at + slot.size());
+    text += "\n";
   } else {
+    Report merged = report_from_json(head, "merged report");
+    merged.rows.reserve(total);
+    for (auto& x : in)
+      for (auto& row : x.rows) merged.rows.push_back(std::move(row));
     PrintOptions p;
     p.format = f;
-    text = render(report_from_json(out, "merged report"), p);
+    text = render(merged, p);
   }
   emit(text, merge_output_);
   return 0;

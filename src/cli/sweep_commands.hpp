@@ -2,10 +2,12 @@
 // The commands of issue 3: sweep, devices, compare, merge; and the device,
 // roofline and plot options that `model` shares with `sweep`.
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "hbmscope/backend.hpp"
 #include "hbmscope/report.hpp"
 #include "options.hpp"
 #include "progress.hpp"
@@ -39,7 +41,22 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
 // Runs the kernels of --kernels on every row's shape (a CUDA device needed:
 // Error saying why otherwise) and attaches the measurements and the device.
 // Rows must be forward-pass shapes with the flash instantiation's blocks.
-void add_measurements(Report& report, const MeasureCliOptions& mo);
+// backend: one made (and checked) before the rows were modelled, so that a
+// run without a device is refused at once; nullptr: made here.
+void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_ptr<Backend> backend = nullptr);
+
+// The measuring backend, or Error saying why there is none (or why the shapes
+// cannot be measured): called before any shape is modelled.
+std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const std::vector<Shape>& shapes);
+
+// Checks the L2 simulation options (--sms without --l2-bytes...) before any
+// work; true when the simulation will run.
+bool check_l2_options(const L2Options& l2, const DeviceOptions& dev);
+
+// Refuses a --variants id that no row of this run would have, before the run
+// is computed (one row per pass is modelled to learn the ids).
+void check_variant_ids(const std::vector<std::string>& ids, const std::string& where,
+                       const std::vector<Shape>& shapes, const ModelOptions& v, bool sims);
 
 // Refuses --fa1 when no shape has a forward pass (the column would be silently empty).
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes);
@@ -52,6 +69,9 @@ void check_run_size(std::size_t shapes, std::string_view command);
 // atomically) and plots, then prints the notes on stderr. Returns the exit code.
 int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev,
                   const std::vector<std::string>& notes = {});
+
+// `compare --fail-on`: a verdict said so (1 is bad input, 2 usage, 3 internal error).
+inline constexpr int compare_fail_exit = 4;
 
 class SweepCommands {
  public:
@@ -88,6 +108,7 @@ class SweepCommands {
   std::optional<std::string> metric_;
   std::string compare_format_ = "table";
   std::optional<std::string> compare_output_;
+  std::optional<std::string> match_, ignore_, metrics_, fail_on_;
 
   std::vector<std::string> merge_files_;
   std::string merge_format_ = "json";

@@ -48,6 +48,11 @@ std::vector<std::uint64_t> int_axis(const nlohmann::json& v, std::string_view or
   for (std::size_t i = 0; i < v.size(); ++i) {
     const auto items = int_items(v[i], origin, key + "[" + std::to_string(i) + "]");
     out.insert(out.end(), items.begin(), items.end());
+    // Each item is capped by its parser; their concatenation is capped here,
+    // as it grows, so that 40 long ranges cost no more than one.
+    if (out.size() > max_sweep_shapes)
+      jc::fail_text(origin, key, "has too many values (a sweep has at most " + std::to_string(max_sweep_shapes) +
+                                     " shapes)");
   }
   return out;
 }
@@ -71,6 +76,9 @@ std::vector<T> string_axis(const nlohmann::json& v, std::string_view origin, con
     try {
       const auto items = parse(x.get<std::string>(), k);
       out.insert(out.end(), items.begin(), items.end());
+      if (out.size() > max_sweep_shapes)
+        jc::fail_text(origin, key, "has too many values (a sweep has at most " +
+                                       std::to_string(max_sweep_shapes) + " shapes)");
     } catch (const Error& e) {
       rethrow_as_key(e, origin);
     }
@@ -248,9 +256,10 @@ SweepConfig load_sweep_config_file(const std::filesystem::path& path) {
   const auto j = jc::read_json_file(path);
   SweepConfig c = sweep_config_from_json(j, path.string());
   // Shapes that fail validation (heads not a multiple of kv_heads...) are
-  // reported now, naming the file.
+  // reported now, naming the file; the expansion is kept, so that a run
+  // expands its config once.
   try {
-    (void)expand(c);
+    c.expanded = std::make_shared<LabelledShapes>(expand(c));
   } catch (const Error& e) {
     throw Error(jc::printable(path.string()) + ": " + e.what());
   }
@@ -304,7 +313,23 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
 }
 
 LabelledShapes expand(const SweepConfig& config) {
+  if (config.expanded) return *config.expanded;
+  // Counted before anything is built: the sum of the groups' products.
+  std::uint64_t total = 0;
+  for (const auto& g : config.groups) {
+    const std::uint64_t n = shape_count(g.axes);
+    total = n > UINT64_MAX - total ? UINT64_MAX : total + n;
+  }
+  if (total > max_sweep_shapes && config.groups.size() > 1)  // one group: expand(axes) says it
+    throw Error("sweep too large: its " + std::to_string(config.groups.size()) + " group(s) make " +
+                (total == UINT64_MAX ? std::string("more than 2^64") : std::to_string(total)) +
+                " shapes (at most " + std::to_string(max_sweep_shapes) +
+                ", counted before repeated shapes are dropped); sweep fewer values");
   LabelledShapes out;
+  if (total <= max_sweep_shapes) {
+    out.shapes.reserve(static_cast<std::size_t>(total));
+    out.labels.reserve(static_cast<std::size_t>(total));
+  }
   // Rows are identified by (label, shape): two models with the same attention
   // shape both keep their rows, a shape repeated under one label is dropped.
   std::map<std::string, std::unordered_set<Shape, ShapeHash>> seen;

@@ -44,11 +44,7 @@ void drop_repeats(std::vector<T>& v) {
   v = std::move(out);
 }
 
-}  // namespace
-
-std::vector<Shape> expand(const SweepAxes& axes) {
-  // With every axis free of repeats the product has no repeated shape ("same
-  // as the paired axis" is one value, so it cannot collide with another).
+SweepAxes without_repeats(const SweepAxes& axes) {
   SweepAxes a = axes;
   drop_repeats(a.batch);
   drop_repeats(a.heads);
@@ -62,6 +58,27 @@ std::vector<Shape> expand(const SweepAxes& axes) {
   drop_repeats(a.block_cols);
   drop_repeats(a.causal);
   drop_repeats(a.pass);
+  return a;
+}
+
+}  // namespace
+
+std::uint64_t shape_count(const SweepAxes& axes) {
+  const SweepAxes a = without_repeats(axes);
+  const std::size_t points = a.seq_head_dim.empty() ? 0 : a.seq_head_dim.size();
+  std::uint64_t total = 1;
+  for (std::size_t n : {a.batch.size(), a.heads.size(), std::max<std::size_t>(a.kv_heads.size(), 1), a.dtype.size(),
+                        a.causal.size(), a.block_rows.size(), a.block_cols.size(),
+                        points ? points : a.seq.size(), points ? std::size_t{1} : a.head_dim.size(),
+                        std::max<std::size_t>(a.seq_kv.size(), 1), a.pass.size()})
+    if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total)) return UINT64_MAX;
+  return total;
+}
+
+std::vector<Shape> expand(const SweepAxes& axes) {
+  // With every axis free of repeats the product has no repeated shape ("same
+  // as the paired axis" is one value, so it cannot collide with another).
+  const SweepAxes a = without_repeats(axes);
   require_nonempty(a.batch, "batch");
   require_nonempty(a.heads, "heads");
   require_nonempty(a.dtype, "dtype");

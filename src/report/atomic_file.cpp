@@ -20,7 +20,7 @@ namespace {
 // The temporary files in flight (a report and a plot can be pending at once),
 // for the signal handler, which may only use async-signal-safe calls (unlink,
 // signal, raise).
-constexpr int max_pending = 4;
+constexpr int max_pending = 8;
 char pending_path[max_pending][4096];
 volatile std::sig_atomic_t pending[max_pending] = {};
 
@@ -33,6 +33,7 @@ extern "C" void remove_pending_and_reraise(int sig) {
 
 constexpr int guarded_signals[3] = {SIGINT, SIGTERM, SIGHUP};
 struct sigaction old_actions[3] {};
+bool installed[3] = {};
 int registered = 0;
 
 // Registers tmp for removal on an interrupt, installing the handler with the
@@ -46,8 +47,14 @@ int register_pending(const std::string& tmp) {
       struct sigaction sa {};
       sa.sa_handler = remove_pending_and_reraise;
       sigemptyset(&sa.sa_mask);
-      for (std::size_t k = 0; k < std::size(guarded_signals); ++k)
-        ::sigaction(guarded_signals[k], &sa, &old_actions[k]);
+      // A signal the process ignores (SIGHUP under nohup) stays ignored:
+      // replacing SIG_IGN by our handler would let it end the process.
+      for (std::size_t k = 0; k < std::size(guarded_signals); ++k) {
+        installed[k] = false;
+        if (::sigaction(guarded_signals[k], nullptr, &old_actions[k]) != 0) continue;
+        if (old_actions[k].sa_handler == SIG_IGN) continue;
+        installed[k] = ::sigaction(guarded_signals[k], &sa, nullptr) == 0;
+      }
     }
     pending[i] = 1;
     return i;
@@ -61,7 +68,7 @@ void release_pending(int slot) {
   pending[slot] = 0;
   if (--registered == 0)
     for (std::size_t k = 0; k < std::size(guarded_signals); ++k)
-      ::sigaction(guarded_signals[k], &old_actions[k], nullptr);
+      if (installed[k]) ::sigaction(guarded_signals[k], &old_actions[k], nullptr);
 }
 
 // Beyond the file size limit (ulimit -f) a write fails with EFBIG, handled as
@@ -141,6 +148,13 @@ std::pair<std::filesystem::path, bool> examine(const std::filesystem::path& give
   return {path, false};
 }
 
+// The mode of a new file: 0666 less the umask, as open(2) would give it.
+mode_t new_file_mode() {
+  const mode_t mask = ::umask(0);  // the only way to read it; set back at once
+  ::umask(mask);
+  return static_cast<mode_t>(0666 & ~mask);
+}
+
 // mkstemp template for a temporary file beside target: ".NAME.tmp-XXXXXX", NAME
 // cut so that the whole stays within a file name's 255 bytes.
 std::string temp_template_for(const std::filesystem::path& target) {
@@ -175,6 +189,10 @@ bool same_write_target(const std::filesystem::path& a, const std::filesystem::pa
          sa.st_ino == sb.st_ino;
 }
 
+RemoveOnSignal::RemoveOnSignal(const std::string& path) : slot_(register_pending(path)) {}
+
+RemoveOnSignal::~RemoveOnSignal() { release_pending(slot_); }
+
 AtomicFile::AtomicFile(std::filesystem::path target, std::string prefix)
     : given_(std::move(target)), prefix_(std::move(prefix)) {
   std::tie(path_, in_place_) = examine(given_, prefix_);
@@ -201,6 +219,12 @@ void AtomicFile::discard() {
 }
 
 void AtomicFile::commit(std::string_view content, const std::function<void()>& before_rename) {
+  write(content);
+  if (before_rename) before_rename();
+  publish();
+}
+
+void AtomicFile::write(std::string_view content) {
   const IgnoreFileSizeSignal no_sigxfsz;
   const auto fail = [&](const char* what, int err) {
     discard();
@@ -215,17 +239,31 @@ void AtomicFile::commit(std::string_view content, const std::function<void()>& b
       fail("write", err);
     }
     if (::close(fd) != 0) fail("close", errno);
+    written_ = true;
     return;
   }
   if (fd_ < 0) throw Error(prefix_ + "cannot write '" + given_.string() + "': written already");
   if (!write_all(fd_, content)) fail("write", errno);
-  if (::fchmod(fd_, 0644) != 0) fail("chmod", errno);
+  // The file replaced keeps its mode (a 0600 report stays private); a new
+  // one gets what the umask allows.
+  struct stat old {};
+  const mode_t mode = ::stat(path_.c_str(), &old) == 0 && S_ISREG(old.st_mode) ? (old.st_mode & 07777) : new_file_mode();
+  if (::fchmod(fd_, mode) != 0) fail("chmod", errno);
   if (::fsync(fd_) != 0) fail("fsync", errno);
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail("close", errno);
-  if (before_rename) before_rename();
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename", errno);
+  written_ = true;
+}
+
+void AtomicFile::publish() {
+  if (!written_) throw Error(prefix_ + "cannot write '" + given_.string() + "': nothing written");
+  if (in_place_ || tmp_.empty()) return;
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    discard();
+    throw Error(prefix_ + "cannot write '" + given_.string() + "': rename: " + std::strerror(err));
+  }
   tmp_.clear();
   release_pending(slot_);
   slot_ = -1;

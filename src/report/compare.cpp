@@ -1,11 +1,16 @@
 #include "hbmscope/compare.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
+#include <thread>
+#include <unordered_map>
 
+#include "hbmscope/csv.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
 #include "json_check.hpp"
@@ -14,15 +19,20 @@ namespace hbmscope {
 
 namespace {
 
-using Flat = std::vector<std::pair<std::string, double>>;
-
-void flatten(const nlohmann::json& j, const std::string& prefix, Flat& out) {
+// Calls out(path, value) for every number in j, the path built in one buffer
+// (appended and cut back) so that a row costs no allocation per number.
+template <class Out>
+void flatten_into(const nlohmann::json& j, std::string& path, Out& out) {
+  const std::size_t mark = path.size();
   if (j.is_number()) {
-    out.emplace_back(prefix, j.get<double>());
+    out(path, j.get<double>());
   } else if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
-      if (prefix.empty() && (k == "shape" || k == "label")) continue;
-      flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+      if (mark == 0 && (k == "shape" || k == "label")) continue;
+      if (mark) path += '.';
+      path += k;
+      flatten_into(v, path, out);
+      path.resize(mark);
     }
   } else if (j.is_array()) {
     // A list of plain numbers is a distribution (timing samples): not compared
@@ -39,38 +49,28 @@ void flatten(const nlohmann::json& j, const std::string& prefix, Flat& out) {
           break;
         }
       if (const int n = seen[name]++; n > 0) name += "#" + std::to_string(n + 1);
-      flatten(j[i], prefix + "[" + name + "]", out);
+      path.append("[").append(name).append("]");
+      flatten_into(j[i], path, out);
+      path.resize(mark);
     }
   }
 }
 
-struct Keyed {
-  std::string key;  // label + canonical shape
-  std::string label;
-  Shape shape;
-  Flat numbers;
-};
-
-std::vector<Keyed> keyed_rows(const nlohmann::json& j, std::string_view name) {
-  (void)report_from_json(j, name);  // every field this version knows is well formed
-  std::vector<Keyed> out;
-  std::map<std::string, std::size_t> seen;
-  const auto& rows = j["rows"];
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    Keyed k;
-    k.label = rows[i].value("label", std::string());
-    k.shape = shape_from_json(rows[i]["shape"], name, "rows[" + std::to_string(i) + "].shape");
-    // The shape as written (all its fields, including any this version does not
-    // know) identifies the row.
-    k.key = k.label + "\n" + rows[i]["shape"].dump();
-    if (seen.count(k.key))
-      throw Error(std::string(name) + ": rows[" + std::to_string(i) + "] repeats the shape of rows[" +
-                  std::to_string(seen[k.key]) + "] (" + describe(k.shape) + ")");
-    seen[k.key] = i;
-    flatten(rows[i], "", k.numbers);
-    out.push_back(std::move(k));
+// The text of a scalar for a row key, without dump()'s allocation for the
+// common types.
+void append_scalar(std::string& s, const nlohmann::json& v) {
+  char buf[32];
+  if (v.is_number_unsigned()) {
+    s.append(buf, std::to_chars(buf, buf + sizeof buf, v.get<std::uint64_t>()).ptr);
+  } else if (v.is_number_integer()) {
+    s.append(buf, std::to_chars(buf, buf + sizeof buf, v.get<std::int64_t>()).ptr);
+  } else if (v.is_boolean()) {
+    s += v.get<bool>() ? "true" : "false";
+  } else if (v.is_string()) {
+    s.append("\"").append(v.get_ref<const std::string&>()).append("\"");
+  } else {
+    s += v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  return out;
 }
 
 bool higher_better(const std::string& metric) {
@@ -105,67 +105,239 @@ std::string fmt_ratio(double r) {
   return b;
 }
 
-std::string fmt_g(double v) {
-  if (std::isnan(v)) return "";
-  char b[40];
-  std::snprintf(b, sizeof b, "%.17g", v);
-  return b;
-}
-
 std::string shape_text(const std::string& label, const Shape& s) {
   return (label.empty() ? "" : label + ": ") + describe(s);
 }
 
 }  // namespace
 
-double ratio(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-  if (a == 0) return b == 0 ? 1.0 : std::numeric_limits<double>::infinity();
-  return b / a;
+
+namespace {
+
+// The shape fields rows can be matched on, and how to read each from a Shape
+// (for the axes that differ and the hint when nothing matched).
+struct Field {
+  const char* name;
+  std::string (*text)(const Shape&);
+};
+const Field shape_fields[] = {
+    {"batch", [](const Shape& s) { return std::to_string(s.batch); }},
+    {"heads", [](const Shape& s) { return std::to_string(s.heads); }},
+    {"kv_heads", [](const Shape& s) { return std::to_string(s.kv_heads); }},
+    {"seq_q", [](const Shape& s) { return std::to_string(s.seq_q); }},
+    {"seq_kv", [](const Shape& s) { return std::to_string(s.seq_kv); }},
+    {"head_dim", [](const Shape& s) { return std::to_string(s.head_dim); }},
+    {"dtype", [](const Shape& s) { return std::string(dtype_name(s.dtype)); }},
+    {"elem_bytes", [](const Shape& s) { return std::to_string(elem_bytes(s.dtype)); }},
+    {"block_rows", [](const Shape& s) { return std::to_string(s.block_rows); }},
+    {"block_cols", [](const Shape& s) { return std::to_string(s.block_cols); }},
+    {"causal", [](const Shape& s) { return std::string(s.causal ? "true" : "false"); }},
+    {"pass", [](const Shape& s) { return std::string(pass_name(s.pass)); }},
+};
+
+// What a row's key is made of.
+struct KeySpec {
+  bool all = true;                 // every field of the shape as written, less `excluded`
+  std::set<std::string> fields;    // all: the excluded ones; else: the matched ones
+  bool label = true;
+  std::vector<std::string> names;  // for the header
+
+  bool uses(const std::string& f) const { return all ? !fields.count(f) : fields.count(f) > 0; }
+};
+
+KeySpec key_spec(const CompareOptions& opt) {
+  if (!opt.match.empty() && !opt.ignore.empty())
+    throw Error("--match and --ignore: give one or the other");
+  const auto& known = compare_match_fields();
+  const auto expand_names = [&](const std::vector<std::string>& given, const char* option) {
+    std::set<std::string> out;
+    for (const auto& f : given) {
+      if (f == "seq") {
+        out.insert({"seq_q", "seq_kv"});
+        continue;
+      }
+      if (std::find(known.begin(), known.end(), f) == known.end()) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        throw Error(std::string(option) + ": '" + f + "' is not a field rows are matched on (" + list + ", seq)");
+      }
+      out.insert(f);
+    }
+    return out;
+  };
+  KeySpec k;
+  if (!opt.match.empty()) {
+    k.all = false;
+    k.fields = expand_names(opt.match, "--match");
+    k.label = k.fields.erase("label") > 0;
+    // elem_bytes follows dtype: matching one means the other.
+    if (k.fields.count("dtype")) k.fields.insert("elem_bytes");
+    if (k.label) k.names.push_back("label");
+    for (const auto& f : known)
+      if (k.fields.count(f) && f != "elem_bytes") k.names.push_back(f);
+  } else {
+    k.fields = expand_names(opt.ignore, "--ignore");
+    k.label = k.fields.erase("label") == 0;
+    if (k.fields.count("dtype")) k.fields.insert("elem_bytes");
+    if (k.fields.empty() && k.label) {
+      k.names.push_back("label and every shape field");
+    } else {
+      std::string but;
+      if (!k.label) but = "label";
+      for (const auto& f : known)
+        if (k.fields.count(f) && f != "elem_bytes") but += (but.empty() ? "" : ", ") + f;
+      k.names.push_back("every field but " + but);
+    }
+  }
+  return k;
 }
 
-Comparison compare_reports(const nlohmann::json& a, std::string_view a_name, const nlohmann::json& b,
-                           std::string_view b_name, const CompareOptions& opt) {
-  if (!(opt.threshold_pct >= 0 && opt.threshold_pct < 100))
-    throw Error("--threshold: " + (std::isnan(opt.threshold_pct) ? std::string("nan") : fmt_g(opt.threshold_pct)) + " is not a percentage in [0, 100)");
-  if (a.is_object() && b.is_object() && a.contains("schema") && b.contains("schema") &&
-      a["schema"] != b["schema"])
-    throw Error(std::string(a_name) + " and " + std::string(b_name) + " have different schemas (" +
-                json_check::brief(a["schema"]) + " vs " + json_check::brief(b["schema"]) + ")");
-  const auto ra = keyed_rows(a, a_name);
-  const auto rb = keyed_rows(b, b_name);
-  std::map<std::string, const Keyed*> in_b;
-  for (const auto& r : rb) in_b[r.key] = &r;
+// One report, reduced as it is read to what compare needs: per row its key,
+// label, shape and numbers (by column index), never the JSON tree.
+struct Side {
+  std::string name;
+  std::vector<std::string> columns;
+  std::unordered_map<std::string, std::uint32_t> column_index;
+  struct R {
+    std::string label;
+    Shape shape;
+    std::vector<double> values;  // by column index; NaN where absent
+  };
+  std::vector<R> rows;
+  std::unordered_map<std::string, std::size_t> by_key;
+  std::vector<std::set<std::string>> field_values = std::vector<std::set<std::string>>(std::size(shape_fields));
+  nlohmann::json header;
+  std::string path;  // scratch
 
-  Comparison c;
-  c.a_name = a_name;
-  c.b_name = b_name;
-  c.threshold_pct = opt.threshold_pct;
-  std::map<std::string, bool> matched_b;
-  std::vector<std::pair<const Keyed*, const Keyed*>> pairs;
-  for (const auto& r : ra) {
-    const auto it = in_b.find(r.key);
-    if (it == in_b.end()) {
-      c.only_a.emplace_back(r.label, r.shape);
-      continue;
+  void add(std::size_t i, const nlohmann::json& rj, const KeySpec& spec) {
+    const Row checked = row_from_json(rj, name, i);  // every field this version knows is well formed
+    R r;
+    r.label = checked.label;
+    r.shape = checked.shape;
+    // The key: the matched fields as written (also fields this version does
+    // not know), and the label.
+    std::string key = spec.label ? r.label + "\x1f" : std::string("\x1f");
+    for (const auto& [f, v] : rj["shape"].items())
+      if (spec.uses(f)) {
+        key.append(f).append("=");
+        append_scalar(key, v);
+        key += '\x1f';
+      }
+    const auto [it, fresh] = by_key.try_emplace(std::move(key), rows.size());
+    if (!fresh) {
+      if (spec.all && spec.fields.empty() && spec.label)
+        throw Error(name + ": rows[" + std::to_string(i) + "] repeats the shape of rows[" +
+                    std::to_string(it->second) + "] (" + describe(r.shape) + ")");
+      std::string on;
+      for (const auto& n : spec.names) on += (on.empty() ? "" : ", ") + n;
+      throw Error(name + ": rows[" + std::to_string(it->second) + "] and rows[" + std::to_string(i) +
+                  "] both match on " + on + " (" + describe(r.shape) +
+                  "): match on more fields (--match, --ignore)");
     }
-    matched_b[r.key] = true;
-    pairs.emplace_back(&r, it->second);
+    for (std::size_t f = 0; f < std::size(shape_fields); ++f)
+      if (field_values[f].size() < 64) field_values[f].insert(shape_fields[f].text(r.shape));
+    r.values.assign(columns.size(), std::numeric_limits<double>::quiet_NaN());
+    // A column index per path: one hash lookup per number (never a scan of
+    // the row, which made a row of 128k numbers quadratic).
+    const auto put = [&](const std::string& p, double v) {
+      auto ci = column_index.find(p);
+      if (ci == column_index.end()) {
+        ci = column_index.emplace(p, static_cast<std::uint32_t>(columns.size())).first;
+        columns.push_back(p);
+      }
+      if (ci->second >= r.values.size()) r.values.resize(ci->second + 1, std::numeric_limits<double>::quiet_NaN());
+      r.values[ci->second] = v;
+    };
+    path.clear();
+    flatten_into(rj, path, put);
+    rows.push_back(std::move(r));
   }
-  for (const auto& r : rb)
-    if (!matched_b.count(r.key)) c.only_b.emplace_back(r.label, r.shape);
+
+  double value(std::size_t row, std::size_t col) const {
+    const auto& v = rows[row].values;
+    return col < v.size() ? v[col] : std::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+void check_header(const Side& s) {
+  nlohmann::json h = s.header;
+  (void)report_from_json(h, s.name);  // schema and every header field (rows were checked one by one)
+}
+
+// A header field of both reports that differs, as "what: A vs B".
+void header_differences(const Side& a, const Side& b, std::vector<std::string>& out) {
+  struct Where {
+    const char* what;
+    const char* path[3];  // nullptr-terminated when shorter
+  };
+  static const Where fields[] = {
+      {"device", {"roofline", "device", "name"}},
+      {"bandwidth fraction", {"roofline", "bandwidth_fraction", nullptr}},
+      {"measured on", {"device", "name", nullptr}},
+  };
+  const auto text = [](const nlohmann::json& h, const Where& w) -> std::string {
+    const nlohmann::json* v = &h;
+    for (const char* k : w.path) {
+      if (!k) break;
+      if (!v->is_object() || !v->contains(k)) return "none";
+      v = &(*v)[k];
+    }
+    return v->is_string() ? v->get<std::string>() : json_check::brief(*v);
+  };
+  for (const auto& w : fields) {
+    const std::string x = text(a.header, w), y = text(b.header, w);
+    const char* what = w.what;
+    if (x != y) out.push_back(std::string(what) + ": " + x + " vs " + y);
+  }
+}
+
+Comparison compare_sides(Side& sa, Side& sb, const KeySpec& spec, const CompareOptions& opt) {
+  check_header(sa);
+  check_header(sb);
+  Comparison c;
+  // File names come from the command line: escaped, they cannot carry a
+  // newline or an escape sequence into the table, CSV or JSON.
+  c.a_name = json_check::printable(sa.name);
+  c.b_name = json_check::printable(sb.name);
+  c.threshold_pct = opt.threshold_pct;
+  c.match = spec.names;
+  header_differences(sa, sb, c.differences);
+
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  std::vector<bool> matched_b(sb.rows.size(), false);
+  {
+    // A's keys in A's order.
+    std::vector<const std::string*> a_keys(sa.rows.size());
+    for (const auto& [k, i] : sa.by_key) a_keys[i] = &k;
+    for (std::size_t i = 0; i < sa.rows.size(); ++i) {
+      const auto it = sb.by_key.find(*a_keys[i]);
+      if (it == sb.by_key.end()) {
+        c.only_a.emplace_back(sa.rows[i].label, sa.rows[i].shape);
+        continue;
+      }
+      matched_b[it->second] = true;
+      pairs.emplace_back(i, it->second);
+    }
+  }
+  for (std::size_t j = 0; j < sb.rows.size(); ++j)
+    if (!matched_b[j]) c.only_b.emplace_back(sb.rows[j].label, sb.rows[j].shape);
+  sa.by_key.clear();
+  sb.by_key.clear();
 
   // Columns: every number that both rows of some pair hold, in A's order.
-  std::map<std::string, bool> col_seen;
-  for (const auto& [x, y] : pairs) {
-    std::map<std::string, bool> in_y;
-    for (const auto& [p, v] : y->numbers) in_y[p] = true;
-    for (const auto& [p, v] : x->numbers)
-      if (in_y.count(p) && !col_seen.count(p)) {
-        col_seen[p] = true;
-        c.columns.push_back(p);
-      }
-  }
+  std::vector<std::int64_t> a_to_b(sa.columns.size(), -1);
+  for (std::size_t k = 0; k < sa.columns.size(); ++k)
+    if (const auto it = sb.column_index.find(sa.columns[k]); it != sb.column_index.end())
+      a_to_b[k] = it->second;
+  std::vector<bool> shared(sa.columns.size(), false);
+  for (const auto& [x, y] : pairs)
+    for (std::size_t k = 0; k < sa.rows[x].values.size(); ++k)
+      if (!shared[k] && a_to_b[k] >= 0 && !std::isnan(sa.rows[x].values[k]) &&
+          !std::isnan(sb.value(y, static_cast<std::size_t>(a_to_b[k]))))
+        shared[k] = true;
+  std::vector<std::size_t> cols;  // A's column indices
+  for (std::size_t k = 0; k < sa.columns.size(); ++k)
+    if (shared[k]) cols.push_back(k);
   // JSON objects list keys alphabetically; put variants in the model's order.
   const auto sort_key = [](const std::string& p) {
     std::string k = p;
@@ -177,69 +349,233 @@ Comparison compare_reports(const nlohmann::json& a, std::string_view a_name, con
     }
     return k;
   };
-  std::stable_sort(c.columns.begin(), c.columns.end(),
-                   [&](const std::string& x, const std::string& y) { return sort_key(x) < sort_key(y); });
-  c.metric = opt.metric.empty() ? choose_metric(c.columns) : opt.metric;
-  if (!opt.metric.empty() && !col_seen.count(opt.metric)) {
-    std::string list;
-    for (const auto& col : c.columns) list += (list.empty() ? "" : ", ") + col;
-    throw Error("--metric: '" + opt.metric + "' is not a number both reports hold (" +
-                (list.empty() ? std::string("none") : list) + ")");
+  std::vector<std::string> keys;
+  for (auto k : cols) keys.push_back(sort_key(sa.columns[k]));
+  std::vector<std::size_t> order(cols.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return keys[x] < keys[y]; });
+  std::vector<std::size_t> sorted_cols;
+  for (auto i : order) {
+    sorted_cols.push_back(cols[i]);
+    c.columns.push_back(sa.columns[cols[i]]);
+  }
+  std::unordered_map<std::string, std::size_t> col_of;
+  for (std::size_t i = 0; i < c.columns.size(); ++i) col_of[c.columns[i]] = i;
+
+  if (pairs.empty()) {
+    // Nothing to judge: the metric is still named (from A's numbers) for the header.
+    c.metric = opt.metric.empty() ? choose_metric(sa.columns) : opt.metric;
+  } else {
+    c.metric = opt.metric.empty() ? choose_metric(c.columns) : opt.metric;
+    if (!opt.metric.empty() && !col_of.count(opt.metric)) {
+      std::string list;
+      for (const auto& col : c.columns) {
+        if (list.size() > 400) {
+          list += ", ...";
+          break;
+        }
+        list += (list.empty() ? "" : ", ") + col;
+      }
+      throw Error("--metric: '" + opt.metric + "' is not a number both reports hold (" +
+                  (list.empty() ? std::string("none") : list) + ")");
+    }
   }
   c.higher_is_better = higher_better(c.metric);
   const double t = opt.threshold_pct / 100.0;
+  const auto beyond = [t](double r) { return !std::isnan(r) && (std::isinf(r) || std::fabs(r - 1) > t); };
+  std::vector<bool> differs(c.columns.size(), false);
+  const auto metric_it = col_of.find(c.metric);
+  std::map<std::string, std::set<std::string>> axis_diffs;
   for (const auto& [x, y] : pairs) {
     ComparedRow row;
-    row.label = x->label;
-    row.shape = x->shape;
-    auto find = [](const Flat& f, const std::string& p) {
-      for (const auto& [k, v] : f)
-        if (k == p) return v;
-      return std::numeric_limits<double>::quiet_NaN();
-    };
-    for (const auto& col : c.columns) {
-      row.a.push_back(find(x->numbers, col));
-      row.b.push_back(find(y->numbers, col));
+    row.label = sa.rows[x].label;
+    row.shape = sa.rows[x].shape;
+    row.b_label = sb.rows[y].label;
+    row.b_shape = sb.rows[y].shape;
+    row.a.reserve(c.columns.size());
+    row.b.reserve(c.columns.size());
+    for (std::size_t i = 0; i < c.columns.size(); ++i) {
+      const std::size_t k = sorted_cols[i];
+      row.a.push_back(sa.value(x, k));
+      row.b.push_back(sb.value(y, static_cast<std::size_t>(a_to_b[k])));
+      if (!differs[i] && beyond(ratio(row.a.back(), row.b.back()))) differs[i] = true;
     }
-    const double r = ratio(find(x->numbers, c.metric), find(y->numbers, c.metric));
+    for (const auto& f : shape_fields) {
+      const std::string u = f.text(row.shape), v = f.text(row.b_shape);
+      if (u != v && std::string_view(f.name) != "elem_bytes" && axis_diffs[f.name].size() < 4)
+        axis_diffs[f.name].insert(u + " vs " + v);
+    }
+    if (row.label != row.b_label && axis_diffs["label"].size() < 4)
+      axis_diffs["label"].insert("'" + row.label + "' vs '" + row.b_label + "'");
+    const double r = metric_it == col_of.end() ? std::numeric_limits<double>::quiet_NaN()
+                                               : ratio(row.a[metric_it->second], row.b[metric_it->second]);
     if (std::isnan(r)) row.verdict = "-";
     else if (c.higher_is_better) row.verdict = r > 1 + t ? "FASTER" : r < 1 - t ? "SLOWER" : "SAME";
     else row.verdict = r < 1 - t ? "FASTER" : r > 1 + t ? "SLOWER" : "SAME";
+    c.faster += row.verdict == "FASTER";
+    c.slower += row.verdict == "SLOWER";
+    c.same += row.verdict == "SAME";
+    // The reduced rows are not needed any more: memory goes back as it is used.
+    std::vector<double>().swap(sa.rows[x].values);
+    std::vector<double>().swap(sb.rows[y].values);
     c.rows.push_back(std::move(row));
   }
+  for (const auto& [f, set] : axis_diffs) {
+    std::string d;
+    for (const auto& v : set) d += (d.empty() ? "" : ", ") + v;
+    c.differences.push_back(f + ": " + d);
+  }
+  // When nothing matched: the fields whose values never meet are named.
+  if (pairs.empty() && !sa.rows.empty() && !sb.rows.empty()) {
+    std::string apart;
+    for (std::size_t f = 0; f < std::size(shape_fields); ++f) {
+      if (!spec.uses(shape_fields[f].name) || std::string_view(shape_fields[f].name) == "elem_bytes") continue;
+      const auto& x = sa.field_values[f];
+      const auto& y = sb.field_values[f];
+      if (x.size() >= 64 || y.size() >= 64) continue;
+      bool meet = false;
+      for (const auto& v : x) meet = meet || y.count(v);
+      if (!meet) apart += std::string(apart.empty() ? "" : ",") + shape_fields[f].name;
+    }
+    if (!apart.empty()) c.hint = "no row matched: the reports differ in " + apart + "; try --ignore " + apart;
+  }
+
+  // What table, csv and md show: the verdict metric, the columns asked for,
+  // and those that differ beyond the threshold in some row.
+  const bool all = std::find(opt.metrics.begin(), opt.metrics.end(), "all") != opt.metrics.end();
+  for (const auto& m : opt.metrics)
+    if (m != "all" && !col_of.count(m) && !pairs.empty())
+      throw Error("--metrics: '" + m + "' is not a number both reports hold (see --format json for the list)");
+  for (std::size_t i = 0; i < c.columns.size(); ++i) {
+    const bool asked = std::find(opt.metrics.begin(), opt.metrics.end(), c.columns[i]) != opt.metrics.end();
+    if (c.columns[i] == c.metric || asked || all || differs[i]) c.shown.push_back(i);
+  }
+  // The metric first.
+  std::stable_partition(c.shown.begin(), c.shown.end(), [&](std::size_t i) { return c.columns[i] == c.metric; });
   return c;
 }
 
-std::string render_comparison(const Comparison& c, Format format) {
-  std::size_t faster = 0, slower = 0, same = 0;
-  for (const auto& r : c.rows) {
-    faster += r.verdict == "FASTER";
-    slower += r.verdict == "SLOWER";
-    same += r.verdict == "SAME";
+void check_threshold(const CompareOptions& opt) {
+  if (!(opt.threshold_pct >= 0 && opt.threshold_pct < 100))
+    throw Error("--threshold: " + (std::isnan(opt.threshold_pct) ? std::string("nan") : csv_number(opt.threshold_pct)) +
+                " is not a percentage in [0, 100)");
+}
+
+void check_schemas(const nlohmann::json& a, std::string_view a_name, const nlohmann::json& b, std::string_view b_name) {
+  if (a.is_object() && b.is_object() && a.contains("schema") && b.contains("schema") && a["schema"] != b["schema"])
+    throw Error(std::string(a_name) + " and " + std::string(b_name) + " have different schemas (" +
+                json_check::brief(a["schema"]) + " vs " + json_check::brief(b["schema"]) + ")");
+}
+
+}  // namespace
+
+const std::vector<std::string>& compare_match_fields() {
+  static const std::vector<std::string> f = [] {
+    std::vector<std::string> v{"label"};
+    for (const auto& x : shape_fields) v.push_back(x.name);
+    return v;
+  }();
+  return f;
+}
+
+double ratio(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == 0) return b == 0 ? 1.0 : std::numeric_limits<double>::infinity();
+  return b / a;
+}
+
+Comparison compare_reports(const nlohmann::json& a, std::string_view a_name, const nlohmann::json& b,
+                           std::string_view b_name, const CompareOptions& opt) {
+  check_threshold(opt);
+  const KeySpec spec = key_spec(opt);
+  check_schemas(a, a_name, b, b_name);
+  const auto side = [&](const nlohmann::json& j, std::string_view name, Side& s) {
+    s.name = name;
+    if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) {
+      (void)report_from_json(j, name);  // says what is wrong
+      return;
+    }
+    for (std::size_t i = 0; i < j["rows"].size(); ++i) s.add(i, j["rows"][i], spec);
+    s.header = j;
+    s.header["rows"] = nlohmann::json::array();
+  };
+  Side sa, sb;
+  side(a, a_name, sa);
+  side(b, b_name, sb);
+  return compare_sides(sa, sb, spec, opt);
+}
+
+Comparison compare_report_files(const std::filesystem::path& a, const std::filesystem::path& b,
+                                const CompareOptions& opt) {
+  check_threshold(opt);
+  const KeySpec spec = key_spec(opt);
+  Side sa, sb;
+  const auto read = [&](const std::filesystem::path& p, Side& s) {
+    s.name = p.string();
+    s.header = json_check::read_json_rows(p, [&](std::size_t i, nlohmann::json&& row) { s.add(i, row, spec); });
+  };
+  // The two reports are read at once, B on a second thread: reading is most
+  // of the work, and the sides share nothing until they are matched.
+  std::exception_ptr b_error;
+  std::thread tb([&] {
+    try {
+      read(b, sb);
+    } catch (...) {
+      b_error = std::current_exception();
+    }
+  });
+  std::exception_ptr a_error;
+  try {
+    read(a, sa);
+  } catch (...) {
+    a_error = std::current_exception();
   }
+  tb.join();
+  if (a_error) std::rethrow_exception(a_error);  // A's error first, as a reader would meet them
+  if (b_error) std::rethrow_exception(b_error);
+  check_schemas(sa.header, sa.name, sb.header, sb.name);
+  return compare_sides(sa, sb, spec, opt);
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string header_line(const Comparison& c) {
+  std::string h = "Compare A = " + c.a_name + " with B = " + c.b_name + "\n";
+  h += "Rows matched on " + join(c.match, ", ") + "\n";
+  if (!c.differences.empty()) h += "A and B differ in " + join(c.differences, "; ") + "\n";
   char thr[32];
   std::snprintf(thr, sizeof thr, "%g", c.threshold_pct);
+  if (c.metric.empty())
+    h += "No number both reports hold: no verdict\n";
+  else
+    h += "Verdict on " + c.metric + (c.higher_is_better ? " (higher is better)" : " (lower is better)") +
+         ": SAME within " + thr + "%, ratios B/A\n";
+  if (!c.hint.empty()) h += "Note: " + c.hint + "\n";
+  return h;
+}
+
+}  // namespace
+
+std::string render_comparison(const Comparison& c, Format format) {
   if (format == Format::json) {
+    // Row by row: a 1M-row comparison is never one JSON tree.
     nlohmann::json j = {{"schema", "hbmscope.compare/1"},
                         {"a", c.a_name},
                         {"b", c.b_name},
                         {"metric", c.metric},
                         {"higher_is_better", c.higher_is_better},
                         {"threshold_pct", c.threshold_pct},
-                        {"columns", c.columns}};
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& r : c.rows) {
-      nlohmann::json ratios = nlohmann::json::object();
-      for (std::size_t i = 0; i < c.columns.size(); ++i) {
-        const double q = ratio(r.a[i], r.b[i]);
-        if (!std::isnan(q)) ratios[c.columns[i]] = std::isinf(q) ? nlohmann::json("inf") : nlohmann::json(q);
-      }
-      nlohmann::json row = {{"shape", shape_to_json(r.shape)}, {"ratios", ratios}, {"verdict", r.verdict}};
-      if (!r.label.empty()) row["label"] = r.label;
-      rows.push_back(row);
-    }
-    j["rows"] = rows;
-    auto only = [](const auto& v) {
+                        {"match", c.match},
+                        {"differences", c.differences},
+                        {"columns", c.columns},
+                        {"rows", nlohmann::json::array()}};
+    const auto only = [](const auto& v) {
       nlohmann::json a = nlohmann::json::array();
       for (const auto& [l, s] : v) {
         nlohmann::json o = {{"shape", shape_to_json(s)}};
@@ -250,45 +586,127 @@ std::string render_comparison(const Comparison& c, Format format) {
     };
     j["only_in_a"] = only(c.only_a);
     j["only_in_b"] = only(c.only_b);
-    j["summary"] = {{"matched", c.rows.size()}, {"faster", faster}, {"slower", slower}, {"same", same}};
-    return j.dump(2) + "\n";
+    j["summary"] = {{"matched", c.rows.size()}, {"faster", c.faster}, {"slower", c.slower}, {"same", c.same}};
+    const auto dump = [](const nlohmann::json& v, int indent) {
+      return v.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    std::string head = dump(j, 2);
+    const std::string slot = "\"rows\": []";
+    const std::size_t at = head.find(slot);
+    std::string out = head.substr(0, at + slot.size() - 1);
+    // Each row written as text (no JSON tree per row): the column names
+    // escaped once, the ratios as the shortest text that reads back the same.
+    std::vector<std::string> col_keys;
+    for (const auto& col : c.columns) col_keys.push_back(dump(nlohmann::json(col), -1));
+    for (std::size_t i = 0; i < c.rows.size(); ++i) {
+      const auto& r = c.rows[i];
+      std::string ratios = "{";
+      for (std::size_t k = 0; k < c.columns.size(); ++k) {
+        const double q = ratio(r.a[k], r.b[k]);
+        if (std::isnan(q)) continue;
+        if (ratios.size() > 1) ratios += ',';
+        ratios.append(col_keys[k]).append(":").append(std::isinf(q) ? std::string("\"inf\"") : csv_number(q));
+      }
+      ratios += "}";
+      std::string row = "{";
+      if (!r.label.empty()) row.append("\"label\":").append(dump(nlohmann::json(r.label), -1)).append(",");
+      row.append("\"shape\":").append(dump(shape_to_json(r.shape), -1));
+      if (!(r.b_shape == r.shape)) row.append(",\"b_shape\":").append(dump(shape_to_json(r.b_shape), -1));
+      if (r.b_label != r.label) row.append(",\"b_label\":").append(dump(nlohmann::json(r.b_label), -1));
+      row.append(",\"ratios\":").append(ratios).append(",\"verdict\":\"").append(r.verdict).append("\"}");
+      // One line per row keeps the file small and line-oriented tools useful.
+      out.append("\n    ").append(row).append(i + 1 < c.rows.size() ? "," : "\n  ");
+    }
+    out += head.substr(at + slot.size() - 1);
+    return out + "\n";
   }
   if (format == Format::csv) {
-    std::string out = "label,shape";
-    for (const auto& col : c.columns) out += ",a:" + col + ",b:" + col + ",ratio:" + col;
-    out += ",verdict\n";
+    std::vector<std::string> head{"label", "shape"};
+    bool b_shapes = false;
+    for (const auto& r : c.rows) b_shapes = b_shapes || !(r.b_shape == r.shape);
+    if (b_shapes) head.push_back("b_shape");
+    for (auto i : c.shown)
+      for (const char* p : {"a:", "b:", "ratio:"}) head.push_back(p + c.columns[i]);
+    head.push_back("verdict");
+    std::string out = csv_line(head);
     for (const auto& r : c.rows) {
-      out += "\"" + r.label + "\",\"" + describe(r.shape) + "\"";
-      for (std::size_t i = 0; i < c.columns.size(); ++i)
-        out += "," + fmt_g(r.a[i]) + "," + fmt_g(r.b[i]) + "," + fmt_g(ratio(r.a[i], r.b[i]));
-      out += "," + r.verdict + "\n";
+      std::vector<std::string> f{r.label, describe(r.shape)};
+      if (b_shapes) f.push_back(describe(r.b_shape));
+      for (auto i : c.shown) {
+        f.push_back(csv_number(r.a[i]));
+        f.push_back(csv_number(r.b[i]));
+        f.push_back(csv_number(ratio(r.a[i], r.b[i])));
+      }
+      f.push_back(r.verdict);
+      out += csv_line(f);
     }
     return out;
   }
-  // table and md: one ratio column per shared number.
+  // table and md: A, B and B/A of the metric, then one ratio column per other
+  // shown number.
   std::vector<std::string> head{"Shape"};
-  for (const auto& col : c.columns) head.push_back("B/A " + col);
+  bool b_shapes = false;
+  for (const auto& r : c.rows) b_shapes = b_shapes || !(r.b_shape == r.shape);
+  if (b_shapes) head.push_back("B's shape");
+  const bool metric_first = !c.shown.empty() && c.columns[c.shown[0]] == c.metric;
+  if (metric_first) {
+    head.push_back("A " + c.metric);
+    head.push_back("B " + c.metric);
+  }
+  for (auto i : c.shown) head.push_back("B/A " + c.columns[i]);
   head.push_back("Verdict");
+  const auto value = [](double v) {
+    if (std::isnan(v)) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return std::string(b);
+  };
   std::vector<std::vector<std::string>> cells;
+  cells.reserve(c.rows.size());
   for (const auto& r : c.rows) {
     std::vector<std::string> line{shape_text(r.label, r.shape)};
-    for (std::size_t i = 0; i < c.columns.size(); ++i) line.push_back(fmt_ratio(ratio(r.a[i], r.b[i])));
+    if (b_shapes) line.push_back(r.b_shape == r.shape ? std::string("same") : describe(r.b_shape));
+    if (metric_first) {
+      line.push_back(value(r.a[c.shown[0]]));
+      line.push_back(value(r.b[c.shown[0]]));
+    }
+    for (auto i : c.shown) line.push_back(fmt_ratio(ratio(r.a[i], r.b[i])));
     line.push_back(r.verdict);
-    cells.push_back(line);
+    cells.push_back(std::move(line));
   }
-  std::string out = "Compare A = " + c.a_name + " with B = " + c.b_name + ": ratios B/A; verdict on " +
-                    c.metric + (c.higher_is_better ? " (higher is better)" : " (lower is better)") +
-                    ", SAME within " + thr + "%\n\n";
+  std::string out = header_line(c);
+  if (c.shown.size() < c.columns.size())
+    out += std::to_string(c.columns.size() - c.shown.size()) + " more numbers within the threshold in every row " +
+           "(--metrics all shows them; --format json holds them all)\n";
+  out += "\n";
   std::vector<bool> right(head.size(), true);
   right[0] = false;
-  if (format == Format::md) out = "**" + out.substr(0, out.size() - 2) + "**\n\n";
+  if (b_shapes) right[1] = false;
+  if (format == Format::md) {
+    std::string md;
+    std::size_t pos = 0;
+    while (pos < out.size()) {  // each header line in bold
+      const std::size_t nl = out.find('\n', pos);
+      const std::string line = out.substr(pos, nl - pos);
+      md += line.empty() ? "\n" : "**" + line + "**  \n";
+      pos = nl + 1;
+    }
+    out = md;
+  }
   out += render_grid(head, cells, right, format);
-  out += "\n" + std::to_string(c.rows.size()) + " rows matched: " + std::to_string(faster) + " FASTER, " +
-         std::to_string(slower) + " SLOWER, " + std::to_string(same) + " SAME\n";
+  out += "\n" + std::to_string(c.rows.size()) + " rows matched: " + std::to_string(c.faster) + " FASTER, " +
+         std::to_string(c.slower) + " SLOWER, " + std::to_string(c.same) + " SAME\n";
   auto list = [&](const char* which, const std::string& name, const auto& v) {
     if (v.empty()) return;
     out += "Only in " + std::string(which) + " (" + name + "), " + std::to_string(v.size()) + " rows:\n";
-    for (const auto& [l, s] : v) out += "  " + shape_text(l, s) + "\n";
+    std::size_t n = 0;
+    for (const auto& [l, s] : v) {
+      if (++n > 1000) {
+        out += "  ... and " + std::to_string(v.size() - 1000) + " more (--format json lists them all)\n";
+        break;
+      }
+      out += "  " + shape_text(l, s) + "\n";
+    }
   };
   list("A", c.a_name, c.only_a);
   list("B", c.b_name, c.only_b);

@@ -1,5 +1,6 @@
 #include <cstdio>
 
+#include "hbmscope/csv.hpp"
 #include "hbmscope/printers.hpp"
 
 namespace hbmscope {
@@ -9,14 +10,10 @@ std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, 
   if (format == Format::csv) {
     out = "device,name,memory,memory_bandwidth_bytes_per_s,l2_bytes,sm_count,peak_bf16,peak_fp16,"
           "peak_fp32,peak_fp8\n";
-    for (const auto& d : devices) {
-      char b[256];
-      std::snprintf(b, sizeof b, "%.6g,%llu,%llu,%.6g,%.6g,%.6g,%.6g\n", d.bandwidth,
-                    static_cast<unsigned long long>(d.l2_bytes),
-                    static_cast<unsigned long long>(d.sm_count), d.peak.bf16, d.peak.fp16,
-                    d.peak.fp32, d.peak.fp8);
-      out += d.id + ",\"" + d.name + "\",\"" + d.memory + "\"," + b;
-    }
+    for (const auto& d : devices)
+      out += csv_line({d.id, d.name, d.memory, csv_number(d.bandwidth), std::to_string(d.l2_bytes),
+                       std::to_string(d.sm_count), csv_number(d.peak.bf16), csv_number(d.peak.fp16),
+                       csv_number(d.peak.fp32), csv_number(d.peak.fp8)});
     return out;
   }
   auto rate = [](double v) { return v > 0 ? format_flop_rate(v) : std::string("-"); };

@@ -4,6 +4,7 @@
 // the report reader.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -30,6 +31,7 @@ std::string path(std::string_view parent, std::string_view key);  // "a.b", or "
 // Names and labels end up in table cells, CSV fields and plot titles: a control
 // character (newline, escape sequence, NUL) would break those, so it is refused.
 void require_printable(std::string_view origin, std::string_view key, std::string_view text);
+bool has_control(std::string_view text);  // what require_printable refuses
 
 // A user-given path or value made fit for a one-line message: control
 // characters and bytes that are not UTF-8 become escapes (\n, \x1b).
@@ -54,5 +56,13 @@ inline constexpr int max_json_depth = 64;
 // device such as /dev/zero never ends.
 nlohmann::json read_json_file(const std::filesystem::path& p);
 nlohmann::json parse_json_text(std::string_view text, std::string_view origin);
+
+// Streaming read of a report: each element of the top-level "rows" array is
+// handed to the sink (its index, the value) as soon as it is read, and not
+// kept; the value returned holds everything else, with "rows" an empty array.
+// Memory is one row, not the file's rows. Same checks as read_json_file.
+using RowSink = std::function<void(std::size_t index, nlohmann::json&& row)>;
+nlohmann::json read_json_rows(const std::filesystem::path& p, const RowSink& sink);
+nlohmann::json parse_json_rows(std::string_view text, std::string_view origin, const RowSink& sink);
 
 }  // namespace hbmscope::json_check

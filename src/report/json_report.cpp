@@ -238,10 +238,9 @@ bool non_negative_integer(const nlohmann::json& v) {
 
 std::uint64_t get_u64(const nlohmann::json& o, std::string_view origin, const std::string& parent,
                       const char* key) {
-  const std::string k = key_of(parent, key);
-  const auto* v = member(o, key);
-  if (!v) jc::fail_text(origin, k, "missing");
-  if (!non_negative_integer(*v)) jc::fail(origin, k, "a non-negative integer", *v);
+  const auto* v = member(o, key);  // the key's path is built only for a message
+  if (!v) jc::fail_text(origin, key_of(parent, key), "missing");
+  if (!non_negative_integer(*v)) jc::fail(origin, key_of(parent, key), "a non-negative integer", *v);
   return v->get<std::uint64_t>();
 }
 
@@ -258,10 +257,9 @@ double get_positive(const nlohmann::json& o, std::string_view origin, const std:
 
 const nlohmann::json& get_object(const nlohmann::json& o, std::string_view origin,
                                  const std::string& parent, const char* key) {
-  const std::string k = key_of(parent, key);
   const auto* v = member(o, key);
-  if (!v) jc::fail_text(origin, k, "missing");
-  if (!v->is_object()) jc::fail(origin, k, "an object", *v);
+  if (!v) jc::fail_text(origin, key_of(parent, key), "missing");
+  if (!v->is_object()) jc::fail(origin, key_of(parent, key), "an object", *v);
   return *v;
 }
 
@@ -284,7 +282,8 @@ std::optional<std::string> opt_string(const nlohmann::json& o, std::string_view 
   const auto* v = member(o, key);
   if (!v) return std::nullopt;
   if (!v->is_string()) jc::fail(origin, key_of(parent, key), "a string", *v);
-  jc::require_printable(origin, key_of(parent, key), v->get_ref<const std::string&>());
+  if (jc::has_control(v->get_ref<const std::string&>()))
+    jc::require_printable(origin, key_of(parent, key), v->get_ref<const std::string&>());
   return v->get<std::string>();
 }
 
@@ -447,20 +446,31 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j.contains("rows") || !j["rows"].is_array())
     jc::fail(origin, "rows", "an array of rows", j.value("rows", nlohmann::json()));
   const auto& rows = j["rows"];
-  for (std::size_t i = 0; i < rows.size(); ++i) {
+  for (std::size_t i = 0; i < rows.size(); ++i) r.rows.push_back(row_from_json(rows[i], origin, i));
+  return r;
+}
+
+Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t i) {
+  {
     const std::string k = "rows[" + std::to_string(i) + "]";
-    const auto& rj = rows[i];
     if (!rj.is_object()) jc::fail(origin, k, "a row object", rj);
     Row row;
     row.shape = shape_from_json(rj.value("shape", nlohmann::json()), origin, k + ".shape");
     row.flops = get_u64(rj, origin, k, "flops");
     row.label = opt_string(rj, origin, k, "label").value_or("");
     const auto& bytes = get_object(rj, origin, k, "bytes");
+    // A row has a handful of variants; printers look each one up by id, so a
+    // count read from input is bounded before anything is built from it.
+    constexpr std::size_t max_variants = 256;
+    if (bytes.size() > max_variants)
+      jc::fail_text(origin, k + ".bytes", "more than " + std::to_string(max_variants) +
+                                              " variants: not an hbmscope report");
     // Every entry of intensity and prediction is checked, also those of a
     // variant without bytes: merge copies them all.
     const auto* inten = opt_object(rj, origin, k, "intensity");
     if (inten)
-      for (const auto& [id, x] : inten->items()) (void)get_number(x, origin, k + ".intensity." + id);
+      for (const auto& [id, x] : inten->items())
+        if (!x.is_number() || !std::isfinite(x.get<double>())) (void)get_number(x, origin, k + ".intensity." + id);
     const auto* pred = opt_object(rj, origin, k, "prediction");
     std::map<std::string, Prediction> preds;
     if (pred)
@@ -508,9 +518,9 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
     std::stable_sort(row.variants.begin(), row.variants.end(),
                      [&](const auto& a, const auto& b) { return rank(a.id) < rank(b.id); });
     if (const auto* rp = member(rj, "ridge_point")) row.ridge_point = get_number(*rp, origin, k + ".ridge_point");
-    r.rows.push_back(std::move(row));
+    return row;
   }
-  return r;
 }
+
 
 }  // namespace hbmscope

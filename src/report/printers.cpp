@@ -1,4 +1,5 @@
 #include "hbmscope/printers.hpp"
+#include "hbmscope/csv.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -390,11 +391,7 @@ constexpr const char* measure_csv_fields[] = {
     "measured_over_predicted"};
 
 std::string measure_csv_cells(const KernelMeasurement& m) {
-  auto num = [](double x) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", x);
-    return std::string(buf);
-  };
+  auto num = [](double x) { return csv_number(x); };
   std::string out;
   auto field = [&](const std::string& f) { out.append(1, ',').append(f); };
   field(std::string(status_name(m.status)));
@@ -409,17 +406,6 @@ std::string measure_csv_cells(const KernelMeasurement& m) {
   return out;
 }
 
-// RFC 4180: quote a field holding a comma, quote or newline.
-std::string csv_field(const std::string& f) {
-  if (f.find_first_of(",\"\n\r") == std::string::npos) return f;
-  std::string r = "\"";
-  for (char c : f) {
-    if (c == '"') r += '"';
-    r += c;
-  }
-  return r + "\"";
-}
-
 std::string render_csv(const Report& rep) {
   const auto ids = variant_ids(rep);
   // The pass column appears only when some row is not the forward pass, so
@@ -430,22 +416,22 @@ std::string render_csv(const Report& rep) {
       "batch,heads,kv_heads,seq_q,seq_kv,head_dim,dtype,elem_bytes,block_rows,block_cols,causal,";
   if (any_pass) out += "pass,";
   out += "flops";
-  for (const auto& id : ids) out += ",bytes_" + id;
-  for (const auto& id : ids) out += ",intensity_" + id;
+  for (const auto& id : ids) out.append(",").append(csv_field("bytes_" + id));
+  for (const auto& id : ids) out.append(",").append(csv_field("intensity_" + id));
   const bool l2 = any_l2_sim(rep);
   if (l2)
     out += ",l2_bytes,sm_count,ctas_per_sm,l2_order,l2_hit_rate_flash,heads_per_wave,"
            "kv_heads_per_wave,l2_bytes_to_floor,l2_hit_rate_standard,l2_bytes_to_min_standard";
   const auto kernels = measured_kernels(rep);
   for (const auto& k : kernels)
-    for (const char* f : measure_csv_fields) out += "," + k + "_" + f;
+    for (const char* f : measure_csv_fields) out.append(",").append(csv_field(k + "_" + f));
   bool labels = false;
   for (const Row& r : rep.rows) labels |= !r.label.empty();
   if (labels) out += ",label";
   if (rep.roofline) {
     out += ",device,bandwidth_fraction,ridge_point";
-    for (const auto& id : ids) out += ",seconds_" + id;
-    for (const auto& id : ids) out += ",bound_" + id;
+    for (const auto& id : ids) out.append(",").append(csv_field("seconds_" + id));
+    for (const auto& id : ids) out.append(",").append(csv_field("bound_" + id));
   }
   out += "\n";
   for (const Row& r : rep.rows) {
@@ -465,19 +451,15 @@ std::string render_csv(const Report& rep) {
     }
     for (const auto& id : ids) {
       const auto* v = r.variant(id);
-      char buf[64] = "";
-      if (v) std::snprintf(buf, sizeof buf, "%.17g", v->intensity);
-      out += std::string(",") + buf;
+      out.append(",").append(v ? csv_number(v->intensity) : std::string());
     }
     if (l2 && r.l2_sim) {
       const L2SimDetail& d = *r.l2_sim;
-      char buf[256];
-      std::snprintf(buf, sizeof buf, ",%llu,%u,%u,%s,%.17g,%.17g,%.17g,%llu,%.17g,%llu",
-                    static_cast<unsigned long long>(d.l2_bytes), d.sm_count, d.ctas_per_sm,
-                    d.order.c_str(), d.flash.hit_rate, d.heads_per_wave, d.kv_heads_per_wave,
-                    static_cast<unsigned long long>(d.flash.l2_bytes_to_min), d.standard.hit_rate,
-                    static_cast<unsigned long long>(d.standard.l2_bytes_to_min));
-      out += buf;
+      out += "," + std::to_string(d.l2_bytes) + "," + std::to_string(d.sm_count) + "," +
+             std::to_string(d.ctas_per_sm) + "," + csv_field(d.order) + "," + csv_number(d.flash.hit_rate) + "," +
+             csv_number(d.heads_per_wave) + "," + csv_number(d.kv_heads_per_wave) + "," +
+             std::to_string(d.flash.l2_bytes_to_min) + "," + csv_number(d.standard.hit_rate) + "," +
+             std::to_string(d.standard.l2_bytes_to_min);
     } else if (l2) {
       out += ",,,,,,,,,,";
     }
@@ -487,16 +469,13 @@ std::string render_csv(const Report& rep) {
         if (x.kernel == k) m = &x;
       out += m ? measure_csv_cells(*m) : std::string(std::size(measure_csv_fields), ',');
     }
-    if (labels) out += "," + csv_field(r.label);
+    if (labels) out.append(",").append(csv_field(r.label));
     if (rep.roofline) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, ",%.17g,%.17g", rep.roofline->bandwidth_fraction, r.ridge_point);
-      out += "," + csv_field(rep.roofline->device.name) + buf;
+      out.append(",").append(csv_field(rep.roofline->device.name) + "," + csv_number(rep.roofline->bandwidth_fraction) +
+             "," + csv_number(r.ridge_point));
       for (const auto& id : ids) {
         const auto* v = r.variant(id);
-        buf[0] = 0;
-        if (v && v->prediction) std::snprintf(buf, sizeof buf, "%.17g", v->prediction->seconds);
-        out += std::string(",") + buf;
+        out.append(",").append(v && v->prediction ? csv_number(v->prediction->seconds) : std::string());
       }
       for (const auto& id : ids) {
         const auto* v = r.variant(id);

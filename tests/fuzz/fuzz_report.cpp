@@ -14,7 +14,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const Report r = report_from_json(j, "a.json");
       for (const Format f : {Format::table, Format::json, Format::csv, Format::md}) (void)render(r, {f, Units::decimal, true});
     });
-    // A report compared with itself: every row matches, every ratio is 1.
+    // The streaming reader behind compare and merge, row by row.
+    fuzz::refusal_ok([&] {
+      (void)json_check::parse_json_rows(fuzz::text(data, size), "a.json", [](std::size_t i, nlohmann::json&& row) {
+        (void)row_from_json(row, "a.json", i);
+      });
+    });
+    // A report compared with itself.
     const Comparison c = compare_reports(j, "a.json", j, "b.json", {});
     for (const Format f : {Format::table, Format::json, Format::csv, Format::md}) (void)render_comparison(c, f);
   });
