@@ -12,6 +12,7 @@ checked against the math backend in float32 on the first (batch, head).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 
@@ -90,13 +91,23 @@ def main():
                     except RuntimeError as e:  # backend not available for this shape or build
                         row.update(status="skipped", reason=str(e).splitlines()[0][:200])
                     results.append(row)
+                    write_json(args.json, props.name, l2, results)  # after every shape: a timeout loses one
                     print(f"sdpa {name:5s} N={n:5d} d={d:3d} causal={int(causal)} "
                           + (f"{row['median_s']*1e3:8.3f} ms {row['tflops']:7.1f} TFLOP/s err {row['rel_error']:.2e}"
                              if row["status"] == "ok" else f"skipped: {row['reason']}"), flush=True)
                 del q, k, v
-    with open(args.json, "w") as f:
-        json.dump({"device": props.name, "torch": torch.__version__, "l2_bytes": l2, "results": results}, f, indent=1)
+    write_json(args.json, props.name, l2, results, complete=True)
     return 0
+
+
+def write_json(path, device, l2, results, complete=False):
+    """The whole file, replaced atomically (a reader never sees half of it)."""
+    doc = {"device": device, "torch": torch.__version__, "l2_bytes": l2, "results": results,
+           "complete": complete, "cudnn": torch.backends.cudnn.version()}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ check "--version" "$bin" --version
 check "model --help explains columns" grep -q "Every value once (floor)" "$work/mhelp"
 check "model --help has examples" grep -q "Examples:" "$work/mhelp"
 "$bin" --seq 1024 --head-dim 64 --format json >"$work/j.json"
-check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json')); assert d['schema']=='hbmscope.report/1'; assert d['rows'][0]['bytes']['floor']==4*2*1024*64"
+check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json')); assert d['schema']=='hbmscope.report/2'; assert d['rows'][0]['bytes']['floor']==4*2*1024*64"
 "$bin" model --format csv --seq 1K:4K:x2 >"$work/r.csv"
 check "csv rows" test "$(wc -l <"$work/r.csv")" -eq 4
 
@@ -53,7 +53,7 @@ check "l2 sim json, L2 0 = flash_no_l2" python3 -c "
 import json; r=json.load(open('$work/l2.json'))['rows'][0]
 assert r['bytes']['flash_l2_sim']==r['bytes']['flash_no_l2'], r
 assert r['bytes']['standard_l2_sim']==r['bytes']['standard'], r
-d=r['l2_sim']; assert d['l2_bytes']==0 and d['sm_count']==132 and d['ctas_per_sm']==2, d
+d=r['l2_sim']; assert d['l2_bytes']==0 and d['sm_count']==132 and d['ctas_per_sm']==1, d  # d=128 128x128: only v1, 1 CTA/SM
 assert d['order']=='query-block-major' and d['flash']['hit_rate']==0, d
 assert d['flash']['read_bytes']+d['flash']['write_bytes']==r['bytes']['flash_l2_sim'], d"
 "$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 50M --sms 132 --ctas-per-sm 1 --l2-order head-major --format csv >"$work/l2.csv"
@@ -265,6 +265,17 @@ check "a variant filter keeps the simulation that refines a kept variant" grep -
 check "and drops the detail of a dropped one" bash -c "! grep -q 'L2 hit (standard)' '$work/lc'"
 expect_error "measure bwd" "measure runs forward kernels only" measure --seq 128 --pass bwd
 expect_error "measure bad blocks" "not compiled for head dim 64" measure --seq 128 --block-rows 96
+# Flash v2 beside v1, and the sizes that keep compute-sanitizer runs short (issue 10).
+expect_error "measure bad kernel lists both flash kernels" "standard, softmax, flash, flash_v1, floor" measure --seq 128 --kernels flash,flash_v3
+expect_error "measure --flush-bytes not a multiple of 16" "--flush-bytes: '1000' must be a multiple of 16" measure --seq 128 --flush-bytes 1000
+expect_error "measure --copy-bytes 0" "copy-bytes" measure --seq 128 --copy-bytes 0
+expect_error "sweep --copy-bytes needs --measure" "--copy-bytes: needs --measure" sweep --seq 128 --copy-bytes 1M
+"$bin" model --seq 2048 --head-dim 64 --l2-bytes 60M --format json >"$work/l2ctas.json"
+check "L2 simulation: CTAs per SM of the kernel the shape runs (d=64 128x128: v2, 2)" python3 -c "
+import json; d=json.load(open('$work/l2ctas.json'))['rows'][0]['l2_sim']; assert d['ctas_per_sm']==2, d"
+"$bin" model --seq 2048 --head-dim 128 --block-cols 64 --l2-bytes 60M --ctas-per-sm 3 --format json >"$work/l2ctas3.json"
+check "--ctas-per-sm overrides it" python3 -c "
+import json; d=json.load(open('$work/l2ctas3.json'))['rows'][0]['l2_sim']; assert d['ctas_per_sm']==3, d"
 if "$bin" measure --seq 256 --head-dim 64 --repeats 2 >"$work/mout" 2>"$work/merr"; then
   check "measure with a device prints a measured table" grep -q "Measured on" "$work/mout"
 else
@@ -430,7 +441,7 @@ expect_error "shard syntax 2" "--shard: 'half'" sweep --shard half
 "$bin" sweep --config llm --shard 1/2 --format json --output "$work/h1.json" 2>/dev/null
 "$bin" sweep --config llm --shard 2/2 --format json --output "$work/h2.json" 2>/dev/null
 expect_error "merge refuses overlap" "rows overlap" merge "$work/h1.json" "$work/h1.json"
-python3 -c "import json; d=json.load(open('$work/h2.json')); d['schema']='hbmscope.report/2'; json.dump(d,open('$work/h2v2.json','w'))"
+python3 -c "import json; d=json.load(open('$work/h2.json')); d['schema']='hbmscope.report/9'; json.dump(d,open('$work/h2v2.json','w'))"
 expect_error "merge refuses other schema" "refusing to mix them" merge "$work/h1.json" "$work/h2v2.json"
 # "-0" is read as a signed integer 0: still a non-negative integer; -0.0 is not an integer.
 python3 -c "import re; t=open('$work/h1.json').read(); open('$work/negzero.json','w').write(re.sub(r'\"flops\": *\d+', '\"flops\": -0', t, 1)); open('$work/negzerof.json','w').write(re.sub(r'\"flops\": *\d+', '\"flops\": -0.0', t, 1))"

@@ -8,6 +8,7 @@
 // index maps compose into attention (against attention_naive), which is as
 // close as a machine without a GPU gets.
 #include <catch2/catch.hpp>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -26,9 +27,13 @@ constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 float bf16(float x) { return round_to_dtype(x, Dtype::bf16); }
 
 // One CTA of the kernel for (batch b, head h, query block starting at q0).
+// Version 1: warps of 16 rows (one m-tile); version 2 (flash_forward_v2_kernel):
+// warps of 32 rows, two m-tiles sharing every K and V fragment.
 class CtaEmulator {
  public:
-  CtaEmulator(int d, int br, int bc) : d_(d), br_(br), bc_(bc), threads_(br / 16 * 32) {}
+  explicit CtaEmulator(const FlashConfig& c)
+      : d_(c.head_dim), br_(c.block_rows), bc_(c.block_cols), mt_(c.version == 2 ? 2 : 1),
+        threads_(flash_threads(c)) {}
 
   void run(const Shape& s, float scale, const float* q, const float* k, const float* v, float* o, float* lse,
            int q0) {
@@ -36,6 +41,7 @@ class CtaEmulator {
     const bool causal = s.causal;
     const int offset = nkv - nq;
     const float scale_log2 = scale * 1.4426950408889634f;
+    const int rpw = 16 * mt_;  // rows per warp
     std::vector<float> tq(static_cast<std::size_t>(br_ * d_)), tk[2], tv[2];
     for (auto* t : {&tk[0], &tk[1], &tv[0], &tv[1]}) t->assign(static_cast<std::size_t>(bc_ * d_), 0.f);
 
@@ -43,150 +49,183 @@ class CtaEmulator {
     load(tq, br_, q, q0, nq);
     if (n_blocks > 0) {
       load(tk[0], bc_, k, 0, nkv);
-      load(tv[0], bc_, v, 0, nkv);
+      if (mt_ == 1) load(tv[0], bc_, v, 0, nkv);
     }
-    const int warps = br_ / 16;
-    // Registers of every lane of every warp.
-    std::vector<std::vector<float>> o_acc(static_cast<std::size_t>(warps * 32),
+    const int warps = br_ / rpw;
+    // Registers of every lane of every warp, per m-tile: o_acc[(w * mt + m) * 32 + lane].
+    std::vector<std::vector<float>> o_acc(static_cast<std::size_t>(warps * mt_ * 32),
                                           std::vector<float>(static_cast<std::size_t>(d_ / 8 * 4), 0.f));
-    std::vector<float> row_max(static_cast<std::size_t>(warps * 32 * 2), neg_inf);
-    std::vector<float> row_sum(static_cast<std::size_t>(warps * 32 * 2), 0.f);
+    std::vector<float> row_max(static_cast<std::size_t>(warps * mt_ * 32 * 2), neg_inf);
+    std::vector<float> row_sum(static_cast<std::size_t>(warps * mt_ * 32 * 2), 0.f);
 
     for (int j = 0; j < n_blocks; ++j) {
       const int stage = j & 1;
-      if (j + 1 < n_blocks) {
-        load(tk[stage ^ 1], bc_, k, (j + 1) * bc_, nkv);
-        load(tv[stage ^ 1], bc_, v, (j + 1) * bc_, nkv);
+      if (mt_ == 1) {
+        if (j + 1 < n_blocks) {
+          load(tk[stage ^ 1], bc_, k, (j + 1) * bc_, nkv);
+          load(tv[stage ^ 1], bc_, v, (j + 1) * bc_, nkv);
+        }
+      } else {
+        // v2: V[j] at the top of the iteration, K[j+1] after Q K[j]^T (the
+        // emulation runs warps one after another, so "after" is the end of
+        // the warps' S step: see below).
+        load(tv[stage], bc_, v, j * bc_, nkv);
       }
+      std::vector<std::vector<std::vector<float>>> sacc_all(static_cast<std::size_t>(warps));
       for (int w = 0; w < warps; ++w) {
-        // S = Q K^T: per lane s[t][e].
-        std::vector<std::vector<float>> sacc(32, std::vector<float>(static_cast<std::size_t>(bc_ / 8 * 4), 0.f));
+        // S = Q K^T: per m-tile, per lane s[t][e]; each K fragment feeds every m-tile.
+        auto& sacc = sacc_all[static_cast<std::size_t>(w)];
+        sacc.assign(static_cast<std::size_t>(mt_ * 32), std::vector<float>(static_cast<std::size_t>(bc_ / 8 * 4), 0.f));
         for (int ks = 0; ks < d_ / 16; ++ks) {
-          float a[32][4][2];
-          for (int lane = 0; lane < 32; ++lane) {
-            const RowCol qa = ldmatrix_a_address(lane);
-            q_addr_[lane] = step_bytes(lane_bytes(w * 16 + qa.row, qa.col, d_), ks) / 2;
+          std::vector<std::array<std::array<std::array<float, 2>, 4>, 32>> a(static_cast<std::size_t>(mt_));
+          for (int m = 0; m < mt_; ++m) {
+            for (int lane = 0; lane < 32; ++lane) {
+              const RowCol qa = ldmatrix_a_address(lane);
+              addr_[lane] = step_bytes(lane_bytes(w * rpw + qa.row, qa.col, d_) + m * 16 * d_ * 2, ks) / 2;
+            }
+            ldmatrix(tq, addr_, false, a[static_cast<std::size_t>(m)]);
           }
-          ldmatrix(tq, q_addr_, false, a);
           for (int np = 0; np < bc_ / 16; ++np) {
-            float b[32][4][2];
+            Frag b;
             for (int lane = 0; lane < 32; ++lane) {
               const RowCol ka = ldmatrix_k_address(lane);
-              q_addr_[lane] = step_bytes(lane_bytes(ka.row, ka.col, d_) + np * 16 * d_ * 2, ks) / 2;
+              addr_[lane] = step_bytes(lane_bytes(ka.row, ka.col, d_) + np * 16 * d_ * 2, ks) / 2;
             }
-            ldmatrix(tk[stage], q_addr_, false, b);
-            mma(sacc, 2 * np, a, b, 0);
-            mma(sacc, 2 * np + 1, a, b, 2);
+            ldmatrix(tk[stage], addr_, false, b);
+            for (int m = 0; m < mt_; ++m) {
+              mma(sacc, m * 32, 2 * np, a[static_cast<std::size_t>(m)], b, 0);
+              mma(sacc, m * 32, 2 * np + 1, a[static_cast<std::size_t>(m)], b, 2);
+            }
           }
         }
+      }
+      // v2: K[j+1] lands in the other stage once every warp is past Q K[j]^T.
+      if (mt_ == 2 && j + 1 < n_blocks) load(tk[stage ^ 1], bc_, k, (j + 1) * bc_, nkv);
+      for (int w = 0; w < warps; ++w) {
+        auto& sacc = sacc_all[static_cast<std::size_t>(w)];
         const int key0 = j * bc_;
         if (block_needs_mask(q0, j, bc_, nkv, causal, offset))
-          for (int lane = 0; lane < 32; ++lane)
-            for (int t = 0; t < bc_ / 8; ++t)
-              for (int e = 0; e < 4; ++e) {
-                const RowCol rc = c_fragment(lane, e);
-                if (!key_visible(q0 + w * 16 + rc.row, key0 + t * 8 + rc.col, nkv, causal, offset))
-                  sacc[static_cast<std::size_t>(lane)][static_cast<std::size_t>(t * 4 + e)] = neg_inf;
-              }
+          for (int m = 0; m < mt_; ++m)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int t = 0; t < bc_ / 8; ++t)
+                for (int e = 0; e < 4; ++e) {
+                  const RowCol rc = c_fragment(lane, e);
+                  if (!key_visible(q0 + w * rpw + m * 16 + rc.row, key0 + t * 8 + rc.col, nkv, causal, offset))
+                    sacc[static_cast<std::size_t>(m * 32 + lane)][static_cast<std::size_t>(t * 4 + e)] = neg_inf;
+                }
         // Online softmax per row: the quad's max via "shuffles".
-        for (int r = 0; r < 2; ++r) {
-          float local[32];
-          for (int lane = 0; lane < 32; ++lane) {
-            float mx = row_max[idx(w, lane, r)];
-            for (int t = 0; t < bc_ / 8; ++t)
-              mx = std::fmax(mx, std::fmax(sacc[lane][static_cast<std::size_t>(t * 4 + 2 * r)],
-                                           sacc[lane][static_cast<std::size_t>(t * 4 + 2 * r + 1)]));
-            local[lane] = mx;
-          }
-          for (int lane = 0; lane < 32; ++lane) {
-            const int g = lane & ~3;
-            const float mx = std::fmax(std::fmax(local[g], local[g + 1]), std::fmax(local[g + 2], local[g + 3]));
-            const float m_scaled = mx == neg_inf ? 0.f : mx * scale_log2;
-            const float alpha = std::exp2(row_max[idx(w, lane, r)] * scale_log2 - m_scaled);
-            row_max[idx(w, lane, r)] = mx;
-            float sum = 0.f;
-            for (int t = 0; t < bc_ / 8; ++t)
-              for (int h = 0; h < 2; ++h) {
-                float& x = sacc[lane][static_cast<std::size_t>(t * 4 + 2 * r + h)];
-                x = std::exp2(std::fma(x, scale_log2, -m_scaled));
-                sum += x;
+        for (int m = 0; m < mt_; ++m)
+          for (int r = 0; r < 2; ++r) {
+            float local[32];
+            for (int lane = 0; lane < 32; ++lane) {
+              float mx = row_max[idx(w, m, lane, r)];
+              const auto& sl = sacc[static_cast<std::size_t>(m * 32 + lane)];
+              for (int t = 0; t < bc_ / 8; ++t)
+                mx = std::fmax(mx, std::fmax(sl[static_cast<std::size_t>(t * 4 + 2 * r)],
+                                             sl[static_cast<std::size_t>(t * 4 + 2 * r + 1)]));
+              local[lane] = mx;
+            }
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane & ~3;
+              const float mx = std::fmax(std::fmax(local[g], local[g + 1]), std::fmax(local[g + 2], local[g + 3]));
+              const float m_scaled = mx == neg_inf ? 0.f : mx * scale_log2;
+              const float alpha = std::exp2(row_max[idx(w, m, lane, r)] * scale_log2 - m_scaled);
+              row_max[idx(w, m, lane, r)] = mx;
+              float sum = 0.f;
+              auto& sl = sacc[static_cast<std::size_t>(m * 32 + lane)];
+              for (int t = 0; t < bc_ / 8; ++t)
+                for (int h = 0; h < 2; ++h) {
+                  float& x = sl[static_cast<std::size_t>(t * 4 + 2 * r + h)];
+                  x = std::exp2(std::fma(x, scale_log2, -m_scaled));
+                  sum += x;
+                }
+              row_sum[idx(w, m, lane, r)] = row_sum[idx(w, m, lane, r)] * alpha + sum;
+              auto& oa = o_acc[acc(w, m, lane)];
+              for (int t = 0; t < d_ / 8; ++t) {
+                oa[static_cast<std::size_t>(t * 4 + 2 * r)] *= alpha;
+                oa[static_cast<std::size_t>(t * 4 + 2 * r + 1)] *= alpha;
               }
-            row_sum[idx(w, lane, r)] = row_sum[idx(w, lane, r)] * alpha + sum;
-            auto& oa = o_acc[static_cast<std::size_t>(w * 32 + lane)];
-            for (int t = 0; t < d_ / 8; ++t) {
-              oa[static_cast<std::size_t>(t * 4 + 2 * r)] *= alpha;
-              oa[static_cast<std::size_t>(t * 4 + 2 * r + 1)] *= alpha;
             }
           }
-        }
-        // O += P V with P repacked (bf16) as the A fragment.
+        // O += P V with P repacked (bf16) as the A fragment; each V fragment
+        // feeds every m-tile.
         for (int kk = 0; kk < bc_ / 16; ++kk) {
-          float a[32][4][2];
-          for (int lane = 0; lane < 32; ++lane)
-            for (int reg = 0; reg < 4; ++reg)
-              for (int h = 0; h < 2; ++h)
-                a[lane][reg][h] =
-                    bf16(sacc[lane][static_cast<std::size_t>((2 * kk + reg / 2) * 4 + 2 * (reg % 2) + h)]);
+          std::vector<Frag> a(static_cast<std::size_t>(mt_));
+          for (int m = 0; m < mt_; ++m)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int reg = 0; reg < 4; ++reg)
+                for (int h = 0; h < 2; ++h)
+                  a[static_cast<std::size_t>(m)][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)]
+                   [static_cast<std::size_t>(h)] = bf16(sacc[static_cast<std::size_t>(m * 32 + lane)][static_cast<std::size_t>(
+                      (2 * kk + reg / 2) * 4 + 2 * (reg % 2) + h)]);
           for (int dp = 0; dp < d_ / 16; ++dp) {
-            float b[32][4][2];
+            Frag b;
             for (int lane = 0; lane < 32; ++lane) {
               const RowCol va = ldmatrix_v_address(lane);
-              q_addr_[lane] = step_bytes(lane_bytes(va.row, va.col, d_) + kk * 16 * d_ * 2, dp) / 2;
+              addr_[lane] = step_bytes(lane_bytes(va.row, va.col, d_) + kk * 16 * d_ * 2, dp) / 2;
             }
-            ldmatrix(tv[stage], q_addr_, true, b);
-            std::vector<std::vector<float>> tmp(32);
-            for (int lane = 0; lane < 32; ++lane) tmp[lane] = o_acc[static_cast<std::size_t>(w * 32 + lane)];
-            mma(tmp, 2 * dp, a, b, 0);
-            mma(tmp, 2 * dp + 1, a, b, 2);
-            for (int lane = 0; lane < 32; ++lane) o_acc[static_cast<std::size_t>(w * 32 + lane)] = tmp[lane];
+            ldmatrix(tv[stage], addr_, true, b);
+            for (int m = 0; m < mt_; ++m) {
+              std::vector<std::vector<float>> tmp(32);
+              for (int lane = 0; lane < 32; ++lane) tmp[static_cast<std::size_t>(lane)] = o_acc[acc(w, m, lane)];
+              mma(tmp, 0, 2 * dp, a[static_cast<std::size_t>(m)], b, 0);
+              mma(tmp, 0, 2 * dp + 1, a[static_cast<std::size_t>(m)], b, 2);
+              for (int lane = 0; lane < 32; ++lane) o_acc[acc(w, m, lane)] = tmp[static_cast<std::size_t>(lane)];
+            }
           }
         }
       }
     }
 
-    // Normalise, stage in the Q tile, store rows < Nq; lse.
+    // Normalise, stage in the warp's rows of the Q tile, store rows < Nq; lse.
     for (int w = 0; w < warps; ++w) {
-      float inv[32][2];
-      for (int r = 0; r < 2; ++r) {
-        float l_all[32];
-        for (int lane = 0; lane < 32; ++lane) l_all[lane] = row_sum[idx(w, lane, r)];
-        for (int lane = 0; lane < 32; ++lane) {
-          const int g = lane & ~3;
-          const float l = l_all[g] + l_all[g + 1] + l_all[g + 2] + l_all[g + 3];
-          row_sum[idx(w, lane, r)] = l;
-          inv[lane][r] = l > 0.f ? 1.f / l : 0.f;
-        }
-      }
-      for (int lane = 0; lane < 32; ++lane)
-        for (int t = 0; t < d_ / 8; ++t)
-          for (int r = 0; r < 2; ++r) {
-            const RowCol rc = c_fragment(lane, 2 * r);
-            const int off = swizzled_offset(w * 16 + rc.row, t * 8 + rc.col, d_);
-            const auto& oa = o_acc[static_cast<std::size_t>(w * 32 + lane)];
-            tq[static_cast<std::size_t>(off)] = bf16(oa[static_cast<std::size_t>(t * 4 + 2 * r)] * inv[lane][r]);
-            tq[static_cast<std::size_t>(off + 1)] = bf16(oa[static_cast<std::size_t>(t * 4 + 2 * r + 1)] * inv[lane][r]);
+      for (int m = 0; m < mt_; ++m) {
+        float inv[32][2];
+        for (int r = 0; r < 2; ++r) {
+          float l_all[32];
+          for (int lane = 0; lane < 32; ++lane) l_all[lane] = row_sum[idx(w, m, lane, r)];
+          for (int lane = 0; lane < 32; ++lane) {
+            const int g = lane & ~3;
+            const float l = l_all[g] + l_all[g + 1] + l_all[g + 2] + l_all[g + 3];
+            row_sum[idx(w, m, lane, r)] = l;
+            inv[lane][r] = l > 0.f ? 1.f / l : 0.f;
           }
+        }
+        for (int lane = 0; lane < 32; ++lane)
+          for (int t = 0; t < d_ / 8; ++t)
+            for (int r = 0; r < 2; ++r) {
+              const RowCol rc = c_fragment(lane, 2 * r);
+              const int off = swizzled_offset(w * rpw + m * 16 + rc.row, t * 8 + rc.col, d_);
+              const auto& oa = o_acc[acc(w, m, lane)];
+              tq[static_cast<std::size_t>(off)] = bf16(oa[static_cast<std::size_t>(t * 4 + 2 * r)] * inv[lane][r]);
+              tq[static_cast<std::size_t>(off + 1)] =
+                  bf16(oa[static_cast<std::size_t>(t * 4 + 2 * r + 1)] * inv[lane][r]);
+            }
+      }
       const int chunks_per_row = d_ / 8;
       for (int lane = 0; lane < 32; ++lane)
-        for (int i = lane; i < 16 * chunks_per_row; i += 32) {
-          const int row = i / chunks_per_row, col = (i % chunks_per_row) * 8;
-          const int g = q0 + w * 16 + row;
+        for (int i = lane; i < rpw * chunks_per_row; i += 32) {
+          const int row = w * rpw + i / chunks_per_row, col = (i % chunks_per_row) * 8;
+          const int g = q0 + row;
           if (g < nq)
             for (int e = 0; e < 8; ++e)
               o[static_cast<std::size_t>(g * d_ + col + e)] =
-                  tq[static_cast<std::size_t>(swizzled_offset(w * 16 + row, col, d_) + e)];
+                  tq[static_cast<std::size_t>(swizzled_offset(row, col, d_) + e)];
         }
-      for (int lane = 0; lane < 32; lane += 4)
-        for (int r = 0; r < 2; ++r) {
-          const int g = q0 + w * 16 + lane / 4 + 8 * r;
-          const float l = row_sum[idx(w, lane, r)];
-          if (g < nq) lse[g] = l > 0.f ? row_max[idx(w, lane, r)] * scale + std::log(l) : neg_inf;
-        }
+      for (int m = 0; m < mt_; ++m)
+        for (int lane = 0; lane < 32; lane += 4)
+          for (int r = 0; r < 2; ++r) {
+            const int g = q0 + w * rpw + m * 16 + lane / 4 + 8 * r;
+            const float l = row_sum[idx(w, m, lane, r)];
+            if (g < nq) lse[g] = l > 0.f ? row_max[idx(w, m, lane, r)] * scale + std::log(l) : neg_inf;
+          }
     }
   }
 
  private:
-  std::size_t idx(int w, int lane, int r) const { return static_cast<std::size_t>((w * 32 + lane) * 2 + r); }
+  using Frag = std::array<std::array<std::array<float, 2>, 4>, 32>;  // [lane][reg][half]
+  std::size_t acc(int w, int m, int lane) const { return static_cast<std::size_t>((w * mt_ + m) * 32 + lane); }
+  std::size_t idx(int w, int m, int lane, int r) const { return acc(w, m, lane) * 2 + static_cast<std::size_t>(r); }
 
   // load_tile: every chunk by (tid, step), zero-filled past `seq`.
   void load(std::vector<float>& tile, int rows, const float* head, int row0, int seq) const {
@@ -202,29 +241,32 @@ class CtaEmulator {
   }
 
   // ldmatrix.x4 from element offsets addr[lane]: out[lane][reg][half].
-  static void ldmatrix(const std::vector<float>& tile, const int (&addr)[32], bool trans, float (&out)[32][4][2]) {
+  static void ldmatrix(const std::vector<float>& tile, const int (&addr)[32], bool trans, Frag& out) {
     for (int lane = 0; lane < 32; ++lane)
       for (int reg = 0; reg < 4; ++reg)
         for (int h = 0; h < 2; ++h) {
           const RowCol e = ldmatrix_element(lane, h, trans);
-          out[lane][reg][h] = tile[static_cast<std::size_t>(addr[reg * 8 + e.row] + e.col)];
+          out[static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)][static_cast<std::size_t>(h)] =
+              tile[static_cast<std::size_t>(addr[reg * 8 + e.row] + e.col)];
         }
   }
 
-  // D(tile n) += A * B, B from registers b_reg0, b_reg0 + 1 of every lane.
-  static void mma(std::vector<std::vector<float>>& acc, int n, const float (&a)[32][4][2],
-                  const float (&b)[32][4][2], int b_reg0) {
+  // D(tile n) += A * B, B from registers b_reg0, b_reg0 + 1 of every lane;
+  // lane l's accumulators are acc[lane0 + l].
+  static void mma(std::vector<std::vector<float>>& acc, int lane0, int n, const Frag& a, const Frag& b,
+                  int b_reg0) {
     float A[16][16], B[16][8];
     for (int lane = 0; lane < 32; ++lane) {
       for (int reg = 0; reg < 4; ++reg)
         for (int h = 0; h < 2; ++h) {
           const RowCol x = a_fragment(lane, reg, h);
-          A[x.row][x.col] = a[lane][reg][h];
+          A[x.row][x.col] = a[static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)][static_cast<std::size_t>(h)];
         }
       for (int reg = 0; reg < 2; ++reg)
         for (int h = 0; h < 2; ++h) {
           const RowCol x = b_fragment(lane, reg, h);
-          B[x.row][x.col] = b[lane][b_reg0 + reg][h];
+          B[x.row][x.col] =
+              b[static_cast<std::size_t>(lane)][static_cast<std::size_t>(b_reg0 + reg)][static_cast<std::size_t>(h)];
         }
     }
     for (int lane = 0; lane < 32; ++lane)
@@ -232,12 +274,12 @@ class CtaEmulator {
         const RowCol x = c_fragment(lane, e);
         float sum = 0.f;
         for (int kk = 0; kk < 16; ++kk) sum += A[x.row][kk] * B[kk][x.col];
-        acc[static_cast<std::size_t>(lane)][static_cast<std::size_t>(n * 4 + e)] += sum;
+        acc[static_cast<std::size_t>(lane0 + lane)][static_cast<std::size_t>(n * 4 + e)] += sum;
       }
   }
 
-  int d_, br_, bc_, threads_;
-  int q_addr_[32] = {};
+  int d_, br_, bc_, mt_, threads_;
+  int addr_[32] = {};
 };
 
 void emulate(const Shape& s, const FlashConfig& c, const AttentionBuffers& in, std::vector<float>& o,
@@ -245,13 +287,18 @@ void emulate(const Shape& s, const FlashConfig& c, const AttentionBuffers& in, s
   const float scale = default_scale(s);
   const std::size_t d = s.head_dim;
   const std::uint64_t group = s.heads / s.kv_heads;
-  CtaEmulator cta(c.head_dim, c.block_rows, c.block_cols);
+  CtaEmulator cta(c);
+  const LaunchGeometry g = flash_geometry(s, c);
   for (std::uint64_t b = 0; b < s.batch; ++b)
     for (std::uint64_t h = 0; h < s.heads; ++h) {
       const std::size_t qh = (b * s.heads + h) * s.seq_q, kvh = (b * s.kv_heads + h / group) * s.seq_kv;
-      for (std::uint64_t q0 = 0; q0 < s.seq_q; q0 += static_cast<std::uint64_t>(c.block_rows))
+      // blockIdx.x -> query block as each kernel maps it (v2: causal grids reversed).
+      for (std::uint32_t bx = 0; bx < g.grid_x; ++bx) {
+        const int qb = c.version == 2 ? v2_query_block(static_cast<int>(bx), static_cast<int>(g.grid_x), s.causal)
+                                      : static_cast<int>(bx);
         cta.run(s, scale, in.q.data() + qh * d, in.k.data() + kvh * d, in.v.data() + kvh * d, o.data() + qh * d,
-                lse.data() + qh, static_cast<int>(q0));
+                lse.data() + qh, qb * c.block_rows);
+      }
     }
 }
 

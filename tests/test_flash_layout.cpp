@@ -87,6 +87,59 @@ TEST_CASE("cp.async tile loads cover every chunk once", "[flash][layout]") {
   }
 }
 
+TEST_CASE("v2's loader (base address + constant steps) is v1's chunk map", "[flash][layout]") {
+  for (const FlashConfig& c : flash_configs()) {
+    if (c.version != 2) continue;
+    const int threads = flash_threads(c);
+    REQUIRE(threads % (c.head_dim / 8) == 0);  // whole rows per step
+    for (int rows : {c.block_rows, c.block_cols}) {
+      const int steps = rows * c.head_dim / 8 / threads;
+      for (int step = 0; step < steps; ++step)
+        for (int tid = 0; tid < threads; ++tid) {
+          INFO(describe(c) << " tid " << tid << " step " << step);
+          CHECK(load_chunk_v2(tid, step, threads, c.head_dim) == load_chunk(tid, step, threads, c.head_dim));
+          // The row moves by a constant per step: one base pointer suffices.
+          CHECK(load_chunk_v2(tid, step, threads, c.head_dim).row - load_chunk_v2(tid, 0, threads, c.head_dim).row ==
+                step * threads / (c.head_dim / 8));
+        }
+    }
+  }
+}
+
+TEST_CASE("v2: causal grids run the last query block first, each block once", "[flash][layout]") {
+  for (int grid : {1, 2, 7, 64}) {
+    std::set<int> seen;
+    for (int bx = 0; bx < grid; ++bx) seen.insert(v2_query_block(bx, grid, true));
+    CHECK(seen.size() == static_cast<std::size_t>(grid));
+    CHECK(*seen.begin() == 0);
+    CHECK(v2_query_block(0, grid, true) == grid - 1);
+    CHECK(v2_query_block(0, grid, false) == 0);
+  }
+}
+
+TEST_CASE("v2 O staging: two m-tiles and 32-row stores cover the warp's rows once", "[flash][layout]") {
+  for (int d : head_dims)
+    for (int warp : {0, 1, 3}) {
+      std::set<int> written, read;
+      for (int m = 0; m < 2; ++m)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int t = 0; t < d / 8; ++t)
+            for (int r = 0; r < 2; ++r) {
+              const RowCol rc = c_fragment(lane, 2 * r);
+              const int off = swizzled_offset(warp * 32 + m * 16 + rc.row, t * 8 + rc.col, d);
+              written.insert(off);
+              written.insert(off + 1);
+            }
+      for (int lane = 0; lane < 32; ++lane)
+        for (int i = lane; i < 32 * d / 8; i += 32)
+          for (int e = 0; e < 8; ++e) read.insert(swizzled_offset(warp * 32 + i / (d / 8), (i % (d / 8)) * 8, d) + e);
+      CHECK(written.size() == static_cast<std::size_t>(32 * d));
+      CHECK(written == read);
+      CHECK(*written.begin() == warp * 32 * d);  // the warp's own rows only
+      CHECK(*written.rbegin() == (warp + 1) * 32 * d - 1);
+    }
+}
+
 TEST_CASE("mma m16n8k16 fragments cover their tiles exactly once", "[flash][layout]") {
   std::set<std::pair<int, int>> a, b, c;
   for (int lane = 0; lane < 32; ++lane) {

@@ -35,9 +35,9 @@ TEST_CASE("flash instantiations: defaults, choice, refusal", "[plan][flash]") {
   CHECK(flash_supports(64));
   CHECK(flash_supports(128));
   CHECK_FALSE(flash_supports(80));
-  std::set<std::tuple<int, int, int>> unique;
+  std::set<std::tuple<int, int, int, int>> unique;
   for (const auto& c : flash_configs()) {
-    unique.insert({c.head_dim, c.block_rows, c.block_cols});
+    unique.insert({c.head_dim, c.block_rows, c.block_cols, c.version});
     CHECK(c.block_rows % 16 == 0);
     CHECK(c.block_cols % 16 == 0);
     CHECK(flash_threads(c) <= 1024);
@@ -45,6 +45,67 @@ TEST_CASE("flash instantiations: defaults, choice, refusal", "[plan][flash]") {
   }
   CHECK(unique.size() == flash_configs().size());
   CHECK(describe(FlashConfig{128, 128, 64}) == "d=128 Br=128 Bc=64");
+  CHECK(describe(FlashConfig{128, 128, 64, 2}) == "d=128 Br=128 Bc=64 v2 (4 warps)");
+}
+
+TEST_CASE("flash v2: defaults, choice, warps", "[plan][flash]") {
+  CHECK(default_flash_config(64, 2) == FlashConfig{64, 128, 128, 2});
+  CHECK(default_flash_config(128, 2) == FlashConfig{128, 128, 64, 2});
+  CHECK_THROWS_AS(default_flash_config(64, 3), Error);
+  CHECK(choose_flash_config(64, 64, 64, 2) == FlashConfig{64, 64, 64, 2});
+  // v2 has no 128 x 128 at d = 128 (it would spill); v1 has.
+  CHECK_THROWS_WITH(choose_flash_config(128, 128, 128, 2),
+                    Catch::Contains("flash kernel: blocks 128x128 are not compiled for head dim 128 (have 128x64)"));
+  CHECK(choose_flash_config(128, 128, 128, 1) == FlashConfig{128, 128, 128, 1});
+  CHECK(flash_warps({128, 128, 64, 2}) == 4);
+  CHECK(flash_threads({128, 128, 64, 2}) == 128);
+  CHECK(flash_warps({128, 128, 64, 1}) == 8);
+  CHECK(flash_smem_bytes({128, 128, 64, 2}) == flash_smem_bytes({128, 128, 64, 1}));
+  // Every v2 entry has a v1 twin, so that blocks valid for v2 are valid for both.
+  for (const auto& c : flash_configs())
+    if (c.version == 2) CHECK(choose_flash_config(static_cast<std::uint64_t>(c.head_dim), c.block_rows, c.block_cols, 1).version == 1);
+}
+
+TEST_CASE("CTAs per SM follow registers and shared memory (ptxas, sm_90)", "[plan][flash]") {
+  // The figures docs/cuda.md records from ptxas -v.
+  CHECK(flash_registers({128, 128, 64, 2}) == 255);
+  CHECK(flash_registers({128, 128, 64, 1}) == 191);
+  CHECK(flash_registers({96, 128, 64, 2}) == 0);
+  for (const auto& c : flash_configs()) {
+    INFO(describe(c));
+    CHECK(flash_registers(c) > 0);
+    CHECK(flash_registers(c) <= 255);
+  }
+  // v1 defaults: 8 warps x 192 or 208 registers take most of the 64 K registers: 1 CTA.
+  CHECK(flash_ctas_per_sm({128, 128, 64, 1}) == 1);
+  CHECK(flash_ctas_per_sm({64, 128, 128, 1}) == 1);
+  // v2 defaults: 4 warps x 256 registers = 32 K; 96 / 80 KiB of shared memory: 2 CTAs.
+  CHECK(flash_ctas_per_sm({128, 128, 64, 2}) == 2);
+  CHECK(flash_ctas_per_sm({64, 128, 128, 2}) == 2);
+  // v1 128 x 128 at d = 128: 160 KiB of shared memory, 1 CTA.
+  CHECK(flash_ctas_per_sm({128, 128, 128, 1}) == 1);
+  // 2-warp CTAs: 64 x 64 at d = 64, 48 KiB and 2 x 8 K registers... (229 -> 232 -> 7424 per warp).
+  CHECK(flash_ctas_per_sm({64, 64, 64, 2}) == 4);
+  // An A100's 164 KiB: the 96 KiB CTA fits once.
+  CHECK(flash_ctas_per_sm({128, 128, 64, 2}, sm_limits_for_device("A100 80GB SXM")) == 1);
+  CHECK(flash_ctas_per_sm({64, 64, 64, 2}, sm_limits_for_device("L40S")) == 2);  // 100 KiB / 41 KiB
+  CHECK(flash_ctas_per_sm({128, 128, 64, 2}, sm_limits_for_device("H200 SXM")) == 2);
+  // The other rows of docs/cuda.md's table.
+  CHECK(flash_ctas_per_sm({64, 128, 64, 2}) == 2);
+  CHECK(flash_ctas_per_sm({64, 64, 64, 1}) == 3);
+  CHECK(flash_ctas_per_sm({64, 128, 64, 1}) == 1);
+  CHECK(flash_ctas_per_sm({128, 64, 64, 1}) == 2);
+  Shape s;
+  s.head_dim = 128;
+  s.block_rows = 128;
+  s.block_cols = 64;
+  CHECK(shape_ctas_per_sm(s) == 2);       // v2
+  s.block_cols = 128;
+  CHECK(shape_ctas_per_sm(s) == 1);       // only v1 has 128 x 128 at d = 128
+  s.head_dim = 256;                       // no kernel: (128 + 4 * 128) * 256 * 2 = 320 KiB > 228
+  CHECK(shape_ctas_per_sm(s) == 1);
+  s.head_dim = 32;                        // (128 + 512) * 32 * 2 = 40 KiB + 1: 5 by shared memory
+  CHECK(shape_ctas_per_sm(s) == 5);
 }
 
 TEST_CASE("flash shared memory and threads", "[plan][flash]") {

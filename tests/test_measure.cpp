@@ -51,9 +51,10 @@ class FakeBackend final : public Backend {
     m.status = MeasureStatus::ok;
     m.rel_error = 3e-3;
     m.validated_on = describe(s);
-    if (k == KernelKind::flash) {
+    if (k == KernelKind::flash || k == KernelKind::flash_v1) {
       m.block_rows = s.block_rows;
       m.block_cols = s.block_cols;
+      m.warps = s.block_rows / (k == KernelKind::flash ? 32 : 16);
     }
     m.timing = summarize({1e-3, 1.1e-3, 0.9e-3}, 0.8e-3);
     return m;
@@ -313,6 +314,55 @@ TEST_CASE("printers show measurements with units", "[measure][report]") {
   CHECK(ms[1]["time_s"]["median"].get<double>() == Approx(1e-3));
   // Existing fields keep their names.
   CHECK(j["rows"][0]["bytes"]["flash_no_l2"] == flash_no_l2_bytes(s));
+}
+
+TEST_CASE("flash v2 and v1 side by side; output that fits in the L2 is marked", "[measure][report]") {
+  CHECK(parse_kernels("flash,flash_v1") == std::vector<KernelKind>{KernelKind::flash, KernelKind::flash_v1});
+  CHECK(kernel_name(KernelKind::flash_v1) == "flash_v1");
+  CHECK(kernel_variant(KernelKind::flash_v1) == "flash_no_l2");
+  FakeBackend b;
+  Report rep;
+  rep.command = "measure";
+  rep.device = measure_device(b, {});
+  // 4096 x 64, one head: O + LSE = 540 KB, inside the fake's 60 MB L2.
+  const Shape small = with_flash_blocks(note_shape(), false);
+  // 8192 x 128, 4 x 16 heads: O = 128 MiB, outside.
+  Shape big = small;
+  big.batch = 4;
+  big.heads = big.kv_heads = 16;
+  big.seq_q = big.seq_kv = 8192;
+  big.head_dim = 128;
+  big = with_flash_blocks(big, false);
+  CHECK(kernel_output_bytes(big, KernelKind::flash) == 4ull * 16 * 8192 * 128 * 2 + 4ull * 16 * 8192 * 4);
+  CHECK(kernel_output_bytes(big, KernelKind::softmax) == 4ull * 16 * 8192 * 8192 * 2);
+  CHECK(kernel_output_bytes(big, KernelKind::floor) == 4ull * 16 * 8192 * 128 * 2);
+  const auto kinds = parse_kernels("flash,flash_v1,floor");
+  rep.rows.push_back(measure_row(b, small, kinds, {}, copy_bandwidth(rep.device->copy)));
+  rep.rows.push_back(measure_row(b, big, kinds, {}, copy_bandwidth(rep.device->copy)));
+  const auto& ms = rep.rows[0].measurements;
+  CHECK(ms[0].output_fits_l2);
+  CHECK(ms[2].output_fits_l2);
+  CHECK_FALSE(rep.rows[1].measurements[0].output_fits_l2);
+  // Both flash kernels are timed against the same bytes and FLOPs.
+  CHECK(ms[0].model_bytes == ms[1].model_bytes);
+  CHECK(ms[0].tflops == Approx(ms[1].tflops));
+  CHECK(ms[1].tflops > 0);
+
+  const std::string table = render(rep, {});
+  CHECK_THAT(table, Catch::Contains("flash 128×128 4w"));
+  CHECK_THAT(table, Catch::Contains("flash_v1 128×128 8w"));
+  CHECK_THAT(table, Catch::Contains("(L2)"));
+  const auto j = report_to_json(rep);
+  const auto& jm = j["rows"][0]["measurements"];
+  CHECK(jm[0]["warps"] == 4);
+  CHECK(jm[1]["kernel"] == "flash_v1");
+  CHECK(jm[1]["warps"] == 8);
+  CHECK(jm[1]["lse_rel_error"].is_number());
+  CHECK(jm[0]["output_fits_l2"] == true);
+  CHECK_FALSE(j["rows"][1]["measurements"][0].contains("output_fits_l2"));
+  PrintOptions csv;
+  csv.format = Format::csv;
+  CHECK_THAT(render(rep, csv), Catch::Contains("_output_fits_l2"));
 }
 
 TEST_CASE("model reports carry no measurement fields", "[measure][report]") {

@@ -21,6 +21,10 @@ struct MeasureOptions {
   // otherwise on validation_shape(shape).
   bool validate_full_shape = false;
   std::uint64_t copy_bytes = 1ull << 30;  // copy probe size (each of source and destination)
+  std::uint64_t flush_bytes = 0;  // L2 flush buffer; 0: flush_bytes(l2) (twice the L2)
+  // Also count DRAM bytes read and written over one launch (CUPTI), after the
+  // same L2 flush; without counter permission the timings still run.
+  bool counters = false;
 };
 
 class Backend {

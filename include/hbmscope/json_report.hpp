@@ -1,5 +1,5 @@
 #pragma once
-// The JSON form of a Report: schema "hbmscope.report/1", documented in
+// The JSON form of a Report: schema "hbmscope.report/2" (reads /1 too), documented in
 // docs/report-schema.md. Fields are added over time, never renamed.
 #include <string>
 #include <string_view>

@@ -6,34 +6,66 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
 
-// One compiled (head dim, Br, Bc) instantiation of the flash kernel. Each warp
-// owns 16 query rows, so a CTA has Br/16 warps.
+// One compiled (head dim, Br, Bc, version) instantiation of the flash kernel.
+// Version 1 ("flash_v1", src/cuda/flash_attention.cuh): each warp owns 16 query
+// rows, so a CTA has Br/16 warps. Version 2 ("flash", flash_attention_v2.cuh):
+// each warp owns 32 rows (two m-tiles share every K/V fragment), Br/32 warps.
 struct FlashConfig {
   int head_dim = 0;
   int block_rows = 0;  // Br
   int block_cols = 0;  // Bc
+  int version = 1;     // kernel layout: 1 or 2
   friend bool operator==(const FlashConfig&, const FlashConfig&) = default;
 };
 
-// Every instantiation the backend compiles, in a fixed order.
+// Every instantiation the backend compiles (both versions), in a fixed order.
 std::span<const FlashConfig> flash_configs();
-// The default per head dim (Br = 128, Bc chosen to allow 2 CTAs per SM).
-FlashConfig default_flash_config(std::uint64_t head_dim);
-// The instantiation for (head_dim, Br, Bc); unset Br/Bc take the default's.
-// Throws Error listing the instantiations when there is none.
+// The default per head dim (Br = 128, Bc chosen to allow 2 CTAs per SM for v2;
+// the same blocks for v1).
+FlashConfig default_flash_config(std::uint64_t head_dim, int version = 1);
+// The instantiation for (head_dim, Br, Bc, version); unset Br/Bc take the
+// default's. Throws Error listing that version's instantiations when there is none.
 FlashConfig choose_flash_config(std::uint64_t head_dim, std::optional<std::uint64_t> block_rows,
-                                std::optional<std::uint64_t> block_cols);
+                                std::optional<std::uint64_t> block_cols, int version = 1);
 bool flash_supports(std::uint64_t head_dim);
-std::string describe(const FlashConfig& c);  // "d=128 Br=128 Bc=64"
+std::string describe(const FlashConfig& c);  // "d=128 Br=128 Bc=64" (v1), "... Bc=64 v2 (4 warps)"
 
+int flash_warps(const FlashConfig& c);
 int flash_threads(const FlashConfig& c);
 // Q tile + two stages of K and V tiles, bf16.
 std::size_t flash_smem_bytes(const FlashConfig& c);
+
+// What ptxas reports for an instantiation built for sm_90 (-Xptxas=-v,
+// recorded in docs/cuda.md; tests/test_launch_plan.cpp keeps the two in
+// step): registers per thread, and whether it has spills or a stack frame.
+// 0 registers: not in the table (an instantiation not compiled).
+int flash_registers(const FlashConfig& c);
+
+// Per-SM limits of a GPU that decide how many CTAs are resident at once.
+struct SmLimits {
+  std::uint64_t smem_per_sm = 228 * 1024;   // bytes, sm_90
+  std::uint64_t smem_reserved_per_cta = 1024;  // the runtime's share per CTA
+  std::uint32_t registers_per_sm = 65536;
+  std::uint32_t threads_per_sm = 2048;
+  std::uint32_t ctas_per_sm = 32;
+};
+// The limits of a device by its name ("A100 ...": 164 KiB of shared memory;
+// "L40S", "RTX 4090": 100 KiB, 1536 threads, 24 CTAs); sm_90's otherwise.
+SmLimits sm_limits_for_device(std::string_view device_name);
+// CTAs of the instantiation resident on one SM: the least of what shared
+// memory, registers (rounded up to 8 per thread, allocated per warp in 256s),
+// threads and the CTA limit allow. At least 1.
+std::uint32_t flash_ctas_per_sm(const FlashConfig& c, const SmLimits& lim = {});
+// The CTAs per SM of the kernel `hbmscope measure` would run on a shape (v2
+// with its blocks when compiled, else v1); for head dims with no compiled
+// kernel, the shared-memory bound of a v2-like CTA of the shape's blocks.
+std::uint32_t shape_ctas_per_sm(const Shape& s, const SmLimits& lim = {});
 
 struct LaunchGeometry {
   std::uint32_t grid_x = 1, grid_y = 1, grid_z = 1;
@@ -72,7 +104,8 @@ FloorPlan floor_plan(const Shape& s, int sm_count);
 
 // softmax: the standard path's middle kernel alone (S -> P), timed on its own
 // so that its bandwidth can be held against the copy's.
-enum class KernelKind { standard, flash, floor, copy, softmax };
+// flash_v1: the v1 layout of the flash kernel, kept beside v2 ("flash").
+enum class KernelKind { standard, flash, floor, copy, softmax, flash_v1 };
 
 // Device bytes one kernel family needs for a shape (inputs, output, scratch),
 // not counting the L2 flush buffer. Throws Error on overflow.

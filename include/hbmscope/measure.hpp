@@ -43,6 +43,10 @@ TimingStats summarize(std::vector<double> samples, double warm_median);
 std::vector<float> floor_reference(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                                    const std::vector<float>& v);
 
+// Bytes the kernel writes for a shape (O, plus the LSE for flash; P for the
+// softmax): when they fit in the L2 the measured bandwidth is not HBM's.
+std::uint64_t kernel_output_bytes(const Shape& s, KernelKind k);
+
 // Bytes/s of a copy probe measurement (0 unless it succeeded).
 double copy_bandwidth(const KernelMeasurement& copy);
 

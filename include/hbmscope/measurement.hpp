@@ -2,6 +2,7 @@
 // What a measurement on a device produces: plain data, kept in report rows
 // (report.hpp) and filled by a Backend (backend.hpp) and measure.hpp.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,7 @@ struct TimingStats {
 enum class MeasureStatus { ok, failed, skipped };
 
 struct KernelMeasurement {
-  std::string kernel;  // "standard", "flash", "floor", "copy"
+  std::string kernel;  // "standard", "flash", "flash_v1", "floor", "softmax", "copy"
   std::string variant; // the model variant its bytes come from ("flash_no_l2", ...)
   MeasureStatus status = MeasureStatus::skipped;
   std::string reason;  // why failed or skipped
@@ -50,6 +51,15 @@ struct KernelMeasurement {
   double predicted_copy = 0.0;    // model_bytes / measured copy bandwidth, s
   double predicted_peak = 0.0;    // model_bytes / peak bandwidth, s
   double measured_over_predicted = 0.0;  // median / predicted_copy
+  std::uint64_t warps = 0;  // flash kernels: warps per CTA of the instantiation that ran
+  // The kernel's output fits in the device's L2: its writes may still sit in
+  // the L2 when the stop event fires, so the bandwidth reads high (not an HBM figure).
+  bool output_fits_l2 = false;
+  // `measure --counters`: DRAM bytes the GPU counted over one launch (CUPTI),
+  // after the same L2 flush as the timed samples; `counters` is "ok", or why
+  // there are none ("" when not asked for).
+  std::optional<std::uint64_t> dram_read_bytes, dram_write_bytes;
+  std::string counters;
 };
 
 // The device of a measuring run and its measured bandwidth ceiling.

@@ -14,7 +14,11 @@
 
 namespace hbmscope {
 
-inline constexpr std::string_view report_schema = "hbmscope.report/1";
+inline constexpr std::string_view report_schema = "hbmscope.report/2";
+// Reports of version 1 (before `reconcile`) are read as well: /2 only adds
+// fields (rows[].call, reconcile).
+inline constexpr std::string_view report_schema_v1 = "hbmscope.report/1";
+inline bool readable_report_schema(std::string_view s) { return s == report_schema || s == report_schema_v1; }
 
 // One variant's traffic on one shape.
 struct VariantResult {

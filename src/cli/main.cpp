@@ -21,6 +21,7 @@
 #include "hbmscope/printers.hpp"
 #include "../report/json_check.hpp"
 #include "options.hpp"
+#include "reconcile_command.hpp"
 #include "sweep_commands.hpp"
 
 namespace {
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
   cli::add_measure_options(*measure, measure_opts);
   cli::add_output_options(*measure, measure_out);
   measure->footer(cli::measure_help);
+  cli::ReconcileCommand reconcile_command(app);
 
   try {
     auto args = with_default_command(argc, argv);
@@ -206,6 +208,7 @@ int main(int argc, char** argv) {
     else if (walk->parsed()) rc = run_walk(walk_shape, walk_opts);
     else if (softmax->parsed()) rc = run_softmax(softmax_opts);
     else if (measure->parsed()) rc = run_measure(measure_shape, measure_out, measure_opts);
+    else if (reconcile_command.run(rc)) (void)0;
     return finish_stdout(rc);
   } catch (const Error& e) {
     // Messages quote paths and values as given: escaped, the error stays one line.

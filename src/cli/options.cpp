@@ -54,10 +54,13 @@ const char* const measure_help = R"(Runs real kernels on a CUDA device for each 
             applied there), cuBLAS O = P*V; held against the model's "standard" bytes
   softmax   the standard path's softmax kernel alone, on a real S: S read once, P written
             once (2 x e x B x H x Nq x Nkv bytes); checked as part of standard
-  flash     our FlashAttention-2 forward (mma.sync BF16, cp.async, online softmax); its
-            Br x Bc is a compiled instantiation (default per head dim: 64 -> 128x128,
-            128 -> 128x64; pick another with --block-rows/--block-cols) and the model's
-            "flash_no_l2" bytes use that Br
+  flash     our FlashAttention-2 forward (mma.sync BF16, cp.async, online softmax), v2
+            layout: warps of 32 query rows (4 warps for Br = 128), K and V loaded in
+            separate groups, 2 CTAs per SM; its Br x Bc is a compiled instantiation
+            (default per head dim: 64 -> 128x128, 128 -> 128x64; pick another with
+            --block-rows/--block-cols) and the model's "flash_no_l2" bytes use that Br
+  flash_v1  the first layout (warps of 16 rows, 8 warps for Br = 128), kept to time beside
+            flash; the Kernel column shows Br x Bc and the warps of each
   floor     one streaming pass: Q, K, V read once, O written once; "floor" bytes
 A device-to-device copy (bytes = read + write) gives the bandwidth ceiling.
 Each kernel's output is first checked against the CPU reference on random inputs
@@ -70,7 +73,8 @@ Columns of the measured table:
   Spread               (max - min) / median of those runs
   Warm                 mean of back-to-back runs with no flush
   Model bytes          the model's bytes for the kernel's variant
-  Bandwidth            model bytes / median time
+  Bandwidth            model bytes / median time; marked (L2) when the kernel's output
+                       fits in the L2 (its writes may not have reached HBM when timing stops)
   % of copy            bandwidth / the measured device-to-device copy bandwidth
   TFLOP/s              4*Nq*Nkv*d per head (halved when causal) / median time
   Predicted            model bytes / copy bandwidth; Measured/predicted = median / that
@@ -137,7 +141,8 @@ CLI::Validator not_empty() {
 }
 
 void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
-  app.add_option("--kernels", o.kernels, "Kernels to run, e.g. flash or standard,softmax,flash,floor [default: all four]")
+  app.add_option("--kernels", o.kernels, "Kernels to run, e.g. flash,flash_v1 or standard,softmax,flash,flash_v1,floor "
+                 "[default: standard,softmax,flash,floor]")
       ->type_name("LIST");
   app.add_option("--repeats", o.repeats, "Timed runs per kernel, each after an L2 flush, e.g. 50 [default: 20]")
       ->check(integer_in(1, 100000));
@@ -146,6 +151,17 @@ void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
       ->check(integer_in(0, 1023));
   app.add_option("--seed", o.seed, "Seed of the random inputs, e.g. 7 [default: 1]")->check(unsigned64());
   app.add_flag("--no-validate", o.no_validate, "Skip the check against the CPU reference (timings only)");
+  app.add_option("--copy-bytes", o.copy_bytes,
+                 "Size of each of the copy probe's two buffers, e.g. 256M; under 4x the L2 the probe is "
+                 "skipped (no % of copy) [default: 1G]")
+      ->type_name("BYTES");
+  app.add_option("--flush-bytes", o.flush_bytes,
+                 "Size of the buffer written then read before each timed run to flush the L2, e.g. 8M "
+                 "(small values are for compute-sanitizer runs: timings are then warm) [default: 2x the L2]")
+      ->type_name("BYTES");
+  app.add_flag("--counters", o.counters,
+               "Also count DRAM bytes read and written over one launch of each kernel (CUPTI; after the same L2 "
+               "flush as the timed runs); needs permission to read GPU counters, else timings only");
 }
 
 void add_shape_options(CLI::App& app, ShapeOptions& o) {
@@ -187,7 +203,8 @@ void add_l2_options(CLI::App& app, L2Options& o) {
   app.add_option("--sms", o.sms, "Simulation: streaming multiprocessors, e.g. 132 [default: the --device's, else 132]")
       ->type_name("N");
   app.add_option("--ctas-per-sm", o.ctas_per_sm,
-                 "Simulation: FlashAttention CTAs resident per SM, e.g. 1 [default: 2]")
+                 "Simulation: FlashAttention CTAs resident per SM, e.g. 1 [default: what the flash kernel "
+                 "the shape would run fits on one SM (registers, shared memory): 2 for the default blocks]")
       ->type_name("N");
   app.add_option("--l2-order", o.order,
                  "Simulation: CTA launch order; query-block-major (query block fastest, then head, "
@@ -289,6 +306,15 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
     c.order = *r;
   }
   return c;
+}
+
+void apply_measure_sizes(const MeasureCliOptions& o, MeasureOptions& opt) {
+  if (o.copy_bytes) opt.copy_bytes = single_value(*o.copy_bytes, "copy-bytes", false);
+  if (o.flush_bytes) {
+    opt.flush_bytes = single_value(*o.flush_bytes, "flush-bytes", false);
+    if (opt.flush_bytes % 16 != 0)
+      throw Error("--flush-bytes: '" + *o.flush_bytes + "' must be a multiple of 16 bytes");
+  }
 }
 
 PrintOptions to_print_options(const OutputOptions& o) {

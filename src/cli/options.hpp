@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hbmscope/animations.hpp"
+#include "hbmscope/backend.hpp"
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/sweep.hpp"
@@ -43,7 +44,14 @@ struct MeasureCliOptions {
   int device_index = 0;
   std::uint64_t seed = 1;
   bool no_validate = false;
+  // Sizes of the copy probe's buffers and of the L2 flush buffer, as given
+  // ("64M"); unset: 1 GiB and twice the device's L2. Small values keep
+  // compute-sanitizer runs short (a probe under 4x the L2 is skipped).
+  std::optional<std::string> copy_bytes, flush_bytes;
+  bool counters = false;  // --counters: DRAM bytes through CUPTI
 };
+// --copy-bytes and --flush-bytes into `opt`; throws Error on a bad value.
+void apply_measure_sizes(const MeasureCliOptions& o, MeasureOptions& opt);
 
 // Validators whose messages name the value as given (CLI11's own print
 // "Value abc not in range" or a 310-digit bound). Each checks the raw text.

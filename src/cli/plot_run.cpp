@@ -71,7 +71,10 @@ std::string gnuplot_or_throw() {
   return g;
 }
 
-Plot::Plot(const Report& report, const std::string& target) {
+Plot::Plot(const Report& report, const std::string& target)
+    : Plot(target, [&](PlotTerminal t) { return gnuplot_script(report, t); }) {}
+
+Plot::Plot(const std::string& target, const std::function<std::string(PlotTerminal)>& make_script) {
   const PlotTerminal term = plot_terminal_for(target);
   const std::string gnuplot = gnuplot_or_throw();
 
@@ -87,7 +90,7 @@ Plot::Plot(const Report& report, const std::string& target) {
   {
     std::ofstream f(script.path);
     // No file name in the script: gnuplot draws to its stdout, which is the image.
-    f << gnuplot_script(report, term);
+    f << make_script(term);
     if (!f) throw Error("--plot: cannot write the gnuplot script " + script.path);
   }
 

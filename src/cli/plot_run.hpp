@@ -1,8 +1,10 @@
 #pragma once
 // Runs gnuplot on a script from hbmscope::gnuplot_script.
+#include <functional>
 #include <optional>
 #include <string>
 
+#include "hbmscope/plot.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/report.hpp"
 
@@ -19,6 +21,8 @@ class Plot {
   // text). Throws Error when gnuplot is not on the PATH, the target cannot be
   // written (as write_file_atomic's checks), or gnuplot fails.
   Plot(const Report& report, const std::string& target);
+  // The same for any chart: `script` makes the gnuplot script for the terminal.
+  Plot(const std::string& target, const std::function<std::string(PlotTerminal)>& script);
   Plot(const Plot&) = delete;
   Plot& operator=(const Plot&) = delete;
   ~Plot() = default;  // an image not installed leaves no file

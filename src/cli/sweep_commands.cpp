@@ -214,7 +214,12 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
     for (std::size_t i = 0; i < report.rows.size(); ++i) {
       if (cost[i] == 0) continue;
       bar.update(done, total);
-      add_l2_sim(report.rows[i], *config);
+      // Without --ctas-per-sm: as many CTAs as the flash kernel this shape
+      // would run fits on one SM of the device (launch_plan's ptxas figures).
+      L2SimConfig c = *config;
+      if (!l2.ctas_per_sm)
+        c.ctas_per_sm = shape_ctas_per_sm(report.rows[i].shape, sm_limits_for_device(spec ? spec->name : ""));
+      add_l2_sim(report.rows[i], c);
       done += cost[i];
     }
     bar.update(total, total);
@@ -285,6 +290,8 @@ void require_forward(const Shape& s) {
 std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const std::vector<Shape>& shapes) {
   (void)parse_kernels(mo.kernels);
   for (const Shape& s : shapes) require_forward(s);
+  MeasureOptions sizes;
+  apply_measure_sizes(mo, sizes);  // --copy-bytes, --flush-bytes refused before the device is opened
   auto backend = make_backend(mo.device_index);
   if (!backend->available()) throw Error(backend->unavailable_reason());
   return backend;
@@ -298,6 +305,8 @@ void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_p
   opt.warmup = mo.warmup;
   opt.seed = mo.seed;
   opt.validate = !mo.no_validate;
+  apply_measure_sizes(mo, opt);
+  opt.counters = mo.counters;
   if (!backend) backend = measuring_backend(mo, {});
   report.device = measure_device(*backend, opt);
   const double ceiling = copy_bandwidth(report.device->copy);
@@ -307,6 +316,14 @@ void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_p
                  describe(row.shape).c_str());
     row.measurements = measure_row(*backend, row.shape, kinds, opt, ceiling).measurements;
   }
+  // Counters that cannot be read: one line, once; the timings stand.
+  if (mo.counters)
+    for (const Row& row : report.rows)
+      for (const auto& m : row.measurements)
+        if (!m.counters.empty() && m.counters != "ok") {
+          std::fprintf(stderr, "hbmscope: note: %s\n", m.counters.c_str());
+          return;
+        }
 }
 
 int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev,
@@ -481,7 +498,8 @@ int SweepCommands::run_sweep() {
   (void)parse_kernels(measure_opts_.kernels);
   // Nor may a measure option that nothing would use (as --sms without the L2 simulation).
   if (!measure_)
-    for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate"})
+    for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate",
+                             "--counters", "--copy-bytes", "--flush-bytes"})
       if (sweep_->count(name) > 0) throw Error(std::string(name) + ": needs --measure");
   if (config_) {  // a config file is an input of the run too
     refuse_input_as_output(out_.output, {*config_}, "--output");
@@ -629,7 +647,10 @@ int SweepCommands::run_merge() {
       ++x.count;
     });
     if (!in.empty() && x.j.is_object() && x.j.contains("schema") && in[0].j.contains("schema") &&
-        x.j["schema"] != in[0].j["schema"])
+        x.j["schema"] != in[0].j["schema"] &&
+        !(x.j["schema"].is_string() && in[0].j["schema"].is_string() &&
+          readable_report_schema(x.j["schema"].get<std::string>()) &&
+          readable_report_schema(in[0].j["schema"].get<std::string>())))
       throw Error("merge: " + name + " has schema " + json_check::brief(x.j["schema"]) + ", " +
                   in[0].name + " has " + json_check::brief(in[0].j["schema"]) + ": refusing to mix them");
     x.r = report_from_json(x.j, name);
@@ -707,6 +728,7 @@ int SweepCommands::run_merge() {
   }
   nlohmann::json head = in.front().j;
   head.erase("shard");
+  head["schema"] = std::string(report_schema);  // a /1 input is read as /2
   head["rows"] = nlohmann::json::array();
   std::string text;
   if (f == Format::json) {

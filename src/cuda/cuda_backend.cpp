@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "dram_counters.hpp"
 #include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
@@ -118,7 +119,6 @@ class CudaBackend final : public Backend {
     HBMSCOPE_CUDA_CHECK(cublasSetStream(blas_, stream_));
     HBMSCOPE_CUDA_CHECK(cudaEventCreate(&start_));
     HBMSCOPE_CUDA_CHECK(cudaEventCreate(&stop_));
-    flush_ = DeviceBuffer(flush_bytes(info_.l2_bytes));
   }
 
   ~CudaBackend() override {
@@ -142,9 +142,10 @@ class CudaBackend final : public Backend {
       return m;
     }
     FlashConfig cfg{};
-    if (kind == KernelKind::flash) {
+    if (kind == KernelKind::flash || kind == KernelKind::flash_v1) {
       try {
-        cfg = choose_flash_config(shape.head_dim, shape.block_rows, shape.block_cols);
+        cfg = choose_flash_config(shape.head_dim, shape.block_rows, shape.block_cols,
+                                  kind == KernelKind::flash ? 2 : 1);
       } catch (const Error& e) {  // blocks that are not compiled: nothing to run
         m.status = MeasureStatus::skipped;
         m.reason = e.what();
@@ -152,6 +153,7 @@ class CudaBackend final : public Backend {
       }
       m.block_rows = static_cast<std::uint64_t>(cfg.block_rows);
       m.block_cols = static_cast<std::uint64_t>(cfg.block_cols);
+      m.warps = static_cast<std::uint64_t>(flash_warps(cfg));
     }
     if (auto why = memory_shortfall(shape, kind)) {
       m.status = MeasureStatus::skipped;
@@ -177,15 +179,16 @@ class CudaBackend final : public Backend {
         return m;
       }
     }
-    if (opt.repeats > 0) {
+    if (opt.repeats > 0 || opt.counters) {
       Buffers b = allocate(shape, kind);
       fill_inputs(shape, b, opt.seed);
+      std::function<void()> launch = [&] { enqueue(shape, kind, cfg, b); };
       if (kind == KernelKind::softmax) {
         enqueue_scores(shape, b);  // a real S to normalise
-        m.timing = time([&] { enqueue_softmax(shape, b); }, opt);
-      } else {
-        m.timing = time([&] { enqueue(shape, kind, cfg, b); }, opt);
+        launch = [&] { enqueue_softmax(shape, b); };
       }
+      if (opt.repeats > 0) m.timing = time(launch, opt);
+      if (opt.counters) count_dram(launch, m, opt);
     }
     m.status = MeasureStatus::ok;
     return m;
@@ -237,7 +240,7 @@ class CudaBackend final : public Backend {
     b.k = DeviceBuffer(kv);
     b.v = DeviceBuffer(kv);
     b.o = DeviceBuffer(q);
-    if (kind == KernelKind::flash) b.lse = DeviceBuffer(lse_elements(s) * 4);
+    if (kind == KernelKind::flash || kind == KernelKind::flash_v1) b.lse = DeviceBuffer(lse_elements(s) * 4);
     if (kind == KernelKind::standard || kind == KernelKind::softmax) {
       const std::uint64_t sp = s.batch * s.heads * s.seq_q * score_row_stride(s) * 2;
       b.s = DeviceBuffer(sp);
@@ -289,7 +292,7 @@ class CudaBackend final : public Backend {
       attention_naive(s, default_scale(s), in.q, in.k, in.v, ref, ref_lse);
     }
     m.rel_error = relative_l2_error(o, ref);
-    if (kind == KernelKind::flash) {
+    if (kind == KernelKind::flash || kind == KernelKind::flash_v1) {
       std::vector<float> lse(lse_elements(s));
       HBMSCOPE_CUDA_CHECK(cudaMemcpy(lse.data(), b.lse.get(), lse.size() * 4, cudaMemcpyDeviceToHost));
       m.lse_rel_error = lse_error(lse, ref_lse);
@@ -299,7 +302,8 @@ class CudaBackend final : public Backend {
   void enqueue(const Shape& s, KernelKind kind, const FlashConfig& cfg, Buffers& b) {
     using bf16 = __nv_bfloat16;
     switch (kind) {
-      case KernelKind::flash: {
+      case KernelKind::flash:
+      case KernelKind::flash_v1: {
         flash::FlashParams p{};
         p.q = b.q.get<bf16>();
         p.k = b.k.get<bf16>();
@@ -389,9 +393,43 @@ class CudaBackend final : public Backend {
   // Write then read a buffer of at least twice the L2: the read pass evicts
   // the dirty lines the write left, so the timed kernel is not charged for
   // their write-back.
-  void flush_l2() {
+  void flush_l2(const MeasureOptions& opt) {
+    // Allocated at first use, at the size asked for (--flush-bytes).
+    const std::uint64_t want = opt.flush_bytes ? opt.flush_bytes : flush_bytes(info_.l2_bytes);
+    if (flush_.bytes() != want) {
+      flush_ = DeviceBuffer();
+      flush_ = DeviceBuffer(want);
+    }
     HBMSCOPE_CUDA_CHECK(cudaMemsetAsync(flush_.get(), 0x5a, flush_.bytes(), stream_));
     cuda::launch_read_pass(flush_.get(), flush_.bytes(), info_.sm_count, stream_);
+  }
+
+  // One range around one launch, after the flush, as the timed samples. The
+  // counter is made on first use; if it cannot be, every measurement says why.
+  void count_dram(const std::function<void()>& launch, KernelMeasurement& m, const MeasureOptions& opt) {
+    if (!counter_tried_) {
+      counter_tried_ = true;
+      HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      counter_ = cuda::make_dram_counter(info_.index, counter_why_);
+    }
+    if (!counter_) {
+      m.counters = counter_why_;
+      return;
+    }
+    const auto sync = [&] { HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_)); };
+    try {
+      const cuda::DramCounts c = counter_->count(
+          [&] {
+            flush_l2(opt);
+            sync();
+          },
+          launch, sync);
+      m.dram_read_bytes = c.read_bytes;
+      m.dram_write_bytes = c.write_bytes;
+      m.counters = "ok";
+    } catch (const Error& e) {
+      m.counters = std::string("DRAM counters failed: ") + e.what();
+    }
   }
 
   TimingStats time(const std::function<void()>& launch, const MeasureOptions& opt) {
@@ -401,7 +439,7 @@ class CudaBackend final : public Backend {
     HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
     std::vector<double> samples;
     for (int r = 0; r < opt.repeats; ++r) {
-      flush_l2();
+      flush_l2(opt);
       HBMSCOPE_CUDA_CHECK(cudaEventRecord(start_, stream_));
       launch();
       HBMSCOPE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
@@ -426,6 +464,9 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceBuffer flush_;
+  std::unique_ptr<cuda::DramCounter> counter_;
+  bool counter_tried_ = false;
+  std::string counter_why_;
 };
 
 }  // namespace

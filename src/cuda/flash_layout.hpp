@@ -50,6 +50,15 @@ HBMSCOPE_HD constexpr RowCol load_chunk(int tid, int step, int threads, int row_
   return {i / chunks_per_row, (i % chunks_per_row) * 8};
 }
 
+// The v2 kernel's form of the same map (load_tile_v2): with whole rows per
+// step (threads a multiple of row_elems/8), chunk tid + step * threads is row
+// tid/(row_elems/8) + step * threads/(row_elems/8), column (tid % (row_elems/8)) * 8,
+// so one base address per thread plus a constant per step reaches it.
+HBMSCOPE_HD constexpr RowCol load_chunk_v2(int tid, int step, int threads, int row_elems) {
+  const int chunks_per_row = row_elems / 8;
+  return {tid / chunks_per_row + step * (threads / chunks_per_row), (tid % chunks_per_row) * 8};
+}
+
 // --- mma.sync.aligned.m16n8k16, bf16 inputs, f32 accumulators -------------
 // A (16 x 16, row-major): 4 registers of 2 bf16; register `reg`, half `half`.
 HBMSCOPE_HD constexpr RowCol a_fragment(int lane, int reg, int half) {
@@ -118,6 +127,13 @@ HBMSCOPE_HD constexpr int key_blocks(int q0, int block_rows, int block_cols, int
 HBMSCOPE_HD constexpr bool block_needs_mask(int q0, int j, int block_cols, int seq_kv, bool causal, int offset) {
   const int key_end = (j + 1) * block_cols;
   return key_end > seq_kv || (causal && key_end - 1 > q0 + offset);
+}
+
+// The query block CTA blockIdx.x takes in the v2 kernel: causal grids run the
+// last (heaviest: they see the most keys) first, so that the launch's tail is
+// made of short blocks.
+HBMSCOPE_HD constexpr int v2_query_block(int block_x, int grid_x, bool causal) {
+  return causal ? grid_x - 1 - block_x : block_x;
 }
 
 }  // namespace hbmscope::flash

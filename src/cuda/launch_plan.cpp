@@ -12,16 +12,30 @@ namespace hbmscope {
 
 namespace {
 
-// Keep in step with the explicit instantiations in src/cuda/flash_d*.cu
-// (the GPU tests run every entry).
-constexpr std::array<FlashConfig, 6> configs{{
-    {64, 64, 64},
-    {64, 128, 64},
-    {64, 128, 128},  // default for d = 64: 80 KiB of shared memory; 204 registers: 1 CTA per SM
-    {128, 64, 64},
-    {128, 128, 64},  // default for d = 128: 96 KiB; 191 registers: 1 CTA per SM
-    {128, 128, 128},
+// Keep in step with the explicit instantiations in src/cuda/flash_*d*.cu
+// (the GPU tests run every entry). Registers: ptxas for sm_90 (docs/cuda.md).
+struct ConfigEntry {
+  FlashConfig config;
+  int registers;
+};
+constexpr std::array<ConfigEntry, 10> entries{{
+    {{64, 64, 64, 1}, 155},
+    {{64, 128, 64, 1}, 147},
+    {{64, 128, 128, 1}, 204},  // v1 default for d = 64 (80 KiB of shared memory): 1 CTA per SM
+    {{128, 64, 64, 1}, 208},
+    {{128, 128, 64, 1}, 191},  // v1 default for d = 128 (96 KiB): 1 CTA per SM (8 warps x 192)
+    {{128, 128, 128, 1}, 248},
+    {{64, 64, 64, 2}, 229},
+    {{64, 128, 64, 2}, 225},
+    {{64, 128, 128, 2}, 255},  // default for d = 64: 80 KiB, 2 CTAs per SM
+    {{128, 128, 64, 2}, 255},  // default for d = 128: 96 KiB, 2 CTAs per SM
+    // No v2 64 x 64 or 128 x 128 at d = 128: ptxas spills (flash_v2_d128.cu).
 }};
+constexpr std::array<FlashConfig, entries.size()> configs = [] {
+  std::array<FlashConfig, entries.size()> a{};
+  for (std::size_t i = 0; i < entries.size(); ++i) a[i] = entries[i].config;
+  return a;
+}();
 
 constexpr std::uint64_t max_grid_yz = 65535;
 
@@ -37,44 +51,108 @@ std::span<const FlashConfig> flash_configs() { return configs; }
 
 bool flash_supports(std::uint64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
-FlashConfig default_flash_config(std::uint64_t head_dim) {
-  if (head_dim == 64) return {64, 128, 128};
-  if (head_dim == 128) return {128, 128, 64};
+FlashConfig default_flash_config(std::uint64_t head_dim, int version) {
+  if (version != 1 && version != 2)
+    throw Error("flash kernel: version " + std::to_string(version) + " does not exist (1 and 2 do)");
+  if (head_dim == 64) return {64, 128, 128, version};
+  if (head_dim == 128) return {128, 128, 64, version};
   throw Error("flash kernel: head dim " + std::to_string(head_dim) +
               " is not compiled (64 and 128 are)");
 }
 
 std::string describe(const FlashConfig& c) {
-  return "d=" + std::to_string(c.head_dim) + " Br=" + std::to_string(c.block_rows) +
-         " Bc=" + std::to_string(c.block_cols);
+  std::string t = "d=" + std::to_string(c.head_dim) + " Br=" + std::to_string(c.block_rows) +
+                  " Bc=" + std::to_string(c.block_cols);
+  if (c.version != 1) t += " v" + std::to_string(c.version) + " (" + std::to_string(flash_warps(c)) + " warps)";
+  return t;
 }
 
 FlashConfig choose_flash_config(std::uint64_t head_dim, std::optional<std::uint64_t> block_rows,
-                                std::optional<std::uint64_t> block_cols) {
-  const FlashConfig def = default_flash_config(head_dim);
+                                std::optional<std::uint64_t> block_cols, int version) {
+  const FlashConfig def = default_flash_config(head_dim, version);
   const std::uint64_t br = block_rows.value_or(static_cast<std::uint64_t>(def.block_rows));
   const std::uint64_t bc = block_cols.value_or(static_cast<std::uint64_t>(def.block_cols));
   for (const auto& c : configs)
     if (static_cast<std::uint64_t>(c.head_dim) == head_dim &&
         static_cast<std::uint64_t>(c.block_rows) == br &&
-        static_cast<std::uint64_t>(c.block_cols) == bc)
+        static_cast<std::uint64_t>(c.block_cols) == bc && c.version == version)
       return c;
   std::string have;
   for (const auto& c : configs)
-    if (static_cast<std::uint64_t>(c.head_dim) == head_dim)
+    if (static_cast<std::uint64_t>(c.head_dim) == head_dim && c.version == version)
       have += (have.empty() ? "" : ", ") + std::to_string(c.block_rows) + "x" +
               std::to_string(c.block_cols);
-  throw Error("flash kernel: blocks " + std::to_string(br) + "x" + std::to_string(bc) +
-              " are not compiled for head dim " + std::to_string(head_dim) + " (have " + have +
-              ")");
+  throw Error(std::string(version == 1 ? "flash_v1" : "flash") + " kernel: blocks " + std::to_string(br) + "x" +
+              std::to_string(bc) + " are not compiled for head dim " + std::to_string(head_dim) + " (have " +
+              have + ")");
 }
 
-int flash_threads(const FlashConfig& c) { return c.block_rows / 16 * 32; }
+int flash_warps(const FlashConfig& c) { return c.block_rows / (c.version == 2 ? 32 : 16); }
+
+int flash_threads(const FlashConfig& c) { return flash_warps(c) * 32; }
 
 std::size_t flash_smem_bytes(const FlashConfig& c) {
   const auto d = static_cast<std::size_t>(c.head_dim);
   return (static_cast<std::size_t>(c.block_rows) * d + 4 * static_cast<std::size_t>(c.block_cols) * d) *
          2;
+}
+
+int flash_registers(const FlashConfig& c) {
+  for (const auto& e : entries)
+    if (e.config == c) return e.registers;
+  return 0;
+}
+
+SmLimits sm_limits_for_device(std::string_view name) {
+  // By the device's name (a preset and its exported file share it).
+  const auto has = [&](std::string_view w) { return name.find(w) != std::string_view::npos; };
+  SmLimits l;
+  if (has("A100")) l.smem_per_sm = 164 * 1024;
+  if (has("L40S") || has("RTX 4090")) {
+    l.smem_per_sm = 100 * 1024;
+    l.threads_per_sm = 1536;
+    l.ctas_per_sm = 24;
+  }
+  return l;
+}
+
+namespace {
+
+std::uint32_t ctas_by_resources(std::uint64_t smem, std::uint32_t threads, int registers, const SmLimits& lim) {
+  std::uint64_t n = lim.ctas_per_sm;
+  n = std::min<std::uint64_t>(n, lim.threads_per_sm / std::max<std::uint32_t>(threads, 1));
+  n = std::min<std::uint64_t>(n, lim.smem_per_sm / (smem + lim.smem_reserved_per_cta));
+  if (registers > 0) {
+    // Registers are allocated per warp, 8 per thread at a time, in units of 256.
+    const std::uint64_t per_thread = ceil_div(static_cast<std::uint64_t>(registers), 8) * 8;
+    const std::uint64_t per_warp = ceil_div(per_thread * 32, 256) * 256;
+    const std::uint64_t warps = ceil_div(threads, 32);
+    n = std::min<std::uint64_t>(n, lim.registers_per_sm / (per_warp * warps));
+  }
+  return static_cast<std::uint32_t>(std::max<std::uint64_t>(n, 1));
+}
+
+}  // namespace
+
+std::uint32_t flash_ctas_per_sm(const FlashConfig& c, const SmLimits& lim) {
+  return ctas_by_resources(flash_smem_bytes(c), static_cast<std::uint32_t>(flash_threads(c)), flash_registers(c),
+                           lim);
+}
+
+std::uint32_t shape_ctas_per_sm(const Shape& s, const SmLimits& lim) {
+  const auto br = static_cast<int>(std::min<std::uint64_t>(s.block_rows, 1u << 20));
+  const auto bc = static_cast<int>(std::min<std::uint64_t>(s.block_cols, 1u << 20));
+  for (int version : {2, 1})
+    for (const auto& c : configs)
+      if (static_cast<std::uint64_t>(c.head_dim) == s.head_dim && c.block_rows == br && c.block_cols == bc &&
+          c.version == version)
+        return flash_ctas_per_sm(c, lim);
+  // No compiled kernel: a v2-like CTA (32 rows per warp) of the shape's blocks.
+  const std::uint64_t e = elem_bytes(s.dtype);
+  const std::uint64_t smem = (s.block_rows + 4 * s.block_cols) * std::min<std::uint64_t>(s.head_dim, 1u << 20) * e;
+  const std::uint64_t threads = std::max<std::uint64_t>(32, ceil_div(s.block_rows, 32) * 32);
+  if (threads > 1024 || smem > lim.smem_per_sm) return 1;
+  return ctas_by_resources(smem, static_cast<std::uint32_t>(threads), 0, lim);
 }
 
 LaunchGeometry flash_geometry(const Shape& s, const FlashConfig& c) {
@@ -147,6 +225,7 @@ std::uint64_t device_footprint(const Shape& s, KernelKind k) {
       return checked_add(qkvo, checked_mul(sp, 2, "footprint"), "footprint");
     }
     case KernelKind::flash:
+    case KernelKind::flash_v1:
       return checked_add(qkvo, checked_product("footprint", s.batch, s.heads, s.seq_q, 4), "footprint");
     case KernelKind::floor: return qkvo;
     case KernelKind::copy: return 0;  // the copy probe has its own fixed buffers
@@ -162,6 +241,7 @@ std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
     return "head dim " + std::to_string(s.head_dim) + " is not a multiple of 8 (16-byte accesses)";
   switch (k) {
     case KernelKind::flash:
+    case KernelKind::flash_v1:
       if (!flash_supports(s.head_dim))
         return "flash kernel compiled for head dim 64 and 128 only (shape has " +
                std::to_string(s.head_dim) + ")";

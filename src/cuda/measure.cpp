@@ -17,6 +17,7 @@ std::string_view kernel_name(KernelKind k) {
     case KernelKind::floor: return "floor";
     case KernelKind::copy: return "copy";
     case KernelKind::softmax: return "softmax";
+    case KernelKind::flash_v1: return "flash_v1";
   }
   return "?";
 }
@@ -34,7 +35,8 @@ std::uint64_t kernel_model_bytes(const Row& row, KernelKind k) {
 std::string_view kernel_variant(KernelKind k) {
   switch (k) {
     case KernelKind::standard: return "standard";
-    case KernelKind::flash: return "flash_no_l2";
+    case KernelKind::flash:
+    case KernelKind::flash_v1: return "flash_no_l2";
     case KernelKind::floor: return "floor";
     case KernelKind::copy: return "copy";
     case KernelKind::softmax: return "softmax";
@@ -54,9 +56,10 @@ std::vector<KernelKind> parse_kernels(std::string_view text) {
     else if (item == "flash") k = KernelKind::flash;
     else if (item == "floor") k = KernelKind::floor;
     else if (item == "softmax") k = KernelKind::softmax;
+    else if (item == "flash_v1") k = KernelKind::flash_v1;
     else
       throw Error("--kernels: '" + std::string(item) +
-                  "' is not one of standard, softmax, flash, floor (the copy probe always runs)");
+                  "' is not one of standard, softmax, flash, flash_v1, floor (the copy probe always runs)");
     if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
       throw Error("--kernels: '" + std::string(item) + "' is listed twice");
     kinds.push_back(k);
@@ -112,6 +115,20 @@ std::vector<float> floor_reference(const Shape& s, const std::vector<float>& q, 
   return o;
 }
 
+std::uint64_t kernel_output_bytes(const Shape& s, KernelKind k) {
+  const std::uint64_t e = elem_bytes(s.dtype);
+  switch (k) {
+    case KernelKind::softmax:
+      return checked_product("output bytes", s.batch, s.heads, s.seq_q, score_row_stride(s), e);
+    case KernelKind::flash:
+    case KernelKind::flash_v1:
+      return checked_add(checked_product("output bytes", s.batch, s.heads, s.seq_q, s.head_dim, e),
+                         checked_product("output bytes", s.batch, s.heads, s.seq_q, 4), "output bytes");
+    case KernelKind::copy: return 0;
+    default: return checked_product("output bytes", s.batch, s.heads, s.seq_q, s.head_dim, e);
+  }
+}
+
 double copy_bandwidth(const KernelMeasurement& copy) {
   if (copy.status != MeasureStatus::ok || copy.timing.median <= 0) return 0.0;
   return static_cast<double>(copy.model_bytes) / copy.timing.median;
@@ -136,8 +153,10 @@ Row measure_row(Backend& backend, const Shape& shape, const std::vector<KernelKi
     const std::uint64_t bytes = kernel_model_bytes(row, k);
     // FLOPs are attention's: the softmax alone and the floor kernel do none of
     // its matrix work, so they get no TFLOP/s.
-    const bool attention = k == KernelKind::standard || k == KernelKind::flash;
+    const bool attention = k == KernelKind::standard || k == KernelKind::flash || k == KernelKind::flash_v1;
     const std::uint64_t flops = attention ? row.flops : 0;
+    const std::uint64_t l2 = backend.device().l2_bytes;
+    m.output_fits_l2 = l2 > 0 && kernel_output_bytes(shape, k) <= l2;
     if (m.status == MeasureStatus::ok)
       complete_measurement(m, bytes, flops, copy_bw, peak);
     else

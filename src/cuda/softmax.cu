@@ -57,14 +57,12 @@ union Chunk {
   __nv_bfloat162 h[4];
 };
 
+// Masked or ragged rows (causal, padding, a row shorter than the CTA's
+// chunks): a predicate per element, and exp2 computed twice (for the sum,
+// then for the output) rather than kept.
 template <int ChunksPerThread>
-__global__ void __launch_bounds__(256) softmax_rows_kernel(const SoftmaxArgs a) {
-  __shared__ float scratch[32];
-  const std::uint64_t row = blockIdx.x;
-  const uint4* s = reinterpret_cast<const uint4*>(a.s + row * static_cast<std::uint64_t>(a.row_stride));
-  uint4* p = reinterpret_cast<uint4*>(a.p + row * static_cast<std::uint64_t>(a.row_stride));
-  const int chunks = a.row_stride / 8;
-  const int visible = visible_cols(a, row);
+__device__ __forceinline__ void softmax_row_masked(const SoftmaxArgs& a, const uint4* s, uint4* p, int chunks,
+                                                   int visible, float* scratch) {
 
   Chunk c[ChunksPerThread];
 #pragma unroll
@@ -116,6 +114,69 @@ __global__ void __launch_bounds__(256) softmax_rows_kernel(const SoftmaxArgs a) 
       __stcs(p + idx, out.raw);
     }
   }
+}
+
+// Full rows: every column visible, no padding, and exactly blockDim.x *
+// ChunksPerThread chunks. No predicates; each exponential computed once and
+// kept in registers until P is written.
+template <int ChunksPerThread>
+__device__ __forceinline__ void softmax_row_full(const uint4* s, uint4* p, float* scratch) {
+  const int tid = static_cast<int>(threadIdx.x), step = static_cast<int>(blockDim.x);
+  Chunk c[ChunksPerThread];
+#pragma unroll
+  for (int i = 0; i < ChunksPerThread; ++i) c[i].raw = __ldcs(s + tid + i * step);
+  float x[ChunksPerThread][8];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < ChunksPerThread; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 f = __bfloat1622float2(c[i].h[e]);
+      x[i][2 * e] = f.x;
+      x[i][2 * e + 1] = f.y;
+      mx = fmaxf(mx, fmaxf(f.x, f.y));
+    }
+  mx = block_reduce<true>(mx, scratch);
+  const float m2 = mx == -INFINITY ? 0.f : mx * log2e;
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < ChunksPerThread; ++i)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      x[i][e] = exp2_approx(fmaf(x[i][e], log2e, -m2));
+      sum += x[i][e];
+    }
+  sum = block_reduce<false>(sum, scratch);
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+  for (int i = 0; i < ChunksPerThread; ++i) {
+    Chunk out;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out.h[e] = __floats2bfloat162_rn(x[i][2 * e] * inv, x[i][2 * e + 1] * inv);
+    __stcs(p + tid + i * step, out.raw);
+  }
+}
+
+// CTAs of 256 threads per SM the register budget must allow: 4 (64
+// registers) up to 2 chunks per thread (rows up to 4096 values), 3 (85) at 4
+// chunks (8192 values; the masked path needs about 80), and no bound at 8
+// (16384 values: 64 exponentials in registers). docs/cuda.md has ptxas's figures.
+template <int ChunksPerThread>
+constexpr int softmax_min_ctas = ChunksPerThread <= 2 ? 4 : ChunksPerThread == 4 ? 3 : 1;
+
+template <int ChunksPerThread>
+__global__ void __launch_bounds__(256, softmax_min_ctas<ChunksPerThread>) softmax_rows_kernel(const SoftmaxArgs a) {
+  __shared__ float scratch[32];
+  const std::uint64_t row = blockIdx.x;
+  const uint4* s = reinterpret_cast<const uint4*>(a.s + row * static_cast<std::uint64_t>(a.row_stride));
+  uint4* p = reinterpret_cast<uint4*>(a.p + row * static_cast<std::uint64_t>(a.row_stride));
+  const int chunks = a.row_stride / 8;
+  const int visible = visible_cols(a, row);
+  // Uniform over the CTA (one row per CTA).
+  if (visible == a.row_stride && chunks == static_cast<int>(blockDim.x) * ChunksPerThread)
+    softmax_row_full<ChunksPerThread>(s, p, scratch);
+  else
+    softmax_row_masked<ChunksPerThread>(a, s, p, chunks, visible, scratch);
 }
 
 // Rows longer than 8 * 8 * 256 values: an online max/sum pass, then a pass

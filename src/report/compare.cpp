@@ -462,7 +462,12 @@ void check_threshold(const CompareOptions& opt) {
 }
 
 void check_schemas(const nlohmann::json& a, std::string_view a_name, const nlohmann::json& b, std::string_view b_name) {
-  if (a.is_object() && b.is_object() && a.contains("schema") && b.contains("schema") && a["schema"] != b["schema"])
+  // Versions 1 and 2 of the report schema compare with each other (2 only adds fields).
+  const auto readable = [](const nlohmann::json& s) {
+    return s.is_string() && readable_report_schema(s.get_ref<const std::string&>());
+  };
+  if (a.is_object() && b.is_object() && a.contains("schema") && b.contains("schema") && a["schema"] != b["schema"] &&
+      !(readable(a["schema"]) && readable(b["schema"])))
     throw Error(std::string(a_name) + " and " + std::string(b_name) + " have different schemas (" +
                 json_check::brief(a["schema"]) + " vs " + json_check::brief(b["schema"]) + ")");
 }

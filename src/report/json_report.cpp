@@ -74,13 +74,18 @@ nlohmann::json measurement_to_json(const KernelMeasurement& m) {
       {"predicted_s", {{"copy", m.predicted_copy}, {"peak", m.predicted_peak}}},
       {"measured_over_predicted", m.measured_over_predicted},
   };
+  if (m.dram_read_bytes) j["dram_read_bytes"] = *m.dram_read_bytes;
+  if (m.dram_write_bytes) j["dram_write_bytes"] = *m.dram_write_bytes;
+  if (!m.counters.empty()) j["counters"] = m.counters;
   // JSON has no NaN: a failed comparison's error is null.
   if (!std::isfinite(m.rel_error)) j["rel_error"] = nullptr;
-  if (m.kernel == "flash") {
+  if (m.kernel == "flash" || m.kernel == "flash_v1") {
     j["block_rows"] = m.block_rows;
     j["block_cols"] = m.block_cols;
     j["lse_rel_error"] = std::isfinite(m.lse_rel_error) ? nlohmann::json(m.lse_rel_error) : nlohmann::json();
+    if (m.warps) j["warps"] = m.warps;
   }
+  if (m.output_fits_l2) j["output_fits_l2"] = true;
   return j;
 }
 
@@ -334,9 +339,12 @@ DeviceSpec roofline_device_from_json(const nlohmann::json& d, std::string_view o
 // JSON); numbers may be null where a failed run has none.
 void check_measurement(const nlohmann::json& m, std::string_view origin, const std::string& p) {
   if (!m.is_object()) jc::fail(origin, p, "a measurement object", m);
-  for (const char* k : {"kernel", "variant", "status", "reason", "validated_on"})
+  for (const char* k : {"kernel", "variant", "status", "reason", "validated_on", "counters"})
     (void)opt_string(m, origin, p, k);
-  for (const char* k : {"block_rows", "block_cols", "model_bytes"}) opt_u64(m, origin, p, k);
+  for (const char* k : {"block_rows", "block_cols", "model_bytes", "dram_read_bytes", "dram_write_bytes", "warps"})
+    opt_u64(m, origin, p, k);
+  if (const auto* f = member(m, "output_fits_l2"); f && !f->is_boolean())
+    jc::fail(origin, p + ".output_fits_l2", "true or false", *f);
   for (const char* k : {"rel_error", "lse_rel_error", "bandwidth_Bps", "copy_fraction", "tflops",
                         "measured_over_predicted"})
     opt_number(m, origin, p, k, true);
@@ -420,8 +428,9 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
 Report report_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object (an hbmscope report)", j);
   if (!j.contains("schema")) jc::fail_text(origin, "schema", "missing: not an hbmscope report");
-  if (j["schema"] != report_schema)
-    jc::fail(origin, "schema", "\"" + std::string(report_schema) + "\"", j["schema"]);
+  if (!j["schema"].is_string() || !readable_report_schema(j["schema"].get<std::string>()))
+    jc::fail(origin, "schema", "\"" + std::string(report_schema) + "\" or \"" + std::string(report_schema_v1) + "\"",
+             j["schema"]);
   Report r;
   if (const auto c = opt_string(j, origin, "", "command")) r.command = *c;
   if (const auto* tool = opt_object(j, origin, "", "tool"))

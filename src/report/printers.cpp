@@ -285,6 +285,7 @@ std::vector<std::pair<std::string, std::function<std::string(const MeasureRow&)>
   cols.push_back({"Kernel", [](const MeasureRow& r) {
                     std::string t = r.m->kernel;
                     if (r.m->block_rows) t += " " + std::to_string(r.m->block_rows) + "×" + std::to_string(r.m->block_cols);
+                    if (r.m->warps) t += " " + std::to_string(r.m->warps) + "w";
                     return t;
                   }});
   cols.push_back({"Status", [](const MeasureRow& r) { return status_name(r.m->status); }});
@@ -294,7 +295,10 @@ std::vector<std::pair<std::string, std::function<std::string(const MeasureRow&)>
                   }});
   cols.push_back({"Warm", [timed](const MeasureRow& r) { return timed(r) ? format_seconds(r.m->timing.warm_median) : "-"; }});
   cols.push_back({"Model bytes", [](const MeasureRow& r) { return format_bytes(r.m->model_bytes, Units::decimal); }});
-  cols.push_back({"Bandwidth", [timed](const MeasureRow& r) { return timed(r) ? format_bandwidth(r.m->bandwidth) : "-"; }});
+  // "(L2)": the output fits in the L2, so the figure is not an HBM bandwidth.
+  cols.push_back({"Bandwidth", [timed](const MeasureRow& r) {
+                    return timed(r) ? format_bandwidth(r.m->bandwidth) + (r.m->output_fits_l2 ? " (L2)" : "") : "-";
+                  }});
   cols.push_back({"% of copy", [timed](const MeasureRow& r) {
                     return timed(r) && r.m->copy_fraction > 0 ? g3(100.0 * r.m->copy_fraction) + " %" : std::string("-");
                   }});
@@ -329,7 +333,19 @@ const char* const measure_legend =
 
 // The measurement grid: shape columns left, figures right, the reason (last) left.
 std::string render_measure_grid(const Report& rep, Format format) {
-  const auto cols = measure_columns();
+  auto cols = measure_columns();
+  // `measure --counters`: the DRAM bytes the GPU counted, before the last (Error) column.
+  bool counted = false;
+  for (const auto& r : measure_rows(rep)) counted = counted || r.m->dram_read_bytes.has_value();
+  if (counted) {
+    const auto at = cols.end() - 1;
+    cols.insert(at, {{"DRAM read (counted)", [](const MeasureRow& r) {
+                        return r.m->dram_read_bytes ? format_bytes(*r.m->dram_read_bytes, Units::decimal) : "-";
+                      }},
+                     {"DRAM write (counted)", [](const MeasureRow& r) {
+                        return r.m->dram_write_bytes ? format_bytes(*r.m->dram_write_bytes, Units::decimal) : "-";
+                      }}});
+  }
   std::vector<std::string> head;
   std::vector<bool> right;
   for (std::size_t c = 0; c < cols.size(); ++c) {
@@ -388,7 +404,7 @@ std::vector<std::string> measured_kernels(const Report& rep) {
 constexpr const char* measure_csv_fields[] = {
     "status", "block_rows", "block_cols", "rel_error", "median_s", "min_s", "max_s", "warm_s",
     "model_bytes", "bandwidth_Bps", "copy_fraction", "tflops", "predicted_copy_s", "predicted_peak_s",
-    "measured_over_predicted"};
+    "measured_over_predicted", "output_fits_l2"};
 
 std::string measure_csv_cells(const KernelMeasurement& m) {
   auto num = [](double x) { return csv_number(x); };
@@ -403,6 +419,7 @@ std::string measure_csv_cells(const KernelMeasurement& m) {
   for (double x : {m.bandwidth, m.copy_fraction, m.tflops, m.predicted_copy, m.predicted_peak,
                    m.measured_over_predicted})
     field(num(x));
+  field(m.output_fits_l2 ? "1" : "0");
   return out;
 }
 

@@ -4,7 +4,7 @@
 // `hbmscope measure` uses, with the output poisoned first and the whole shape
 // validated. Exits 77 (CTest: skipped) with the reason when there is no device.
 //
-//   usage: hbmscope_gpu_tests standard|flash|floor
+//   usage: hbmscope_gpu_tests standard|softmax|flash|flash_v1|floor
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +33,9 @@ const Case cases[] = {
     {1, 2, 2, 513, 300, 128, true},  {1, 2, 2, 513, 300, 64, false},  {3, 6, 2, 257, 129, 64, false},
     {1, 3, 1, 64, 2048, 64, true},   {2, 8, 8, 200, 200, 128, true},  {1, 1, 1, 4096, 4096, 64, true},
     {1, 2, 1, 1025, 1023, 128, false},
+    // Full rows for the softmax's fast path at 1, 4 and 8 chunks per thread
+    // (2048, 8192 and 16384 keys; the causal 4096 above mixes both paths).
+    {1, 2, 1, 256, 2048, 64, false}, {1, 1, 1, 64, 8192, 64, false},  {1, 1, 1, 32, 16384, 128, false},
 };
 
 Shape to_shape(const Case& c) {
@@ -58,9 +61,10 @@ int run_family(Backend& b, KernelKind kind) {
   for (const Case& c : cases) {
     const Shape base = to_shape(c);
     std::vector<Shape> shapes;
-    if (kind == KernelKind::flash) {
+    if (kind == KernelKind::flash || kind == KernelKind::flash_v1) {
+      const int version = kind == KernelKind::flash ? 2 : 1;
       for (const FlashConfig& f : flash_configs()) {
-        if (static_cast<std::uint64_t>(f.head_dim) != base.head_dim) continue;
+        if (static_cast<std::uint64_t>(f.head_dim) != base.head_dim || f.version != version) continue;
         Shape s = base;
         s.block_rows = static_cast<std::uint64_t>(f.block_rows);
         s.block_cols = static_cast<std::uint64_t>(f.block_cols);
@@ -76,7 +80,10 @@ int run_family(Backend& b, KernelKind kind) {
       const bool ok = m.status == MeasureStatus::ok;
       std::printf("%-7s %-60s %s  error %.3g", ok ? "ok" : "FAIL", describe(s).c_str(), m.kernel.c_str(),
                   m.rel_error);
-      if (kind == KernelKind::flash) std::printf("  lse error %.3g", m.lse_rel_error);
+      if (kind == KernelKind::flash || kind == KernelKind::flash_v1)
+        std::printf("  %llux%llu %llu warps  lse error %.3g", static_cast<unsigned long long>(m.block_rows),
+                    static_cast<unsigned long long>(m.block_cols), static_cast<unsigned long long>(m.warps),
+                    m.lse_rel_error);
       if (!ok) std::printf("  (%s: %s)", status_name(m.status).c_str(), m.reason.c_str());
       std::printf("\n");
       failures += ok ? 0 : 1;
@@ -90,7 +97,7 @@ int run_family(Backend& b, KernelKind kind) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s standard|flash|floor\n", argv[0]);
+    std::fprintf(stderr, "usage: %s standard|softmax|flash|flash_v1|floor\n", argv[0]);
     return 2;
   }
   KernelKind kind{};

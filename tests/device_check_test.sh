@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# scripts/device-check.sh as a runner, on made-up steps (no GPU, no build): every
+# step runs in order even after one fails or times out, each under its declared
+# limit and the run's cap; summaries are collected; at most 3 files land in OUT,
+# and they exist after every step.
+set -u
+runner=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fails=0
+check() { local name=$1; shift; if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi; }
+mkdir -p "$work/steps"
+cat >"$work/steps/00-first.sh" <<'S'
+# limit_s: 5
+echo "first ran with REPO=$REPO BUILD=$BUILD HBMSCOPE=$HBMSCOPE PY=$PY STEP_LIMIT_S=$STEP_LIMIT_S"
+echo "ALPHA: MET (1.0x)" >"$RESULTS/summary-first.txt"
+test -f "$OUT_CHECK/summary.txt" || echo "no summary yet, as expected"
+S
+cat >"$work/steps/10-fails.sh" <<'S'
+# limit_s: 5
+echo "BETA: MISSED (0.5x)" >"$RESULTS/summary-fails.txt"
+exit 3
+S
+cat >"$work/steps/20-hangs.sh" <<'S'
+# limit_s: 5
+echo "GAMMA: NOT MEASURED (timed out)" >"$RESULTS/summary-hangs.txt"
+sleep 30
+S
+cat >"$work/steps/30-after.sh" <<'S'
+# limit_s: 5
+ls "$OUT_CHECK" >"$RESULTS/out-listing.txt"
+echo "DELTA: MET (ran after a failure and a timeout)" >"$RESULTS/summary-after.txt"
+S
+cat >"$work/steps/40-capped.sh" <<'S'
+# limit_s: 100
+sleep 30
+S
+cat >"$work/steps/95-judge.sh" <<'S'
+# limit_s: 5
+echo "JUDGE: MET (ran with ${STEP_LIMIT_S} s although 40-capped wanted 100)" >"$RESULTS/summary-judge.txt"
+S
+t0=$(date +%s)
+OUT=$work/out OUT_CHECK=$work/out STEPS_DIR=$work/steps BUILD=$work/nobuild RESULTS=$work/results TOTAL_LIMIT_S=19 PY=python3 \
+  bash "$runner" >"$work/stdout" 2>&1
+rc=$?
+dt=$(( $(date +%s) - t0 ))
+check "runner exits 0 whatever the steps did" test "$rc" -eq 0
+check "the cap holds: about 19 s, not 30 + 30" test "$dt" -le 27
+s=$work/out/summary.txt
+check "summary written" test -f "$s"
+for t in "ALPHA: MET" "BETA: MISSED" "GAMMA: NOT MEASURED" "DELTA: MET"; do
+  check "summary has $t" grep -q "$t" "$s"
+done
+check "a failing step is logged with its status" grep -Eq "10-fails +FAILED\(3\)" "$s"
+check "a hanging step is cut at its limit" grep -Eq "20-hangs +TIMEOUT" "$s"
+check "a long step gets what is left of the cap" grep -Eq "40-capped +(TIMEOUT|NOT RUN)" "$s"
+check "the 9x judge keeps its reserve and runs in full" grep -q "JUDGE: MET (ran with 5 s" "$s"
+check "the environment reaches the steps" grep -q "first ran with REPO=.* BUILD=$work/nobuild HBMSCOPE=$work/nobuild/hbmscope PY=python3 STEP_LIMIT_S=5" "$work/out/run.log"
+check "OUT already held the summary during a later step" grep -q "summary.txt" "$work/results/out-listing.txt"
+check "at most 3 files in OUT" test "$(find "$work/out" -type f | wc -l)" -le 3
+check "results travel as one tarball" bash -c "tar -tzf '$work/out/results.tar.gz' | grep -q summary-after.txt"
+STEPS='first|after' OUT=$work/out2 OUT_CHECK=$work/out2 STEPS_DIR=$work/steps BUILD=$work/nobuild RESULTS=$work/results2 PY=python3 \
+  bash "$runner" >/dev/null 2>&1
+check "STEPS picks steps by name" bash -c "grep -q 00-first '$work/out2/summary.txt' && ! grep -q 10-fails '$work/out2/summary.txt'"
+echo "device_check: $pass passed, $fails failed"
+[ "$fails" -eq 0 ]
