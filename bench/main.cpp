@@ -166,6 +166,26 @@ Result l2_simulation(bool flash) {
           t, accesses, "accesses", "< 1 s", t < 1.0};
 }
 
+// Decode: a Llama-3 70B layer at batch 64, 32K context, through each decode simulation.
+Result decode_l2_simulation(DecodeVariant v) {
+  Shape s;
+  s.decode = true;
+  s.batch = 64;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.seq_q = 1;
+  s.seq_kv = 32768;
+  s.head_dim = 128;
+  L2SimConfig c;
+  c.l2_bytes = 60ull << 20;
+  c.sm_count = 132;
+  const std::uint64_t splits = decode_splits(s, v, 132);
+  const double accesses = static_cast<double>(decode_l2_sim_accesses(s, v, splits));
+  const double t = time_per_call([&] { sink = sink + decode_l2_sim(s, v, splits, c).dram_bytes; }, 0.2);
+  return {std::string(decode_variant_id(v)) + ": batch 64, 64/8 heads, 32K x 128, 60 MiB", t, accesses,
+          "accesses", "< 1 s", t < 1.0};
+}
+
 // Issue 15: reading JSON is linear. A report of 100000 rows with roofline
 // predictions (about 100 MB), read as every input is (depth and repeated-key
 // checks included); target 50 MB/s.
@@ -261,6 +281,9 @@ int main(int argc, char** argv) {
       {"CPU reference attention", [] { return reference_attention(true); }},
       {"L2 simulation", [] { return l2_simulation(true); }},
       {"L2 simulation", [] { return l2_simulation(false); }},
+      {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::split); }},
+      {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::split_unpacked); }},
+      {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::paged); }},
       {"JSON read", json_read},
       {"JSON read", json_read_empty_objects},
       {"compare", compare_files},

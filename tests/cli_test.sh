@@ -812,5 +812,44 @@ if command -v script >/dev/null 2>&1; then
   check "short walk: every tile, no note" bash -c "! grep -aq 'drawing one tile in' '$work/walk_short'"
 fi
 
+# Decode rows (issue 13): variants, ragged batches, files of lengths, walk --decode.
+"$bin" model --decode --seq-kv 64K --heads 16 --kv-heads 2 --sms 108 --format json >"$work/dec.json" 2>"$work/err"
+check "decode exits 0" test $? -eq 0
+check "decode json" python3 -c "
+import json; r=json.load(open('$work/dec.json'))['rows'][0]
+assert r['shape']['decode'] is True and r['shape']['seq_q']==1, r['shape']
+assert r['bytes']['decode_floor']==67117056 and r['kv_bytes']['decode_floor']==67108864, r
+assert r['bytes']['decode_split']==69235584 and r['decode']['variants']['decode_split']['splits']==103, r
+assert r['decode']['sm_count']==108 and 'standard' not in r['bytes'], r"
+printf '512\n4096 # a comment\n128K\n' >"$work/lengths.txt"
+"$bin" model --context-lengths @"$work/lengths.txt" --heads 32 --kv-heads 8 --format csv >"$work/dec.csv"
+check "decode ragged from a file" grep -q "^3,32,8,1,131072,.*,true,135680,512;4096;131072,0,16,132" "$work/dec.csv"
+"$bin" model --context-lengths 512,4096,128K --heads 32 --kv-heads 8 --device h200 >"$work/dec.txt"
+check "decode table says memory-bound" grep -q "of the ridge point: memory-bound" "$work/dec.txt"
+check "decode table shows KV bytes" grep -q "KV: decode_split" "$work/dec.txt"
+"$bin" sweep --config decode --batch 1 --seq-kv 4K --format csv >"$work/decsweep.csv"
+check "decode sweep config" test "$(wc -l <"$work/decsweep.csv")" -eq 3
+"$bin" walk --decode --seq-kv 5000 --variant decode_paged --page-size 7 --splits 3 >"$work/decwalk" 2>"$work/err"
+check "walk --decode piped: final frame" grep -q "Total (decode_paged)  *2,569,540 B  of  2,569,540 B" "$work/decwalk"
+check "walk --decode: no escapes when piped" bash -c "! grep -q $'\x1b' '$work/decwalk'"
+expect_error "decode seq over 8" "1 to 8 new tokens" model --decode --seq 9 --seq-kv 100
+expect_error "decode without context" "give the context length" model --decode
+expect_error "splits without decode" "--splits: applies to decode rows" model --splits 4
+expect_error "context lengths file missing" "--context-lengths: cannot read" model --context-lengths @"$work/none.txt"
+expect_error "context lengths with batch" "drop --batch and --seq-kv" model --context-lengths 1,2 --batch 2
+expect_error "walk decode floor" "--variant: 'decode_floor' is not one of" walk --decode --seq-kv 100 --variant decode_floor
+expect_error "walk --sms without decode" "--sms: applies to walk --decode" walk --sms 4
+"$bin" model --decode --seq-kv 4K,32K --heads 32 --kv-heads 8 --format json --output "$work/dca.json" 2>/dev/null
+"$bin" model --decode --seq-kv 4K,32K --heads 32 --kv-heads 8 --sms 16 --format json --output "$work/dcb.json" 2>/dev/null
+"$bin" compare "$work/dca.json" "$work/dcb.json" >"$work/dcmp"
+check "compare decode reports: verdict on decode_split" grep -qi "verdict on bytes.decode_split" "$work/dcmp"
+expect_error "decode --l2-order" "--l2-order: decode rows are simulated" model --decode --seq-kv 4K --l2-bytes 1M --l2-order head-major
+expect_error "decode --fa1" "--fa1: decode rows have their own variants" model --decode --seq-kv 100 --fa1
+if command -v script >/dev/null 2>&1; then
+  timeout 60 script -qec "'$bin' walk --decode --seq-kv 64K --heads 16 --kv-heads 2 --splits 6 --delay 1" /dev/null >"$work/decwalk_tty" 2>&1
+  check "walk --decode animates and ends" test $? -eq 0
+  check "walk --decode animation reaches the total" grep -aq "the combine kernel read the 6 fp32 partials" "$work/decwalk_tty"
+fi
+
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

@@ -61,7 +61,7 @@ TEST_CASE("llm.json: real models' heads, causal, 4K..128K", "[config]") {
   CHECK(ls.shapes[6].heads == 64);
   const auto lc = expand(find_sweep_config("long-context"));
   CHECK(lc.shapes.back().seq_q == 1048576);
-  CHECK(preset_sweep_names() == std::vector<std::string>{"llm", "long-context", "seed"});
+  CHECK(preset_sweep_names() == std::vector<std::string>{"decode", "llm", "long-context", "seed"});
 }
 
 TEST_CASE("groups inherit axes, a shape repeated under one label is dropped", "[config]") {
@@ -146,7 +146,7 @@ TEST_CASE("config files: malformed JSON and invalid shapes are errors, never cra
   const auto gqa = write("gqa.json", R"({"axes": {"seq": 1024, "head_dim": 64, "heads": 6, "kv_heads": 4}})");
   CHECK_THROWS_WITH(find_sweep_config(gqa), Catch::StartsWith(gqa + ": ") && Catch::Contains("multiple of kv-heads"));
   CHECK_THROWS_WITH(find_sweep_config(dir.string() + "/"), Catch::Contains("is a directory"));
-  CHECK_THROWS_WITH(find_sweep_config("nope"), Catch::Contains("'nope' is not a shipped config (llm, long-context, seed)"));
+  CHECK_THROWS_WITH(find_sweep_config("nope"), Catch::Contains("'nope' is not a shipped config (decode, llm, long-context, seed)"));
   const auto good = write("good.json", R"({"axes": {"seq": "1K:4K:x2", "head_dim": 64}})");
   CHECK(expand(find_sweep_config(good)).shapes.size() == 3);
   fs::remove_all(dir);

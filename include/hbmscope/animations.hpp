@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "hbmscope/decode_walk.hpp"
 #include "hbmscope/softmax_trace.hpp"
 #include "hbmscope/walk_frames.hpp"
 
@@ -38,5 +39,10 @@ struct Playback {
 void play_walk(const Shape& s, LoopOrder order, const Playback& p, std::FILE* out);
 // Writes the trace: step by step with the delay when animating, else at once.
 void play_softmax(const SoftmaxTrace& t, const Playback& p, std::FILE* out);
+
+// `walk --decode`: one frame of a decode row's splits, and the player (as
+// play_walk: every step on a terminal, else the final frame only).
+std::string render_decode_walk_frame(const DecodeWalkFrame& f, const TermStyle& style);
+void play_decode_walk(const Shape& s, DecodeVariant v, std::uint64_t splits, const Playback& p, std::FILE* out);
 
 }  // namespace hbmscope

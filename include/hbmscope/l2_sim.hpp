@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hbmscope/decode.hpp"
 #include "hbmscope/report.hpp"
 #include "hbmscope/shape.hpp"
 
@@ -90,6 +91,11 @@ void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
 
 // Runs both simulations on row.shape and appends variants "flash_l2_sim" and
 // "standard_l2_sim" and the detail row.l2_sim. Errors name the shape.
+// A decode row instead gets "ID_l2_sim" for each of its decode_split,
+// decode_split_unpacked and decode_paged variants (with its split count), and
+// row.l2_sim->decode. For a decode shape, flash_l2_sim_accesses counts those
+// simulations (at their largest split count: --splits, else 128) and
+// standard_l2_sim_accesses is 0.
 void add_l2_sim(Row& row, const L2SimConfig& c);
 
 // The most L2 accesses one simulation may make; larger shapes are refused.
@@ -110,5 +116,23 @@ void check_l2_sim_size(const Shape& s);
 std::uint64_t l2_sim_accesses(const Shape& s);
 std::uint64_t flash_l2_sim_accesses(const Shape& s);
 std::uint64_t standard_l2_sim_accesses(const Shape& s);
+
+// Decode (decode.hpp, docs/model.md "Decode in the L2 simulation"): the split
+// kernel's CTAs in FlashAttention-2's launch order (query-row block fastest,
+// then split, then head: the kv head when GQA is packed, the query head when
+// not; then sequence) on sm_count x ctas_per_sm slots, one key block per step
+// (the Q tile with the first); each writes its fp32 partial O and LSE (or, with
+// one split, O); then the combine kernel reads every partial of a head and
+// writes O. v is decode_split, decode_split_unpacked or decode_paged (paged:
+// each step reads the block-table entries and the whole pages its keys touch
+// that the CTA has not read yet). c.order does not apply. With an L2 of 0 the
+// result is decode_bytes(s, v, splits); never below decode_floor.
+L2SimResult decode_l2_sim(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c);
+std::vector<std::uint64_t> decode_l2_curve(const Shape& s, DecodeVariant v, std::uint64_t splits,
+                                           const L2SimConfig& c, const std::vector<std::uint64_t>& capacities);
+void for_each_decode_l2_access(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c,
+                               const std::function<void(const L2Access&)>& on_access);
+// Accesses that simulation makes, counted without running it.
+std::uint64_t decode_l2_sim_accesses(const Shape& s, DecodeVariant v, std::uint64_t splits);
 
 }  // namespace hbmscope

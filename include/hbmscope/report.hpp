@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hbmscope/measurement.hpp"
+#include "hbmscope/decode.hpp"
 #include "hbmscope/device_spec.hpp"
 #include "hbmscope/shape.hpp"
 
@@ -30,6 +31,10 @@ struct VariantResult {
   std::uint64_t bytes = 0;   // HBM bytes, reads + writes
   double intensity = 0.0;    // FLOPs per HBM byte
   std::optional<Prediction> prediction;  // roofline time, when a device is chosen
+  // Decode variants (decode.hpp): bytes by operand (decode->kv is the report's
+  // kv_bytes) and the split count the variant ran with (1: no combine).
+  std::optional<DecodeBytes> decode;
+  std::uint64_t splits = 0;
 };
 
 // What the L2 simulation (l2_sim.hpp) found on one shape, beside its
@@ -51,6 +56,15 @@ struct L2SimDetail {
   double heads_per_wave = 0.0;     // mean distinct (batch, head) among resident CTAs
   double kv_heads_per_wave = 0.0;  // the same for (batch, kv head)
   std::uint64_t waves = 0;         // ceil(CTAs / (SMs x CTAs per SM))
+  // Decode rows: one entry per simulated decode variant ("decode_split", ...);
+  // flash, standard and the per-wave figures above do not apply.
+  struct DecodeSim {
+    std::string id;
+    std::uint64_t splits = 0;
+    Variant sim;  // minimum: the variant's first reads of every object + its writes
+    std::uint64_t waves = 0;
+  };
+  std::vector<DecodeSim> decode;
 };
 
 struct Row {
@@ -61,6 +75,7 @@ struct Row {
   std::vector<KernelMeasurement> measurements;  // `measure`: one per kernel run on this shape
   std::string label;         // optional: which group of a sweep config (e.g. "Llama-3 8B")
   double ridge_point = 0.0;  // device's FLOP/B where memory and compute time meet (0: no device)
+  std::uint64_t decode_sm_count = 0;  // decode rows: the SM count the split heuristic used
 
   const VariantResult* variant(std::string_view id) const {
     for (const auto& v : variants)

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hbmscope {
 
@@ -32,6 +33,11 @@ struct Shape {
   std::uint64_t block_cols = 128;  // Bc: keys per FlashAttention block
   bool causal = false;
   Pass pass = Pass::fwd;
+  // Decode rows (decode.hpp, docs/model.md "Decode attention"); unused when decode is false.
+  bool decode = false;
+  std::vector<std::uint64_t> context_lengths;  // ragged batch: L_b per sequence; empty: all seq_kv
+  std::uint64_t splits = 0;      // KV splits asked for (--splits); 0: FlashAttention's heuristic
+  std::uint64_t page_size = 16;  // tokens per KV cache page (decode_paged, --page-size)
 
   friend bool operator==(const Shape&, const Shape&) = default;
 };

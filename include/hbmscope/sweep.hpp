@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "hbmscope/decode.hpp"
 #include "hbmscope/report.hpp"
 #include "hbmscope/shape.hpp"
 
@@ -42,7 +43,17 @@ struct SweepAxes {
   std::vector<std::uint64_t> block_cols{128};
   std::vector<bool> causal{false};
   std::vector<Pass> pass{Pass::fwd};
+  // Decode (decode.hpp): every shape is a decode row, seq its new tokens.
+  bool decode = false;
+  // Ragged batches, each one shape's context lengths (its batch and seq_kv);
+  // when non-empty they replace the batch and seq_kv axes.
+  std::vector<std::vector<std::uint64_t>> context_lengths;
+  std::vector<std::uint64_t> splits{0};  // 0: FlashAttention's heuristic
+  std::vector<std::uint64_t> page_size{default_page_size};
 };
+
+// The most context lengths one ragged batch may hold.
+inline constexpr std::size_t max_context_lengths = 1'000'000;
 
 // The design note's table: 4096 x 64, 4096 x 128, 8192 x 128, BF16, blocks of 128.
 SweepAxes note_axes();
@@ -65,7 +76,15 @@ Row model_row(const Shape& s);
 // Variants beyond the three of every row.
 struct ModelOptions {
   bool flash1 = false;  // add flash1_no_l2 (FlashAttention-1 order) to forward-pass rows
+  // Decode rows (shape.decode): the SM count of FlashAttention's split heuristic
+  // (--device or --sms).
+  std::uint64_t sm_count = default_decode_sm_count;
 };
+
+// A decode row (shape.decode): decode_floor, decode_split,
+// decode_split_unpacked, decode_paged, each with its bytes by operand and split
+// count; model_row calls it for decode shapes.
+Row decode_row(const Shape& s, std::uint64_t sm_count);
 Row model_row(const Shape& s, const ModelOptions& options);
 std::vector<Row> model_rows(const std::vector<Shape>& shapes, const ModelOptions& options,
                             const Progress& progress);

@@ -35,7 +35,18 @@ Examples:
   hbmscope walk                                 1024 x 64, blocks of 128, FA2 order
   hbmscope walk --order fa1 --delay 50          FlashAttention-1's order
   hbmscope walk --seq 1000 --causal --block-rows 64
-  hbmscope walk --seq 512 --seq-kv 1024 --heads 4 --kv-heads 2 --no-animate)";
+  hbmscope walk --seq 512 --seq-kv 1024 --heads 4 --kv-heads 2 --no-animate
+
+With --decode, the splits of one decode row instead (docs/model.md, "Decode attention"):
+every split CTA reads one key block a step, in lockstep; each writes its fp32 partial O
+and log-sum-exp; then the combine kernel reads them all and writes O. One line per
+split of the longest sequence; counters for the whole row (K and V, Q, partials,
+block table, O) reach decode_bytes on the last frame. --variant picks decode_split
+(GQA packed, the default), decode_split_unpacked or decode_paged; --splits N or
+FlashAttention's heuristic on --sms SMs (default 132).
+  hbmscope walk --decode --seq-kv 64K --heads 16 --kv-heads 2
+  hbmscope walk --decode --context-lengths 3000,20000,65536 --heads 32 --kv-heads 8 --splits 6
+  hbmscope walk --decode --seq-kv 5000 --variant decode_paged --page-size 7 --splits 3)";
 
 const char* const softmax_help = R"(Steps through online softmax block by block, as the design note's second
 animation does: for each block, the running maximum m, the running sum l of
@@ -63,6 +74,12 @@ void add_walk_options(CLI::App& app, WalkOptions& o) {
   app.add_option("--delay", o.delay_ms, "Milliseconds between frames, e.g. 20 [default: 100]")
       ->type_name("MS")
       ->check(integer_in(0, 60000));
+  app.add_option("--variant", o.variant,
+                 "With --decode: decode_split (GQA packed), decode_split_unpacked or decode_paged "
+                 "[default: decode_split]")
+      ->type_name("ID");
+  app.add_option("--sms", o.sms, "With --decode: SMs of the split heuristic, e.g. 108 [default: 132]")
+      ->type_name("N");
 }
 
 void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
@@ -81,12 +98,38 @@ void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
 }
 
 Shape walk_shape(ShapeOptions o) {
-  if (!o.seq) o.seq = "1024";
-  if (!o.head_dim) o.head_dim = "64";
+  const bool decode = o.decode || o.context_lengths;
+  if (!o.seq && !decode) o.seq = "1024";
+  if (!o.head_dim && !decode) o.head_dim = "64";
   const auto shapes = expand(to_axes(o));
   if (shapes.size() != 1)
     throw Error("walk draws one shape; the options give " + std::to_string(shapes.size()));
   return shapes.front();
+}
+
+DecodeVariant walk_decode_variant(const WalkOptions& o) {
+  const auto v = parse_decode_variant(o.variant);
+  if (!v || *v == DecodeVariant::floor)
+    throw Error("--variant: '" + o.variant + "' is not one of decode_split, decode_split_unpacked, decode_paged");
+  return *v;
+}
+
+std::uint64_t walk_decode_splits(const Shape& s, const WalkOptions& o) {
+  std::uint64_t sms = default_decode_sm_count;
+  if (o.sms) {
+    const auto v = parse_int_axis(*o.sms, "sms");
+    if (v.size() != 1 || v.front() > max_sm_count)
+      throw Error("--sms: '" + *o.sms + "' is not one SM count from 1 to " + std::to_string(max_sm_count));
+    sms = v.front();
+  }
+  return decode_splits(s, walk_decode_variant(o), sms);
+}
+
+std::uint64_t decode_walk_stride(const Shape& s, std::uint64_t splits, unsigned delay_ms) {
+  const std::uint64_t steps = blocks_per_split(s, splits) + 1;
+  const std::uint64_t frames =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(walk_max_frames, walk_budget_ms / std::max(delay_ms, 1u)));
+  return steps <= frames ? 1 : (steps + frames - 1) / frames;
 }
 
 LoopOrder parse_order(const std::string& s) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hbmscope/config.hpp"
+#include "hbmscope/animations.hpp"
 #include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
@@ -28,17 +29,19 @@ namespace {
 
 using namespace hbmscope;
 
-int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
-              const cli::OutputOptions& out, const ModelOptions& variants,
+int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
+              const cli::OutputOptions& out, ModelOptions variants,
               const cli::DeviceOptions& dev) {
   (void)cli::to_print_options(out);
   cli::check_device_options(dev, out);
-  (void)cli::check_l2_options(l2, dev);  // before the shapes are modelled
+  // Before the shapes are modelled (--sms alone serves decode rows' split heuristic).
+  (void)cli::check_l2_options(cli::decode_l2_options(l2_given, dev, shape.decode || shape.context_lengths), dev);
   Report report;
   report.command = "model";
   const std::vector<Shape> shapes = expand(cli::to_axes(shape));
   cli::check_variants(variants, shapes);
   cli::check_run_size(shapes.size(), "model");
+  const cli::L2Options l2 = cli::prepare_decode(variants, l2_given, dev, shapes);
   report.rows = model_rows(shapes, variants, {});
   const auto notes = cli::add_l2_sims(report, l2, dev);
   return cli::finish_report(report, out, dev, notes);
@@ -47,6 +50,15 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2,
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
   const Shape s = cli::walk_shape(shape);
   Playback p = cli::playback(o.animate, o.delay_ms);
+  if (s.decode) {
+    if (o.order != "fa2") throw Error("--order: applies to the prefill walk, not walk --decode");
+    const std::uint64_t splits = cli::walk_decode_splits(s, o);
+    if (p.animate) p.every = cli::decode_walk_stride(s, splits, o.delay_ms);
+    play_decode_walk(s, cli::walk_decode_variant(o), splits, p, stdout);
+    return 0;
+  }
+  if (o.sms || o.variant != "decode_split")
+    throw Error(std::string(o.sms ? "--sms" : "--variant") + ": applies to walk --decode");
   if (p.animate) p.every = cli::walk_stride(s, o.delay_ms, stderr);
   play_walk(s, cli::parse_order(o.order), p, stdout);
   return 0;

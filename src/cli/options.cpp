@@ -2,6 +2,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "hbmscope/device_spec.hpp"
@@ -36,6 +39,19 @@ accesses are left out, with a note on stderr):
   L2 for floor                  smallest L2 at which the simulated flash traffic is the floor
   L2 hit (standard)             the read hit rate of the three standard kernels, in %
 
+With --decode (or --context-lengths), decode rows instead (docs/model.md, "Decode attention"):
+--seq new tokens (1-8, default 1) per sequence against a KV cache of --seq-kv tokens (or a
+ragged batch, --context-lengths 512,4K,128K or @FILE), head dim 128 by default:
+  Decode: KV once (floor)        K and V read once, Q read, O written: the least any kernel moves
+  Decode: split-KV, GQA packed   flash-decoding (decode_split): splits from FlashAttention's
+                                 heuristic on --sms / --device SMs (or --splits), fp32 partial O
+                                 and LSE written and read back by a combine kernel
+  Decode: split-KV, one CTA per head   (decode_split_unpacked) each kv head read G = H/Hkv times
+  Decode: paged KV               (decode_paged) decode_split through pages of --page-size tokens
+                                 (default 16), whole pages and int32 block-table entries read
+  plus the context tokens, the split counts, the KV bytes of each variant (papers quote KV-only
+  bandwidth) and FLOP/B against the ridge point (decode is memory-bound).
+
 Numbers take K (x1024), M and G suffixes; lists "1024,4096"; ranges
 "1024:65536:x2" (geometric) and "1024:8192:+1024" (arithmetic), inclusive.
 Several list-valued options give every combination.
@@ -47,7 +63,9 @@ Examples:
   hbmscope model --format json --output report.json
   hbmscope model --pass fwd,bwd,fwdbwd --seq 4096 --head-dim 64
   hbmscope model --fa1                      the note's table with FlashAttention-1's order
-  hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132)";
+  hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132
+  hbmscope model --decode --seq-kv 128K --batch 1,8 --heads 32 --kv-heads 8 --device h200
+  hbmscope model --context-lengths 512,4096,128K --heads 64 --kv-heads 8 --splits 8 --format json)";
 
 const char* const measure_help = R"(Runs real kernels on a CUDA device for each shape, after the model's table:
   standard  cuBLAS S = scale*Q*K^T (BF16 S in HBM), our row softmax (S -> P, causal mask
@@ -192,6 +210,72 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
                  "Pass(es) counted: fwd (forward), bwd (backward, from dO), fwdbwd (both, one "
                  "training step), e.g. fwd,bwd [default: fwd]")
       ->type_name("LIST");
+  app.add_flag("--decode", o.decode,
+               "Decode rows: --seq new tokens (1-8, default 1) per sequence against a KV cache of "
+               "--seq-kv tokens; variants decode_floor, decode_split, decode_split_unpacked, "
+               "decode_paged (docs/model.md)");
+  app.add_option("--context-lengths", o.context_lengths,
+                 "Decode: one ragged batch, a context length per sequence (summed exactly), e.g. "
+                 "512,4096,128K or @lengths.txt; implies --decode, sets the batch and --seq-kv")
+      ->type_name("LIST|@FILE")
+      ->check(not_empty());
+  app.add_option("--splits", o.splits,
+                 "Decode: KV splits, e.g. 8 or 1,4,16 [default: FlashAttention's heuristic on the "
+                 "SM count of --sms or --device, else 132]")
+      ->type_name("LIST");
+  app.add_option("--page-size", o.page_size,
+                 "Decode: tokens per KV cache page for decode_paged, e.g. 16,256 [default: 16]")
+      ->type_name("LIST");
+}
+
+std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
+  if (text.empty() || text[0] != '@') return parse_int_axis(text, "context-lengths");
+  const std::string path = text.substr(1);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error("--context-lengths: cannot read '" + path + "': " + std::strerror(errno));
+  std::string content;
+  char buf[65536];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
+    content.append(buf, n);
+    if (content.size() > (std::size_t{64} << 20)) {
+      std::fclose(f);
+      throw Error("--context-lengths: '" + path + "' is larger than 64 MiB");
+    }
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw Error("--context-lengths: error reading '" + path + "'");
+  std::vector<std::uint64_t> out;
+  std::size_t line = 1;
+  for (std::size_t pos = 0; pos < content.size();) {
+    const char c = content[pos];
+    if (c == '#') {
+      while (pos < content.size() && content[pos] != '\n') ++pos;
+      continue;
+    }
+    if (c == '\n') ++line;
+    if (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      ++pos;
+      continue;
+    }
+    std::size_t end = pos;
+    while (end < content.size() && std::string_view(",# \t\r\n").find(content[end]) == std::string_view::npos)
+      ++end;
+    const std::string item = content.substr(pos, end - pos);
+    std::vector<std::uint64_t> v;
+    try {
+      v = parse_int_axis(item, "context-lengths");
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (" + path + ", line " + std::to_string(line) + ")");
+    }
+    out.insert(out.end(), v.begin(), v.end());
+    if (out.size() > max_context_lengths)
+      throw Error("--context-lengths: '" + path + "' holds more than " + std::to_string(max_context_lengths) +
+                  " lengths");
+    pos = end;
+  }
+  if (out.empty()) throw Error("--context-lengths: '" + path + "' holds no lengths");
+  return out;
 }
 
 void add_l2_options(CLI::App& app, L2Options& o) {
@@ -200,7 +284,8 @@ void add_l2_options(CLI::App& app, L2Options& o) {
                  "flash_l2_sim and standard_l2_sim columns, e.g. 60M [default: the --device's "
                  "L2, else no simulation]")
       ->type_name("BYTES");
-  app.add_option("--sms", o.sms, "Simulation: streaming multiprocessors, e.g. 132 [default: the --device's, else 132]")
+  app.add_option("--sms", o.sms, "Simulation (and decode rows' split heuristic): streaming multiprocessors, e.g. 132 "
+                 "[default: the --device's, else 132]")
       ->type_name("N");
   app.add_option("--ctas-per-sm", o.ctas_per_sm,
                  "Simulation: FlashAttention CTAs resident per SM, e.g. 1 [default: what the flash kernel "
@@ -249,9 +334,34 @@ void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
   if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
   if (o.causal) a.causal = {true};
   if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
+  if (o.decode || o.context_lengths) a.decode = true;
+  if (o.context_lengths) {
+    const auto lengths = parse_context_lengths(*o.context_lengths);
+    if (lengths.size() > max_context_lengths)
+      throw Error("--context-lengths: more than " + std::to_string(max_context_lengths) + " lengths");
+    if (o.batch || o.seq_kv)
+      throw Error("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
+    a.context_lengths = {lengths};
+  }
+  if ((o.splits || o.page_size) && !a.decode)
+    throw Error(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");
+  if (o.splits) {
+    a.splits = parse_int_axis(*o.splits, "splits");
+    for (auto s : a.splits)
+      if (s > max_decode_splits)
+        throw Error("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
+  }
+  if (o.page_size) a.page_size = parse_int_axis(*o.page_size, "page-size");
 }
 
 SweepAxes to_axes(const ShapeOptions& o) {
+  if (o.decode || o.context_lengths) {  // decode defaults: one new token, d = 128 (Llama, Mistral)
+    SweepAxes a;
+    a.seq = {1};
+    a.head_dim = {128};
+    apply_shape_options(a, o);
+    return a;
+  }
   SweepAxes a = o.seq || o.head_dim ? SweepAxes{} : note_axes();
   apply_shape_options(a, o);
   return a;
@@ -306,6 +416,12 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
     c.order = *r;
   }
   return c;
+}
+
+std::uint64_t decode_sm_count(const L2Options& o, const DeviceSpec* device) {
+  if (o.sms) return small_count(*o.sms, "sms");
+  if (device && device->sm_count > 0) return device->sm_count;
+  return default_decode_sm_count;
 }
 
 void apply_measure_sizes(const MeasureCliOptions& o, MeasureOptions& opt) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hbmscope/animations.hpp"
 #include "hbmscope/backend.hpp"
@@ -21,7 +22,17 @@ struct ShapeOptions {
       block_cols;
   bool causal = false;
   std::optional<std::string> pass;  // fwd, bwd, fwdbwd (a list)
+  // Decode rows (decode.hpp): --decode, or implied by --context-lengths.
+  bool decode = false;
+  std::optional<std::string> context_lengths;  // "512,4096,131072" or "@FILE"
+  std::optional<std::string> splits, page_size;
 };
+
+// The lengths of --context-lengths: a list ("512,4K,128K") or @FILE, a file of
+// positive integers separated by commas, spaces or newlines ('#' starts a
+// comment). Throws Error naming the option (and the file and line).
+std::vector<std::uint64_t> parse_context_lengths(const std::string& text);
+
 
 struct OutputOptions {
   std::string format = "table";
@@ -36,6 +47,10 @@ struct L2Options {
 };
 
 void add_l2_options(CLI::App& app, L2Options& o);
+
+// The SM count of the decode split heuristic: --sms, else the --device's, else
+// default_decode_sm_count.
+std::uint64_t decode_sm_count(const L2Options& o, const DeviceSpec* device);
 // `measure`'s own options.
 struct MeasureCliOptions {
   std::string kernels = "standard,softmax,flash,floor";
@@ -90,6 +105,9 @@ struct WalkOptions {
   std::string order = "fa2";
   bool animate = true;
   unsigned delay_ms = 100;
+  // --decode: the variant walked and the SM count of the split heuristic.
+  std::string variant = "decode_split";
+  std::optional<std::string> sms;
 };
 
 // `softmax`: the values, or --random N --seed S, in blocks of --block.
@@ -109,6 +127,12 @@ void add_softmax_options(CLI::App& app, SoftmaxOptions& o);
 // the note's rows); lists are refused.
 Shape walk_shape(ShapeOptions o);
 LoopOrder parse_order(const std::string& s);
+// `walk --decode`: the variant (decode_split, decode_split_unpacked or
+// decode_paged) and its split count for shape s.
+DecodeVariant walk_decode_variant(const WalkOptions& o);
+std::uint64_t walk_decode_splits(const Shape& s, const WalkOptions& o);
+// One frame in how many a decode walk draws to stay within the budget.
+std::uint64_t decode_walk_stride(const Shape& s, std::uint64_t splits, unsigned delay_ms);
 // The values `softmax` traces: parsed numbers (a comma list is split), or the
 // random ones. Throws Error on bad or missing input.
 std::vector<double> softmax_values(const SoftmaxOptions& o);

@@ -48,6 +48,7 @@ Shipped configs (by name or as configs/sweeps/NAME.json):
   seed          the design note's three rows
   llm           causal prefill of Llama-3 8B / 70B and Mistral 7B, 4K..128K tokens
   long-context  causal prefill at 128K..1M tokens
+  decode        decode of Llama-3 8B / 70B: batch 1..256, KV cache 1K..128K tokens
 
 Examples:
   hbmscope sweep --config seed                          the note's table
@@ -217,8 +218,11 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
       // Without --ctas-per-sm: as many CTAs as the flash kernel this shape
       // would run fits on one SM of the device (launch_plan's ptxas figures).
       L2SimConfig c = *config;
+      // Decode rows: two split-KV CTAs an SM, as FlashAttention's split heuristic assumes.
       if (!l2.ctas_per_sm)
-        c.ctas_per_sm = shape_ctas_per_sm(report.rows[i].shape, sm_limits_for_device(spec ? spec->name : ""));
+        c.ctas_per_sm = report.rows[i].shape.decode
+                            ? 2
+                            : shape_ctas_per_sm(report.rows[i].shape, sm_limits_for_device(spec ? spec->name : ""));
       add_l2_sim(report.rows[i], c);
       done += cost[i];
     }
@@ -236,6 +240,25 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   return notes;
 }
 
+L2Options decode_l2_options(const L2Options& l2, const DeviceOptions& dev, bool decode) {
+  L2Options out = l2;
+  if (decode && !l2.l2_bytes && !dev.device) out.sms.reset();
+  return out;
+}
+
+L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const DeviceOptions& dev,
+                         const std::vector<Shape>& shapes) {
+  const bool decode = std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; });
+  if (!decode) return l2;
+  if (l2.order && std::all_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; }))
+    throw Error("--l2-order: decode rows are simulated in FlashAttention's split-KV launch order "
+                "(row block, split, head, sequence); drop --l2-order");
+  std::optional<DeviceSpec> spec;
+  if (dev.device) spec = find_device(*dev.device);
+  variants.sm_count = decode_sm_count(l2, spec ? &*spec : nullptr);
+  return decode_l2_options(l2, dev, true);
+}
+
 bool check_l2_options(const L2Options& l2, const DeviceOptions& dev) {
   std::optional<DeviceSpec> spec;
   if (dev.device) spec = find_device(*dev.device);
@@ -247,14 +270,19 @@ void check_variant_ids(const std::vector<std::string>& ids, const std::string& w
   // The ids a run can make: those of one modelled row per pass (cheap), and
   // the simulated variants when the L2 simulation runs.
   std::vector<std::string> known;
-  std::set<Pass> passes;
+  std::set<std::pair<Pass, bool>> kinds;  // (pass, decode): a decode row has its own variants
+  bool decode = false;
   for (const Shape& s : shapes) {
-    if (!passes.insert(s.pass).second) continue;
+    decode |= s.decode;
+    if (!kinds.insert({s.pass, s.decode}).second) continue;
     for (const auto& x : model_row(s, v).variants)
       if (std::find(known.begin(), known.end(), x.id) == known.end()) known.push_back(x.id);
   }
   if (sims)
     for (const char* id : {"flash_l2_sim", "standard_l2_sim"}) known.push_back(id);
+  if (sims && decode)
+    for (const char* id : {"decode_split_l2_sim", "decode_split_unpacked_l2_sim", "decode_paged_l2_sim"})
+      known.push_back(id);
   for (const auto& id : ids)
     if (!shapes.empty() && std::find(known.begin(), known.end(), id) == known.end()) {
       std::string list;
@@ -266,7 +294,9 @@ void check_variant_ids(const std::vector<std::string>& ids, const std::string& w
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
   if (!v.flash1) return;
   for (const Shape& s : shapes)
-    if (s.pass == Pass::fwd) return;
+    if (s.pass == Pass::fwd && !s.decode) return;
+  if (!shapes.empty() && shapes.front().decode)
+    throw Error("--fa1: decode rows have their own variants (no FlashAttention-1 order); drop --fa1");
   throw Error("--fa1: FlashAttention-1's order is modelled for the forward pass only; add fwd to --pass");
 }
 
@@ -369,7 +399,7 @@ SweepCommands::SweepCommands(CLI::App& app) {
                    "Add the FlashAttention-1 loop order variant (flash1_no_l2; forward pass only)");
   add_output_options(*sweep_, out_);
   sweep_->add_option("--config", config_,
-                     "Axes from a config file: a shipped name (seed, llm, long-context) or a path, "
+                     "Axes from a config file: a shipped name (seed, llm, long-context, decode) or a path, "
                      "e.g. --config configs/sweeps/llm.json")
       ->type_name("NAME|FILE");
   sweep_->add_option("--variants", variants_,
@@ -416,7 +446,8 @@ Examples:
   compare_->add_option("--metric", metric_,
                        "The number the verdict is on, e.g. bytes.standard or "
                        "prediction.flash_no_l2.seconds [default: a measured time, else "
-                       "prediction.flash_no_l2.seconds, else bytes.flash_no_l2]")
+                       "prediction.flash_no_l2.seconds, else bytes.flash_no_l2; decode reports: "
+                       "prediction.decode_split.seconds, else bytes.decode_split]")
       ->type_name("PATH")
       ->check(not_empty());
   compare_->add_option("--match", match_,
@@ -505,8 +536,6 @@ int SweepCommands::run_sweep() {
     refuse_input_as_output(out_.output, {*config_}, "--output");
     if (dev_.plot && *dev_.plot != "-") refuse_input_as_output(dev_.plot, {*config_}, "--plot");
   }
-  // Every option is checked before the sweep is computed.
-  const bool sims = check_l2_options(l2_, dev_);
   const std::optional<Shard> shard = shard_ ? std::optional<Shard>(parse_shard(*shard_)) : std::nullopt;
   const std::vector<std::string> variant_list = variants_ ? split_list(*variants_, "--variants") : std::vector<std::string>{};
   SweepConfig cfg;
@@ -514,13 +543,17 @@ int SweepCommands::run_sweep() {
     cfg = find_sweep_config(*config_);
     const ShapeOptions& o = shape_;
     if (o.seq || o.head_dim || o.seq_kv || o.batch || o.heads || o.kv_heads || o.dtype || o.block_rows ||
-        o.block_cols || o.causal || o.pass) {
+        o.block_cols || o.causal || o.pass || o.decode || o.context_lengths || o.splits || o.page_size) {
       for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
       cfg.expanded.reset();  // the loader's expansion was of the file's axes
     }
   } else {
     cfg.groups.push_back({"", to_axes(shape_)});
   }
+  // Every option is checked before the sweep is computed (--sms alone serves decode rows' heuristic).
+  const bool any_decode =
+      std::any_of(cfg.groups.begin(), cfg.groups.end(), [](const SweepGroup& g) { return g.axes.decode; });
+  const bool sims = check_l2_options(decode_l2_options(l2_, dev_, any_decode), dev_);
   LabelledShapes all;
   if (cfg.expanded) {  // the loader's expansion, taken rather than copied
     all = std::move(*cfg.expanded);
@@ -548,6 +581,7 @@ int SweepCommands::run_sweep() {
                                           all.labels.begin() + static_cast<std::ptrdiff_t>(e));
   }
   check_run_size(all.shapes.size(), "sweep");
+  const L2Options l2 = prepare_decode(variants_opts_, l2_, dev_, all.shapes);
   // A device to measure on is found before the sweep is modelled.
   std::unique_ptr<Backend> backend = measure_ ? measuring_backend(measure_opts_, all.shapes) : nullptr;
   {
@@ -555,7 +589,7 @@ int SweepCommands::run_sweep() {
     report.rows = model_rows(all.shapes, variants_opts_,
                              [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
-  const auto notes = add_l2_sims(report, l2_, dev_, mode);
+  const auto notes = add_l2_sims(report, l2, dev_, mode);
   if (measure_) add_measurements(report, measure_opts_, std::move(backend));
   for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {

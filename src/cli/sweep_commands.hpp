@@ -58,6 +58,13 @@ bool check_l2_options(const L2Options& l2, const DeviceOptions& dev);
 void check_variant_ids(const std::vector<std::string>& ids, const std::string& where,
                        const std::vector<Shape>& shapes, const ModelOptions& v, bool sims);
 
+// Decode rows: sets the split heuristic's SM count in `variants` (--sms, the
+// --device's, else 132). Returns the L2 options to simulate with: --sms alone
+// serves the heuristic and does not turn the simulation on.
+L2Options decode_l2_options(const L2Options& l2, const DeviceOptions& dev, bool decode);
+L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const DeviceOptions& dev,
+                         const std::vector<Shape>& shapes);
+
 // Refuses --fa1 when no shape has a forward pass (the column would be silently empty).
 void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes);
 

@@ -132,7 +132,8 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> points_axis(const nlohmann:
 
 const std::initializer_list<std::string_view> axis_keys = {
     "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "points",
-    "dtype", "block_rows", "block_cols", "causal", "pass"};
+    "dtype", "block_rows", "block_cols", "causal", "pass",
+    "decode", "context_lengths", "splits", "page_size"};
 
 // `fields` maps each axis key to (value, path of the key for messages).
 SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
@@ -156,6 +157,30 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
     else if (k == "block_cols") a.block_cols = int_axis(v, origin, path);
     else if (k == "causal") a.causal = causal_axis(v, origin, path);
     else if (k == "pass") a.pass = pass_axis(v, origin, path);
+    else if (k == "decode") {
+      if (!v.is_boolean()) jc::fail(origin, path, "true or false", v);
+      a.decode = v.get<bool>();
+    } else if (k == "context_lengths") {
+      constexpr const char* form = "a non-empty array of ragged batches such as [[512, 4096, \"128K\"]]";
+      if (!v.is_array() || v.empty()) jc::fail(origin, path, form, v);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string p = path + "[" + std::to_string(i) + "]";
+        if (!v[i].is_array() || v[i].empty()) jc::fail(origin, p, "a non-empty array of context lengths", v[i]);
+        std::vector<std::uint64_t> batch;
+        for (std::size_t n = 0; n < v[i].size(); ++n)
+          batch.push_back(single_count(v[i][n], origin, p + "[" + std::to_string(n) + "]"));
+        a.context_lengths.push_back(std::move(batch));
+      }
+    } else if (k == "splits") a.splits = int_axis(v, origin, path);
+    else if (k == "page_size") a.page_size = int_axis(v, origin, path);
+  }
+  if (!a.context_lengths.empty() || fields.count("splits") || fields.count("page_size")) {
+    if (!a.decode)
+      jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                    "context_lengths, splits and page_size need \"decode\": true");
+    if (!a.context_lengths.empty() && (fields.count("batch") || fields.count("seq_kv")))
+      jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                    "context_lengths gives the batch and seq_kv: drop 'batch' and 'seq_kv'");
   }
   return a;
 }
@@ -229,7 +254,8 @@ SweepConfig sweep_config_from_json(const nlohmann::json& j, std::string_view ori
       if (!ok)
         jc::fail_text(origin, where + "." + k, "unknown key (known: label and the axes: batch, heads, "
                                                "kv_heads, seq, seq_kv, head_dim, points, dtype, "
-                                               "block_rows, block_cols, causal, pass)");
+                                               "block_rows, block_cols, causal, pass, decode, "
+                                               "context_lengths, splits, page_size)");
     }
     if (g[i].contains("points") && (g[i].contains("seq") || g[i].contains("head_dim")))
       jc::fail_text(origin, where, "give 'points' or 'seq' and 'head_dim', not both");
@@ -304,7 +330,9 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
   const auto listed = [&](std::string_view id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
   const auto keep = [&](const VariantResult& v) {
     return listed(v.id) || (v.id == "flash_l2_sim" && listed("flash_no_l2")) ||
-           (v.id == "standard_l2_sim" && listed("standard"));
+           (v.id == "standard_l2_sim" && listed("standard")) ||
+           (v.id.rfind("decode_", 0) == 0 && v.id.size() > 7 && v.id.substr(v.id.size() - 7) == "_l2_sim" &&
+            listed(v.id.substr(0, v.id.size() - 7)));
   };
   for (Row& r : rows)
     r.variants.erase(std::remove_if(r.variants.begin(), r.variants.end(),

@@ -430,6 +430,176 @@ struct TraceSink {
   void forget(std::uint32_t obj) { f({L2Access::Kind::forget, obj, 0, true}); }
 };
 
+// --- Decode ------------------------------------------------------------------
+
+// The decode grid: CTA index spaces and object ids (docs/model.md).
+struct DecodeLayout {
+  const Shape& s;
+  DecodeVariant v;
+  std::uint64_t splits;
+  bool packed, paged;
+  std::uint64_t nh, rows_per_head, mb;  // heads of the grid, query rows per head index, row blocks
+  std::uint64_t unit;                   // keys per KV object: Bc, or P when paged
+  std::vector<std::uint64_t> unit_prefix, kb_prefix;  // ragged: objects before sequence b
+  std::uint64_t units_total = 0, kb_total = 0;
+  std::uint64_t q_base = 0, kv_base = 0, table_base = 0, partial_base = 0, objects = 0;
+
+  DecodeLayout(const Shape& shape, DecodeVariant var, std::uint64_t n_splits)
+      : s(shape), v(var), splits(n_splits), packed(gqa_packed(var)), paged(var == DecodeVariant::paged) {
+    constexpr std::string_view what = "decode L2 simulation";
+    nh = packed ? s.kv_heads : s.heads;
+    rows_per_head = packed ? checked_mul(s.seq_q, group_size(s), what) : s.seq_q;
+    mb = ceil_div(rows_per_head, decode_block_m);
+    unit = paged ? s.page_size : s.block_cols;
+    if (!s.context_lengths.empty()) {
+      unit_prefix.push_back(0);
+      kb_prefix.push_back(0);
+      for (auto l : s.context_lengths) {
+        unit_prefix.push_back(checked_add(unit_prefix.back(), ceil_div(l, unit), what));
+        kb_prefix.push_back(checked_add(kb_prefix.back(), ceil_div(l, s.block_cols), what));
+      }
+      units_total = unit_prefix.back();
+      kb_total = kb_prefix.back();
+    } else {
+      units_total = checked_mul(s.batch, ceil_div(s.seq_kv, unit), what);
+      kb_total = checked_mul(s.batch, ceil_div(s.seq_kv, s.block_cols), what);
+    }
+    const std::uint64_t ctas_per_split = checked_product(what, s.batch, nh, mb);
+    q_base = 0;
+    kv_base = ctas_per_split;
+    table_base = checked_add(kv_base, checked_mul(s.kv_heads, units_total, what), what);
+    partial_base = checked_add(table_base, paged ? kb_total : 0, what);
+    objects = checked_add(partial_base, splits > 1 ? checked_mul(ctas_per_split, splits, what) : 0, what);
+  }
+  std::uint64_t units_before(std::uint64_t b) const {
+    return unit_prefix.empty() ? b * ceil_div(s.seq_kv, unit) : unit_prefix[b];
+  }
+  std::uint64_t kb_before(std::uint64_t b) const {
+    return kb_prefix.empty() ? b * ceil_div(s.seq_kv, s.block_cols) : kb_prefix[b];
+  }
+  std::uint64_t kv_id(std::uint64_t b, std::uint64_t kvh, std::uint64_t u) const {
+    return kv_base + s.kv_heads * units_before(b) + kvh * ceil_div(context_length(s, b), unit) + u;
+  }
+  std::uint64_t cta_index(std::uint64_t b, std::uint64_t hh, std::uint64_t m) const { return (b * nh + hh) * mb + m; }
+  std::uint64_t rows(std::uint64_t m) const { return std::min(decode_block_m, rows_per_head - m * decode_block_m); }
+};
+
+// At most the accesses run_decode makes (exact except for paged runs, where a
+// step that reads no new page makes no table read).
+std::uint64_t decode_accesses(const Shape& s, DecodeVariant v, std::uint64_t splits) {
+  constexpr std::string_view what = "decode L2 simulation";
+  if (splits == 0) throw Error("decode: the split count must be positive");
+  const bool paged = v == DecodeVariant::paged;
+  const std::uint64_t nh = gqa_packed(v) ? s.kv_heads : s.heads;
+  const std::uint64_t mb = ceil_div(gqa_packed(v) ? s.seq_q * group_size(s) : s.seq_q, decode_block_m);
+  const std::uint64_t per_seq_fixed = splits + (splits > 1 ? splits + 1 : 0);  // writes + combine
+  std::uint64_t total = 0;
+  auto add_len = [&](std::uint64_t len, std::uint64_t count) {
+    const std::uint64_t kbs = ceil_div(len, s.block_cols);
+    const std::uint64_t used = std::min(splits, ceil_div(kbs, blocks_per_split(s, splits)));
+    std::uint64_t per = used + kbs + per_seq_fixed;  // Q reads, key blocks, writes, combine
+    if (paged) per = checked_add(per, checked_add(ceil_div(len, s.page_size), used, what), what);
+    total = checked_add(total, checked_product(what, per, count, nh, mb), what);
+  };
+  if (s.context_lengths.empty()) add_len(s.seq_kv, s.batch);
+  else
+    for (auto l : s.context_lengths) add_len(l, 1);
+  return total;
+}
+
+template <class Sink>
+Stats run_decode(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c, Sink& l2) {
+  validate(s);
+  validate(c);
+  if (!s.decode) throw Error("shape " + describe(s) + ": not a decode shape");
+  if (v == DecodeVariant::floor) throw Error("decode_floor is a bound, not a kernel: nothing to simulate");
+  refuse_if_too_large(s, decode_accesses(s, v, splits), "the decode L2 simulation");
+  const DecodeLayout lay(s, v, splits);
+  if (lay.objects >= (std::uint64_t{1} << 28))
+    throw Error("shape " + describe(s) + ": the decode L2 simulation would track " + std::to_string(lay.objects) +
+                " objects (at most " + std::to_string(std::uint64_t{1} << 28) + ")");
+  l2.reserve_objects(static_cast<std::size_t>(lay.objects));
+  const std::uint64_t e = elem_bytes(s.dtype), d = s.head_dim, G = group_size(s);
+  const std::uint64_t ctas = checked_product("decode L2 simulation", s.batch, lay.nh, lay.mb, splits);
+  const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+  const bool qo = c.q_o_allocate;
+  const auto id32 = [](std::uint64_t id) { return static_cast<std::uint32_t>(id); };
+
+  struct Cta {
+    std::uint64_t b, hh, m, j, kvh, rows, pos, end, last_page;
+    bool started;
+  };
+  std::uint64_t launched = 0;
+  auto launch = [&]() {
+    const std::uint64_t id = launched++;
+    Cta t{};
+    t.m = id % lay.mb;
+    t.j = (id / lay.mb) % splits;
+    t.hh = (id / (lay.mb * splits)) % lay.nh;
+    t.b = id / (lay.mb * splits * lay.nh);
+    t.kvh = lay.packed ? t.hh : t.hh / G;
+    t.rows = lay.rows(t.m);
+    const KeyRange k = split_key_range(s, splits, t.b, t.j);
+    t.pos = k.begin;
+    t.end = k.empty() ? k.begin : k.end;
+    t.last_page = infinite;
+    t.started = false;
+    return t;
+  };
+
+  Stats st;
+  st.waves = ceil_div(ctas, slots);
+  std::vector<Cta> resident, next;
+  while (launched < ctas && resident.size() < slots) resident.push_back(launch());
+  while (!resident.empty()) {
+    ++st.steps;
+    next.clear();
+    for (Cta& t : resident) {
+      if (!t.started && t.pos < t.end) l2.read(id32(lay.q_base + lay.cta_index(t.b, t.hh, t.m)), e * t.rows * d, qo);
+      t.started = true;
+      if (t.pos < t.end) {
+        const std::uint64_t kb = t.pos / s.block_cols;
+        const std::uint64_t step_end = std::min((kb + 1) * s.block_cols, t.end);
+        if (!lay.paged) {
+          l2.read(id32(lay.kv_id(t.b, t.kvh, kb)), 2 * e * d * (step_end - t.pos));
+        } else {
+          const std::uint64_t first = t.pos / s.page_size, last = (step_end - 1) / s.page_size;
+          const std::uint64_t from = t.last_page == infinite ? first : std::max(first, t.last_page + 1);
+          if (from <= last) {
+            l2.read(id32(lay.table_base + lay.kb_before(t.b) + kb), 4 * (last - from + 1));
+            for (std::uint64_t pg = from; pg <= last; ++pg)
+              l2.read(id32(lay.kv_id(t.b, t.kvh, pg)), 2 * e * d * s.page_size);
+            t.last_page = last;
+          }
+        }
+        t.pos = step_end;
+        if (t.pos < t.end) {
+          next.push_back(t);
+          continue;
+        }
+      }
+      if (splits > 1)  // fp32 partial O and LSE of its rows, for the combine kernel
+        l2.write(id32(lay.partial_base + lay.cta_index(t.b, t.hh, t.m) * splits + t.j), t.rows * (4 * d + 4));
+      else
+        l2.write(none, e * t.rows * d, qo);
+    }
+    while (launched < ctas && next.size() < slots) next.push_back(launch());
+    resident.swap(next);
+  }
+  if (splits > 1)  // the combine kernel: each row block's partials, then its O
+    for (std::uint64_t b = 0; b < s.batch; ++b)
+      for (std::uint64_t hh = 0; hh < lay.nh; ++hh)
+        for (std::uint64_t m = 0; m < lay.mb; ++m) {
+          const std::uint64_t ci = lay.cta_index(b, hh, m);
+          for (std::uint64_t j = 0; j < splits; ++j) {
+            l2.read(id32(lay.partial_base + ci * splits + j), lay.rows(m) * (4 * d + 4));
+            l2.forget(id32(lay.partial_base + ci * splits + j));
+          }
+          l2.write(none, e * lay.rows(m) * d, qo);
+        }
+  return st;
+}
+
 }  // namespace
 
 void for_each_flash_l2_access(const Shape& s, const L2SimConfig& c,
@@ -491,17 +661,62 @@ std::uint64_t qo_footprint_bytes(const Shape& s) {
 
 namespace hbmscope {
 
+namespace {
+// The split counts a decode shape's simulations may run with: --splits, or
+// at most FlashAttention's cap.
+std::uint64_t decode_split_bound(const Shape& s) { return s.splits != 0 ? s.splits : max_heuristic_splits; }
+}  // namespace
+
 std::uint64_t flash_l2_sim_accesses(const Shape& s) {
   validate(s);
+  if (s.decode) {
+    std::uint64_t n = 0;
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged})
+      n = checked_add(n, decode_accesses(s, v, decode_split_bound(s)), "L2 simulation");
+    return n;
+  }
   return flash_accesses(s);
 }
 
 std::uint64_t standard_l2_sim_accesses(const Shape& s) {
   validate(s);
+  if (s.decode) return 0;  // a decode row has no standard-attention simulation
   return standard_accesses(s);
 }
 
+std::uint64_t decode_l2_sim_accesses(const Shape& s, DecodeVariant v, std::uint64_t splits) {
+  validate(s);
+  return decode_accesses(s, v, splits);
+}
+
+L2SimResult decode_l2_sim(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c) {
+  StackL2 l2({c.l2_bytes});
+  const Stats st = run_decode(s, v, splits, c, l2);
+  L2SimResult r = result_at(l2, c.l2_bytes);
+  r.waves = st.waves;
+  r.steps = st.steps;
+  return r;
+}
+
+std::vector<std::uint64_t> decode_l2_curve(const Shape& s, DecodeVariant v, std::uint64_t splits,
+                                           const L2SimConfig& c, const std::vector<std::uint64_t>& capacities) {
+  StackL2 l2(capacities);
+  run_decode(s, v, splits, c, l2);
+  return curve(l2, capacities);
+}
+
+void for_each_decode_l2_access(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c,
+                               const std::function<void(const L2Access&)>& on_access) {
+  TraceSink sink{on_access};
+  run_decode(s, v, splits, c, sink);
+}
+
 void check_l2_sim_size(const Shape& s) {
+  if (s.decode) {
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged})
+      refuse_if_too_large(s, decode_l2_sim_accesses(s, v, decode_split_bound(s)), "the decode L2 simulation");
+    return;
+  }
   refuse_if_too_large(s, flash_l2_sim_accesses(s), "the FlashAttention L2 simulation");
   refuse_if_too_large(s, standard_l2_sim_accesses(s), "the standard-attention L2 simulation");
 }
@@ -510,7 +725,40 @@ std::uint64_t l2_sim_accesses(const Shape& s) {
   return std::max(flash_l2_sim_accesses(s), standard_l2_sim_accesses(s));
 }
 
+namespace {
+void add_decode_l2_sim(Row& row, const L2SimConfig& c) {
+  L2SimDetail d;
+  d.l2_bytes = c.l2_bytes;
+  d.sm_count = c.sm_count;
+  d.ctas_per_sm = c.ctas_per_sm;
+  d.order = "split-major";  // FlashAttention-2's split-KV grid: row block, split, head, sequence
+  d.q_o_allocate = c.q_o_allocate;
+  std::vector<VariantResult> added;
+  for (const auto& v : row.variants) {
+    const auto dv = parse_decode_variant(v.id);
+    if (!dv || *dv == DecodeVariant::floor) continue;
+    L2SimResult r;
+    try {
+      r = decode_l2_sim(row.shape, *dv, v.splits, c);
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (msg.rfind("shape ", 0) == 0) throw;
+      throw Error("shape " + describe(row.shape) + ": " + msg);
+    }
+    added.push_back({v.id + "_l2_sim", r.dram_bytes, intensity(row.flops, r.dram_bytes)});
+    d.decode.push_back({v.id, v.splits, {r.dram_read_bytes, r.dram_write_bytes, r.l2_hit_rate, r.l2_bytes_to_min},
+                        r.waves});
+  }
+  for (auto& a : added) row.variants.push_back(std::move(a));
+  row.l2_sim = d;
+}
+}  // namespace
+
 void add_l2_sim(Row& row, const L2SimConfig& c) {
+  if (row.shape.decode) {
+    add_decode_l2_sim(row, c);
+    return;
+  }
   L2SimResult f, st;
   try {
     f = flash_l2_sim(row.shape, c);

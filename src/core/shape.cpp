@@ -1,8 +1,10 @@
 #include "hbmscope/shape.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "hbmscope/checked.hpp"
+#include "hbmscope/decode.hpp"
 #include "hbmscope/error.hpp"
 
 namespace hbmscope {
@@ -77,13 +79,71 @@ void validate(const Shape& s) {
   if (s.kv_heads > s.heads || s.heads % s.kv_heads != 0)
     throw Error("heads (" + std::to_string(s.heads) + ") must be a multiple of kv-heads (" +
                 std::to_string(s.kv_heads) + ")");
+  if (!s.decode) {
+    if (!s.context_lengths.empty()) throw Error("context lengths apply to decode rows only");
+    if (s.splits != 0) throw Error("splits apply to decode rows only");
+    if (s.page_size != default_page_size) throw Error("page-size applies to decode rows only");
+    return;
+  }
+  const auto n = std::to_string(max_decode_seq_q);
+  if (s.seq_q > max_decode_seq_q)
+    throw Error("seq: a decode row has 1 to " + n + " new tokens per sequence, got " + std::to_string(s.seq_q));
+  if (s.pass != Pass::fwd) throw Error("a decode row is a forward pass (pass fwd)");
+  require_positive(s.page_size, "page-size");
+  if (s.splits > max_decode_splits)
+    throw Error("splits: at most " + std::to_string(max_decode_splits) + ", got " + std::to_string(s.splits));
+  if (!s.context_lengths.empty()) {
+    if (s.context_lengths.size() != s.batch)
+      throw Error("context lengths: " + std::to_string(s.context_lengths.size()) + " lengths for batch " +
+                  std::to_string(s.batch));
+    std::uint64_t longest = 0;
+    for (auto l : s.context_lengths) {
+      require_positive(l, "context length");
+      longest = std::max(longest, l);
+    }
+    if (longest != s.seq_kv)
+      throw Error("seq-kv (" + std::to_string(s.seq_kv) + ") must be the longest context length (" +
+                  std::to_string(longest) + ")");
+  }
+  if (s.causal) {  // the shortest context (a dense batch has one length, whatever its size)
+    std::uint64_t shortest = s.seq_kv;
+    for (auto l : s.context_lengths) shortest = std::min(shortest, l);
+    if (shortest < s.seq_q)
+      throw Error("causal decode: a context length (" + std::to_string(shortest) + ") is shorter than the " +
+                  std::to_string(s.seq_q) + " new tokens it includes");
+  }
 }
 
 std::uint64_t query_blocks(const Shape& s) { return ceil_div(s.seq_q, s.block_rows); }
 std::uint64_t key_blocks(const Shape& s) { return ceil_div(s.seq_kv, s.block_cols); }
 std::uint64_t group_size(const Shape& s) { return s.heads / s.kv_heads; }
 
+namespace {
+// "decode 1/131072 x 128 (batch 3 ragged 512..131072 summing to 135680, ...)".
+std::string describe_decode(const Shape& s) {
+  std::string r = "decode " + std::to_string(s.seq_q) + "/" + std::to_string(s.seq_kv) + " x " +
+                  std::to_string(s.head_dim) + " (batch " + std::to_string(s.batch);
+  if (ragged(s)) {
+    const auto [lo, hi] = std::minmax_element(s.context_lengths.begin(), s.context_lengths.end());
+    std::uint64_t sum = 0;
+    bool wrapped = false;
+    for (auto l : s.context_lengths) wrapped = wrapped || __builtin_add_overflow(sum, l, &sum);
+    r.append(" ragged ").append(std::to_string(*lo)).append("..").append(std::to_string(*hi));
+    if (!wrapped) r.append(", ").append(std::to_string(sum)).append(" tokens");
+  }
+  r.append(", ").append(std::to_string(s.heads)).append(s.heads == 1 ? " head" : " heads");
+  if (s.kv_heads != s.heads) r.append(", ").append(std::to_string(s.kv_heads)).append(" kv-heads");
+  r.append(", ").append(dtype_name(s.dtype));
+  r.append(", key block ").append(std::to_string(s.block_cols));
+  r.append(", page ").append(std::to_string(s.page_size));
+  if (s.splits != 0) r.append(", ").append(std::to_string(s.splits)).append(" splits");
+  if (s.causal) r.append(", causal");
+  return r.append(")");
+}
+}  // namespace
+
 std::string describe(const Shape& s) {
+  if (s.decode) return describe_decode(s);
   std::string r = std::to_string(s.seq_q);
   if (s.seq_kv != s.seq_q) r.append("/").append(std::to_string(s.seq_kv));
   r.append(" x ").append(std::to_string(s.head_dim));

@@ -44,6 +44,87 @@ void drop_repeats(std::vector<T>& v) {
   v = std::move(out);
 }
 
+// Decode rows: every combination, outermost first: batch (or ragged batch),
+// heads, kv_heads, dtype, causal, block_cols, (seq, head_dim), seq_kv, splits,
+// page_size. block_rows and pass do not apply to decode.
+std::vector<Shape> expand_decode(SweepAxes a) {
+  drop_repeats(a.context_lengths);
+  drop_repeats(a.splits);
+  drop_repeats(a.page_size);
+  require_nonempty(a.splits, "splits");
+  require_nonempty(a.page_size, "page_size");
+  if (a.seq_kv.empty() && a.context_lengths.empty())
+    throw Error("decode: give the context length (--seq-kv, or --context-lengths for a ragged batch)");
+  for (const auto& c : a.context_lengths) {
+    if (c.empty()) throw Error("decode: a ragged batch has no context lengths");
+    if (c.size() > max_context_lengths)
+      throw Error("decode: " + std::to_string(c.size()) + " context lengths in one batch (at most " +
+                  std::to_string(max_context_lengths) + ")");
+  }
+  for (Pass p : a.pass)
+    if (p != Pass::fwd) throw Error("decode: rows are a forward pass (--pass fwd)");
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
+  if (points.empty())
+    for (auto n : a.seq)
+      for (auto d : a.head_dim) points.emplace_back(n, d);
+  // Each ragged batch stands for one (batch, seq_kv) pair.
+  std::vector<std::vector<std::uint64_t>> batches = a.context_lengths;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> dense;  // (batch, seq_kv)
+  if (batches.empty())
+    for (auto b : a.batch)
+      for (auto l : a.seq_kv) dense.emplace_back(b, l);
+  const std::size_t n_batches = batches.empty() ? dense.size() : batches.size();
+  const std::vector<std::uint64_t> same{0};
+  const auto& kv_heads = a.kv_heads.empty() ? same : a.kv_heads;
+  std::uint64_t total = 1;
+  bool wrapped = false;
+  for (std::size_t n : {n_batches, a.heads.size(), kv_heads.size(), a.dtype.size(), a.causal.size(),
+                        a.block_cols.size(), points.size(), a.splits.size(), a.page_size.size()})
+    wrapped = wrapped || __builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total);
+  if (wrapped || total > max_sweep_shapes)
+    throw Error("sweep too large: " + (wrapped ? std::string("more than 2^64") : std::to_string(total)) +
+                " decode shapes (at most " + std::to_string(max_sweep_shapes) + "); sweep fewer values");
+  std::vector<Shape> out;
+  out.reserve(static_cast<std::size_t>(total));
+  for (std::size_t bi = 0; bi < n_batches; ++bi)
+    for (auto h : a.heads)
+      for (auto hkv : kv_heads)
+        for (auto dt : a.dtype)
+          for (bool causal : a.causal)
+            for (auto bc : a.block_cols)
+              for (auto [n, d] : points)
+                for (auto sp : a.splits)
+                  for (auto ps : a.page_size) {
+                    Shape s;
+                    s.decode = true;
+                    if (batches.empty()) {
+                      s.batch = dense[bi].first;
+                      s.seq_kv = dense[bi].second;
+                    } else {
+                      s.context_lengths = batches[bi];
+                      s.batch = s.context_lengths.size();
+                      s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+                      // A batch of equal lengths is not ragged: keep it dense, one form per shape.
+                      if (std::all_of(s.context_lengths.begin(), s.context_lengths.end(),
+                                      [&](std::uint64_t l) { return l == s.seq_kv; }))
+                        s.context_lengths.clear();
+                    }
+                    s.heads = h;
+                    s.kv_heads = hkv == 0 ? h : hkv;
+                    s.dtype = dt;
+                    s.causal = causal;
+                    s.block_rows = a.block_rows.empty() ? 128 : a.block_rows.front();
+                    s.block_cols = bc;
+                    s.seq_q = n;
+                    s.head_dim = d;
+                    s.splits = sp;
+                    s.page_size = ps;
+                    validate(s);
+                    out.push_back(std::move(s));
+                  }
+  return out;
+}
+
 SweepAxes without_repeats(const SweepAxes& axes) {
   SweepAxes a = axes;
   drop_repeats(a.batch);
@@ -64,9 +145,21 @@ SweepAxes without_repeats(const SweepAxes& axes) {
 }  // namespace
 
 std::uint64_t shape_count(const SweepAxes& axes) {
-  const SweepAxes a = without_repeats(axes);
+  SweepAxes a = without_repeats(axes);
   const std::size_t points = a.seq_head_dim.empty() ? 0 : a.seq_head_dim.size();
   std::uint64_t total = 1;
+  if (a.decode) {  // expand_decode's product: (batch, seq_kv) or ragged batches; no block_rows, pass
+    drop_repeats(a.context_lengths);
+    drop_repeats(a.splits);
+    drop_repeats(a.page_size);
+    const std::size_t batches = a.context_lengths.empty() ? 0 : a.context_lengths.size();
+    for (std::size_t n : {batches ? batches : a.batch.size(), batches ? std::size_t{1} : a.seq_kv.size(),
+                          a.heads.size(), std::max<std::size_t>(a.kv_heads.size(), 1), a.dtype.size(),
+                          a.causal.size(), a.block_cols.size(), points ? points : a.seq.size(),
+                          points ? std::size_t{1} : a.head_dim.size(), a.splits.size(), a.page_size.size()})
+      if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total)) return UINT64_MAX;
+    return total;
+  }
   for (std::size_t n : {a.batch.size(), a.heads.size(), std::max<std::size_t>(a.kv_heads.size(), 1), a.dtype.size(),
                         a.causal.size(), a.block_rows.size(), a.block_cols.size(),
                         points ? points : a.seq.size(), points ? std::size_t{1} : a.head_dim.size(),
@@ -76,6 +169,32 @@ std::uint64_t shape_count(const SweepAxes& axes) {
 }
 
 std::vector<Shape> expand(const SweepAxes& axes) {
+  if (axes.decode) {
+    SweepAxes a = axes;
+    drop_repeats(a.batch);
+    drop_repeats(a.heads);
+    drop_repeats(a.kv_heads);
+    drop_repeats(a.seq);
+    drop_repeats(a.seq_kv);
+    drop_repeats(a.head_dim);
+    drop_repeats(a.seq_head_dim);
+    drop_repeats(a.dtype);
+    drop_repeats(a.block_cols);
+    drop_repeats(a.causal);
+    require_nonempty(a.batch, "batch");
+    require_nonempty(a.heads, "heads");
+    require_nonempty(a.dtype, "dtype");
+    require_nonempty(a.block_cols, "block_cols");
+    require_nonempty(a.causal, "causal");
+    if (a.seq_head_dim.empty()) {
+      require_nonempty(a.seq, "seq");
+      require_nonempty(a.head_dim, "head_dim");
+    }
+    return expand_decode(std::move(a));
+  }
+  if (!axes.context_lengths.empty() || axes.splits != std::vector<std::uint64_t>{0} ||
+      axes.page_size != std::vector<std::uint64_t>{default_page_size})
+    throw Error("context lengths, splits and page size apply to decode rows only (add --decode)");
   // With every axis free of repeats the product has no repeated shape ("same
   // as the paired axis" is one value, so it cannot collide with another).
   const SweepAxes a = without_repeats(axes);
@@ -150,7 +269,30 @@ std::vector<Shape> expand(const SweepAxes& axes) {
 
 Row model_row(const Shape& s) { return model_row(s, ModelOptions{}); }
 
+Row decode_row(const Shape& s, std::uint64_t sm_count) {
+  Row r;
+  r.shape = s;
+  r.decode_sm_count = sm_count;
+  try {
+    validate(s);
+    r.flops = decode_flops(s);
+    for (DecodeVariant v : all_decode_variants) {
+      VariantResult res;
+      res.id = std::string(decode_variant_id(v));
+      res.splits = decode_splits(s, v, sm_count);
+      res.decode = decode_bytes(s, v, res.splits);
+      res.bytes = res.decode->total;
+      res.intensity = intensity(r.flops, res.bytes);
+      r.variants.push_back(std::move(res));
+    }
+  } catch (const Error& e) {
+    throw Error("shape " + describe(s) + ": " + e.what());
+  }
+  return r;
+}
+
 Row model_row(const Shape& s, const ModelOptions& options) {
+  if (s.decode) return decode_row(s, options.sm_count);
   ModelBytes m;
   std::uint64_t flash1 = 0;
   const bool with_flash1 = options.flash1 && s.pass == Pass::fwd;

@@ -416,3 +416,155 @@ void play_softmax(const SoftmaxTrace& t, const Playback& p, std::FILE* out) {
 }
 
 }  // namespace hbmscope
+
+// ---------------------------------------------------------------- walk --decode
+
+namespace hbmscope {
+
+namespace {
+
+std::string decode_variant_title(DecodeVariant v) {
+  switch (v) {
+    case DecodeVariant::split:
+      return "Split-KV decode (flash-decoding), GQA packed: one CTA per kv head and split reads its keys once";
+    case DecodeVariant::split_unpacked:
+      return "Split-KV decode, one CTA per query head: each kv head's keys read by its G query heads";
+    case DecodeVariant::paged:
+      return "Paged split-KV decode: each split CTA reads its pages whole, through the block table";
+    case DecodeVariant::floor: break;
+  }
+  return "Decode";
+}
+
+// One split's strip: a cell per key block (or per several, to keep it short).
+std::string split_strip(const DecodeWalkFrame& f, const KeyRange& r, const TermStyle& st) {
+  constexpr std::uint64_t max_cells = 48;
+  const std::uint64_t per_cell = (f.blocks_per_split + max_cells - 1) / max_cells;
+  const std::uint64_t bc = f.shape.block_cols;
+  const std::uint64_t blocks = r.empty() ? 0 : (r.end - r.begin + bc - 1) / bc;
+  const std::uint64_t split_steps = std::min(f.step, f.blocks_per_split);
+  std::string s;
+  for (std::uint64_t c = 0; c * per_cell < f.blocks_per_split; ++c) {
+    const std::uint64_t first = c * per_cell;
+    if (first >= blocks) {
+      s += " ";
+      continue;
+    }
+    const std::uint64_t last = std::min(blocks, first + per_cell) - 1;
+    if (f.phase == DecodePhase::split && split_steps > first && split_steps - 1 <= last && split_steps - 1 >= first)
+      s += cell({"@", "1;30;43"}, 1, st);
+    else if (split_steps > last)
+      s += cell({"#", "1;32"}, 1, st);
+    else
+      s += cell({"·", "2"}, 1, st);
+  }
+  return "[" + s + "]";
+}
+
+}  // namespace
+
+std::string render_decode_walk_frame(const DecodeWalkFrame& f, const TermStyle& st) {
+  std::vector<std::string> lines;
+  lines.push_back(paint(decode_variant_title(f.variant), "1", st));
+  lines.push_back(describe(f.shape) + "; " + std::to_string(f.splits) + (f.splits == 1 ? " split" : " splits") +
+                  " of " + std::to_string(f.blocks_per_split) + " key blocks");
+  std::string status;
+  if (f.phase == DecodePhase::split)
+    status = "step " + std::to_string(f.step) + " of " + std::to_string(f.steps) +
+             ": every split CTA reads its next key block (K and V)";
+  else if (f.splits > 1)
+    status = "done: the combine kernel read the " + std::to_string(f.splits) +
+             " fp32 partials of every row, O = sum_j exp(LSE_j - LSE) O_j, and wrote O";
+  else
+    status = "done: one split, so no partials and no combine";
+  lines.push_back(status);
+  lines.push_back("");
+  const std::uint64_t len = context_length(f.shape, f.sequence);
+  lines.push_back("Sequence " + std::to_string(f.sequence) + " (" + std::to_string(len) + " keys), kv head 0:");
+  constexpr std::size_t max_lines = 24;
+  const std::size_t shown = std::min<std::size_t>(f.ranges.size(), max_lines);
+  const std::size_t width = std::to_string(f.ranges.size() - 1).size();
+  for (std::size_t j = 0; j < shown; ++j) {
+    const KeyRange& r = f.ranges[j];
+    std::string keys = r.empty() ? "no keys" : "keys " + std::to_string(r.begin) + ".." + std::to_string(r.end - 1);
+    const bool finished = r.empty() || f.step * f.shape.block_cols >= r.end - r.begin;
+    std::string tail = f.splits == 1 ? (finished ? "-> O" : "") : (finished ? "-> partial O, LSE" : "");
+    if (f.final && f.splits > 1) tail = "-> combined";
+    lines.push_back("  split " + pad_left(std::to_string(j), width) + "  " + split_strip(f, r, st) + "  " +
+                    pad_right(keys, 22) + tail);
+  }
+  if (shown < f.ranges.size())
+    lines.push_back("  ... " + std::to_string(f.ranges.size() - shown) + " more splits");
+  lines.push_back("");
+  lines.push_back(cell({"@", "1;30;43"}, 2, st) + "on chip   " + cell({"#", "1;32"}, 2, st) + "read   " +
+                  cell({"·", "2"}, 2, st) + "to come   (a cell: " +
+                  std::to_string((f.blocks_per_split + 47) / 48) + " key block(s) of " +
+                  std::to_string(f.shape.block_cols) + ")");
+  lines.push_back("");
+  const std::string id(decode_variant_id(f.variant));
+  std::vector<std::vector<std::string>> table = {
+      {"Bytes, whole row", "so far", "", "closed form", ""},
+      {"K, V read", grouped(f.moved.kv) + " B", "of", grouped(f.total.kv) + " B", bar(f.moved.kv, f.total.kv, 12, st)},
+      {"Q read", grouped(f.moved.q) + " B", "of", grouped(f.total.q) + " B", bar(f.moved.q, f.total.q, 12, st)},
+  };
+  if (f.total.partials > 0)
+    table.push_back({"Partials written + read", grouped(f.moved.partials) + " B", "of",
+                     grouped(f.total.partials) + " B", bar(f.moved.partials, f.total.partials, 12, st)});
+  if (f.total.block_table > 0)
+    table.push_back({"Block table read", grouped(f.moved.block_table) + " B", "of",
+                     grouped(f.total.block_table) + " B", bar(f.moved.block_table, f.total.block_table, 12, st)});
+  table.push_back({"O written", grouped(f.moved.o) + " B", "of", grouped(f.total.o) + " B",
+                   bar(f.moved.o, f.total.o, 12, st)});
+  table.push_back({"Total (" + id + ")", grouped(f.moved.total) + " B", "of", grouped(f.total.total) + " B",
+                   bar(f.moved.total, f.total.total, 12, st)});
+  table.push_back({"Floor (decode_floor)", "", "", grouped(f.floor_total) + " B", ""});
+  const bool right[] = {false, true, false, true, false};
+  std::vector<std::size_t> w(5, 0);
+  for (const auto& row : table)
+    for (std::size_t c = 0; c < row.size(); ++c) w[c] = std::max(w[c], display_width(row[c]));
+  for (const auto& row : table) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (c) line += "  ";
+      line += right[c] ? pad_left(row[c], w[c]) : pad_right(row[c], w[c]);
+    }
+    lines.push_back(line);
+  }
+  std::string out;
+  for (auto& l : lines) {
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  }
+  return out;
+}
+
+void play_decode_walk(const Shape& s, DecodeVariant v, std::uint64_t splits, const Playback& p, std::FILE* out) {
+  if (!p.animate) {
+    std::string frame;
+    decode_walk_frames(s, v, splits, false, [&](const DecodeWalkFrame& f) { frame = render_decode_walk_frame(f, p.style); });
+    write_all(out, frame);
+    return;
+  }
+  std::size_t previous_lines = 0;
+  bool first = true;
+  const std::uint64_t every = p.every == 0 ? 1 : p.every;
+  decode_walk_frames(s, v, splits, true, [&](const DecodeWalkFrame& f) {
+    if (!f.final && f.step % every != 0) return;
+    const std::string frame = render_decode_walk_frame(f, p.style);
+    const std::size_t lines = count_lines(frame);
+    const bool fits = (p.term_rows == 0 || static_cast<int>(lines) < p.term_rows) &&
+                      (p.term_cols == 0 || static_cast<int>(widest_line(frame)) <= p.term_cols);
+    std::string prefix;
+    if (!first) {
+      prefix = fits ? "\x1b[" + std::to_string(previous_lines) + "A\r" : "\x1b[H\x1b[J";
+      pause(p.delay_ms);
+    } else if (!fits) {
+      prefix = "\x1b[H\x1b[2J";
+    }
+    write_all(out, prefix + with_clear_eol(frame));
+    previous_lines = lines;
+    first = false;
+  });
+}
+
+}  // namespace hbmscope

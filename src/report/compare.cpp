@@ -94,6 +94,9 @@ std::string choose_metric(const std::vector<std::string>& cols) {
     if (measured_time(c)) return c;
   for (const char* c : {"prediction.flash_no_l2.seconds", "bytes.flash_no_l2"})
     if (has(c)) return c;
+  // Decode reports: the flash-decoding kernel's time, else its bytes.
+  for (const char* c : {"prediction.decode_split.seconds", "bytes.decode_split"})
+    if (has(c)) return c;
   return cols.empty() ? std::string() : cols.front();
 }
 
@@ -133,6 +136,19 @@ const Field shape_fields[] = {
     {"block_cols", [](const Shape& s) { return std::to_string(s.block_cols); }},
     {"causal", [](const Shape& s) { return std::string(s.causal ? "true" : "false"); }},
     {"pass", [](const Shape& s) { return std::string(pass_name(s.pass)); }},
+    // Decode rows' own fields (absent from prefill rows' JSON, so never in their keys).
+    {"decode", [](const Shape& s) { return std::string(s.decode ? "true" : "false"); }},
+    {"splits", [](const Shape& s) { return std::to_string(s.splits); }},
+    {"page_size", [](const Shape& s) { return std::to_string(s.page_size); }},
+    {"context_lengths",
+     [](const Shape& s) {
+       std::string t;
+       for (auto l : s.context_lengths) {
+         if (!t.empty()) t += ';';
+         t += std::to_string(l);
+       }
+       return t;
+     }},
 };
 
 // What a row's key is made of.

@@ -16,7 +16,7 @@ namespace hbmscope {
 namespace jc = json_check;
 
 nlohmann::json shape_to_json(const Shape& s) {
-  return {
+  nlohmann::json j = {
       {"batch", s.batch},
       {"heads", s.heads},
       {"kv_heads", s.kv_heads},
@@ -30,6 +30,14 @@ nlohmann::json shape_to_json(const Shape& s) {
       {"causal", s.causal},
       {"pass", std::string(pass_name(s.pass))},
   };
+  if (s.decode) {  // decode rows only: prefill shapes keep their keys
+    j["decode"] = true;
+    j["splits"] = s.splits;
+    j["page_size"] = s.page_size;
+    j["context_tokens"] = total_context(s);
+    if (!s.context_lengths.empty()) j["context_lengths"] = s.context_lengths;
+  }
+  return j;
 }
 
 nlohmann::json l2_sim_to_json(const L2SimDetail& d) {
@@ -39,6 +47,16 @@ nlohmann::json l2_sim_to_json(const L2SimDetail& d) {
                           {"hit_rate", v.hit_rate},
                           {min_name, v.l2_bytes_to_min}};
   };
+  if (!d.decode.empty()) {  // a decode row: its decode simulations only
+    nlohmann::json per = nlohmann::json::object();
+    for (const auto& x : d.decode) {
+      per[x.id] = variant(x.sim, "l2_bytes_to_min");
+      per[x.id]["splits"] = x.splits;
+      per[x.id]["waves"] = x.waves;
+    }
+    return {{"l2_bytes", d.l2_bytes},     {"sm_count", d.sm_count}, {"ctas_per_sm", d.ctas_per_sm},
+            {"order", d.order},           {"q_o_allocate", d.q_o_allocate}, {"decode", per}};
+  }
   nlohmann::json flash = variant(d.flash, "l2_bytes_to_floor");
   flash["heads_per_wave"] = d.heads_per_wave;
   flash["kv_heads_per_wave"] = d.kv_heads_per_wave;
@@ -149,6 +167,21 @@ nlohmann::json row_to_json(const Row& row, bool with_measurements) {
                         {"flops", row.flops},
                         {"intensity", inten}};
     if (!row.label.empty()) j["label"] = row.label;
+    if (row.shape.decode) {
+      nlohmann::json kv = nlohmann::json::object(), per = nlohmann::json::object();
+      for (const auto& v : row.variants) {
+        if (!v.decode) continue;
+        kv[v.id] = v.decode->kv;
+        per[v.id] = {{"splits", v.splits},
+                     {"kv_bytes", v.decode->kv},
+                     {"q_bytes", v.decode->q},
+                     {"o_bytes", v.decode->o},
+                     {"partial_bytes", v.decode->partials},
+                     {"block_table_bytes", v.decode->block_table}};
+      }
+      j["kv_bytes"] = kv;
+      j["decode"] = {{"sm_count", row.decode_sm_count}, {"variants", per}};
+    }
     if (row.l2_sim) j["l2_sim"] = l2_sim_to_json(*row.l2_sim);
     if (with_measurements || !row.measurements.empty()) {
       nlohmann::json ms = nlohmann::json::array();
@@ -378,9 +411,16 @@ void check_l2_sim(const nlohmann::json& rj, std::string_view origin, const std::
   if (!l2) return;
   const std::string p = row + ".l2_sim";
   for (const char* k : {"l2_bytes", "sm_count", "ctas_per_sm"}) opt_u64(*l2, origin, p, k);
-  if (const auto o = opt_string(*l2, origin, p, "order"); o && !parse_rasterization(*o))
+  if (const auto o = opt_string(*l2, origin, p, "order"); o && !parse_rasterization(*o) && *o != "split-major")
     jc::fail(origin, p + ".order", "\"query-block-major\" or \"head-major\"", (*l2)["order"]);
   opt_bool(*l2, origin, p, "q_o_allocate");
+  if (const auto* dec = opt_object(*l2, origin, p, "decode"))
+    for (const auto& [id, x] : dec->items()) {
+      const std::string xp = p + ".decode." + id;
+      if (!x.is_object()) jc::fail(origin, xp, "an object", x);
+      for (const char* k : {"read_bytes", "write_bytes", "l2_bytes_to_min", "splits", "waves"}) opt_u64(x, origin, xp, k);
+      opt_number(x, origin, xp, "hit_rate");
+    }
   for (const char* v : {"flash", "standard"})
     if (const auto* x = opt_object(*l2, origin, p, v)) {
       const std::string xp = p + "." + v;
@@ -389,6 +429,35 @@ void check_l2_sim(const nlohmann::json& rj, std::string_view origin, const std::
       for (const char* k : {"hit_rate", "heads_per_wave", "kv_heads_per_wave"})
         opt_number(*x, origin, xp, k);
     }
+}
+
+// A decode row's "decode" object: the split counts and bytes by operand,
+// restored on the variants (merge and compare re-render them).
+void read_decode_detail(const nlohmann::json& rj, std::string_view origin, const std::string& k, Row& row) {
+  if (const auto* kv = opt_object(rj, origin, k, "kv_bytes"))
+    for (const auto& [id, x] : kv->items()) (void)get_u64(*kv, origin, k + ".kv_bytes", id.c_str());
+  const auto* d = opt_object(rj, origin, k, "decode");
+  if (!d) return;
+  const std::string p = k + ".decode";
+  if (member(*d, "sm_count")) row.decode_sm_count = get_u64(*d, origin, p, "sm_count");
+  const auto* per = opt_object(*d, origin, p, "variants");
+  if (!per) return;
+  for (const auto& [id, x] : per->items()) {
+    const std::string vp = p + ".variants." + id;
+    if (!x.is_object()) jc::fail(origin, vp, "an object", x);
+    for (auto& v : row.variants) {
+      if (v.id != id) continue;
+      DecodeBytes b;
+      v.splits = get_u64(x, origin, vp, "splits");
+      b.kv = get_u64(x, origin, vp, "kv_bytes");
+      b.q = get_u64(x, origin, vp, "q_bytes");
+      b.o = get_u64(x, origin, vp, "o_bytes");
+      b.partials = get_u64(x, origin, vp, "partial_bytes");
+      b.block_table = get_u64(x, origin, vp, "block_table_bytes");
+      b.total = v.bytes;
+      v.decode = b;
+    }
+  }
 }
 
 }  // namespace
@@ -416,6 +485,23 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
     const auto p = j["pass"].is_string() ? parse_pass(j["pass"].get<std::string>()) : std::nullopt;
     if (!p) jc::fail(origin, key + ".pass", "one of \"fwd\", \"bwd\", \"fwdbwd\"", j["pass"]);
     s.pass = *p;
+  }
+  if (const auto* dec = member(j, "decode")) {
+    if (!dec->is_boolean()) jc::fail(origin, key + ".decode", "true or false", *dec);
+    s.decode = dec->get<bool>();
+  }
+  if (s.decode) {
+    s.splits = get_u64(j, origin, key, "splits");
+    s.page_size = get_u64(j, origin, key, "page_size");
+    opt_u64(j, origin, key, "context_tokens");
+    if (const auto* c = member(j, "context_lengths")) {
+      if (!c->is_array()) jc::fail(origin, key + ".context_lengths", "an array of lengths", *c);
+      for (std::size_t i = 0; i < c->size(); ++i) {
+        if (!non_negative_integer((*c)[i]))
+          jc::fail(origin, key + ".context_lengths[" + std::to_string(i) + "]", "a positive integer", (*c)[i]);
+        s.context_lengths.push_back((*c)[i].get<std::uint64_t>());
+      }
+    }
   }
   try {
     validate(s);
@@ -511,6 +597,7 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       if (const auto it = preds.find(id); it != preds.end()) v.prediction = it->second;
       row.variants.push_back(std::move(v));
     }
+    if (row.shape.decode) read_decode_detail(rj, origin, k, row);
     check_l2_sim(rj, origin, k);
     if (const auto* ms = member(rj, "measurements")) {
       if (!ms->is_array()) jc::fail(origin, k + ".measurements", "an array of measurements", *ms);
@@ -522,6 +609,8 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       if (id == "standard") return 0;
       if (id == "flash_no_l2") return 1;
       if (id == "floor") return 2;
+      if (const auto d = parse_decode_variant(id)) return 3 + static_cast<int>(*d);
+      if (id.rfind("decode_", 0) == 0) return 7;  // the decode simulations
       return 3;
     };
     std::stable_sort(row.variants.begin(), row.variants.end(),

@@ -96,10 +96,18 @@ std::string series_name(const SeriesKey& k, const std::vector<SeriesKey>& all) {
 std::string gnuplot_script(const Report& rep, PlotTerminal term) {
   if (rep.rows.empty()) throw Error("--plot: the report has no rows to plot");
   std::map<SeriesKey, std::vector<const Row*>> series;
+  // Decode rows are plotted against their (longest) context: seq_q is 1..8.
+  const bool decode = std::all_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.shape.decode; });
+  const auto x_of = [decode](const Row* r) { return decode ? r->shape.seq_kv : r->shape.seq_q; };
   for (const Row& r : rep.rows) {
     SeriesKey k{r.label, r.shape};
-    k.shape.seq_q = 0;
-    if (r.shape.seq_kv == r.shape.seq_q) k.shape.seq_kv = 0;
+    if (decode) {
+      k.shape.seq_kv = 0;
+      k.shape.context_lengths.clear();
+    } else {
+      k.shape.seq_q = 0;
+      if (r.shape.seq_kv == r.shape.seq_q) k.shape.seq_kv = 0;
+    }
     series[k].push_back(&r);
   }
   std::vector<SeriesKey> keys;
@@ -122,9 +130,9 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term) {
     s += "$s" + std::to_string(i) + " << EOD\n";
     auto rows = series[keys[i]];
     std::stable_sort(rows.begin(), rows.end(),
-                     [](const Row* a, const Row* b) { return a->shape.seq_q < b->shape.seq_q; });
+                     [&](const Row* a, const Row* b) { return x_of(a) < x_of(b); });
     for (const Row* r : rows) {
-      s += std::to_string(r->shape.seq_q);
+      s += std::to_string(x_of(r));
       for (const auto& id : ids) {
         const auto* v = r->variant(id);
         s += ' ';
@@ -145,9 +153,11 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term) {
   }
 
   s += "set logscale x 2\nset logscale y 10\nset grid\nset key outside right top\n";
-  s += "set xlabel 'sequence length Nq (tokens)'\nset format x '%.0f'\n";
+  s += decode ? "set xlabel 'context length Nkv (tokens; the longest of a ragged batch)'\nset format x '%.0f'\n"
+              : "set xlabel 'sequence length Nq (tokens)'\nset format x '%.0f'\n";
   if (timed) s += "set multiplot layout 2,1\n";
-  s += "set title 'HBM bytes per forward pass (reads + writes)'\n";
+  s += decode ? "set title 'HBM bytes per decode step (reads + writes)'\n"
+              : "set title 'HBM bytes per forward pass (reads + writes)'\n";
   s += "set ylabel 'bytes'\nset format y '%.0s %cB'\n";
   const std::size_t n = ids.size();
   std::string plot = "plot ";

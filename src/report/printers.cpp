@@ -42,6 +42,9 @@ std::string upper(std::string_view s) {
 }
 
 std::string seq_label(const Shape& s) {
+  if (s.decode)  // "1/≤131072 × 128": Nq new tokens against the (longest) context
+    return std::to_string(s.seq_q) + "/" + (ragged(s) ? "≤" : "") + std::to_string(s.seq_kv) + " × " +
+           std::to_string(s.head_dim);
   std::string r = std::to_string(s.seq_q);
   if (s.seq_kv != s.seq_q) {
     r += '/';
@@ -102,6 +105,36 @@ Varying varying(const std::vector<Row>& rows) {
   return v;
 }
 
+// A second title line for decode rows: what they count and where they sit on the roofline.
+std::string decode_title(const Report& rep) {
+  const Row* first = nullptr;
+  bool mixed = false;
+  for (const Row& r : rep.rows) {
+    if (!r.shape.decode) continue;
+    if (!first) first = &r;
+    mixed |= r.decode_sm_count != first->decode_sm_count || r.shape.page_size != first->shape.page_size;
+  }
+  if (!first) return {};
+  std::string t = "\nDecode rows: Nq new tokens per sequence against its KV cache (Nq/longest context × d); splits ";
+  t += first->shape.splits != 0 ? std::string("as given (--splits)")
+                                : "from FlashAttention's heuristic on " +
+                                      (mixed ? std::string("each row's") : std::to_string(first->decode_sm_count)) +
+                                      " SMs";
+  if (!mixed) t += "; pages of " + std::to_string(first->shape.page_size) + " tokens";
+  if (rep.roofline) {
+    double worst = 0;  // the highest decode intensity against its ridge
+    for (const Row& r : rep.rows)
+      if (const auto* f = r.shape.decode ? r.variant("decode_floor") : nullptr; f && r.ridge_point > 0)
+        worst = std::max(worst, f->intensity / r.ridge_point);
+    if (worst > 0 && worst < 1) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "; at most 1/%.0f of the ridge point: memory-bound", 1.0 / worst);
+      t += buf;
+    }
+  }
+  return t;
+}
+
 std::string title(const Report& rep, const Varying& v) {
   if (rep.rows.empty()) return "No shapes.";
   const Shape& s = rep.rows.front().shape;
@@ -120,9 +153,12 @@ std::string title(const Report& rep, const Varying& v) {
     for (std::size_t i = 0; i < parts.size(); ++i) who += (i ? ", " : "") + parts[i];
     who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
   }
-  std::string t = who + ", " + (v.pass ? std::string("by pass") : pass_title(s.pass)) + " (model";
+  const bool all_decode = std::all_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.shape.decode; });
+  std::string t = who + ", " + (all_decode ? std::string("one decode step") : v.pass ? std::string("by pass") : pass_title(s.pass)) + " (model";
   if (!v.dtype) t += ", " + upper(dtype_name(s.dtype));
-  if (!v.blocks) {
+  if (all_decode && !v.blocks) {
+    t += ", key blocks of " + std::to_string(s.block_cols);
+  } else if (!v.blocks) {
     t += ", blocks of " + std::to_string(s.block_rows);
     if (s.block_cols != s.block_rows) t += " × " + std::to_string(s.block_cols);
   }
@@ -148,7 +184,7 @@ std::string title(const Report& rep, const Varying& v) {
     }
     t += "; time = max(bytes / bandwidth, FLOPs / peak)";
   }
-  return t;
+  return t + decode_title(rep);
 }
 
 
@@ -168,6 +204,78 @@ std::string format_count(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
+}
+
+bool any_decode(const Report& rep) {
+  for (const Row& r : rep.rows)
+    if (r.shape.decode) return true;
+  return false;
+}
+
+// The decode rows' columns: context, splits per variant, KV bytes beside each
+// total, and how far below the ridge point decode sits.
+void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std::vector<std::string>& ids,
+                        const PrintOptions& opt) {
+  if (!any_decode(rep)) return;
+  cols.push_back({"Context tokens", true, [](const Row& r) {
+                    if (!r.shape.decode) return std::string("-");
+                    std::string t = std::to_string(total_context(r.shape));
+                    if (ragged(r.shape)) {
+                      const auto [lo, hi] =
+                          std::minmax_element(r.shape.context_lengths.begin(), r.shape.context_lengths.end());
+                      t += " (" + std::to_string(*lo) + ".." + std::to_string(*hi) + ")";
+                    }
+                    return t;
+                  }});
+  bool pages_vary = false;
+  const Row* first = nullptr;
+  for (const Row& r : rep.rows)
+    if (r.shape.decode) {
+      if (!first) first = &r;
+      pages_vary |= r.shape.page_size != first->shape.page_size;
+    }
+  if (pages_vary)
+    cols.push_back({"Page", true, [](const Row& r) {
+                      return r.shape.decode ? std::to_string(r.shape.page_size) : std::string("-");
+                    }});
+  for (const auto& id : ids) {
+    const auto v = parse_decode_variant(id);
+    if (!v || *v == DecodeVariant::floor) continue;
+    cols.push_back({"Splits: " + id, true, [id](const Row& r) {
+                      const auto* var = r.variant(id);
+                      return var && var->decode ? std::to_string(var->splits) : std::string("-");
+                    }});
+  }
+  for (const auto& id : ids) {
+    if (!parse_decode_variant(id)) continue;
+    cols.push_back({"KV: " + id, true, [id, units = opt.units](const Row& r) {
+                      const auto* var = r.variant(id);
+                      return var && var->decode ? format_bytes(var->decode->kv, units) : std::string("-");
+                    }});
+  }
+  for (const auto& id : ids) {
+    if (id.rfind("decode_", 0) != 0 || id.size() < 7 || id.substr(id.size() - 7) != "_l2_sim") continue;
+    const std::string base = id.substr(0, id.size() - 7);
+    cols.push_back({"L2 hit: " + base, true, [base](const Row& r) {
+                      if (r.l2_sim)
+                        for (const auto& x : r.l2_sim->decode)
+                          if (x.id == base) return format_percent(x.sim.hit_rate);
+                      return std::string("-");
+                    }});
+  }
+  if (std::find(ids.begin(), ids.end(), "decode_floor") == ids.end()) return;
+  // The floor's intensity is the best any decode kernel can reach.
+  cols.push_back({"FLOP/B (floor)", true, [](const Row& r) {
+                    const auto* var = r.shape.decode ? r.variant("decode_floor") : nullptr;
+                    if (!var) return std::string("-");
+                    std::string t = format_intensity(var->intensity);
+                    if (r.ridge_point > 0 && var->intensity > 0) {
+                      char buf[64];
+                      std::snprintf(buf, sizeof buf, " = ridge/%.0f", r.ridge_point / var->intensity);
+                      t += buf;
+                    }
+                    return t;
+                  }});
 }
 
 std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
@@ -210,6 +318,7 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
     cols.push_back({"L2 hit (standard)", true, [](const Row& r) {
                       return r.l2_sim ? format_percent(r.l2_sim->standard.hit_rate) : std::string("-");
                     }});
+  add_decode_columns(cols, rep, ids, opt);
   if (rep.roofline)
     for (const auto& id : ids)
       cols.push_back({"Time: " + id, true, [id](const Row& r) {
@@ -450,6 +559,20 @@ std::string render_csv(const Report& rep) {
     for (const auto& id : ids) out.append(",").append(csv_field("seconds_" + id));
     for (const auto& id : ids) out.append(",").append(csv_field("bound_" + id));
   }
+  // Decode rows: their own fields, last, so that other reports keep their columns.
+  const bool decode = any_decode(rep);
+  std::vector<std::string> decode_ids;
+  for (const auto& id : ids)
+    if (parse_decode_variant(id)) decode_ids.push_back(id);
+  if (decode) {
+    out += ",decode,context_tokens,context_lengths,splits_requested,page_size,decode_sm_count";
+    for (const auto& id : decode_ids)
+      for (const char* f : {"splits_", "kv_bytes_", "q_bytes_", "o_bytes_", "partial_bytes_", "block_table_bytes_"})
+        out.append(",").append(f).append(id);
+    if (l2)
+      for (const auto& id : decode_ids)
+        if (id != "decode_floor") out.append(",l2_hit_rate_").append(id);
+  }
   out += "\n";
   for (const Row& r : rep.rows) {
     const Shape& s = r.shape;
@@ -470,7 +593,7 @@ std::string render_csv(const Report& rep) {
       const auto* v = r.variant(id);
       out.append(",").append(v ? csv_number(v->intensity) : std::string());
     }
-    if (l2 && r.l2_sim) {
+    if (l2 && r.l2_sim && r.l2_sim->decode.empty()) {
       const L2SimDetail& d = *r.l2_sim;
       out += "," + std::to_string(d.l2_bytes) + "," + std::to_string(d.sm_count) + "," +
              std::to_string(d.ctas_per_sm) + "," + csv_field(d.order) + "," + csv_number(d.flash.hit_rate) + "," +
@@ -499,6 +622,43 @@ std::string render_csv(const Report& rep) {
         out += ",";
         if (v && v->prediction) out += bound_name(v->prediction->bound);
       }
+    }
+    if (decode) {
+      if (s.decode) {
+        std::string lengths;  // ';'-separated: one field
+        for (auto l : s.context_lengths) {
+          if (!lengths.empty()) lengths += ';';
+          lengths += std::to_string(l);
+        }
+        out += ",true," + std::to_string(total_context(s)) + "," + lengths + "," + std::to_string(s.splits) + "," +
+               std::to_string(s.page_size) + "," + std::to_string(r.decode_sm_count);
+      } else {
+        out += ",false,,,,,";
+      }
+      for (const auto& id : decode_ids) {
+        const auto* v = r.variant(id);
+        if (!v || !v->decode) {
+          out += ",,,,,,";
+          continue;
+        }
+        for (auto x : {v->splits, v->decode->kv, v->decode->q, v->decode->o, v->decode->partials,
+                       v->decode->block_table}) {
+          out += ',';
+          out += std::to_string(x);
+        }
+      }
+      if (l2)
+        for (const auto& id : decode_ids) {
+          if (id == "decode_floor") continue;
+          out += ',';
+          if (r.l2_sim)
+            for (const auto& x : r.l2_sim->decode)
+              if (x.id == id) {
+                char buf[64];
+                std::snprintf(buf, sizeof buf, "%.17g", x.sim.hit_rate);
+                out += buf;
+              }
+        }
     }
     out += "\n";
   }

@@ -96,6 +96,13 @@ std::string variant_label(std::string_view id) {
   if (id == "flash1_no_l2") return "FlashAttention-1 order, no L2 reuse";
   if (id == "flash_l2_sim") return "FlashAttention, simulated L2";
   if (id == "standard_l2_sim") return "Standard, simulated L2";
+  if (id == "decode_floor") return "Decode: KV once (floor)";
+  if (id == "decode_split") return "Decode: split-KV, GQA packed";
+  if (id == "decode_split_unpacked") return "Decode: split-KV, one CTA per head";
+  if (id == "decode_paged") return "Decode: paged KV";
+  if (id == "decode_split_l2_sim") return "Decode split, simulated L2";
+  if (id == "decode_split_unpacked_l2_sim") return "Decode unpacked, simulated L2";
+  if (id == "decode_paged_l2_sim") return "Decode paged, simulated L2";
   return std::string(id);
 }
 

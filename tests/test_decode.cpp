@@ -1,0 +1,510 @@
+// Decode attention (decode.hpp): hand counts, FlashAttention's split heuristic,
+// a tile-by-tile walk on random shapes, the L2 simulation's invariants, and the
+// published decode figures as roofline predictions.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <list>
+#include <map>
+#include <random>
+#include <set>
+
+#include "hbmscope/animations.hpp"
+#include "hbmscope/decode.hpp"
+#include "hbmscope/decode_walk.hpp"
+#include "hbmscope/device_config.hpp"
+#include "hbmscope/error.hpp"
+#include "hbmscope/json_report.hpp"
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/plot.hpp"
+#include "hbmscope/roofline.hpp"
+#include "hbmscope/sweep.hpp"
+#include "hbmscope/sweep_config.hpp"
+
+using namespace hbmscope;
+
+namespace {
+
+Shape decode_shape(std::uint64_t batch, std::uint64_t h, std::uint64_t hkv, std::uint64_t l, std::uint64_t d = 128) {
+  Shape s;
+  s.decode = true;
+  s.batch = batch;
+  s.heads = h;
+  s.kv_heads = hkv;
+  s.seq_q = 1;
+  s.seq_kv = l;
+  s.head_dim = d;
+  return s;
+}
+
+// The walk: every CTA of the split kernel and every key block or page it
+// reads, counted one by one from the definitions (docs/model.md), with no
+// closed form and no helper of decode.hpp but context_length.
+DecodeBytes walk(const Shape& s, DecodeVariant v, std::uint64_t splits) {
+  const std::uint64_t e = elem_bytes(s.dtype), d = s.head_dim, G = s.heads / s.kv_heads;
+  DecodeBytes r;
+  r.o = s.batch * s.heads * s.seq_q * d * e;
+  if (v == DecodeVariant::floor) {
+    for (std::uint64_t b = 0; b < s.batch; ++b) r.kv += 2 * context_length(s, b) * s.kv_heads * d * e;
+    r.q = r.o;
+    r.total = r.kv + r.q + r.o;
+    return r;
+  }
+  const bool packed = v != DecodeVariant::split_unpacked;
+  const std::uint64_t grid_heads = packed ? s.kv_heads : s.heads;
+  const std::uint64_t rows_per_head = packed ? s.seq_q * G : s.seq_q;
+  std::uint64_t longest = 0;
+  for (std::uint64_t b = 0; b < s.batch; ++b) longest = std::max(longest, context_length(s, b));
+  std::uint64_t key_blocks = 0;
+  for (std::uint64_t k = 0; k < longest; k += s.block_cols) ++key_blocks;
+  std::uint64_t per_split = 0;  // the fewest blocks that give every split its share
+  while (per_split * splits < key_blocks) ++per_split;
+  for (std::uint64_t b = 0; b < s.batch; ++b)
+    for (std::uint64_t hh = 0; hh < grid_heads; ++hh)
+      for (std::uint64_t row0 = 0; row0 < rows_per_head; row0 += 64)
+        for (std::uint64_t j = 0; j < splits; ++j) {
+          const std::uint64_t rows = std::min<std::uint64_t>(64, rows_per_head - row0);
+          const std::uint64_t len = context_length(s, b);
+          const std::uint64_t begin = j * per_split * s.block_cols;
+          const std::uint64_t end = std::min(len, (j + 1) * per_split * s.block_cols);
+          if (splits > 1) r.partials += 2 * rows * (4 * d + 4);  // written, then read by the combine
+          if (begin >= end) continue;
+          r.q += rows * d * e;
+          std::set<std::uint64_t> pages;
+          for (std::uint64_t k = begin; k < end; ++k) {
+            if (v == DecodeVariant::paged) pages.insert(k / s.page_size);
+            else r.kv += 2 * d * e;  // this key's K and V row
+          }
+          r.kv += pages.size() * s.page_size * 2 * d * e;
+          r.block_table += pages.size() * 4;
+        }
+  r.total = r.kv + r.q + r.o + r.partials + r.block_table;
+  return r;
+}
+
+void require_same(const DecodeBytes& a, const DecodeBytes& b) {
+  CHECK(a.kv == b.kv);
+  CHECK(a.q == b.q);
+  CHECK(a.o == b.o);
+  CHECK(a.partials == b.partials);
+  CHECK(a.block_table == b.block_table);
+  REQUIRE(a.total == b.total);
+}
+
+}  // namespace
+
+TEST_CASE("decode: hand counts on the flash-decoding shape", "[decode]") {
+  // B = 1, L = 65536, 16 query heads on 2 kv heads, d = 128, bf16.
+  const Shape s = decode_shape(1, 16, 2, 65536);
+  const DecodeBytes f = decode_bytes(s, DecodeVariant::floor, 1);
+  CHECK(f.kv == 2ull * 65536 * 2 * 128 * 2);  // 67,108,864
+  CHECK(f.q == 16 * 128 * 2);
+  CHECK(f.o == 16 * 128 * 2);
+  CHECK(f.total == 67'117'056);
+  // 108 SMs (the A100): 2 packed CTAs per split, 216 slots, 512 key blocks.
+  CHECK(decode_ctas_per_split(s, DecodeVariant::split) == 2);
+  REQUIRE(decode_splits(s, DecodeVariant::split, 108) == 103);
+  const DecodeBytes sp = decode_bytes(s, DecodeVariant::split, 103);
+  CHECK(sp.kv == f.kv);
+  CHECK(sp.partials == 2ull * 103 * 16 * (4 * 128 + 4));  // 1,700,736
+  CHECK(sp.q == 103ull * 16 * 128 * 2);                     // 5 blocks a split: all 103 read keys
+  CHECK(sp.total == 69'235'584);
+  // Unpacked: each kv head read by its 8 query heads.
+  const DecodeBytes un = decode_bytes(s, DecodeVariant::split_unpacked, 103);
+  CHECK(un.kv == 8 * f.kv);
+  // Paged, 16 tokens a page: 640-token splits hold whole pages: 4096 pages, 2 kv-head CTAs each.
+  const DecodeBytes pg = decode_bytes(s, DecodeVariant::paged, 103);
+  CHECK(pg.kv == f.kv);
+  CHECK(pg.block_table == 4096ull * 2 * 4);
+  CHECK(pg.total == 69'268'352);
+  // One split: no partials, no combine.
+  CHECK(decode_bytes(s, DecodeVariant::split, 1).total == f.total);
+}
+
+TEST_CASE("decode: odd page sizes and splits that do not divide the length", "[decode]") {
+  Shape s = decode_shape(1, 4, 4, 1000);
+  s.page_size = 7;
+  // 8 key blocks of 128 in 3 splits of 3 blocks: [0,384) [384,768) [768,1000).
+  CHECK(blocks_per_split(s, 3) == 3);
+  CHECK(split_key_range(s, 3, 0, 2).begin == 768);
+  CHECK(split_key_range(s, 3, 0, 2).end == 1000);
+  // Pages 0..54 (55), 54..109 (56), 109..142 (34): pages 54 and 109 read twice.
+  const DecodeBytes pg = decode_bytes(s, DecodeVariant::paged, 3);
+  CHECK(pg.kv == 145ull * 7 * 2 * 4 * 128 * 2);
+  CHECK(pg.block_table == 145ull * 4 * 4);
+  // 6 splits of 2 blocks: the last two have no keys but still write partials.
+  CHECK(split_key_range(s, 6, 0, 4).empty());
+  const DecodeBytes sp = decode_bytes(s, DecodeVariant::split, 6);
+  CHECK(sp.q == 4ull * 4 * 128 * 2);
+  CHECK(sp.partials == 2ull * 6 * 4 * (4 * 128 + 4));
+}
+
+TEST_CASE("decode: ragged batches are summed exactly", "[decode]") {
+  Shape s = decode_shape(3, 32, 8, 131072);
+  s.context_lengths = {512, 4096, 131072};
+  validate(s);
+  CHECK(total_context(s) == 135680);
+  CHECK(ragged(s));
+  CHECK(decode_bytes(s, DecodeVariant::floor, 1).kv == 135680ull * 2 * 8 * 128 * 2);
+  CHECK(decode_flops(s) == 4ull * 32 * 128 * 135680);
+  s.causal = true;
+  s.seq_q = 4;
+  CHECK(decode_flops(s) == 4ull * 32 * 128 * (4 * 135680 - 3 * 6));  // 6 pairs masked a sequence
+}
+
+TEST_CASE("decode: FlashAttention's split heuristic", "[decode]") {
+  CHECK(num_splits_heuristic(212, 264, 1000, 128) == 1);  // 212 >= 0.8 * 264: no split
+  CHECK(num_splits_heuristic(211, 264, 1000, 128) > 1);
+  CHECK(num_splits_heuristic(2, 216, 512, 128) == 103);
+  // 8 CTAs on 264 slots, 64 blocks: 32 splits (0.97 efficiency; 22 gives 0.67,
+  // 33 gives the same blocks per split as 32 and is not eligible).
+  CHECK(num_splits_heuristic(8, 264, 64, 128) == 32);
+  CHECK(num_splits_heuristic(8, 264, 1, 128) == 1);
+  // The cap: never more than 128, the slots or the blocks.
+  CHECK(num_splits_heuristic(1, 100000, 100000, 128) <= 128);
+  // decode_splits: --splits wins; the SM count is doubled (two CTAs an SM).
+  Shape s = decode_shape(1, 32, 8, 8192);
+  CHECK(decode_splits(s, DecodeVariant::split, 132) ==
+        num_splits_heuristic(8, 264, 64, 128));
+  CHECK(decode_splits(s, DecodeVariant::split_unpacked, 132) == num_splits_heuristic(32, 264, 64, 128));
+  s.splits = 5;
+  CHECK(decode_splits(s, DecodeVariant::split, 132) == 5);
+  CHECK(decode_splits(s, DecodeVariant::floor, 132) == 1);
+  CHECK_THROWS_AS(decode_splits(decode_shape(1, 1, 1, 10), DecodeVariant::split, 0), Error);
+}
+
+TEST_CASE("decode: the closed forms equal a key-by-key walk on random shapes", "[decode]") {
+  std::mt19937_64 rng(13);
+  auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 150; ++trial) {
+    const std::uint64_t hkv = pick(1, 3), group = std::vector<std::uint64_t>{1, 2, 4, 8, 16}[pick(0, 4)];
+    Shape s = decode_shape(pick(1, 4), hkv * group, hkv, 1, std::vector<std::uint64_t>{64, 96, 128}[pick(0, 2)]);
+    s.seq_q = pick(1, 8);
+    s.block_cols = std::vector<std::uint64_t>{16, 32, 64, 100, 128}[pick(0, 4)];
+    s.page_size = std::vector<std::uint64_t>{1, 3, 7, 16, 33, 128, 256}[pick(0, 6)];
+    s.dtype = pick(0, 1) ? Dtype::bf16 : Dtype::fp8;
+    if (pick(0, 1)) {
+      for (std::uint64_t b = 0; b < s.batch; ++b) s.context_lengths.push_back(pick(s.seq_q, 3000));
+      s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+    } else {
+      s.seq_kv = pick(s.seq_q, 3000);
+    }
+    s.causal = pick(0, 1) == 1;
+    validate(s);
+    const std::uint64_t splits = pick(0, 2) == 0 ? decode_splits(s, DecodeVariant::split, pick(1, 140)) : pick(1, 40);
+    INFO(describe(s) << ", " << splits << " splits");
+    for (DecodeVariant v : all_decode_variants) {
+      INFO(decode_variant_id(v));
+      require_same(decode_bytes(s, v, splits), walk(s, v, splits));
+    }
+    // The L2 simulation: no L2 is the variant's own count; an L2 never goes
+    // below the floor nor above no L2, and more L2 never costs more.
+    L2SimConfig c;
+    c.sm_count = static_cast<std::uint32_t>(pick(1, 16));
+    c.ctas_per_sm = static_cast<std::uint32_t>(pick(1, 2));
+    const std::uint64_t floor = decode_bytes(s, DecodeVariant::floor, 1).total;
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged}) {
+      INFO(decode_variant_id(v));
+      const std::uint64_t no_l2 = decode_bytes(s, v, splits).total;
+      c.l2_bytes = 0;
+      CHECK(decode_l2_sim(s, v, splits, c).dram_bytes == no_l2);
+      const std::vector<std::uint64_t> caps{0, 1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 24, 1ull << 40};
+      const auto curve = decode_l2_curve(s, v, splits, c, caps);
+      CHECK(curve.front() == no_l2);
+      for (std::size_t i = 1; i < curve.size(); ++i) CHECK(curve[i] <= curve[i - 1]);
+      CHECK(curve.back() >= floor);
+      c.l2_bytes = 1 << 20;
+      const auto r = decode_l2_sim(s, v, splits, c);
+      CHECK(r.dram_bytes == curve[4]);
+      CHECK(r.dram_bytes >= floor);
+      CHECK(r.dram_bytes <= no_l2);
+      CHECK(r.dram_bytes >= r.min_dram_bytes);
+      CHECK(decode_l2_sim_accesses(s, v, splits) >= [&] {
+        std::uint64_t n = 0;
+        for_each_decode_l2_access(s, v, splits, c, [&](const L2Access& a) { n += a.kind != L2Access::Kind::forget; });
+        return n;
+      }());
+    }
+  }
+}
+
+TEST_CASE("decode: the simulation's GQA re-reads and partials hit a large L2", "[decode][l2sim]") {
+  const Shape s = decode_shape(2, 32, 8, 8192);
+  L2SimConfig c;
+  c.l2_bytes = 60ull << 20;
+  c.sm_count = 132;
+  // Unpacked: 4 query heads' CTAs of one kv head run side by side, so 3 of every
+  // 4 KV reads hit; the total comes down to near the packed kernel's.
+  const std::uint64_t splits = 4;
+  const auto un = decode_l2_sim(s, DecodeVariant::split_unpacked, splits, c);
+  const auto no_l2 = decode_bytes(s, DecodeVariant::split_unpacked, splits);
+  CHECK(un.l2_hit_rate > 0.7);
+  CHECK(un.dram_bytes < no_l2.total / 3);
+  // Partials written by the split kernel are read back from L2 by the combine.
+  const auto sp = decode_l2_sim(s, DecodeVariant::split, splits, c);
+  const auto sp_bytes = decode_bytes(s, DecodeVariant::split, splits);
+  CHECK(sp.dram_bytes <= sp_bytes.total - sp_bytes.partials / 2);
+  // An L2 of zero: every re-read misses.
+  c.l2_bytes = 0;
+  CHECK(decode_l2_sim(s, DecodeVariant::split_unpacked, splits, c).dram_bytes == no_l2.total);
+  CHECK_THROWS_AS(decode_l2_sim(s, DecodeVariant::floor, 1, c), Error);
+}
+
+TEST_CASE("decode: shapes the model refuses", "[decode]") {
+  Shape s = decode_shape(2, 8, 8, 100);
+  s.seq_q = 9;
+  CHECK_THROWS_WITH(validate(s), Catch::Contains("1 to 8 new tokens"));
+  s.seq_q = 1;
+  s.context_lengths = {100};
+  CHECK_THROWS_WITH(validate(s), Catch::Contains("1 lengths for batch 2"));
+  s.context_lengths = {100, 50};
+  s.seq_kv = 99;
+  CHECK_THROWS_WITH(validate(s), Catch::Contains("longest context length"));
+  s.seq_kv = 100;
+  validate(s);
+  s.causal = true;
+  s.seq_q = 60;
+  CHECK_THROWS(validate(s));
+  s = decode_shape(1, 8, 8, 100);
+  s.page_size = 0;
+  CHECK_THROWS_WITH(validate(s), Catch::Contains("page-size"));
+  Shape p;
+  p.splits = 4;
+  CHECK_THROWS_WITH(validate(p), Catch::Contains("decode rows only"));
+  // A count past 2^64 is refused, never wrapped.
+  Shape big = decode_shape(1ull << 40, 128, 8, 1ull << 40);
+  CHECK_THROWS_WITH(decode_bytes(big, DecodeVariant::floor, 1), Catch::Contains("overflow"));
+}
+
+TEST_CASE("decode: rows, sweeps and JSON", "[decode][report]") {
+  SweepAxes a;
+  a.decode = true;
+  a.seq = {1};
+  a.head_dim = {128};
+  a.heads = {32};
+  a.kv_heads = {8};
+  a.context_lengths = {{512, 4096, 131072}, {4096, 4096}};
+  a.splits = {0, 7};
+  a.page_size = {16, 7};
+  const auto shapes = expand(a);
+  REQUIRE(shapes.size() == 8);
+  CHECK(shapes[0].batch == 3);
+  CHECK(shapes[0].seq_kv == 131072);
+  CHECK(shapes[4].context_lengths.empty());  // equal lengths: a dense batch
+  CHECK(shapes[4].batch == 2);
+  ModelOptions mo;
+  mo.sm_count = 108;
+  Report rep;
+  rep.rows = model_rows(shapes, mo, {});
+  const Row& r = rep.rows[0];
+  REQUIRE(r.variants.size() == 4);
+  CHECK(r.variants[1].id == "decode_split");
+  CHECK(r.variants[1].splits == decode_splits(shapes[0], DecodeVariant::split, 108));
+  CHECK(r.decode_sm_count == 108);
+  // Through JSON and back: shapes, splits and the bytes by operand.
+  const Report back = report_from_json(report_to_json(rep), "test");
+  REQUIRE(back.rows.size() == rep.rows.size());
+  for (std::size_t i = 0; i < rep.rows.size(); ++i) {
+    CHECK(back.rows[i].shape == rep.rows[i].shape);
+    for (std::size_t k = 0; k < rep.rows[i].variants.size(); ++k) {
+      CHECK(back.rows[i].variants[k].id == rep.rows[i].variants[k].id);
+      CHECK(back.rows[i].variants[k].splits == rep.rows[i].variants[k].splits);
+      REQUIRE(back.rows[i].variants[k].decode);
+      CHECK(back.rows[i].variants[k].decode->kv == rep.rows[i].variants[k].decode->kv);
+    }
+  }
+  // A prefill shape keeps its numbers and its JSON.
+  Shape prefill;
+  CHECK(report_to_json(Report{"model", {model_row(prefill)}, {}, {}, {}})["rows"][0]["shape"].count("decode") == 0);
+  SweepAxes bad;
+  bad.splits = {4};
+  CHECK_THROWS_WITH(expand(bad), Catch::Contains("decode rows only"));
+}
+
+TEST_CASE("decode: published figures as roofline predictions", "[decode][roofline]") {
+  // Each published point: its shape, device, time (s) and the KV bandwidth it
+  // quotes (bytes/s). Our KV bytes over the time must give that bandwidth (the
+  // byte count agrees with theirs), and no point may beat the roofline.
+  struct Point {
+    const char* device;
+    std::uint64_t batch, heads, kv_heads, len, page;
+    double seconds, quoted_bw;
+  };
+  const Point points[] = {
+      {"a100-80gb-sxm", 1, 16, 2, 65536, 0, 64.4e-6, 1.04e12},     // flash-decoding
+      {"a100-80gb-sxm", 1, 16, 2, 131072, 0, 106.6e-6, 1.26e12},   // flash-decoding
+      {"h100-sxm", 16, 32, 32, 4000, 8, 567e-6, 1.85e12},          // FA3 paged, page 8
+      {"h200", 32, 32, 8, 4096, 0, 135e-6, 3.99e12},               // GQA decode
+      {"h200", 8, 32, 8, 32768, 0, 257e-6, 4.19e12},               // GQA decode
+  };
+  for (const Point& p : points) {
+    Shape s = decode_shape(p.batch, p.heads, p.kv_heads, p.len);
+    if (p.page) s.page_size = p.page;
+    const DeviceSpec dev = find_device(p.device);
+    Report rep;
+    ModelOptions mo;
+    mo.sm_count = dev.sm_count;
+    rep.rows = {model_row(s, mo)};
+    add_predictions(rep, dev, 1.0);
+    const Row& r = rep.rows[0];
+    const auto& floor = *r.variant("decode_floor");
+    const auto& kernel = *r.variant(p.page ? "decode_paged" : "decode_split");
+    INFO(describe(s) << " on " << dev.name);
+    CHECK(static_cast<double>(floor.decode->kv) / p.seconds == Approx(p.quoted_bw).epsilon(0.01));
+    const double kv_time = static_cast<double>(floor.decode->kv) / dev.bandwidth;
+    CHECK(p.seconds >= kv_time);
+    CHECK(p.seconds >= kernel.prediction->seconds);
+    CHECK(kernel.prediction->bound == Bound::memory);
+    CHECK(floor.intensity < r.ridge_point / 15);  // decode sits far below the ridge
+  }
+  // FlashAttention 2.0.9, no split, L = 65536: 2.3 ms, 70x the roofline: one
+  // split gives 2 CTAs for 108 SMs, which a bandwidth roofline cannot see.
+  Shape s = decode_shape(1, 16, 2, 65536);
+  s.splits = 1;
+  CHECK(static_cast<double>(decode_bytes(s, DecodeVariant::split, 1).total) / find_device("a100-80gb-sxm").bandwidth < 2.3e-3 / 50);
+}
+
+TEST_CASE("decode: walk --decode reaches the closed forms", "[decode][animations]") {
+  std::mt19937_64 rng(7);
+  auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::uint64_t hkv = pick(1, 4);
+    Shape s = decode_shape(pick(1, 5), hkv * pick(1, 16), hkv, 1);  // G up to 16: two row blocks
+    s.seq_q = pick(1, 8);
+    s.block_cols = std::vector<std::uint64_t>{32, 64, 128}[pick(0, 2)];
+    s.page_size = pick(1, 300);
+    for (std::uint64_t b = 0; b < s.batch; ++b) s.context_lengths.push_back(pick(8, 20000));
+    s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+    const std::uint64_t splits = pick(1, 50);
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged}) {
+      INFO(describe(s) << ", " << decode_variant_id(v) << ", " << splits << " splits");
+      std::uint64_t frames = 0, last_total = 0;
+      DecodeWalkFrame final_frame;
+      decode_walk_frames(s, v, splits, true, [&](const DecodeWalkFrame& f) {
+        ++frames;
+        CHECK(f.moved.total >= last_total);  // counters only grow
+        last_total = f.moved.total;
+        if (f.final) final_frame = f;
+      });
+      CHECK(frames == blocks_per_split(s, splits) + (splits > 1 ? 1 : 0));
+      REQUIRE(final_frame.final);
+      require_same(final_frame.moved, decode_bytes(s, v, splits));
+      CHECK(final_frame.floor_total == decode_bytes(s, DecodeVariant::floor, 1).total);
+      const std::string text = render_decode_walk_frame(final_frame, TermStyle{});
+      CHECK(text.find("Total (" + std::string(decode_variant_id(v)) + ")") != std::string::npos);
+      CHECK(text.find('\x1b') == std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(decode_walk_frames(decode_shape(1, 1, 1, 10), DecodeVariant::floor, 1, false,
+                                     [](const DecodeWalkFrame&) {}),
+                  Error);
+}
+
+TEST_CASE("decode: configs/sweeps/decode.json", "[decode][sweep_config]") {
+  const SweepConfig c = find_sweep_config("decode");
+  const LabelledShapes all = expand(c);
+  REQUIRE(all.shapes.size() == 2 * 5 * 8);  // 2 models x batch 1..256 (x4) x context 1K..128K (x2)
+  CHECK(all.labels.front() == "Llama-3 8B");
+  CHECK(all.labels.back() == "Llama-3 70B");
+  for (const Shape& s : all.shapes) {
+    CHECK(s.decode);
+    CHECK(s.seq_q == 1);
+    CHECK(s.head_dim == 128);
+    CHECK(s.kv_heads == 8);
+    CHECK(s.page_size == 16);
+  }
+  CHECK(all.shapes.front().batch == 1);
+  CHECK(all.shapes.front().seq_kv == 1024);
+  CHECK(all.shapes.back().batch == 256);
+  CHECK(all.shapes.back().seq_kv == 131072);
+  // Config errors name the key.
+  CHECK_THROWS_WITH(sweep_config_from_json(nlohmann::json::parse(R"({"axes": {"seq": 1, "head_dim": 128, "splits": 4}})"), "t"),
+                    Catch::Contains("need \"decode\": true"));
+  CHECK_THROWS_WITH(sweep_config_from_json(nlohmann::json::parse(R"({"axes": {"decode": true, "seq": 1, "head_dim": 128, "context_lengths": [[]]}})"), "t"),
+                    Catch::Contains("context_lengths[0]"));
+  const SweepConfig ragged = sweep_config_from_json(
+      nlohmann::json::parse(R"({"axes": {"decode": true, "seq": 1, "head_dim": 128, "context_lengths": [[512, "4K"], [7, 7]]}})"), "t");
+  const auto rs = expand(ragged).shapes;
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].context_lengths == std::vector<std::uint64_t>{512, 4096});
+  CHECK(rs[1].context_lengths.empty());
+  CHECK(rs[1].batch == 2);
+}
+
+namespace {
+// A plain LRU over whole objects (the oracle): an object larger than the L2 is
+// not kept; forget leaves the object cached (its id is never reused here).
+struct Lru {
+  explicit Lru(std::uint64_t c) : capacity(c) {}
+  std::uint64_t capacity, used = 0, dram = 0, anon = 1ull << 40;
+  std::list<std::uint64_t> order;
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::list<std::uint64_t>::iterator>> in;
+  bool touch(std::uint64_t k, std::uint64_t bytes) {
+    bool hit = false;
+    if (auto it = in.find(k); it != in.end()) {
+      hit = true;
+      used -= it->second.first;
+      order.erase(it->second.second);
+      in.erase(it);
+    }
+    order.push_front(k);
+    in[k] = {bytes, order.begin()};
+    used += bytes;
+    while (used > capacity) {
+      used -= in[order.back()].first;
+      in.erase(order.back());
+      order.pop_back();
+    }
+    return hit;
+  }
+  void operator()(const L2Access& a) {
+    const std::uint64_t k = a.obj == l2_once_only ? anon++ : a.obj;
+    if (a.kind == L2Access::Kind::read && (!a.allocate || !touch(k, a.bytes))) dram += a.bytes;
+    if (a.kind == L2Access::Kind::write) {
+      dram += a.bytes;
+      if (a.allocate) touch(k, a.bytes);
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("decode: the simulation's stack distances equal a plain LRU", "[decode][l2sim]") {
+  std::mt19937_64 rng(99);
+  auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::uint64_t hkv = pick(1, 3);
+    Shape s = decode_shape(pick(1, 3), hkv * pick(1, 4), hkv, 1, 64);
+    s.seq_q = pick(1, 4);
+    s.block_cols = 64;
+    s.page_size = pick(1, 100);
+    for (std::uint64_t b = 0; b < s.batch; ++b) s.context_lengths.push_back(pick(1, 2000));
+    s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+    const std::uint64_t splits = pick(1, 12);
+    L2SimConfig c;
+    c.sm_count = static_cast<std::uint32_t>(pick(1, 8));
+    c.ctas_per_sm = static_cast<std::uint32_t>(pick(1, 2));
+    c.q_o_allocate = pick(0, 1) == 1;
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged})
+      for (std::uint64_t cap : {std::uint64_t{0}, std::uint64_t{20000}, std::uint64_t{300000}, std::uint64_t{4} << 20}) {
+        INFO(describe(s) << ", " << decode_variant_id(v) << ", " << splits << " splits, L2 " << cap);
+        Lru lru(cap);
+        for_each_decode_l2_access(s, v, splits, c, [&](const L2Access& a) { lru(a); });
+        c.l2_bytes = cap;
+        REQUIRE(decode_l2_sim(s, v, splits, c).dram_bytes == lru.dram);
+      }
+  }
+}
+
+TEST_CASE("decode: charts plot decode rows against their context", "[decode][plot]") {
+  std::vector<Shape> shapes;
+  for (std::uint64_t l : {1024, 4096, 16384}) shapes.push_back(decode_shape(1, 32, 8, l));
+  Report rep;
+  rep.rows = model_rows(shapes, ModelOptions{}, {});
+  const std::string script = gnuplot_script(rep, PlotTerminal::dumb);
+  CHECK(script.find("context length Nkv") != std::string::npos);
+  CHECK(script.find("per decode step") != std::string::npos);
+  // One series: the three rows, by context length.
+  CHECK(script.find("\n1024 ") != std::string::npos);
+  CHECK(script.find("\n16384 ") != std::string::npos);
+  CHECK(script.find("$s1") == std::string::npos);
+}
