@@ -2,7 +2,9 @@
 # Installs what hbmscope needs on Debian 12, only what is missing (a second run
 # installs nothing). The CUDA toolkit is optional and not installed here.
 set -euo pipefail
-pkgs=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev catch2 gnuplot-nox python3 tmux)
+# clang and its runtimes (libclang-rt-14-dev: ASan, UBSan, libFuzzer) build the
+# sanitizer suite and the fuzzers that ctest runs (tests/sanitize.cmake).
+pkgs=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev catch2 gnuplot-nox python3 tmux clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

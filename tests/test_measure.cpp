@@ -2,7 +2,10 @@
 // figures, report rows through a fake backend, the no-GPU backend, and how
 // printers show measurements.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "hbmscope/backend.hpp"
 #include "hbmscope/config.hpp"
@@ -194,9 +197,35 @@ TEST_CASE("the no-GPU backend refuses with its reason", "[measure][no-gpu]") {
   CHECK_THROWS_AS(b->run(note_shape(), KernelKind::flash, {}), Error);
 }
 
+namespace {
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The CUDA plugin this build made, where there is one.
+const char* built_plugin() {
+#ifdef HBMSCOPE_TEST_CUDA_PLUGIN
+  return HBMSCOPE_TEST_CUDA_PLUGIN;
+#else
+  return "";
+#endif
+}
+}  // namespace
+
 TEST_CASE("make_backend on this machine", "[measure][no-gpu]") {
   // CI has no GPU: make_backend must give the no-GPU backend with a one-line
   // reason. (On a machine with a device this checks the device instead.)
+  ScopedEnv plugin("HBMSCOPE_CUDA_PLUGIN", built_plugin());
   auto b = make_backend(0);
   if (!b->available()) {
     const std::string why = b->unavailable_reason();
@@ -209,6 +238,25 @@ TEST_CASE("make_backend on this machine", "[measure][no-gpu]") {
   }
   auto none = make_backend(1 << 20);
   CHECK_FALSE(none->available());
+}
+
+TEST_CASE("without CUDA, measure says why and how to get it", "[measure][no-gpu]") {
+  if (config::have_cuda) {
+    // A CUDA build whose plugin cannot be found or opened: one line naming it.
+    ScopedEnv plugin("HBMSCOPE_CUDA_PLUGIN", "/nonexistent/libhbmscope_cuda.so");
+    auto b = make_backend(0);
+    REQUIRE_FALSE(b->available());
+    const std::string why = b->unavailable_reason();
+    CHECK_THAT(why, Catch::StartsWith("no CUDA device: cannot load the CUDA backend '/nonexistent/libhbmscope_cuda.so': "));
+    CHECK(why.find('\n') == std::string::npos);
+  } else {
+    auto b = make_backend(0);
+    REQUIRE_FALSE(b->available());
+    const std::string why = b->unavailable_reason();
+    CHECK_THAT(why, Catch::Contains("install the CUDA toolkit and reconfigure"));
+    CHECK_THAT(why, Catch::Contains("-DHBMSCOPE_CUDA=ON"));
+    CHECK(why.find('\n') == std::string::npos);
+  }
 }
 
 TEST_CASE("floor reference adds Q, K and V", "[measure]") {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "hbmscope/reference.hpp"
 
@@ -103,4 +105,32 @@ TEST_CASE("reference runs the oracle size 2 x 4 heads x 1024 x 128 (timed in ben
   std::vector<float> o(q_elements(s), NAN), lse(lse_elements(s), NAN);
   attention_naive(s, default_scale(s), in.q, in.k, in.v, o, lse);
   for (float x : o) REQUIRE(std::isfinite(x));
+}
+
+TEST_CASE("fp16 rounding is IEEE binary16, round-to-nearest-even", "[reference]") {
+  const auto h = [](float x) { return round_to_dtype(x, Dtype::fp16); };
+  CHECK(h(1.0f + 0x1p-11f) == 1.0f);                        // tie, to even
+  CHECK(h(1.0f + 3 * 0x1p-11f) == 1.0f + 0x1p-9f);          // tie, to even
+  CHECK(h(1.0f + 0x1p-10f) == 1.0f + 0x1p-10f);             // exact
+  CHECK(h(65504.f) == 65504.f);                             // the largest half
+  CHECK(h(65519.f) == 65504.f);
+  CHECK(std::isinf(h(65520.f)));                            // tie past the largest: infinity
+  CHECK(h(-65520.f) == -INFINITY);
+  CHECK(h(0x1p-24f) == 0x1p-24f);                           // the smallest subnormal
+  CHECK(h(0x1p-25f) == 0.0f);                               // tie, to even (zero)
+  CHECK(h(3 * 0x1p-25f) == 0x1p-23f);
+  CHECK(h(0x1p-14f + 0x1p-25f) == 0x1p-14f);                // just above the normal range
+  CHECK(std::signbit(h(-0x1p-30f)));
+  CHECK(std::isnan(h(NAN)));
+#ifdef __FLT16_MAX__
+  // Where the compiler has _Float16, agree with it bit for bit on many floats.
+  std::uint32_t u = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    u = u * 1664525u + 1013904223u;
+    const float x = std::bit_cast<float>(u);
+    if (std::isnan(x)) continue;
+    const float want = static_cast<float>(static_cast<_Float16>(x));
+    if (std::bit_cast<std::uint32_t>(h(x)) != std::bit_cast<std::uint32_t>(want)) FAIL("x = " << x);
+  }
+#endif
 }

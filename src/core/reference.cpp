@@ -126,13 +126,30 @@ float round_to_e4m3(float x) {
   r = std::min(r, 448.f);
   return std::copysign(r, x);
 }
+
+// IEEE binary16, round to nearest even, in plain float arithmetic: _Float16 is
+// not available on every x86-64 compiler (clang 14 has none).
+float round_to_fp16(float x) {
+  if (std::isnan(x)) return x;
+  const float ax = std::fabs(x);
+  float r;
+  if (ax < 0x1p-14f) {
+    r = std::nearbyint(ax * 0x1p24f) * 0x1p-24f;  // subnormals: steps of 2^-24
+  } else {
+    int exp = 0;
+    const float mant = std::frexp(ax, &exp);
+    r = std::ldexp(std::nearbyint(mant * 2048.f), exp - 11);  // 11 significant bits
+  }
+  if (r > 65504.f) r = std::numeric_limits<float>::infinity();  // past the largest half
+  return std::copysign(r, x);
+}
 }  // namespace
 
 float round_to_dtype(float x, Dtype d) {
   switch (d) {
     case Dtype::fp32: return x;
     case Dtype::bf16: return bf16_bits_to_float(float_to_bf16_bits(x));
-    case Dtype::fp16: return static_cast<float>(static_cast<_Float16>(x));
+    case Dtype::fp16: return round_to_fp16(x);
     case Dtype::fp8: return round_to_e4m3(x);
   }
   return x;

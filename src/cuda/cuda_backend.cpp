@@ -21,6 +21,7 @@
 #include "hbmscope/printers.hpp"
 #include "hbmscope/reference.hpp"
 #include "kernels.hpp"
+#include "plugin.hpp"
 
 namespace hbmscope {
 
@@ -484,7 +485,7 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(int device_index) {
+std::unique_ptr<Backend> plugin::make_cuda_backend(int device_index) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess)

@@ -7,6 +7,7 @@
 //   usage: hbmscope_gpu_tests standard|softmax|flash|flash_v1|floor|decode|decode_paged
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -165,6 +166,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;
   }
+#ifdef HBMSCOPE_TEST_CUDA_PLUGIN
+  setenv("HBMSCOPE_CUDA_PLUGIN", HBMSCOPE_TEST_CUDA_PLUGIN, 0);  // the plugin this build made
+#endif
   try {
     auto backend = make_backend(0);
     if (!backend->available()) {
