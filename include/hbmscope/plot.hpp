@@ -27,7 +27,8 @@ enum class PlotAxis { seq, seq_kv, head_dim, batch, heads };
 std::optional<PlotAxis> parse_plot_axis(std::string_view s);
 
 struct PlotOptions {
-  PlotAxis x = PlotAxis::seq;
+  // The x axis; unset: seq, or seq_kv (the context) when every row is a decode row.
+  std::optional<PlotAxis> x;
   // Variants the run meant to have (e.g. a simulation asked for): those with
   // no row in the report are named in the chart's note.
   std::vector<std::string> expected;

@@ -412,10 +412,6 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
   if (dev.plot) {
     PlotOptions po;
     if (dev.x) po.x = *parse_plot_axis(*dev.x);
-    // Decode rows (seq_q 1..8) are drawn against their context length.
-    else if (!report.rows.empty() &&
-             std::all_of(report.rows.begin(), report.rows.end(), [](const Row& r) { return r.shape.decode; }))
-      po.x = PlotAxis::seq_kv;
     // A simulation that ran on no shape leaves its variants out of the report:
     // the chart says so instead of drawing nothing silently.
     bool sim_left_out = false;

@@ -95,6 +95,15 @@ struct SeriesKey {
   bool operator<(const SeriesKey& o) const { return tuple() < o.tuple(); }
 };
 
+bool all_decode(const Report& rep) {
+  return !rep.rows.empty() &&
+         std::all_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.shape.decode; });
+}
+
+PlotAxis axis_of(const Report& rep, const PlotOptions& opt) {
+  return opt.x.value_or(all_decode(rep) ? PlotAxis::seq_kv : PlotAxis::seq);
+}
+
 SeriesKey key_of(const Row& r, PlotAxis x) {
   SeriesKey k{r.label, r.shape};
   Shape& s = k.shape;
@@ -219,7 +228,8 @@ std::vector<std::string> plot_notes(const Report& rep, const PlotOptions& opt) {
   if (!none.empty()) notes.push_back("no points for " + none + " (not simulated on any shape): not drawn");
   if (rep.rows.empty()) return notes;
   std::map<SeriesKey, std::vector<const Row*>> series;
-  for (const Row& r : rep.rows) series[key_of(r, opt.x)].push_back(&r);
+  const PlotAxis xa = axis_of(rep, opt);
+  for (const Row& r : rep.rows) series[key_of(r, xa)].push_back(&r);
   std::vector<SeriesKey> keys;
   for (const auto& [k, v] : series) keys.push_back(k);
   const Varies vary = varies(keys);
@@ -229,7 +239,7 @@ std::vector<std::string> plot_notes(const Report& rep, const PlotOptions& opt) {
       bool any = false;
       for (const Row* r : series[k]) any |= r->variant(id) != nullptr;
       if (!any) {
-        const std::string n = series_name(k, vary, opt.x);
+        const std::string n = series_name(k, vary, xa);
         gaps += (gaps.empty() ? "" : ", ") + id + (n.empty() ? "" : " (" + n + ")");
       }
     }
@@ -241,7 +251,8 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term) { return gnuplo
 
 std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptions& opt) {
   if (rep.rows.empty()) throw Error("--plot: the report has no rows to plot");
-  const PlotAxis xa = opt.x;
+  const PlotAxis xa = axis_of(rep, opt);
+  const bool decode = all_decode(rep);
   {
     std::vector<std::uint64_t> xs;
     for (const Row& r : rep.rows) xs.push_back(x_of(r.shape, xa));
@@ -332,7 +343,10 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptio
   const std::string device = timed ? " on " + rep.roofline->device.name : "";
   const auto missing = plot_notes(rep, opt);
   s += "set logscale x 2\nset logscale y 10\nset grid\nset key outside right top\n";
-  s += "set xlabel " + gnuplot_quoted(axis_label(xa)) + "\nset format x '%.0f'\n";
+  s += "set xlabel " +
+       gnuplot_quoted(decode && xa == PlotAxis::seq_kv ? "context length Nkv (tokens; the longest of a ragged batch)"
+                                                       : axis_label(xa)) +
+       "\nset format x '%.0f'\n";
   if (!missing.empty()) {
     std::string text;
     for (const auto& m : missing) text += (text.empty() ? "" : "; ") + m;
@@ -340,8 +354,8 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptio
     s += "set bmargin 5\n";
   }
   if (timed) s += "set multiplot layout 2,1\n";
-  s += "set title " + gnuplot_quoted("HBM bytes (reads + writes)" + (shape.empty() ? "" : ": " + shape) + device) +
-       "\n";
+  const std::string what = decode ? "HBM bytes per decode step (reads + writes)" : "HBM bytes (reads + writes)";
+  s += "set title " + gnuplot_quoted(what + (shape.empty() ? "" : ": " + shape) + device) + "\n";
   s += "set ylabel 'bytes'\nset format y '%.0s %cB'\n";
   std::string plot = "plot ";
   bool first = true;
