@@ -14,7 +14,7 @@ rc=0
 deadline=$(( $(date +%s) + ${STEP_LIMIT_S:-120} - 6 ))
 {
   cmake -S "$REPO" -B "$BUILD" "${gen[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DHBMSCOPE_WERROR=OFF -DHBMSCOPE_PTXAS_VERBOSE=ON -DHBMSCOPE_BENCH=OFF &&
+    -DHBMSCOPE_WERROR=OFF -DHBMSCOPE_PTXAS_VERBOSE=ON -DHBMSCOPE_BENCH=OFF -DHBMSCOPE_SANITIZER_SUITE=OFF &&
     timeout $(( deadline - $(date +%s) > 1 ? deadline - $(date +%s) : 1 )) cmake --build "$BUILD" -j"${BUILD_JOBS:-$(nproc)}" --target hbmscope hbmscope_gpu_tests
 } >"$log" 2>&1 || rc=$?
 # Kernel, registers, spills: one line per compiled entry.
