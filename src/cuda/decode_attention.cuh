@@ -25,62 +25,22 @@
 
 #include "decode_layout.hpp"
 #include "decode_params.hpp"
+#include "ptx.cuh"
 
 namespace hbmscope::decode {
 
 using flash::RowCol;
 
-// --- 1. PTX wrappers -----------------------------------------------------------
-
-__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte asynchronous copy, L2 fetching the surrounding 128 bytes (the rest
-// of the K/V row's chunks come next); src_bytes = 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
-               "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int Pending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// d += a * b for one 16x8 tile.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                                         std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// 2^x; +0 for -inf, which the masking relies on.
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-  return *reinterpret_cast<const std::uint32_t*>(&v);
-}
+// --- 1. PTX wrappers (ptx.cuh) ------------------------------------------------
+using ptx::cp_async_16_l2_128;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::exp2_approx;
+using ptx::ldmatrix_x4;
+using ptx::ldmatrix_x4_trans;
+using ptx::mma_bf16;
+using ptx::pack_bf16x2;
+using ptx::smem_u32;
 
 // --- 2. Loaders ------------------------------------------------------------------
 
@@ -93,7 +53,7 @@ __device__ __forceinline__ void load_q(__nv_bfloat16* tile, const __nv_bfloat16*
   for (int step = 0; step < Rows * D / 8 / threads; ++step) {
     const RowCol rc = flash::load_chunk(static_cast<int>(threadIdx.x), step, threads, D);
     const bool inside = rc.row < rows;
-    cp_async_16(tile + flash::swizzled_offset(rc.row, rc.col, D),
+    cp_async_16_l2_128(tile + flash::swizzled_offset(rc.row, rc.col, D),
                 q + static_cast<long long>(inside ? rc.row : 0) * D + rc.col, inside ? 16 : 0);
   }
 }
@@ -122,8 +82,8 @@ __device__ __forceinline__ void load_kv_tile(__nv_bfloat16* tile_k, __nv_bfloat1
       }
     }
     const int off = flash::swizzled_offset(rc.row, rc.col, D);
-    cp_async_16(tile_k + off, p.k + row + rc.col, inside ? 16 : 0);
-    cp_async_16(tile_v + off, p.v + row + rc.col, inside ? 16 : 0);
+    cp_async_16_l2_128(tile_k + off, p.k + row + rc.col, inside ? 16 : 0);
+    cp_async_16_l2_128(tile_v + off, p.v + row + rc.col, inside ? 16 : 0);
   }
 }
 
@@ -192,7 +152,7 @@ __global__ void __launch_bounds__(threads, 2) decode_split_kernel(const DecodePa
     const RowCol qa = flash::ldmatrix_a_address(lane);
     const int q_lane = flash::lane_bytes(role.m_tile * 16 + qa.row, qa.col, D);
 #pragma unroll
-    for (int ks = 0; ks < Sh::k_steps_q; ++ks) ldmatrix_x4(qf[ks], smem_addr(s_q) + flash::step_bytes(q_lane, ks));
+    for (int ks = 0; ks < Sh::k_steps_q; ++ks) ldmatrix_x4(qf[ks], smem_u32(s_q) + flash::step_bytes(q_lane, ks));
   }
 
   float o_acc[Sh::n_tiles_o][4];
@@ -220,8 +180,8 @@ __global__ void __launch_bounds__(threads, 2) decode_split_kernel(const DecodePa
     cp_async_commit();
 
     const int stage = j % Sh::stages;
-    const std::uint32_t tile_k = smem_addr(s_k + stage * Sh::kv_elems);
-    const std::uint32_t tile_v = smem_addr(s_v + stage * Sh::kv_elems);
+    const std::uint32_t tile_k = smem_u32(s_k + stage * Sh::kv_elems);
+    const std::uint32_t tile_v = smem_u32(s_v + stage * Sh::kv_elems);
 
     // S = Q K^T for the m-tile's 16 rows x the warp's keys (unscaled).
     float s[Sh::n_tiles_s][4];
