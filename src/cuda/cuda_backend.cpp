@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "device_buffer.hpp"
 #include "decode_backend.hpp"
 #include "dram_counters.hpp"
 #include "hbmscope/backend.hpp"
@@ -29,34 +30,7 @@ namespace {
 
 using cuda::check;
 
-// Owns one cudaMalloc allocation.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::uint64_t bytes) : bytes_(bytes) {
-    if (bytes) HBMSCOPE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);  // nothing useful to do with an error here
-  }
-  template <class T = void>
-  T* get() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::uint64_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::uint64_t bytes_ = 0;
-};
+using cuda::DeviceBuffer;
 
 struct Buffers {
   DeviceBuffer q, k, v, o, lse, s, p;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "device_buffer.hpp"
 #include "decode_launch.hpp"
 #include "hbmscope/decode.hpp"
 #include "hbmscope/decode_plan.hpp"
@@ -24,34 +25,6 @@ namespace {
 
 constexpr double bf16_threshold = 1e-2;
 
-// One cudaMalloc allocation (nothing for 0 bytes).
-class DeviceMem {
- public:
-  DeviceMem() = default;
-  explicit DeviceMem(std::uint64_t bytes) : bytes_(bytes) {
-    if (bytes) HBMSCOPE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
-  }
-  DeviceMem(const DeviceMem&) = delete;
-  DeviceMem& operator=(const DeviceMem&) = delete;
-  DeviceMem(DeviceMem&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
-  DeviceMem& operator=(DeviceMem&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~DeviceMem() {
-    if (ptr_) cudaFree(ptr_);  // nothing useful to do with an error here
-  }
-  template <class T = void>
-  T* get() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::uint64_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::uint64_t bytes_ = 0;
-};
 
 // K/V elements the kernel's cache holds: B*Hkv*seq_kv*d contiguous, or the
 // page pool.
@@ -60,34 +33,34 @@ std::uint64_t cache_elements(const Shape& s, const DecodePlan& plan) {
 }
 
 struct DecodeBuffers {
-  DeviceMem q, k, v, o, lse, o_part, lse_part, seq_lens, block_table;
+  DeviceBuffer q, k, v, o, lse, o_part, lse_part, seq_lens, block_table;
   std::vector<std::int32_t> table;  // host copy of the block table (paged)
 
   DecodeBuffers(const Shape& s, const DecodePlan& plan, std::uint64_t seed, cudaStream_t stream) {
     const std::uint64_t cache = cache_elements(s, plan) * 2;
-    q = DeviceMem(q_elements(s) * 2);
-    o = DeviceMem(q_elements(s) * 2);
-    k = DeviceMem(cache);
-    v = DeviceMem(cache);
-    lse = DeviceMem(plan.rows * 4);
+    q = DeviceBuffer(q_elements(s) * 2);
+    o = DeviceBuffer(q_elements(s) * 2);
+    k = DeviceBuffer(cache);
+    v = DeviceBuffer(cache);
+    lse = DeviceBuffer(plan.rows * 4);
     if (plan.splits > 1) {
-      o_part = DeviceMem(plan.rows * plan.splits * s.head_dim * 4);
-      lse_part = DeviceMem(plan.rows * plan.splits * 4);
+      o_part = DeviceBuffer(plan.rows * plan.splits * s.head_dim * 4);
+      lse_part = DeviceBuffer(plan.rows * plan.splits * 4);
     }
     if (!s.context_lengths.empty()) {
       std::vector<std::int32_t> lens(s.context_lengths.begin(), s.context_lengths.end());
-      seq_lens = DeviceMem(lens.size() * 4);
+      seq_lens = DeviceBuffer(lens.size() * 4);
       upload(seq_lens, lens.data(), lens.size() * 4, stream);
     }
     if (plan.paged) {
       table = decode_block_table(s, plan, seed);
-      block_table = DeviceMem(table.size() * 4);
+      block_table = DeviceBuffer(table.size() * 4);
       upload(block_table, table.data(), table.size() * 4, stream);
     }
   }
 
   // Synchronises so that `host` may go away.
-  static void upload(DeviceMem& dst, const void* host, std::uint64_t bytes, cudaStream_t stream) {
+  static void upload(DeviceBuffer& dst, const void* host, std::uint64_t bytes, cudaStream_t stream) {
     HBMSCOPE_CUDA_CHECK(cudaMemcpyAsync(dst.get(), host, bytes, cudaMemcpyHostToDevice, stream));
     HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
@@ -167,7 +140,7 @@ void validate(const Shape& s, const DecodePlan& plan, std::uint64_t seed, const 
   DecodeBuffers::upload(b.q, qb.data(), qb.size() * 2, ctx.stream);
   DecodeBuffers::upload(b.k, kb.data(), kb.size() * 2, ctx.stream);
   DecodeBuffers::upload(b.v, vb.data(), vb.size() * 2, ctx.stream);
-  for (DeviceMem* out : {&b.o, &b.lse, &b.o_part, &b.lse_part})
+  for (DeviceBuffer* out : {&b.o, &b.lse, &b.o_part, &b.lse_part})
     if (out->bytes()) HBMSCOPE_CUDA_CHECK(cudaMemsetAsync(out->get(), 0xff, out->bytes(), ctx.stream));
   launch_decode(plan, b.params(s, plan), ctx.stream);
   HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
