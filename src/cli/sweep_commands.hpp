@@ -1,6 +1,9 @@
 #pragma once
-// The commands of issue 3: sweep, devices, compare, merge; and the device,
-// roofline and plot options that `model` shares with `sweep`.
+// The commands of issue 3: sweep, devices, compare, merge (one file each:
+// sweep_command.cpp ...); and what `model`, `measure` and `reconcile` share
+// with them: the device, roofline and plot options and the run's checks
+// (run_options.cpp), the L2 and measurement steps and finish_report
+// (run_steps.cpp).
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
@@ -91,6 +94,11 @@ class SweepCommands {
   bool run(int& rc);
 
  private:
+  // Each subcommand's options, help and run: in its own file.
+  void add_sweep(CLI::App& app);
+  void add_devices(CLI::App& app);
+  void add_compare(CLI::App& app);
+  void add_merge(CLI::App& app);
   int run_sweep();
   int run_devices();
   int run_compare();

@@ -1,0 +1,156 @@
+// `hbmscope sweep`: many shapes from the shape options or a config file,
+// modelled, simulated, optionally measured, sharded.
+#include <algorithm>
+
+#include "hbmscope/error.hpp"
+#include "hbmscope/measure.hpp"
+#include "hbmscope/shard.hpp"
+#include "hbmscope/sweep_config.hpp"
+#include "command_io.hpp"
+#include "progress.hpp"
+#include "sweep_commands.hpp"
+
+namespace hbmscope::cli {
+
+namespace {
+
+const char* const sweep_help = R"(Columns: as `hbmscope model` (see `hbmscope model --help`), plus "Group"
+for the groups of a config file and, with --device, the roofline time per variant.
+
+A sweep's axes come from the shape options (each takes lists and ranges; every
+combination is swept) or from a config file, docs/sweep-config.md. Shape options
+given with --config replace that axis in every group of the config.
+Shipped configs (by name or as configs/sweeps/NAME.json):
+  seed          the design note's three rows
+  llm           causal prefill of Llama-3 8B / 70B and Mistral 7B, 4K..128K tokens
+  long-context  causal prefill at 128K..1M tokens
+  decode        decode of Llama-3 8B / 70B: batch 1..256, KV cache 1K..128K tokens
+
+Examples:
+  hbmscope sweep --config seed                          the note's table
+  hbmscope sweep --config llm --device h100 --wide      roofline per model
+  hbmscope sweep --seq 1K:1M:x2 --head-dim 64,128 --causal --format csv --output s.csv
+  hbmscope sweep --config llm --shard 2/4 --format json --output part2.json
+  hbmscope merge part*.json --output all.json
+  hbmscope sweep --config long-context --device b200 --plot long.svg
+A progress bar appears on stderr for sweeps of 100000 shapes or more when stderr
+is a terminal; never in a pipe or a file.)";
+
+}  // namespace
+
+void SweepCommands::add_sweep(CLI::App& app) {
+  sweep_ = app.add_subcommand(
+      "sweep", "Count bytes (and predict time on a device) over many shapes, from options or a config file");
+  add_shape_options(*sweep_, shape_);
+  add_l2_options(*sweep_, l2_);
+  sweep_->add_flag("--fa1", variants_opts_.flash1,
+                   "Add the FlashAttention-1 loop order variant (flash1_no_l2; forward pass only)");
+  add_output_options(*sweep_, out_);
+  sweep_->add_option("--config", config_,
+                     "Axes from a config file: a shipped name (seed, llm, long-context, decode) or a path, "
+                     "e.g. --config configs/sweeps/llm.json")
+      ->type_name("NAME|FILE");
+  sweep_->add_option("--variants", variants_,
+                     "Report only these variants, e.g. flash_no_l2,floor [default: all, or the "
+                     "config's \"variants\"]")
+      ->type_name("LIST");
+  sweep_->add_option("--shard", shard_,
+                     "Run only slice I of N of the sweep (contiguous, disjoint; the N slices make "
+                     "the whole), e.g. --shard 2/8 in a Slurm array job; join with `hbmscope merge`")
+      ->type_name("I/N");
+  sweep_->add_option("--progress", progress_,
+                     "Progress bar on stderr: auto (when stderr is a terminal and the sweep has "
+                     "100000 shapes or more), always, never [default: auto]")
+      ->type_name("auto|always|never");
+  sweep_->add_flag("--measure", measure_,
+                   "Also run and time our kernels on each shape (a CUDA device needed; the "
+                   "flash blocks become the kernel's instantiation), as `hbmscope measure`");
+  add_measure_options(*sweep_, measure_opts_);
+  sweep_->footer(sweep_help);
+  add_device_options(*sweep_, dev_);
+}
+
+int SweepCommands::run_sweep() {
+  const ProgressMode mode = progress_ == "auto"     ? ProgressMode::auto_
+                            : progress_ == "always" ? ProgressMode::always
+                            : progress_ == "never"  ? ProgressMode::never
+                                                    : throw UsageError("--progress: '" + progress_ +
+                                                                  "' is not one of auto, always, never");
+  (void)to_print_options(out_);
+  check_device_options(dev_, out_);
+  // Checked even without --measure: a typo must not pass silently.
+  (void)parse_kernels(measure_opts_.kernels);
+  // Nor may a measure option that nothing would use (as --sms without the L2 simulation).
+  if (!measure_)
+    for (const char* name : {"--kernels", "--repeats", "--warmup", "--device-index", "--seed", "--no-validate",
+                             "--counters", "--copy-bytes", "--flush-bytes"})
+      if (sweep_->count(name) > 0) throw UsageError(std::string(name) + ": needs --measure");
+  if (config_) {  // a config file is an input of the run too
+    refuse_input_as_output(out_.output, {*config_}, "--output");
+    if (dev_.plot && *dev_.plot != "-") refuse_input_as_output(dev_.plot, {*config_}, "--plot");
+  }
+  const std::optional<Shard> shard = shard_ ? std::optional<Shard>(parse_shard(*shard_)) : std::nullopt;
+  const std::vector<std::string> variant_list = variants_ ? split_list(*variants_, "--variants") : std::vector<std::string>{};
+  SweepConfig cfg;
+  if (config_) {
+    cfg = find_sweep_config(*config_);
+    const ShapeOptions& o = shape_;
+    if (o.seq || o.head_dim || o.seq_kv || o.batch || o.heads || o.kv_heads || o.dtype || o.block_rows ||
+        o.block_cols || o.causal || o.pass || o.decode || o.context_lengths || o.splits || o.page_size) {
+      for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
+      cfg.expanded.reset();  // the loader's expansion was of the file's axes
+    }
+  } else {
+    cfg.groups.push_back({"", to_axes(shape_)});
+  }
+  // Every option is checked before the sweep is computed (--sms alone serves decode rows' heuristic).
+  const bool any_decode =
+      std::any_of(cfg.groups.begin(), cfg.groups.end(), [](const SweepGroup& g) { return g.axes.decode; });
+  const bool sims = check_l2_options(decode_l2_options(l2_, dev_, any_decode), dev_);
+  LabelledShapes all;
+  if (cfg.expanded) {  // the loader's expansion, taken rather than copied
+    all = std::move(*cfg.expanded);
+    cfg.expanded.reset();
+  } else {
+    all = expand(cfg);
+  }
+  check_variants(variants_opts_, all.shapes);
+  if (variants_) check_variant_ids(variant_list, "--variants", all.shapes, variants_opts_, sims);
+  else if (config_ && !cfg.variants.empty())
+    check_variant_ids(cfg.variants, *config_ + ": variants", all.shapes, variants_opts_, sims);
+  if (measure_) {
+    const bool blocks_given = shape_.block_rows || shape_.block_cols;
+    for (Shape& s : all.shapes) s = with_flash_blocks(s, blocks_given);
+  }
+  Report report;
+  report.command = "sweep";
+  if (shard) {
+    const Shard s = *shard;
+    const auto [b, e] = shard_range(all.shapes.size(), s);
+    report.shard = ShardInfo{s.index, s.count, all.shapes.size()};
+    all.shapes = std::vector<Shape>(all.shapes.begin() + static_cast<std::ptrdiff_t>(b),
+                                    all.shapes.begin() + static_cast<std::ptrdiff_t>(e));
+    all.labels = std::vector<std::string>(all.labels.begin() + static_cast<std::ptrdiff_t>(b),
+                                          all.labels.begin() + static_cast<std::ptrdiff_t>(e));
+  }
+  check_run_size(all.shapes.size(), "sweep");
+  const L2Options l2 = prepare_decode(variants_opts_, l2_, dev_, all.shapes);
+  // A device to measure on is found before the sweep is modelled.
+  std::unique_ptr<Backend> backend = measure_ ? measuring_backend(measure_opts_, all.shapes) : nullptr;
+  {
+    ProgressBar bar(stderr, mode, "hbmscope sweep");
+    report.rows = model_rows(all.shapes, variants_opts_,
+                             [&](std::size_t d, std::size_t t) { bar.update(d, t); });
+  }
+  const auto notes = add_l2_sims(report, l2, dev_, mode);
+  if (measure_) add_measurements(report, measure_opts_, std::move(backend));
+  for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
+  if (variants_) {
+    keep_variants(report.rows, variant_list, "--variants");
+  } else if (config_ && !cfg.variants.empty()) {
+    keep_variants(report.rows, cfg.variants, *config_ + ": variants");
+  }
+  return finish_report(report, out_, dev_, notes);
+}
+
+}  // namespace hbmscope::cli

@@ -1,0 +1,87 @@
+// Grids of text cells, for every table printer: display widths, padding,
+// and render_grid (terminal table or Markdown).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "printers_internal.hpp"
+
+namespace hbmscope {
+
+namespace printing {
+
+// Display width of UTF-8 text: one column per code point ("×" is one).
+std::size_t width(std::string_view s) {
+  std::size_t w = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++w;
+  return w;
+}
+
+std::string pad(const std::string& s, std::size_t w, bool right) {
+  const std::size_t n = width(s);
+  const std::string fill(w > n ? w - n : 0, ' ');
+  return right ? fill + s : s + fill;
+}
+
+std::size_t grid_width(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
+  std::size_t total = 0;
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    std::size_t w = width(head[c]);
+    for (const auto& r : rows) w = std::max(w, width(r[c]));
+    total += w + (c ? 3 : 0);
+  }
+  return total;
+}
+
+}  // namespace printing
+
+using printing::pad;
+using printing::width;
+
+std::string render_grid(const std::vector<std::string>& head,
+                        const std::vector<std::vector<std::string>>& rows,
+                        const std::vector<bool>& right, Format format) {
+  auto is_right = [&](std::size_t c) { return c < right.size() && right[c]; };
+  std::string out;
+  if (format == Format::md) {
+    // A '|' inside a cell would end it.
+    auto cell = [](const std::string& x) {
+      std::string r;
+      for (char ch : x) {
+        if (ch == '|') r += '\\';
+        r += ch;
+      }
+      return r;
+    };
+    out += "|";
+    for (const auto& h : head) out.append(" ").append(cell(h)).append(" |");
+    out += "\n|";
+    for (std::size_t c = 0; c < head.size(); ++c) out += is_right(c) ? " ---: |" : " :--- |";
+    out += "\n";
+    for (const auto& r : rows) {
+      out += "|";
+      for (const auto& x : r) out.append(" ").append(cell(x)).append(" |");
+      out += "\n";
+    }
+    return out;
+  }
+  std::vector<std::size_t> w(head.size());
+  for (std::size_t c = 0; c < head.size(); ++c) w[c] = width(head[c]);
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c < r.size() && c < w.size(); ++c) w[c] = std::max(w[c], width(r[c]));
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string l;
+    for (std::size_t c = 0; c < r.size() && c < w.size(); ++c) {
+      if (c) l += "   ";
+      l += pad(r[c], w[c], is_right(c));
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  line(head);
+  for (const auto& r : rows) line(r);
+  return out;
+}
+
+}  // namespace hbmscope

@@ -1,0 +1,53 @@
+#pragma once
+// What the printers of src/report share (not a public interface): display
+// widths and padding for grids, the shape labels, and the report queries and
+// parts one printer hands another. Each lives in the file named beside it.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hbmscope/printers.hpp"
+#include "hbmscope/report.hpp"
+
+namespace hbmscope::printing {
+
+// grid.cpp: display width of UTF-8 text (one column per code point: "×" is
+// one); s padded to w columns, on the left when right; the width of a grid
+// as render_grid draws it (columns three spaces apart).
+std::size_t width(std::string_view s);
+std::string pad(const std::string& s, std::size_t w, bool right);
+std::size_t grid_width(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows);
+
+// model_title.cpp: "4096 × 64", "1/≤131072 × 128" (decode), "32/8" (heads/kv-heads).
+std::string seq_label(const Shape& s);
+std::string heads_label(const Shape& s);
+std::string blocks_label(const Shape& s);
+std::string pass_label(Pass p);
+
+// Which shape fields differ between rows: those get a column, the rest go in
+// the title line.
+struct Varying {
+  bool batch = false, heads = false, dtype = false, blocks = false, causal = false;
+  bool pass = false;
+};
+Varying varying(const std::vector<Row>& rows);
+// The model table's title lines (shape, model, L2 simulation, roofline, decode).
+std::string title(const Report& rep, const Varying& v);
+
+// printers.cpp: whether some row has the L2 simulation / is a decode row.
+bool any_l2_sim(const Report& rep);
+bool any_decode(const Report& rep);
+
+// measure_table.cpp: whether some row has measurements; their grid under the
+// device line.
+bool has_measurements(const Report& rep);
+std::string render_measure_grid(const Report& rep, Format format);
+
+// model_table.cpp: the model's grid(s) under its title (table or Markdown).
+std::string render_model(const Report& rep, const PrintOptions& opt);
+
+// report_csv.cpp: the report as CSV.
+std::string render_csv(const Report& rep);
+
+}  // namespace hbmscope::printing

@@ -1,0 +1,195 @@
+// A report as CSV: one line per row, the columns a report has (decode,
+// L2 simulation, measurements, roofline) added only where some row has them.
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "hbmscope/csv.hpp"
+#include "printers_internal.hpp"
+
+namespace hbmscope::printing {
+
+namespace {
+
+std::vector<std::string> measured_kernels(const Report& rep) {
+  std::vector<std::string> ks;
+  for (const Row& r : rep.rows)
+    for (const auto& m : r.measurements)
+      if (std::find(ks.begin(), ks.end(), m.kernel) == ks.end()) ks.push_back(m.kernel);
+  return ks;
+}
+
+constexpr const char* measure_csv_fields[] = {
+    "status", "block_rows", "block_cols", "rel_error", "median_s", "min_s", "max_s", "warm_s",
+    "model_bytes", "bandwidth_Bps", "copy_fraction", "tflops", "predicted_copy_s", "predicted_peak_s",
+    "measured_over_predicted", "output_fits_l2"};
+
+std::string measure_csv_cells(const KernelMeasurement& m) {
+  auto num = [](double x) { return csv_number(x); };
+  std::string out;
+  auto field = [&](const std::string& f) { out.append(1, ',').append(f); };
+  field(std::string(status_name(m.status)));
+  field(std::to_string(m.block_rows));
+  field(std::to_string(m.block_cols));
+  field(num(m.rel_error));
+  for (double x : {m.timing.median, m.timing.min, m.timing.max, m.timing.warm_median}) field(num(x));
+  field(std::to_string(m.model_bytes));
+  for (double x : {m.bandwidth, m.copy_fraction, m.tflops, m.predicted_copy, m.predicted_peak,
+                   m.measured_over_predicted})
+    field(num(x));
+  field(m.output_fits_l2 ? "1" : "0");
+  return out;
+}
+
+}  // namespace
+
+std::string render_csv(const Report& rep) {
+  const auto ids = variant_ids(rep);
+  // The pass column appears only when some row is not the forward pass, so
+  // forward-only CSV keeps its columns.
+  bool any_pass = false;
+  for (const Row& r : rep.rows) any_pass |= r.shape.pass != Pass::fwd;
+  std::string out =
+      "batch,heads,kv_heads,seq_q,seq_kv,head_dim,dtype,elem_bytes,block_rows,block_cols,causal,";
+  if (any_pass) out += "pass,";
+  out += "flops";
+  for (const auto& id : ids) out.append(",").append(csv_field("bytes_" + id));
+  for (const auto& id : ids) out.append(",").append(csv_field("intensity_" + id));
+  const bool l2 = any_l2_sim(rep);
+  if (l2)
+    out += ",l2_bytes,sm_count,ctas_per_sm,l2_order,l2_hit_rate_flash,heads_per_wave,"
+           "kv_heads_per_wave,l2_bytes_to_floor,l2_hit_rate_standard,l2_bytes_to_min_standard";
+  const auto kernels = measured_kernels(rep);
+  for (const auto& k : kernels)
+    for (const char* f : measure_csv_fields) out.append(",").append(csv_field(k + "_" + f));
+  bool labels = false;
+  for (const Row& r : rep.rows) labels |= !r.label.empty();
+  if (labels) out += ",label";
+  if (rep.roofline) {
+    out += ",device,bandwidth_fraction,ridge_point";
+    for (const auto& id : ids) out.append(",").append(csv_field("seconds_" + id));
+    for (const auto& id : ids) out.append(",").append(csv_field("bound_" + id));
+  }
+  // Decode rows: their own fields, last, so that other reports keep their columns.
+  const bool decode = any_decode(rep);
+  std::vector<std::string> decode_ids;
+  for (const auto& id : ids)
+    if (parse_decode_variant(id)) decode_ids.push_back(id);
+  if (decode) {
+    out += ",decode,context_tokens,context_lengths,splits_requested,page_size,decode_sm_count";
+    for (const auto& id : decode_ids)
+      for (const char* f : {"splits_", "kv_bytes_", "q_bytes_", "o_bytes_", "partial_bytes_", "block_table_bytes_"})
+        out.append(",").append(f).append(id);
+    if (l2)
+      for (const auto& id : decode_ids)
+        if (id != "decode_floor") out.append(",l2_hit_rate_").append(id);
+  }
+  // Whether a variant's matrices fit the device's memory, for the variants
+  // where that is modelled (the † of the table).
+  std::vector<std::string> fit_ids;
+  for (const auto& id : ids)
+    for (const Row& r : rep.rows)
+      if (const auto* v = r.variant(id); v && v->prediction && v->prediction->footprint_bytes > 0) {
+        fit_ids.push_back(id);
+        break;
+      }
+  for (const auto& id : fit_ids) out += ",fits_in_memory_" + id;
+  out += "\n";
+  for (const Row& r : rep.rows) {
+    const Shape& s = r.shape;
+    out += std::to_string(s.batch) + "," + std::to_string(s.heads) + "," +
+           std::to_string(s.kv_heads) + "," + std::to_string(s.seq_q) + "," +
+           std::to_string(s.seq_kv) + "," + std::to_string(s.head_dim) + "," +
+           std::string(dtype_name(s.dtype)) + "," + std::to_string(elem_bytes(s.dtype)) + "," +
+           std::to_string(s.block_rows) + "," + std::to_string(s.block_cols) + "," +
+           (s.causal ? "true" : "false") + "," +
+           (any_pass ? std::string(pass_name(s.pass)) + "," : std::string()) +
+           std::to_string(r.flops);
+    for (const auto& id : ids) {
+      const auto* v = r.variant(id);
+      out += ',';
+      if (v) out += std::to_string(v->bytes);
+    }
+    for (const auto& id : ids) {
+      const auto* v = r.variant(id);
+      out.append(",").append(v ? csv_number(v->intensity) : std::string());
+    }
+    if (l2 && r.l2_sim && r.l2_sim->decode.empty()) {
+      const L2SimDetail& d = *r.l2_sim;
+      out += ',';  // not "," + ...: GCC 12 warns wrongly on that here (-Wrestrict)
+      out += std::to_string(d.l2_bytes) + "," + std::to_string(d.sm_count) + "," +
+             std::to_string(d.ctas_per_sm) + "," + csv_field(d.order) + "," + csv_number(d.flash.hit_rate) + "," +
+             csv_number(d.heads_per_wave) + "," + csv_number(d.kv_heads_per_wave) + "," +
+             std::to_string(d.flash.l2_bytes_to_min) + "," + csv_number(d.standard.hit_rate) + "," +
+             std::to_string(d.standard.l2_bytes_to_min);
+    } else if (l2) {
+      out += ",,,,,,,,,,";
+    }
+    for (const auto& k : kernels) {
+      const KernelMeasurement* m = nullptr;
+      for (const auto& x : r.measurements)
+        if (x.kernel == k) m = &x;
+      out += m ? measure_csv_cells(*m) : std::string(std::size(measure_csv_fields), ',');
+    }
+    if (labels) out.append(",").append(csv_field(r.label));
+    if (rep.roofline) {
+      out.append(",").append(csv_field(rep.roofline->device.name) + "," + csv_number(rep.roofline->bandwidth_fraction) +
+             "," + csv_number(r.ridge_point));
+      for (const auto& id : ids) {
+        const auto* v = r.variant(id);
+        out.append(",").append(v && v->prediction ? csv_number(v->prediction->seconds) : std::string());
+      }
+      for (const auto& id : ids) {
+        const auto* v = r.variant(id);
+        out += ",";
+        if (v && v->prediction) out += bound_name(v->prediction->bound);
+      }
+    }
+    if (decode) {
+      if (s.decode) {
+        std::string lengths;  // ';'-separated: one field
+        for (auto l : s.context_lengths) {
+          if (!lengths.empty()) lengths += ';';
+          lengths += std::to_string(l);
+        }
+        out += ",true," + std::to_string(total_context(s)) + "," + lengths + "," + std::to_string(s.splits) + "," +
+               std::to_string(s.page_size) + "," + std::to_string(r.decode_sm_count);
+      } else {
+        out += ",false,,,,,";
+      }
+      for (const auto& id : decode_ids) {
+        const auto* v = r.variant(id);
+        if (!v || !v->decode) {
+          out += ",,,,,,";
+          continue;
+        }
+        for (auto x : {v->splits, v->decode->kv, v->decode->q, v->decode->o, v->decode->partials,
+                       v->decode->block_table}) {
+          out += ',';
+          out += std::to_string(x);
+        }
+      }
+      if (l2)
+        for (const auto& id : decode_ids) {
+          if (id == "decode_floor") continue;
+          out += ',';
+          if (r.l2_sim)
+            for (const auto& x : r.l2_sim->decode)
+              if (x.id == id) {
+                out += csv_number(x.sim.hit_rate);
+              }
+        }
+    }
+    for (const auto& id : fit_ids) {
+      const auto* v = r.variant(id);
+      out += ",";
+      if (v && v->prediction && v->prediction->footprint_bytes > 0)
+        out += v->prediction->fits_in_memory ? "true" : "false";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace hbmscope::printing
