@@ -59,7 +59,8 @@ void check_frames(const Shape& s, LoopOrder order) {
   // The last head's grid: visited tiles done, the rest masked.
   for (std::uint64_t i = 0; i < final_frame.q_blocks; ++i)
     for (std::uint64_t j = 0; j < final_frame.k_blocks; ++j) {
-      const bool visited = j < visited_key_blocks(s, i);
+      const KeyRange range = visible_key_blocks(s, i);
+      const bool visited = range.begin <= j && j < range.end;
       const TileState t = final_frame.tile(i, j);
       CHECK((visited ? (t == TileState::done_first || t == TileState::done_reread)
                      : t == TileState::masked));

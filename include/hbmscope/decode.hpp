@@ -25,6 +25,7 @@
 #include <optional>
 #include <string_view>
 
+#include "hbmscope/mask.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -86,11 +87,6 @@ std::uint64_t blocks_per_split(const Shape& s, std::uint64_t splits);
 // Keys [begin, end) of sequence b that split j reads; empty (begin >= end) when
 // the sequence ends before the split starts. Empty splits read nothing but still
 // write a partial (O = 0, LSE = -inf) that the combine reads, as FA2 does.
-struct KeyRange {
-  std::uint64_t begin = 0, end = 0;
-  bool empty() const { return begin >= end; }
-  std::uint64_t size() const { return empty() ? 0 : end - begin; }
-};
 KeyRange split_key_range(const Shape& s, std::uint64_t splits, std::uint64_t b, std::uint64_t j);
 
 // Pages of sequence b: ceil(L_b / P).

@@ -33,6 +33,15 @@ struct Shape {
   std::uint64_t block_cols = 128;  // Bc: keys per FlashAttention block
   bool causal = false;
   Pass pass = Pass::fwd;
+  // Attention as served (mask.hpp, docs/model.md "Masks" and "Operand shapes").
+  // A window or a chunk narrows the causal mask; neither applies without it.
+  std::uint64_t window = 0;      // sliding window W: position p sees keys c with p - W < c <= p; 0: none
+  std::uint64_t chunk = 0;       // chunked attention C: p sees c <= p with floor(c / C) == floor(p / C); 0: none
+  std::uint64_t head_dim_v = 0;  // DV, the head dim of V and O; 0: the same as head_dim (d)
+  std::optional<Dtype> kv_dtype; // element type of K and V (the KV cache); unset: dtype
+  // MLA in its absorbed form (FlashMLA's decode): one latent KV head of head_dim
+  // values per token is K, and its first head_dim_v values are V (no V of its own).
+  bool latent_kv = false;
   // Decode rows (decode.hpp, docs/model.md "Decode attention"); unused when decode is false.
   bool decode = false;
   std::vector<std::uint64_t> context_lengths;  // ragged batch: L_b per sequence; empty: all seq_kv
@@ -54,5 +63,10 @@ std::string describe(const Shape& s);
 
 // Causal visibility: query row r sees key c iff c <= r + (Nkv - Nq).
 std::int64_t causal_offset(const Shape& s);
+
+// DV: head_dim_v, or head_dim when it is 0.
+inline std::uint64_t value_head_dim(const Shape& s) { return s.head_dim_v != 0 ? s.head_dim_v : s.head_dim; }
+// Element type of K and V: kv_dtype, or dtype when unset.
+inline Dtype key_value_dtype(const Shape& s) { return s.kv_dtype.value_or(s.dtype); }
 
 }  // namespace hbmscope

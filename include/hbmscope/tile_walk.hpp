@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hbmscope/checked.hpp"
+#include "hbmscope/mask.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -47,16 +48,6 @@ struct WalkTotals {
   std::uint64_t tiles = 0;  // (query block, key block) pairs visited
 };
 
-// Key blocks [0, last) visited by query block i (0 when the mask hides them all).
-inline std::uint64_t visited_key_blocks(const Shape& s, std::uint64_t q_block) {
-  const std::uint64_t nkb = ceil_div(s.seq_kv, s.block_cols);
-  if (!s.causal) return nkb;
-  const std::uint64_t last_row = std::min((q_block + 1) * s.block_rows, s.seq_q) - 1;
-  const std::int64_t c_max = static_cast<std::int64_t>(last_row) + causal_offset(s);
-  if (c_max < 0) return 0;
-  return std::min(nkb, static_cast<std::uint64_t>(c_max) / s.block_cols + 1);
-}
-
 // Calls on_event for every event of FA2's loop order: batch, head, query block
 // (the grid), then key blocks in order inside the CTA. Validates the shape.
 template <class OnEvent>
@@ -81,8 +72,8 @@ void for_each_tile_event(const Shape& s, OnEvent&& on_event) {
         ev.kind = TileEventKind::load_q;
         ev.moved = ev.once = e * ev.rows * s.head_dim;
         on_event(ev);
-        const std::uint64_t visited = visited_key_blocks(s, i);
-        for (std::uint64_t j = 0; j < visited; ++j) {
+        const KeyRange visited = visible_key_blocks(s, i);
+        for (std::uint64_t j = visited.begin; j < visited.end; ++j) {
           ev.kind = TileEventKind::tile;
           ev.k_block = j;
           ev.cols = std::min(s.block_cols, s.seq_kv - j * s.block_cols);
@@ -119,8 +110,8 @@ void for_each_tile_event(const Shape& s, LoopOrder order, OnEvent&& on_event) {
   const std::uint64_t nqb = ceil_div(s.seq_q, s.block_rows);
   const std::uint64_t nkb = ceil_div(s.seq_kv, s.block_cols);
   const std::uint64_t group = s.heads / s.kv_heads;
-  std::vector<std::uint64_t> visited(nqb);
-  for (std::uint64_t i = 0; i < nqb; ++i) visited[i] = visited_key_blocks(s, i);
+  std::vector<KeyRange> visited(nqb);
+  for (std::uint64_t i = 0; i < nqb; ++i) visited[i] = visible_key_blocks(s, i);
   std::vector<bool> seen(s.kv_heads * nkb);
   for (std::uint64_t b = 0; b < s.batch; ++b) {
     seen.assign(seen.size(), false);
@@ -136,7 +127,7 @@ void for_each_tile_event(const Shape& s, LoopOrder order, OnEvent&& on_event) {
         ev.moved = e * ev.rows * s.head_dim + 8 * ev.rows;
         // A block no key is visible to is never loaded: its Q and O count
         // once here. Every other block counts them at its first tile.
-        ev.once = visited[i] == 0 ? 2 * e * ev.rows * s.head_dim : 0;
+        ev.once = visited[i].empty() ? 2 * e * ev.rows * s.head_dim : 0;
         on_event(ev);
       }
       for (std::uint64_t j = 0; j < nkb; ++j) {
@@ -153,15 +144,15 @@ void for_each_tile_event(const Shape& s, LoopOrder order, OnEvent&& on_event) {
         on_event(ev);
         ev.kv_first_visit = false;
         for (std::uint64_t i = 0; i < nqb; ++i) {
-          if (visited[i] <= j) continue;
+          if (j < visited[i].begin || j >= visited[i].end) continue;
           ev.kind = TileEventKind::tile;
           ev.q_block = i;
           ev.rows = std::min(s.block_rows, s.seq_q - i * s.block_rows);
           // Q_i read, O_i read and written (element type), l_i and m_i read
           // and written (fp32).
           ev.moved = 3 * e * ev.rows * s.head_dim + 16 * ev.rows;
-          // Visited key blocks are a prefix 0..visited-1, so j = 0 is first.
-          ev.q_first_visit = j == 0;
+          // Visited key blocks are one range, so its first block is the first visit.
+          ev.q_first_visit = j == visited[i].begin;
           ev.once = ev.q_first_visit ? 2 * e * ev.rows * s.head_dim : 0;
           on_event(ev);
         }

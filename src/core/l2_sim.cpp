@@ -240,7 +240,7 @@ Stats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
 
   struct Cta {
-    std::uint64_t rows, visited, next_j;
+    std::uint64_t rows, first_j, visited, next_j;  // key blocks [first_j, visited)
     std::size_t head, pair;   // (batch, head) and (batch, kv head) indices
     std::uint32_t kv_slot;    // pool slot holding this kv head's K/V object ids
   };
@@ -265,8 +265,9 @@ Stats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
     }
     Cta t;
     t.rows = std::min(s.block_rows, s.seq_q - i * s.block_rows);
-    t.visited = visited_key_blocks(s, i);
-    t.next_j = 0;
+    const KeyRange blocks = visible_key_blocks(s, i);
+    t.first_j = t.next_j = blocks.begin;
+    t.visited = std::max(blocks.begin, blocks.end);
     t.head = static_cast<std::size_t>(b * s.heads + h);
     t.pair = static_cast<std::size_t>(b * s.kv_heads + h / group);
     if (slot_of[t.pair] == none) {
@@ -300,7 +301,7 @@ Stats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
     kv_sum += static_cast<double>(kv_heads.distinct);
     next.clear();
     for (Cta& t : resident) {
-      if (t.next_j == 0) l2.read(none, e * t.rows * s.head_dim, qo);
+      if (t.next_j == t.first_j) l2.read(none, e * t.rows * s.head_dim, qo);
       if (t.next_j < t.visited) {
         const std::uint64_t j = t.next_j++;
         const std::uint64_t cols = std::min(s.block_cols, s.seq_kv - j * s.block_cols);

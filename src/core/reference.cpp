@@ -10,6 +10,7 @@
 
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/mask.hpp"
 #include "hbmscope/tile_walk.hpp"
 
 namespace hbmscope {
@@ -56,14 +57,6 @@ HeadView head_view(const Shape& s, std::uint64_t b, std::uint64_t h, std::span<c
   const std::size_t kvoff = ((b * s.kv_heads + kvh) * s.seq_kv) * d;
   return {q.data() + qoff, k.data() + kvoff, v.data() + kvoff, o.data() + qoff,
           lse.data() + (b * s.heads + h) * s.seq_q};
-}
-
-// Keys [0, visible) that query row r sees.
-std::uint64_t visible_keys(const Shape& s, std::uint64_t r) {
-  if (!s.causal) return s.seq_kv;
-  const std::int64_t last = static_cast<std::int64_t>(r) + causal_offset(s);
-  if (last < 0) return 0;
-  return std::min<std::uint64_t>(s.seq_kv, static_cast<std::uint64_t>(last) + 1);
 }
 
 float dot(const float* a, const float* b, std::uint64_t n) {
@@ -180,21 +173,21 @@ void attention_naive(const Shape& s, float scale, std::span<const float> q,
     std::vector<float> p(s.seq_kv);
     std::vector<float> acc(d);
     for (std::uint64_t r = 0; r < s.seq_q; ++r) {
-      const std::uint64_t vis = visible_keys(s, r);
+      const KeyRange vis = visible_keys(s, r);
       float* out = hv.o + r * d;
-      if (vis == 0) {
+      if (vis.empty()) {
         std::fill(out, out + d, 0.f);
         hv.lse[r] = neg_inf;
         continue;
       }
       float m = neg_inf;
-      for (std::uint64_t c = 0; c < vis; ++c) {
+      for (std::uint64_t c = vis.begin; c < vis.end; ++c) {
         p[c] = scale * dot(hv.q + r * d, hv.k + c * d, d);
         m = std::max(m, p[c]);
       }
       double l = 0.0;
       std::fill(acc.begin(), acc.end(), 0.f);
-      for (std::uint64_t c = 0; c < vis; ++c) {
+      for (std::uint64_t c = vis.begin; c < vis.end; ++c) {
         const float pc = std::exp(p[c] - m);
         l += pc;
         const float* vc = hv.v + c * d;
@@ -221,14 +214,14 @@ void attention_tiled(const Shape& s, float scale, std::span<const float> q,
       std::fill(m.begin(), m.end(), neg_inf);
       std::fill(l.begin(), l.end(), 0.f);
       std::fill(acc.begin(), acc.end(), 0.f);
-      const std::uint64_t nvis = visited_key_blocks(s, i);
-      for (std::uint64_t j = 0; j < nvis; ++j) {
+      const KeyRange blocks = visible_key_blocks(s, i);
+      for (std::uint64_t j = blocks.begin; j < blocks.end; ++j) {
         const std::uint64_t c0 = j * Bc, cols = std::min(Bc, s.seq_kv - c0);
         for (std::uint64_t rr = 0; rr < rows; ++rr) {
-          const std::uint64_t vis = visible_keys(s, r0 + rr);
+          const KeyRange vis = visible_keys(s, r0 + rr);
           float bmax = neg_inf;
           for (std::uint64_t cc = 0; cc < cols; ++cc) {
-            st[cc] = c0 + cc < vis ? scale * dot(hv.q + (r0 + rr) * d, hv.k + (c0 + cc) * d, d)
+            st[cc] = vis.begin <= c0 + cc && c0 + cc < vis.end ? scale * dot(hv.q + (r0 + rr) * d, hv.k + (c0 + cc) * d, d)
                                    : neg_inf;
             bmax = std::max(bmax, st[cc]);
           }

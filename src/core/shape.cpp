@@ -79,6 +79,19 @@ void validate(const Shape& s) {
   if (s.kv_heads > s.heads || s.heads % s.kv_heads != 0)
     throw Error("heads (" + std::to_string(s.heads) + ") must be a multiple of kv-heads (" +
                 std::to_string(s.kv_heads) + ")");
+  if (s.window != 0 || s.chunk != 0) {
+    const char* what = s.window != 0 ? "window" : "chunk";
+    require_positive(s.window != 0 ? s.window : s.chunk, what);
+    if (!s.causal) throw Error(std::string(what) + " applies to a causal mask only (add --causal)");
+    if (s.window != 0 && s.chunk != 0) throw Error("window and chunk cannot be combined on one shape");
+  }
+  if (s.head_dim_v != 0) require_positive(s.head_dim_v, "head-dim-v");
+  if (s.latent_kv) {
+    if (s.kv_heads != 1) throw Error("latent KV (MLA) has one KV head, got kv-heads " + std::to_string(s.kv_heads));
+    if (value_head_dim(s) > s.head_dim)
+      throw Error("latent KV (MLA): V is the first head-dim-v (" + std::to_string(value_head_dim(s)) +
+                  ") of the head-dim (" + std::to_string(s.head_dim) + ") latent values");
+  }
   if (!s.decode) {
     if (!s.context_lengths.empty()) throw Error("context lengths apply to decode rows only");
     if (s.splits != 0) throw Error("splits apply to decode rows only");
@@ -119,6 +132,17 @@ std::uint64_t key_blocks(const Shape& s) { return ceil_div(s.seq_kv, s.block_col
 std::uint64_t group_size(const Shape& s) { return s.heads / s.kv_heads; }
 
 namespace {
+// ", causal, window 4096, dv 128, kv fp8, latent kv": what describe() adds for
+// the mask and the operand shapes.
+void append_served(std::string& r, const Shape& s) {
+  if (s.causal) r.append(", causal");
+  if (s.window != 0) r.append(", window ").append(std::to_string(s.window));
+  if (s.chunk != 0) r.append(", chunk ").append(std::to_string(s.chunk));
+  if (s.head_dim_v != 0) r.append(", dv ").append(std::to_string(s.head_dim_v));
+  if (s.kv_dtype) r.append(", kv ").append(dtype_name(*s.kv_dtype));
+  if (s.latent_kv) r.append(", latent kv");
+}
+
 // "decode 1/131072 x 128 (batch 3 ragged 512..131072 summing to 135680, ...)".
 std::string describe_decode(const Shape& s) {
   std::string r = "decode " + std::to_string(s.seq_q) + "/" + std::to_string(s.seq_kv) + " x " +
@@ -137,7 +161,7 @@ std::string describe_decode(const Shape& s) {
   r.append(", key block ").append(std::to_string(s.block_cols));
   r.append(", page ").append(std::to_string(s.page_size));
   if (s.splits != 0) r.append(", ").append(std::to_string(s.splits)).append(" splits");
-  if (s.causal) r.append(", causal");
+  append_served(r, s);
   return r.append(")");
 }
 }  // namespace
@@ -153,7 +177,7 @@ std::string describe(const Shape& s) {
   r.append(", ").append(dtype_name(s.dtype));
   r.append(", blocks ").append(std::to_string(s.block_rows)).append(" x ");
   r.append(std::to_string(s.block_cols));
-  if (s.causal) r.append(", causal");
+  append_served(r, s);
   if (s.pass == Pass::bwd) r.append(", backward");
   if (s.pass == Pass::fwdbwd) r.append(", forward + backward");
   return r.append(")");

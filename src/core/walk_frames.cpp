@@ -29,9 +29,9 @@ void walk_frames(const Shape& s, LoopOrder order, bool every_tile,
   const std::uint64_t nkb = f.k_blocks;
   std::vector<TileState> fresh(f.q_blocks * nkb);
   for (std::uint64_t i = 0; i < f.q_blocks; ++i) {
-    const std::uint64_t visited = visited_key_blocks(s, i);
+    const KeyRange visited = visible_key_blocks(s, i);
     for (std::uint64_t j = 0; j < nkb; ++j)
-      fresh[i * nkb + j] = j < visited ? TileState::todo : TileState::masked;
+      fresh[i * nkb + j] = visited.begin <= j && j < visited.end ? TileState::todo : TileState::masked;
   }
   // K_j, V_j of each kv head read so far in this batch element (FA2's strip).
   std::vector<bool> kv_seen(s.kv_heads * nkb);
