@@ -224,9 +224,8 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
                     if (!r.shape.decode) return std::string("-");
                     std::string t = std::to_string(total_context(r.shape));
                     if (ragged(r.shape)) {
-                      const auto [lo, hi] =
-                          std::minmax_element(r.shape.context_lengths.begin(), r.shape.context_lengths.end());
-                      t += " (" + std::to_string(*lo) + ".." + std::to_string(*hi) + ")";
+                      const SeqList& l = r.shape.context_lengths;
+                      t += " (" + std::to_string(l.min_kv()) + ".." + std::to_string(l.max_kv()) + ")";
                     }
                     return t;
                   }});
@@ -739,11 +738,7 @@ std::string render_csv(const Report& rep) {
     }
     if (decode) {
       if (s.decode) {
-        std::string lengths;  // ';'-separated: one field
-        for (auto l : s.context_lengths) {
-          if (!lengths.empty()) lengths += ';';
-          lengths += std::to_string(l);
-        }
+        const std::string lengths = s.context_lengths.text(';');  // one field
         out += ",true," + std::to_string(total_context(s)) + "," + lengths + "," + std::to_string(s.splits) + "," +
                std::to_string(s.page_size) + "," + std::to_string(r.decode_sm_count);
       } else {
