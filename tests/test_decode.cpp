@@ -184,8 +184,10 @@ TEST_CASE("decode: the closed forms equal a key-by-key walk on random shapes", "
     s.page_size = std::vector<std::uint64_t>{1, 3, 7, 16, 33, 128, 256}[pick(0, 6)];
     s.dtype = pick(0, 1) ? Dtype::bf16 : Dtype::fp8;
     if (pick(0, 1)) {
-      for (std::uint64_t b = 0; b < s.batch; ++b) s.context_lengths.push_back(pick(s.seq_q, 3000));
-      s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+      std::vector<std::uint64_t> lengths;
+      for (std::uint64_t b = 0; b < s.batch; ++b) lengths.push_back(pick(s.seq_q, 3000));
+      s.context_lengths = lengths;
+      s.seq_kv = s.context_lengths.max_kv();
     } else {
       s.seq_kv = pick(s.seq_q, 3000);
     }
@@ -373,8 +375,10 @@ TEST_CASE("decode: walk --decode reaches the closed forms", "[decode][animations
     s.seq_q = pick(1, 8);
     s.block_cols = std::vector<std::uint64_t>{32, 64, 128}[pick(0, 2)];
     s.page_size = pick(1, 300);
-    for (std::uint64_t b = 0; b < s.batch; ++b) s.context_lengths.push_back(pick(8, 20000));
-    s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+    std::vector<std::uint64_t> lengths;
+    for (std::uint64_t b = 0; b < s.batch; ++b) lengths.push_back(pick(8, 20000));
+    s.context_lengths = lengths;
+    s.seq_kv = s.context_lengths.max_kv();
     const std::uint64_t splits = pick(1, 50);
     for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged}) {
       INFO(describe(s) << ", " << decode_variant_id(v) << ", " << splits << " splits");
@@ -477,8 +481,10 @@ TEST_CASE("decode: the simulation's stack distances equal a plain LRU", "[decode
     s.seq_q = pick(1, 4);
     s.block_cols = 64;
     s.page_size = pick(1, 100);
-    for (std::uint64_t b = 0; b < s.batch; ++b) s.context_lengths.push_back(pick(1, 2000));
-    s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+    std::vector<std::uint64_t> lengths;
+    for (std::uint64_t b = 0; b < s.batch; ++b) lengths.push_back(pick(1, 2000));
+    s.context_lengths = lengths;
+    s.seq_kv = s.context_lengths.max_kv();
     const std::uint64_t splits = pick(1, 12);
     L2SimConfig c;
     c.sm_count = static_cast<std::uint32_t>(pick(1, 8));

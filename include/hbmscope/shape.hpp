@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hbmscope/seq_list.hpp"
+
 namespace hbmscope {
 
 enum class Dtype { fp32, fp16, bf16, fp8 };
@@ -42,9 +44,15 @@ struct Shape {
   // MLA in its absorbed form (FlashMLA's decode): one latent KV head of head_dim
   // values per token is K, and its first head_dim_v values are V (no V of its own).
   bool latent_kv = false;
+  // Ragged prefill (docs/model.md, "Ragged prefill"): one item per sequence, q
+  // queries against kv keys ({L, L} for "L", {Q, KV} for "Q:KV"), each sequence
+  // attending only to itself; then batch is their number, seq_q the longest q
+  // and seq_kv the longest kv. Empty: batch sequences of seq_q x seq_kv.
+  // Prefill rows only; shared, never copied (seq_list.hpp).
+  SeqList seq_lens;
   // Decode rows (decode.hpp, docs/model.md "Decode attention"); unused when decode is false.
   bool decode = false;
-  std::vector<std::uint64_t> context_lengths;  // ragged batch: L_b per sequence; empty: all seq_kv
+  SeqList context_lengths;  // ragged batch: L_b per sequence (kv only); empty: all seq_kv
   std::uint64_t splits = 0;      // KV splits asked for (--splits); 0: FlashAttention's heuristic
   std::uint64_t page_size = 16;  // tokens per KV cache page (decode_paged, --page-size)
 
@@ -53,6 +61,12 @@ struct Shape {
 
 // Throws Error naming the offending field when the shape cannot be modelled.
 void validate(const Shape& s);
+
+// Whether s is a ragged prefill batch (seq_lens given).
+inline bool ragged_prefill(const Shape& s) { return !s.seq_lens.empty(); }
+// One group of equal sequences of a ragged prefill batch as a dense shape:
+// batch = g.count, seq_q = g.item.q, seq_kv = g.item.kv, no seq_lens.
+Shape sequence_shape(const Shape& s, const SeqGroup& g);
 
 std::uint64_t query_blocks(const Shape& s);  // ceil(Nq / Br)
 std::uint64_t key_blocks(const Shape& s);    // ceil(Nkv / Bc)

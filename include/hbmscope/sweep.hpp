@@ -46,14 +46,23 @@ struct SweepAxes {
   // Decode (decode.hpp): every shape is a decode row, seq its new tokens.
   bool decode = false;
   // Ragged batches, each one shape's context lengths (its batch and seq_kv);
-  // when non-empty they replace the batch and seq_kv axes.
-  std::vector<std::vector<std::uint64_t>> context_lengths;
+  // when non-empty they replace the batch and seq_kv axes. Each list is shared
+  // by every shape made from it.
+  std::vector<SeqList> context_lengths;
   std::vector<std::uint64_t> splits{0};  // 0: FlashAttention's heuristic
   std::vector<std::uint64_t> page_size{default_page_size};
+  // Ragged prefill batches (prefill rows only), each one shape's sequences
+  // (its batch, seq and seq_kv); when non-empty they replace the batch, seq and
+  // seq_kv axes. Shared like context_lengths.
+  std::vector<SeqList> seq_lens;
 };
 
-// The most context lengths one ragged batch may hold.
+// The most context lengths (or prefill sequences) one ragged batch may hold.
 inline constexpr std::size_t max_context_lengths = 1'000'000;
+// The most sequences a sweep's shapes may hold together (a ragged batch counts
+// once for every shape that shares it): the model's work, bounded before any
+// shape is built.
+inline constexpr std::uint64_t max_sweep_sequences = std::uint64_t{1} << 31;
 
 // The design note's table: 4096 x 64, 4096 x 128, 8192 x 128, BF16, blocks of 128.
 SweepAxes note_axes();

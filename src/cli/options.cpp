@@ -370,7 +370,7 @@ void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
       throw Error("--context-lengths: more than " + std::to_string(max_context_lengths) + " lengths");
     if (o.batch || o.seq_kv)
       throw Error("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
-    a.context_lengths = {lengths};
+    a.context_lengths = {SeqList(lengths)};
   }
   if ((o.splits || o.page_size) && !a.decode)
     throw Error(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");

@@ -169,7 +169,7 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
         std::vector<std::uint64_t> batch;
         for (std::size_t n = 0; n < v[i].size(); ++n)
           batch.push_back(single_count(v[i][n], origin, p + "[" + std::to_string(n) + "]"));
-        a.context_lengths.push_back(std::move(batch));
+        a.context_lengths.emplace_back(batch);
       }
     } else if (k == "splits") a.splits = int_axis(v, origin, path);
     else if (k == "page_size") a.page_size = int_axis(v, origin, path);

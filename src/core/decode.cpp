@@ -29,21 +29,17 @@ std::optional<DecodeVariant> parse_decode_variant(std::string_view id) {
 bool gqa_packed(DecodeVariant v) { return v != DecodeVariant::split_unpacked; }
 
 std::uint64_t context_length(const Shape& s, std::uint64_t b) {
-  return s.context_lengths.empty() ? s.seq_kv : s.context_lengths.at(static_cast<std::size_t>(b));
+  return s.context_lengths.empty() ? s.seq_kv : s.context_lengths.at(static_cast<std::size_t>(b)).kv;
 }
 
 std::uint64_t total_context(const Shape& s) {
   if (s.context_lengths.empty()) return checked_mul(s.batch, s.seq_kv, "decode context tokens");
-  std::uint64_t sum = 0;
-  for (auto l : s.context_lengths) sum = checked_add(sum, l, "decode context tokens");
-  return sum;
+  const auto sum = s.context_lengths.total_kv();
+  if (!sum) throw_overflow("decode context tokens");
+  return *sum;
 }
 
-bool ragged(const Shape& s) {
-  for (auto l : s.context_lengths)
-    if (l != s.context_lengths.front()) return true;
-  return false;
-}
+bool ragged(const Shape& s) { return !s.context_lengths.empty() && !s.context_lengths.uniform(); }
 
 std::uint64_t num_splits_heuristic(std::uint64_t ctas, std::uint64_t sm_slots, std::uint64_t n_blocks,
                                    std::uint64_t max_splits) {
@@ -120,14 +116,15 @@ std::uint64_t nonempty_splits(const Shape& s, std::uint64_t splits, std::uint64_
 }
 
 // Calls f(L, count) for each context length: once with count = batch when the
-// batch is not ragged (batch may be huge), else once per sequence.
+// batch is not ragged (batch may be huge), else once per distinct length with
+// the sequences that have it.
 template <class F>
 void for_each_length(const Shape& s, F&& f) {
   if (s.context_lengths.empty()) {
     f(s.seq_kv, s.batch);
     return;
   }
-  for (auto len : s.context_lengths) f(len, std::uint64_t{1});
+  for (const SeqGroup& g : s.context_lengths.groups()) f(g.item.kv, g.count);
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ void decode_walk_frames(const Shape& s, DecodeVariant v, std::uint64_t splits, b
   std::vector<std::pair<std::uint64_t, std::uint64_t>> seqs;
   if (s.context_lengths.empty()) seqs.emplace_back(s.seq_kv, s.batch);
   else
-    for (auto l : s.context_lengths) seqs.emplace_back(l, 1);
+    for (const SeqGroup& g : s.context_lengths.groups()) seqs.emplace_back(g.item.kv, g.count);
   const std::uint64_t work = checked_product(what, seqs.size(), splits, f.blocks_per_split);
   if (work > max_decode_walk_work)
     throw Error("walk --decode: " + std::to_string(work) + " (sequence, split, key block) steps to count (at most " +

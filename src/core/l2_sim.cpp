@@ -455,7 +455,8 @@ struct DecodeLayout {
     if (!s.context_lengths.empty()) {
       unit_prefix.push_back(0);
       kb_prefix.push_back(0);
-      for (auto l : s.context_lengths) {
+      for (const SeqLen& seq : s.context_lengths) {
+        const std::uint64_t l = seq.kv;
         unit_prefix.push_back(checked_add(unit_prefix.back(), ceil_div(l, unit), what));
         kb_prefix.push_back(checked_add(kb_prefix.back(), ceil_div(l, s.block_cols), what));
       }
@@ -504,7 +505,7 @@ std::uint64_t decode_accesses(const Shape& s, DecodeVariant v, std::uint64_t spl
   };
   if (s.context_lengths.empty()) add_len(s.seq_kv, s.batch);
   else
-    for (auto l : s.context_lengths) add_len(l, 1);
+    for (const SeqGroup& g : s.context_lengths.groups()) add_len(g.item.kv, g.count);
   return total;
 }
 

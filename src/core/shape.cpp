@@ -67,6 +67,35 @@ void require_positive(std::uint64_t v, const char* name) {
 }
 }  // namespace
 
+namespace {
+void validate_seq_lens(const Shape& s) {
+  const SeqList& l = s.seq_lens;
+  if (s.decode) throw Error("seq-lens are prefill sequences; a decode row takes context lengths");
+  if (l.size() != s.batch)
+    throw Error("seq-lens: " + std::to_string(l.size()) + " sequences for batch " + std::to_string(s.batch));
+  for (const SeqGroup& g : l.groups()) {
+    require_positive(g.item.q, "seq-lens: a sequence's queries");
+    require_positive(g.item.kv, "seq-lens: a sequence's keys");
+    if (g.item.q > g.item.kv)
+      throw Error("seq-lens: " + std::to_string(g.item.q) + ":" + std::to_string(g.item.kv) +
+                  " has more new tokens than keys (Q:KV counts the Q new tokens in KV)");
+  }
+  if (l.max_q() != s.seq_q || l.max_kv() != s.seq_kv)
+    throw Error("seq-lens: seq (" + std::to_string(s.seq_q) + ") and seq-kv (" + std::to_string(s.seq_kv) +
+                ") must be the longest sequence's (" + std::to_string(l.max_q()) + ", " +
+                std::to_string(l.max_kv()) + ")");
+}
+}  // namespace
+
+Shape sequence_shape(const Shape& s, const SeqGroup& g) {
+  Shape one = s;
+  one.seq_lens = {};
+  one.batch = g.count;
+  one.seq_q = g.item.q;
+  one.seq_kv = g.item.kv;
+  return one;
+}
+
 void validate(const Shape& s) {
   require_positive(s.batch, "batch");
   require_positive(s.heads, "heads");
@@ -92,6 +121,9 @@ void validate(const Shape& s) {
       throw Error("latent KV (MLA): V is the first head-dim-v (" + std::to_string(value_head_dim(s)) +
                   ") of the head-dim (" + std::to_string(s.head_dim) + ") latent values");
   }
+  if (s.latent_kv && s.pass != Pass::fwd)
+    throw Error("latent KV (MLA, absorbed) is an inference form: pass fwd only");
+  if (!s.seq_lens.empty()) validate_seq_lens(s);
   if (!s.decode) {
     if (!s.context_lengths.empty()) throw Error("context lengths apply to decode rows only");
     if (s.splits != 0) throw Error("splits apply to decode rows only");
@@ -109,18 +141,17 @@ void validate(const Shape& s) {
     if (s.context_lengths.size() != s.batch)
       throw Error("context lengths: " + std::to_string(s.context_lengths.size()) + " lengths for batch " +
                   std::to_string(s.batch));
-    std::uint64_t longest = 0;
-    for (auto l : s.context_lengths) {
-      require_positive(l, "context length");
-      longest = std::max(longest, l);
+    for (const SeqGroup& l : s.context_lengths.groups()) {
+      require_positive(l.item.kv, "context length");
+      if (l.item.q != 0) throw Error("context lengths: a decode sequence's new tokens are seq, not Q:KV items");
     }
+    const std::uint64_t longest = s.context_lengths.max_kv();
     if (longest != s.seq_kv)
       throw Error("seq-kv (" + std::to_string(s.seq_kv) + ") must be the longest context length (" +
                   std::to_string(longest) + ")");
   }
   if (s.causal) {  // the shortest context (a dense batch has one length, whatever its size)
-    std::uint64_t shortest = s.seq_kv;
-    for (auto l : s.context_lengths) shortest = std::min(shortest, l);
+    const std::uint64_t shortest = s.context_lengths.empty() ? s.seq_kv : s.context_lengths.min_kv();
     if (shortest < s.seq_q)
       throw Error("causal decode: a context length (" + std::to_string(shortest) + ") is shorter than the " +
                   std::to_string(s.seq_q) + " new tokens it includes");
@@ -148,12 +179,9 @@ std::string describe_decode(const Shape& s) {
   std::string r = "decode " + std::to_string(s.seq_q) + "/" + std::to_string(s.seq_kv) + " x " +
                   std::to_string(s.head_dim) + " (batch " + std::to_string(s.batch);
   if (ragged(s)) {
-    const auto [lo, hi] = std::minmax_element(s.context_lengths.begin(), s.context_lengths.end());
-    std::uint64_t sum = 0;
-    bool wrapped = false;
-    for (auto l : s.context_lengths) wrapped = wrapped || __builtin_add_overflow(sum, l, &sum);
-    r.append(" ragged ").append(std::to_string(*lo)).append("..").append(std::to_string(*hi));
-    if (!wrapped) r.append(", ").append(std::to_string(sum)).append(" tokens");
+    const SeqList& l = s.context_lengths;
+    r.append(" ragged ").append(std::to_string(l.min_kv())).append("..").append(std::to_string(l.max_kv()));
+    if (const auto sum = l.total_kv()) r.append(", ").append(std::to_string(*sum)).append(" tokens");
   }
   r.append(", ").append(std::to_string(s.heads)).append(s.heads == 1 ? " head" : " heads");
   if (s.kv_heads != s.heads) r.append(", ").append(std::to_string(s.kv_heads)).append(" kv-heads");
@@ -168,10 +196,23 @@ std::string describe_decode(const Shape& s) {
 
 std::string describe(const Shape& s) {
   if (s.decode) return describe_decode(s);
-  std::string r = std::to_string(s.seq_q);
-  if (s.seq_kv != s.seq_q) r.append("/").append(std::to_string(s.seq_kv));
-  r.append(" x ").append(std::to_string(s.head_dim));
-  r.append(" (batch ").append(std::to_string(s.batch)).append(", ");
+  std::string r;
+  if (ragged_prefill(s)) {
+    // "ragged 512..4096/4096 x 64 (batch 3, 4608 queries, ..."
+    const SeqList& l = s.seq_lens;
+    r = "ragged " + std::to_string(l.min_q()) + ".." + std::to_string(l.max_q());
+    if (l.min_kv() != l.min_q() || l.max_kv() != l.max_q())
+      r.append("/").append(std::to_string(l.min_kv())).append("..").append(std::to_string(l.max_kv()));
+    r.append(" x ").append(std::to_string(s.head_dim));
+    r.append(" (batch ").append(std::to_string(s.batch));
+    if (const auto q = l.total_q()) r.append(", ").append(std::to_string(*q)).append(" queries");
+    r.append(", ");
+  } else {
+    r = std::to_string(s.seq_q);
+    if (s.seq_kv != s.seq_q) r.append("/").append(std::to_string(s.seq_kv));
+    r.append(" x ").append(std::to_string(s.head_dim));
+    r.append(" (batch ").append(std::to_string(s.batch)).append(", ");
+  }
   r.append(std::to_string(s.heads)).append(s.heads == 1 ? " head" : " heads");
   if (s.kv_heads != s.heads) r.append(", ").append(std::to_string(s.kv_heads)).append(" kv-heads");
   r.append(", ").append(dtype_name(s.dtype));

@@ -44,6 +44,37 @@ void drop_repeats(std::vector<T>& v) {
   v = std::move(out);
 }
 
+// Ragged batches: the repeats dropped (by content; a sweep has few batches).
+void drop_repeats(std::vector<SeqList>& v) {
+  std::vector<SeqList> out;
+  for (const SeqList& l : v)
+    if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+  v = std::move(out);
+}
+
+void check_batches(const std::vector<SeqList>& lists, const char* what) {
+  for (const SeqList& c : lists) {
+    if (c.empty()) throw Error(std::string(what) + ": a ragged batch has no sequences");
+    if (c.size() > max_context_lengths)
+      throw Error(std::string(what) + ": " + std::to_string(c.size()) + " sequences in one batch (at most " +
+                  std::to_string(max_context_lengths) + ")");
+  }
+}
+
+// Refuses a product whose shapes would hold more than max_sweep_sequences
+// sequences in all (each ragged batch counted once per shape that shares it),
+// before anything is built; `per_batch` shapes share each batch.
+void check_sequences(const std::vector<SeqList>& lists, std::uint64_t per_batch) {
+  std::uint64_t n = 0;
+  bool wrapped = false;
+  for (const SeqList& l : lists) wrapped = wrapped || __builtin_add_overflow(n, l.size(), &n);
+  wrapped = wrapped || __builtin_mul_overflow(n, per_batch, &n);
+  if (wrapped || n > max_sweep_sequences)
+    throw Error("sweep too large: its shapes hold " + (wrapped ? std::string("more than 2^64") : std::to_string(n)) +
+                " ragged sequences in all (at most " + std::to_string(max_sweep_sequences) +
+                "); sweep fewer values or shorter batches");
+}
+
 // Decode rows: every combination, outermost first: batch (or ragged batch),
 // heads, kv_heads, dtype, causal, block_cols, (seq, head_dim), seq_kv, splits,
 // page_size. block_rows and pass do not apply to decode.
@@ -55,12 +86,8 @@ std::vector<Shape> expand_decode(SweepAxes a) {
   require_nonempty(a.page_size, "page_size");
   if (a.seq_kv.empty() && a.context_lengths.empty())
     throw Error("decode: give the context length (--seq-kv, or --context-lengths for a ragged batch)");
-  for (const auto& c : a.context_lengths) {
-    if (c.empty()) throw Error("decode: a ragged batch has no context lengths");
-    if (c.size() > max_context_lengths)
-      throw Error("decode: " + std::to_string(c.size()) + " context lengths in one batch (at most " +
-                  std::to_string(max_context_lengths) + ")");
-  }
+  if (!a.seq_lens.empty()) throw Error("decode: seq-lens are prefill sequences (decode takes context lengths)");
+  check_batches(a.context_lengths, "decode");
   for (Pass p : a.pass)
     if (p != Pass::fwd) throw Error("decode: rows are a forward pass (--pass fwd)");
   std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
@@ -68,7 +95,7 @@ std::vector<Shape> expand_decode(SweepAxes a) {
     for (auto n : a.seq)
       for (auto d : a.head_dim) points.emplace_back(n, d);
   // Each ragged batch stands for one (batch, seq_kv) pair.
-  std::vector<std::vector<std::uint64_t>> batches = a.context_lengths;
+  const std::vector<SeqList>& batches = a.context_lengths;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> dense;  // (batch, seq_kv)
   if (batches.empty())
     for (auto b : a.batch)
@@ -84,6 +111,7 @@ std::vector<Shape> expand_decode(SweepAxes a) {
   if (wrapped || total > max_sweep_shapes)
     throw Error("sweep too large: " + (wrapped ? std::string("more than 2^64") : std::to_string(total)) +
                 " decode shapes (at most " + std::to_string(max_sweep_shapes) + "); sweep fewer values");
+  if (!batches.empty()) check_sequences(batches, total / batches.size());
   std::vector<Shape> out;
   out.reserve(static_cast<std::size_t>(total));
   for (std::size_t bi = 0; bi < n_batches; ++bi)
@@ -101,13 +129,11 @@ std::vector<Shape> expand_decode(SweepAxes a) {
                       s.batch = dense[bi].first;
                       s.seq_kv = dense[bi].second;
                     } else {
-                      s.context_lengths = batches[bi];
-                      s.batch = s.context_lengths.size();
-                      s.seq_kv = *std::max_element(s.context_lengths.begin(), s.context_lengths.end());
+                      const SeqList& l = batches[bi];
+                      s.batch = l.size();
+                      s.seq_kv = l.max_kv();
                       // A batch of equal lengths is not ragged: keep it dense, one form per shape.
-                      if (std::all_of(s.context_lengths.begin(), s.context_lengths.end(),
-                                      [&](std::uint64_t l) { return l == s.seq_kv; }))
-                        s.context_lengths.clear();
+                      if (!l.uniform()) s.context_lengths = l;
                     }
                     s.heads = h;
                     s.kv_heads = hkv == 0 ? h : hkv;
@@ -160,6 +186,20 @@ std::uint64_t shape_count(const SweepAxes& axes) {
       if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total)) return UINT64_MAX;
     return total;
   }
+  if (!a.seq_lens.empty()) {  // the batches stand for batch, seq and seq_kv; the head dims remain
+    drop_repeats(a.seq_lens);
+    std::vector<std::uint64_t> dims = a.head_dim;
+    if (points) {
+      dims.clear();
+      for (auto [n, d] : a.seq_head_dim) dims.push_back(d);
+    }
+    drop_repeats(dims);
+    for (std::size_t n : {a.seq_lens.size(), a.heads.size(), std::max<std::size_t>(a.kv_heads.size(), 1),
+                          a.dtype.size(), a.causal.size(), a.block_rows.size(), a.block_cols.size(), dims.size(),
+                          a.pass.size()})
+      if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total)) return UINT64_MAX;
+    return total;
+  }
   for (std::size_t n : {a.batch.size(), a.heads.size(), std::max<std::size_t>(a.kv_heads.size(), 1), a.dtype.size(),
                         a.causal.size(), a.block_rows.size(), a.block_cols.size(),
                         points ? points : a.seq.size(), points ? std::size_t{1} : a.head_dim.size(),
@@ -197,23 +237,38 @@ std::vector<Shape> expand(const SweepAxes& axes) {
     throw Error("context lengths, splits and page size apply to decode rows only (add --decode)");
   // With every axis free of repeats the product has no repeated shape ("same
   // as the paired axis" is one value, so it cannot collide with another).
-  const SweepAxes a = without_repeats(axes);
-  require_nonempty(a.batch, "batch");
+  SweepAxes a = without_repeats(axes);
+  drop_repeats(a.seq_lens);
+  check_batches(a.seq_lens, "seq-lens");
+  const bool ragged_batches = !a.seq_lens.empty();
   require_nonempty(a.heads, "heads");
   require_nonempty(a.dtype, "dtype");
   require_nonempty(a.block_rows, "block_rows");
   require_nonempty(a.block_cols, "block_cols");
   require_nonempty(a.causal, "causal");
   require_nonempty(a.pass, "pass");
-  if (a.seq_head_dim.empty()) {
-    require_nonempty(a.seq, "seq");
-    require_nonempty(a.head_dim, "head_dim");
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
+  if (ragged_batches) {  // the batches give batch, seq and seq_kv: only the head dims remain
+    std::vector<std::uint64_t> dims;
+    if (points.empty()) dims = a.head_dim;
+    else
+      for (auto [n, d] : points) dims.push_back(d);
+    drop_repeats(dims);
+    require_nonempty(dims, "head_dim");
+    points.clear();
+    for (auto d : dims) points.emplace_back(0, d);
+  } else {
+    require_nonempty(a.batch, "batch");
+    if (points.empty()) {
+      require_nonempty(a.seq, "seq");
+      require_nonempty(a.head_dim, "head_dim");
+    }
   }
   const std::vector<std::uint64_t> same{0};  // 0 stands for "as the paired axis"
   const auto& kv_heads = a.kv_heads.empty() ? same : a.kv_heads;
-  const auto& seq_kv = a.seq_kv.empty() ? same : a.seq_kv;
-  const std::size_t n_points =
-      a.seq_head_dim.empty() ? a.seq.size() * a.head_dim.size() : a.seq_head_dim.size();
+  const auto& seq_kv = a.seq_kv.empty() || ragged_batches ? same : a.seq_kv;
+  const std::size_t n_batches = ragged_batches ? a.seq_lens.size() : a.batch.size();
+  const std::size_t n_points = !points.empty() ? points.size() : a.seq.size() * a.head_dim.size();
 
   // Size first, so that an enormous product is refused before it is built.
   // The exact count while it fits in 64 bits; past that a power of two, as
@@ -221,9 +276,8 @@ std::vector<Shape> expand(const SweepAxes& axes) {
   std::uint64_t total = 1;
   long double approx = 1;
   bool wrapped = false;
-  for (std::size_t n : {a.batch.size(), a.heads.size(), kv_heads.size(), a.dtype.size(),
-                        a.causal.size(), a.block_rows.size(), a.block_cols.size(), n_points,
-                        seq_kv.size(), a.pass.size()}) {
+  for (std::size_t n : {n_batches, a.heads.size(), kv_heads.size(), a.dtype.size(), a.causal.size(),
+                        a.block_rows.size(), a.block_cols.size(), n_points, seq_kv.size(), a.pass.size()}) {
     wrapped = wrapped || __builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total);
     approx *= static_cast<long double>(n);
   }
@@ -231,15 +285,15 @@ std::vector<Shape> expand(const SweepAxes& axes) {
     throw Error("sweep too large: " +
                 (wrapped ? "about 2^" + std::to_string(std::lround(std::log2(approx))) : std::to_string(total)) +
                 " shapes (at most " + std::to_string(max_sweep_shapes) + "); sweep fewer values");
+  if (ragged_batches) check_sequences(a.seq_lens, total / n_batches);
 
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> points = a.seq_head_dim;
   if (points.empty())
     for (auto n : a.seq)
       for (auto d : a.head_dim) points.emplace_back(n, d);
 
   std::vector<Shape> out;
   out.reserve(static_cast<std::size_t>(total));
-  for (auto b : a.batch)
+  for (std::size_t bi = 0; bi < n_batches; ++bi)
     for (auto h : a.heads)
       for (auto hkv : kv_heads)
         for (auto dt : a.dtype)
@@ -248,22 +302,31 @@ std::vector<Shape> expand(const SweepAxes& axes) {
               for (auto bc : a.block_cols)
                 for (auto [n, d] : points)
                   for (auto nkv : seq_kv)
-                  for (Pass pass : a.pass) {
-                    Shape s;
-                    s.pass = pass;
-                    s.batch = b;
-                    s.heads = h;
-                    s.kv_heads = hkv == 0 ? h : hkv;
-                    s.dtype = dt;
-                    s.causal = causal;
-                    s.block_rows = br;
-                    s.block_cols = bc;
-                    s.seq_q = n;
-                    s.seq_kv = nkv == 0 ? n : nkv;
-                    s.head_dim = d;
-                    validate(s);
-                    out.push_back(s);
-                  }
+                    for (Pass pass : a.pass) {
+                      Shape s;
+                      s.pass = pass;
+                      if (ragged_batches) {
+                        const SeqList& l = a.seq_lens[bi];
+                        s.batch = l.size();
+                        s.seq_q = l.max_q();
+                        s.seq_kv = l.max_kv();
+                        // Equal sequences are a dense batch: one form per shape.
+                        if (!l.uniform()) s.seq_lens = l;
+                      } else {
+                        s.batch = a.batch[bi];
+                        s.seq_q = n;
+                        s.seq_kv = nkv == 0 ? n : nkv;
+                      }
+                      s.heads = h;
+                      s.kv_heads = hkv == 0 ? h : hkv;
+                      s.dtype = dt;
+                      s.causal = causal;
+                      s.block_rows = br;
+                      s.block_cols = bc;
+                      s.head_dim = d;
+                      validate(s);
+                      out.push_back(std::move(s));
+                    }
   return out;
 }
 

@@ -48,7 +48,8 @@ struct DecodeBuffers {
       lse_part = DeviceBuffer(plan.rows * plan.splits * 4);
     }
     if (!s.context_lengths.empty()) {
-      std::vector<std::int32_t> lens(s.context_lengths.begin(), s.context_lengths.end());
+      std::vector<std::int32_t> lens;
+      for (const SeqLen& l : s.context_lengths) lens.push_back(static_cast<std::int32_t>(l.kv));
       seq_lens = DeviceBuffer(lens.size() * 4);
       upload(seq_lens, lens.data(), lens.size() * 4, stream);
     }

@@ -115,20 +115,22 @@ Shape decode_validation_shape(const Shape& s) {
   v.heads = v.kv_heads * group_size(s);
   if (!s.context_lengths.empty()) {
     // The longest and the shortest sequence: both ends of a ragged batch.
-    const auto [lo, hi] = std::minmax_element(s.context_lengths.begin(), s.context_lengths.end());
-    v.context_lengths = v.batch == 1 ? std::vector<std::uint64_t>{*hi} : std::vector<std::uint64_t>{*hi, *lo};
+    const std::uint64_t lo = s.context_lengths.min_kv(), hi = s.context_lengths.max_kv();
+    v.context_lengths = v.batch == 1 ? std::vector<std::uint64_t>{hi} : std::vector<std::uint64_t>{hi, lo};
   }
   if (cost(v) > static_cast<double>(decode_validation_budget)) {
     const auto cut = [](std::uint64_t l) { return l <= 2000 ? l : 1000 + l % 1000; };
     if (v.context_lengths.empty()) {
       v.seq_kv = cut(v.seq_kv);
     } else {
-      for (auto& l : v.context_lengths) l = cut(l);
+      std::vector<std::uint64_t> lengths = v.context_lengths.kv_lengths();
+      for (auto& l : lengths) l = cut(l);
+      v.context_lengths = lengths;
     }
   }
   if (!v.context_lengths.empty()) {
-    v.seq_kv = *std::max_element(v.context_lengths.begin(), v.context_lengths.end());
-    if (v.batch == 1 || v.context_lengths.front() == v.context_lengths.back()) v.context_lengths.clear();
+    v.seq_kv = v.context_lengths.max_kv();
+    if (v.batch == 1 || v.context_lengths.uniform()) v.context_lengths.clear();
   }
   return v;
 }

@@ -141,14 +141,7 @@ const Field shape_fields[] = {
     {"splits", [](const Shape& s) { return std::to_string(s.splits); }},
     {"page_size", [](const Shape& s) { return std::to_string(s.page_size); }},
     {"context_lengths",
-     [](const Shape& s) {
-       std::string t;
-       for (auto l : s.context_lengths) {
-         if (!t.empty()) t += ';';
-         t += std::to_string(l);
-       }
-       return t;
-     }},
+     [](const Shape& s) { return s.context_lengths.text(';'); }},
 };
 
 // What a row's key is made of.

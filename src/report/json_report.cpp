@@ -30,7 +30,7 @@ nlohmann::json shape_to_json(const Shape& s) {
     j["splits"] = s.splits;
     j["page_size"] = s.page_size;
     j["context_tokens"] = total_context(s);
-    if (!s.context_lengths.empty()) j["context_lengths"] = s.context_lengths;
+    if (!s.context_lengths.empty()) j["context_lengths"] = s.context_lengths.kv_lengths();
   }
   return j;
 }

@@ -262,11 +262,13 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
     opt_u64(j, origin, key, "context_tokens");
     if (const auto* c = member(j, "context_lengths")) {
       if (!c->is_array()) jc::fail(origin, key + ".context_lengths", "an array of lengths", *c);
+      std::vector<std::uint64_t> lengths;
       for (std::size_t i = 0; i < c->size(); ++i) {
         if (!non_negative_integer((*c)[i]))
           jc::fail(origin, key + ".context_lengths[" + std::to_string(i) + "]", "a positive integer", (*c)[i]);
-        s.context_lengths.push_back((*c)[i].get<std::uint64_t>());
+        lengths.push_back((*c)[i].get<std::uint64_t>());
       }
+      s.context_lengths = lengths;
     }
   }
   try {

@@ -42,9 +42,8 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
                     if (!r.shape.decode) return std::string("-");
                     std::string t = std::to_string(total_context(r.shape));
                     if (ragged(r.shape)) {
-                      const auto [lo, hi] =
-                          std::minmax_element(r.shape.context_lengths.begin(), r.shape.context_lengths.end());
-                      t += " (" + std::to_string(*lo) + ".." + std::to_string(*hi) + ")";
+                      const SeqList& l = r.shape.context_lengths;
+                      t += " (" + std::to_string(l.min_kv()) + ".." + std::to_string(l.max_kv()) + ")";
                     }
                     return t;
                   }});

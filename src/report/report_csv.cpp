@@ -148,11 +148,7 @@ std::string render_csv(const Report& rep) {
     }
     if (decode) {
       if (s.decode) {
-        std::string lengths;  // ';'-separated: one field
-        for (auto l : s.context_lengths) {
-          if (!lengths.empty()) lengths += ';';
-          lengths += std::to_string(l);
-        }
+        const std::string lengths = s.context_lengths.text(';');  // one field
         out += ",true," + std::to_string(total_context(s)) + "," + lengths + "," + std::to_string(s.splits) + "," +
                std::to_string(s.page_size) + "," + std::to_string(r.decode_sm_count);
       } else {
