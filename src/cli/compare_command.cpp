@@ -76,7 +76,9 @@ int SweepCommands::run_compare() {
   if (ignore_) opt.ignore = split_list(*ignore_, "--ignore");
   if (metrics_) opt.metrics = split_list(*metrics_, "--metrics");
   if (fail_on_ && *fail_on_ != "slower" && *fail_on_ != "faster" && *fail_on_ != "any")
-    throw Error("--fail-on: '" + *fail_on_ + "' is not one of slower, faster, any");
+    throw UsageError("--fail-on: '" + *fail_on_ + "' is not one of slower, faster, any");
+  if (metrics_ && f == Format::json)
+    throw UsageError("--metrics: applies to table, csv and md output; json holds every number");
   refuse_input_as_output(compare_output_, compare_files_, "--output");
   const Comparison c = compare_report_files(compare_files_.at(0), compare_files_.at(1), opt);
   emit(render_comparison(c, f), compare_output_);

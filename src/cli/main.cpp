@@ -54,24 +54,24 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
 
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
   const Shape s = cli::walk_shape(shape);
-  Playback p = cli::playback(o.animate, o.delay_ms);
+  cli::check_walk_options(s, shape, o);
+  const unsigned delay = o.delay_ms.value_or(100);
+  Playback p = cli::playback(o.animate, delay);
   if (s.decode) {
-    if (o.order != "fa2") throw Error("--order: applies to the prefill walk, not walk --decode");
     const std::uint64_t splits = cli::walk_decode_splits(s, o);
-    if (p.animate) p.every = cli::decode_walk_stride(s, splits, o.delay_ms);
+    if (p.animate) p.every = cli::decode_walk_stride(s, splits, delay);
     play_decode_walk(s, cli::walk_decode_variant(o), splits, p, stdout);
     return 0;
   }
-  if (o.sms || o.variant != "decode_split")
-    throw Error(std::string(o.sms ? "--sms" : "--variant") + ": applies to walk --decode");
-  if (p.animate) p.every = cli::walk_stride(s, o.delay_ms, stderr);
-  play_walk(s, cli::parse_order(o.order), p, stdout);
+  const LoopOrder order = cli::parse_order(o.order.value_or("fa2"));
+  if (p.animate) p.every = cli::walk_stride(s, delay, stderr);
+  play_walk(s, order, p, stdout);
   return 0;
 }
 
 int run_softmax(const cli::SoftmaxOptions& o) {
   const SoftmaxTrace t = trace_online_softmax(cli::softmax_values(o), cli::softmax_block(o));
-  play_softmax(t, cli::playback(o.animate, o.delay_ms), stdout);
+  play_softmax(t, cli::playback(o.animate, o.delay_ms.value_or(500)), stdout);
   return 0;
 }
 

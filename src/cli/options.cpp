@@ -10,6 +10,7 @@
 
 #include "hbmscope/device_spec.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/length_list.hpp"
 
 namespace hbmscope::cli {
 
@@ -245,53 +246,7 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
 }
 
 std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
-  if (text.empty() || text[0] != '@') return parse_int_axis(text, "context-lengths");
-  const std::string path = text.substr(1);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error("--context-lengths: cannot read '" + path + "': " + std::strerror(errno));
-  std::string content;
-  char buf[65536];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
-    content.append(buf, n);
-    if (content.size() > (std::size_t{64} << 20)) {
-      std::fclose(f);
-      throw Error("--context-lengths: '" + path + "' is larger than 64 MiB");
-    }
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw Error("--context-lengths: error reading '" + path + "'");
-  std::vector<std::uint64_t> out;
-  std::size_t line = 1;
-  for (std::size_t pos = 0; pos < content.size();) {
-    const char c = content[pos];
-    if (c == '#') {
-      while (pos < content.size() && content[pos] != '\n') ++pos;
-      continue;
-    }
-    if (c == '\n') ++line;
-    if (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-      ++pos;
-      continue;
-    }
-    std::size_t end = pos;
-    while (end < content.size() && std::string_view(",# \t\r\n").find(content[end]) == std::string_view::npos)
-      ++end;
-    const std::string item = content.substr(pos, end - pos);
-    std::vector<std::uint64_t> v;
-    try {
-      v = parse_int_axis(item, "context-lengths");
-    } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " (" + path + ", line " + std::to_string(line) + ")");
-    }
-    out.insert(out.end(), v.begin(), v.end());
-    if (out.size() > max_context_lengths)
-      throw Error("--context-lengths: '" + path + "' holds more than " + std::to_string(max_context_lengths) +
-                  " lengths");
-    pos = end;
-  }
-  if (out.empty()) throw Error("--context-lengths: '" + path + "' holds no lengths");
-  return out;
+  return read_length_list(text, "context-lengths");
 }
 
 void add_l2_options(CLI::App& app, L2Options& o) {
@@ -369,16 +324,22 @@ void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
     if (lengths.size() > max_context_lengths)
       throw Error("--context-lengths: more than " + std::to_string(max_context_lengths) + " lengths");
     if (o.batch || o.seq_kv)
-      throw Error("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
+      throw UsageError("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
     a.context_lengths = {SeqList(lengths)};
   }
   if ((o.splits || o.page_size) && !a.decode)
-    throw Error(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");
+    throw UsageError(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");
+  // Decode rows take key blocks only and are one forward pass: these would do nothing.
+  if (a.decode && o.block_rows)
+    throw UsageError("--block-rows: decode rows have no query blocks (their key blocks are --block-cols); drop --block-rows");
+  if (a.decode && o.pass)
+    for (Pass p : a.pass)
+      if (p != Pass::fwd) throw UsageError("--pass: decode rows are a forward pass (--pass fwd)");
   if (o.splits) {
     a.splits = parse_int_axis(*o.splits, "splits");
     for (auto s : a.splits)
       if (s > max_decode_splits)
-        throw Error("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
+        throw UsageError("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
   }
   if (o.page_size) a.page_size = parse_int_axis(*o.page_size, "page-size");
 }
@@ -519,8 +480,17 @@ void apply_measure_sizes(const MeasureCliOptions& o, MeasureOptions& opt) {
 PrintOptions to_print_options(const OutputOptions& o) {
   PrintOptions p;
   const auto f = std::optional<Format>(resolve_format(o.format, o.output));
-  const auto u = parse_units(o.units);
-  if (!u) throw UsageError("--units: '" + o.units + "' is not one of decimal, binary, bytes");
+  const std::string units = o.units.value_or("decimal");
+  const auto u = parse_units(units);
+  if (!u) throw UsageError("--units: '" + units + "' is not one of decimal, binary, bytes");
+  // Table and Markdown options: JSON and CSV hold every number exactly, so
+  // with them these would do nothing.
+  if (*f == Format::json || *f == Format::csv)
+    for (const auto& [given, name] : {std::pair{o.units.has_value(), "--units"}, {o.wide, "--wide"},
+                                      {o.columns.has_value(), "--columns"}})
+      if (given)
+        throw UsageError(std::string(name) + ": applies to table and md output; " + format_word(*f) +
+                         " holds every number exactly");
   p.format = *f;
   p.units = *u;
   p.wide = o.wide;

@@ -99,7 +99,7 @@ L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const Devi
   const bool decode = std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; });
   if (!decode) return l2;
   if (l2.order && std::all_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; }))
-    throw Error("--l2-order: decode rows are simulated in FlashAttention's split-KV launch order "
+    throw UsageError("--l2-order: decode rows are simulated in FlashAttention's split-KV launch order "
                 "(row block, split, head, sequence); drop --l2-order");
   std::optional<DeviceSpec> spec;
   if (dev.device) spec = find_device(*dev.device);
@@ -149,8 +149,8 @@ void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
   for (const Shape& s : shapes)
     if (s.pass == Pass::fwd && !s.decode) return;
   if (!shapes.empty() && shapes.front().decode)
-    throw Error("--fa1: decode rows have their own variants (no FlashAttention-1 order); drop --fa1");
-  throw Error("--fa1: FlashAttention-1's order is modelled for the forward pass only; add fwd to --pass");
+    throw UsageError("--fa1: decode rows have their own variants (no FlashAttention-1 order); drop --fa1");
+  throw UsageError("--fa1: FlashAttention-1's order is modelled for the forward pass only; add fwd to --pass");
 }
 
 void check_run_size(std::size_t shapes, std::string_view command) {

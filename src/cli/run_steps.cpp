@@ -107,7 +107,7 @@ namespace {
 
 void require_forward(const Shape& s) {
   if (s.pass != Pass::fwd)
-    throw Error("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
+    throw UsageError("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
 }
 
 }  // namespace

@@ -309,7 +309,7 @@ SweepConfig find_sweep_config(std::string_view arg) {
     }
     known += (known.empty() ? "" : ", ") + std::string(f.name);
   }
-  throw Error("--config: '" + jc::printable(arg) + "' is not a shipped config (" + known +
+  throw UsageError("--config: '" + jc::printable(arg) + "' is not a shipped config (" + known +
               ") nor a .json file");
 }
 

@@ -156,7 +156,7 @@ struct KeySpec {
 
 KeySpec key_spec(const CompareOptions& opt) {
   if (!opt.match.empty() && !opt.ignore.empty())
-    throw Error("--match and --ignore: give one or the other");
+    throw UsageError("--match and --ignore: give one or the other");
   const auto& known = compare_match_fields();
   const auto expand_names = [&](const std::vector<std::string>& given, const char* option) {
     std::set<std::string> out;
@@ -168,7 +168,7 @@ KeySpec key_spec(const CompareOptions& opt) {
       if (std::find(known.begin(), known.end(), f) == known.end()) {
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        throw Error(std::string(option) + ": '" + f + "' is not a field rows are matched on (" + list + ", seq)");
+        throw UsageError(std::string(option) + ": '" + f + "' is not a field rows are matched on (" + list + ", seq)");
       }
       out.insert(f);
     }
@@ -385,7 +385,7 @@ Comparison compare_sides(Side& sa, Side& sb, const KeySpec& spec, const CompareO
         }
         list += (list.empty() ? "" : ", ") + col;
       }
-      throw Error("--metric: '" + opt.metric + "' is not a number both reports hold (" +
+      throw UsageError("--metric: '" + opt.metric + "' is not a number both reports hold (" +
                   (list.empty() ? std::string("none") : list) + ")");
     }
   }
@@ -454,7 +454,7 @@ Comparison compare_sides(Side& sa, Side& sb, const KeySpec& spec, const CompareO
   const bool all = std::find(opt.metrics.begin(), opt.metrics.end(), "all") != opt.metrics.end();
   for (const auto& m : opt.metrics)
     if (m != "all" && !col_of.count(m) && !pairs.empty())
-      throw Error("--metrics: '" + m + "' is not a number both reports hold (see --format json for the list)");
+      throw UsageError("--metrics: '" + m + "' is not a number both reports hold (see --format json for the list)");
   for (std::size_t i = 0; i < c.columns.size(); ++i) {
     const bool asked = std::find(opt.metrics.begin(), opt.metrics.end(), c.columns[i]) != opt.metrics.end();
     if (c.columns[i] == c.metric || asked || all || differs[i]) c.shown.push_back(i);
@@ -466,7 +466,7 @@ Comparison compare_sides(Side& sa, Side& sb, const KeySpec& spec, const CompareO
 
 void check_threshold(const CompareOptions& opt) {
   if (!(opt.threshold_pct >= 0 && opt.threshold_pct < 100))
-    throw Error("--threshold: " + (std::isnan(opt.threshold_pct) ? std::string("nan") : csv_number(opt.threshold_pct)) +
+    throw UsageError("--threshold: " + (std::isnan(opt.threshold_pct) ? std::string("nan") : csv_number(opt.threshold_pct)) +
                 " is not a percentage in [0, 100)");
 }
 

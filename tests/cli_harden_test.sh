@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Issue 22, as a user meets it: one exit code per kind of mistake (README,
+# "Exit status"), options that would do nothing refused, input bytes that
+# cannot cut a message short, cost bounded by the input (checked by memory and
+# by a generous wall-clock ceiling that only a runaway would reach: speed
+# itself lives in bench/), outputs that a kill leaves no trace of, plots with
+# many series, and a compare table a person can read.
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+pass=0
+
+check() {  # check NAME COMMAND...
+  local name=$1; shift
+  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
+}
+
+# exit_is CODE ARGS...: that exit code; on an error one stderr line and empty stdout
+exit_is() {
+  local want=$1; shift
+  "$bin" "$@" >"$work/out" 2>"$work/err" </dev/null
+  local rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL: exit $rc, not $want: hbmscope $*: $(head -c 300 "$work/err")"; fails=$((fails + 1)); return
+  fi
+  if [ "$want" != 0 ]; then
+    if [ -s "$work/out" ] || [ "$(wc -l <"$work/err")" -ne 1 ]; then
+      echo "FAIL: hbmscope $*: not one stderr line with an empty stdout"; fails=$((fails + 1)); return
+    fi
+  fi
+  pass=$((pass + 1))
+}
+
+"$bin" model --seq 4096 --device h100 --format json --output "$work/a.json" 2>/dev/null
+cp "$work/a.json" "$work/b.json"
+
+# ---- exit 2: the command line is malformed ----
+exit_is 2 model --decode --seq-kv 4096 --splits 0
+exit_is 2 model --decode --seq-kv 4096 --splits 4097          # outside the option's range, as 0 is
+exit_is 2 model --decode --seq-kv 4096 --splits 1:5000:+1
+exit_is 2 model --decode --seq-kv 4096 --page-size 0
+exit_is 2 model --splits 4                                    # needs --decode
+exit_is 2 model --page-size 16
+exit_is 2 model --context-lengths 5,6 --batch 2               # options that exclude each other
+exit_is 2 model --context-lengths 5,6 --block-rows 64         # would do nothing: decode has key blocks only
+exit_is 2 model --decode --seq-kv 4096 --pass bwd
+exit_is 2 model --decode --seq-kv 4096 --fa1
+exit_is 2 model --pass bwd --fa1
+exit_is 2 model --decode --seq-kv 4096 --device h100 --l2-order head-major
+exit_is 2 model --format json --wide                          # table options with json/csv do nothing
+exit_is 2 model --format csv --units binary
+exit_is 2 model --format json --columns bytes
+exit_is 2 model --output "$work/x.csv" --wide
+exit_is 2 model --device h1000                                # names no preset
+exit_is 2 model --format xml
+exit_is 2 model --sms 132
+exit_is 2 model --x seq
+exit_is 2 model --bandwidth-fraction 0.5
+exit_is 2 sweep --config nosuch
+exit_is 2 sweep --shard 0/4
+exit_is 2 sweep --progress sometimes
+exit_is 2 sweep --kernels flash
+exit_is 2 walk --variant decode_split                         # without --decode
+exit_is 2 walk --sms 108
+exit_is 2 walk --pass bwd
+exit_is 2 walk --no-animate --delay 5
+exit_is 2 walk --decode --seq-kv 4096 --order fa2 --no-animate
+exit_is 2 walk --decode --seq-kv 4096 --page-size 32 --no-animate   # decode_split reads no pages
+exit_is 2 walk --decode --seq-kv 4096 --variant decode_floor --no-animate
+exit_is 2 walk --decode --seq-kv 4096 --sms 99999999 --no-animate
+exit_is 2 walk --seq 1024,2048 --no-animate
+exit_is 2 softmax 1 2 3 --seed 5                              # --seed is --random's
+exit_is 2 softmax 1 2 3 --no-animate --delay 5
+exit_is 2 softmax --block 0 1 2
+exit_is 2 softmax --random 500
+exit_is 2 measure --pass bwd
+exit_is 2 measure --format json --wide
+exit_is 2 measure --repeats 0
+exit_is 2 compare "$work/a.json" "$work/b.json" --match seq --ignore dtype
+exit_is 2 compare "$work/a.json" "$work/b.json" --match nosuch
+exit_is 2 compare "$work/a.json" "$work/b.json" --metric nosuch
+exit_is 2 compare "$work/a.json" "$work/b.json" --metrics nosuch
+exit_is 2 compare "$work/a.json" "$work/b.json" --threshold 200
+exit_is 2 compare "$work/a.json" "$work/b.json" --fail-on sometimes
+exit_is 2 compare "$work/a.json" "$work/b.json" --format json --metrics all
+exit_is 2 devices --format xml
+exit_is 2 devices h1000
+exit_is 2 merge "$work/a.json" --format xml
+# ---- exit 1: well formed, but refused by the model, or an unusable input ----
+exit_is 1 model --seq 4096 --heads 3 --kv-heads 2
+exit_is 1 model --seq 4G --head-dim 4G --batch 4G
+exit_is 1 model --seq 1:5000000:+1
+exit_is 1 model --seq 4096 --dtype fp8 --device a100
+exit_is 1 model --device "$work/none.json"
+exit_is 1 sweep --config "$work/none.json"
+exit_is 1 model --context-lengths "@$work/none.txt"
+exit_is 1 compare "$work/a.json" "$work/none.json"
+# ---- and what is well formed runs ----
+exit_is 0 model --format table --units binary
+exit_is 0 walk --decode --seq-kv 4096 --page-size 32 --variant decode_paged --no-animate
+exit_is 0 softmax --random 5 --seed 5 --no-animate
+exit_is 0 model --context-lengths 5,6 --block-cols 64
+
+# ---- a NUL byte in a --context-lengths @FILE: named escaped, the message whole ----
+printf '512\n12\0003,4\n' >"$work/nul.txt"
+exit_is 1 model --context-lengths "@$work/nul.txt"
+check "NUL in @FILE: escaped, file and line named" grep -qF "'12\\x003' is not a length ($work/nul.txt, line 2)" "$work/err"
+printf '1\n\033]0;x\a7\n' >"$work/esc.txt"
+exit_is 1 model --context-lengths "@$work/esc.txt"
+check "escape in @FILE: no control byte on stderr" test "$(tr -d '\n' <"$work/err" | tr -d '[:print:]' | wc -c)" -eq 0
+
+echo "cli harden: $pass passed, $fails failed"
+[ "$fails" -eq 0 ]
