@@ -111,5 +111,20 @@ printf '1\n\033]0;x\a7\n' >"$work/esc.txt"
 exit_is 1 model --context-lengths "@$work/esc.txt"
 check "escape in @FILE: no control byte on stderr" test "$(tr -d '\n' <"$work/err" | tr -d '[:print:]' | wc -c)" -eq 0
 
+# ---- a subnormal number in a report: refused by compare, never an "inf" ratio ----
+python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+r = json.load(open(w + "/a.json"))
+r["rows"][0]["prediction"]["flash_no_l2"]["seconds"] = 5e-324
+json.dump(r, open(w + "/sub.json", "w"))
+PY
+exit_is 1 compare "$work/sub.json" "$work/a.json"
+check "compare of a subnormal: named" grep -qF "sub.json: rows[0].prediction.flash_no_l2.seconds: 5e-324 is subnormal" "$work/err"
+for f in table csv json md; do
+  "$bin" compare "$work/a.json" "$work/b.json" --format $f --metrics all >"$work/cmp.$f" 2>/dev/null
+  check "compare --format $f: no inf" bash -c "! grep -qi 'inf\b' '$work/cmp.$f'"
+done
+
 echo "cli harden: $pass passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -249,6 +249,11 @@ struct Side {
     // A column index per path: one hash lookup per number (never a scan of
     // the row, which made a row of 128k numbers quadratic).
     const auto put = [&](const std::string& p, double v) {
+      // hbmscope writes no subnormal figure (its smallest are ratios of
+      // 64-bit counts): one is an edited report, and its ratios would read "inf".
+      if (std::fpclassify(v) == FP_SUBNORMAL)
+        throw Error(name + ": rows[" + std::to_string(i) + "]." + p + ": " + csv_number(v) +
+                    " is subnormal, not a figure a report holds");
       auto ci = column_index.find(p);
       if (ci == column_index.end()) {
         ci = column_index.emplace(p, static_cast<std::uint32_t>(columns.size())).first;
@@ -495,7 +500,9 @@ const std::vector<std::string>& compare_match_fields() {
 double ratio(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
   if (a == 0) return b == 0 ? 1.0 : std::numeric_limits<double>::infinity();
-  return b / a;
+  // Infinite only when A is 0: a quotient past the largest double is that double.
+  const double q = b / a;
+  return std::isinf(q) ? std::copysign(std::numeric_limits<double>::max(), q) : q;
 }
 
 Comparison compare_reports(const nlohmann::json& a, std::string_view a_name, const nlohmann::json& b,
