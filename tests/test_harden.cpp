@@ -1,8 +1,16 @@
 // Issue 22: cost bounded by the input, no figure printed as "inf", the
 // length-list parser, compare's readable table, streamed rows.
 #include <catch2/catch.hpp>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "hbmscope/compare.hpp"
@@ -68,4 +76,89 @@ TEST_CASE("length lists: items, comments, ranges, and bytes escaped in errors", 
   CHECK(message("1:2000000:+1") == "--context-lengths: 'f.txt' holds more than 1000000 lengths");
   CHECK(read_length_list("5,6", "context-lengths") == std::vector<std::uint64_t>{5, 6});
   CHECK_THROWS_AS(read_length_list("5,,6", "context-lengths"), UsageError);
+}
+
+namespace {
+
+std::size_t entries(const std::filesystem::path& dir) {
+  return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+TEST_CASE("an atomic file has no name until it is published, where the file system allows", "[harden][io]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hbmscope-test-unnamed";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const bool unnamed : {true, false}) {
+    AtomicFile::unnamed_temporaries = unnamed;
+    const std::size_t before = entries(dir);
+    {
+      AtomicFile f(dir / "r.json");
+      f.append("one, ");
+      f.append("two");
+      f.write(", three");
+      // Unnamed: nothing in the folder until publish (a kill now leaves nothing);
+      // named: the temporary file beside the target.
+      CHECK(entries(dir) == before + (unnamed ? 0u : 1u));
+      f.publish();
+    }
+    CHECK(entries(dir) == 1);
+    CHECK(slurp(dir / "r.json") == "one, two, three");
+    {
+      AtomicFile never(dir / "r.json");
+      never.append("half");
+    }
+    CHECK(entries(dir) == 1);  // not published: the old file stays, nothing else
+    CHECK(slurp(dir / "r.json") == "one, two, three");
+  }
+  AtomicFile::unnamed_temporaries = true;
+  // A file replaced keeps its mode; a link stays a link; published twice is once.
+  ::chmod((dir / "r.json").c_str(), 0600);
+  fs::create_symlink("r.json", dir / "link.json");
+  {
+    AtomicFile f(dir / "link.json");
+    f.write("through the link");
+    f.publish();
+    f.publish();
+  }
+  CHECK(fs::is_symlink(dir / "link.json"));
+  CHECK(slurp(dir / "r.json") == "through the link");
+  struct stat st {};
+  REQUIRE(::stat((dir / "r.json").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(entries(dir) == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGQUIT removes a named temporary file as SIGTERM does", "[harden][io]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hbmscope-test-sigquit";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  write_file_atomic(dir / "r.json", "old");
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGQUIT, SIG_DFL);
+    struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    AtomicFile::unnamed_temporaries = false;
+    write_file_atomic(dir / "r.json", std::string(1 << 16, 'x'), [] { std::raise(SIGQUIT); });
+    ::_exit(0);  // not reached
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGQUIT);
+  CHECK(slurp(dir / "r.json") == "old");
+  CHECK(entries(dir) == 1);
+  fs::remove_all(dir);
 }

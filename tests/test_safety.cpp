@@ -252,6 +252,7 @@ TEST_CASE("a signal the process ignores stays ignored while a file is pending", 
   sigemptyset(&ign.sa_mask);
   REQUIRE(::sigaction(SIGHUP, &ign, &before) == 0);
   const std::string path = temp_path("hup.txt");
+  AtomicFile::unnamed_temporaries = false;  // a named temporary file: the handlers are installed
   {
     AtomicFile f(path);
     ::sigaction(SIGHUP, nullptr, &during);
@@ -262,6 +263,7 @@ TEST_CASE("a signal the process ignores stays ignored while a file is pending", 
     f.write("x");
     f.publish();
   }
+  AtomicFile::unnamed_temporaries = true;
   ::sigaction(SIGHUP, nullptr, &after);
   CHECK(after.sa_handler == SIG_IGN);
   ::sigaction(SIGHUP, &before, nullptr);

@@ -76,8 +76,9 @@ void write_stdout(std::string_view content);
 
 // Writes content to path through a temporary file in the same folder and a
 // rename: the path holds either its old content or all of the new, never part.
-// An interrupt (SIGINT, SIGTERM, SIGHUP) while it runs removes the temporary
-// file before the process ends; past the file size limit the write fails
+// The temporary file is unnamed (O_TMPFILE) where the file system allows, so
+// that not even SIGKILL leaves it behind; a named one is removed by an
+// interrupt (SIGINT, SIGTERM, SIGHUP, SIGQUIT) before the process ends; past the file size limit the write fails
 // (SIGXFSZ is ignored meanwhile). A symbolic link is followed (the file it
 // names is replaced, the link stays); a character device or FIFO is written in
 // place; a directory or other special file is an error. before_rename is a
@@ -100,7 +101,7 @@ bool same_write_target(const std::filesystem::path& a, const std::filesystem::pa
 // constructor checks as check_write_target and creates the temporary file;
 // commit writes and renames (or writes a device or FIFO in place). The
 // temporary file is removed unless committed, and on an interrupt.
-// A file removed on SIGINT, SIGTERM or SIGHUP while this object lives (and by
+// A file removed on SIGINT, SIGTERM, SIGHUP or SIGQUIT while this object lives (and by
 // its owner otherwise): gnuplot's temporary files. Signals the process
 // ignores (nohup) stay ignored.
 class RemoveOnSignal {
@@ -127,13 +128,21 @@ class AtomicFile {
   // it replaces, else 0666 less the umask.
   void write(std::string_view content);
   void publish();
+  // write() in pieces, for a report written as its rows are made: append()
+  // as often as needed, then write() with the last piece (or nothing).
+  void append(std::string_view content);
+  // Where the file system has O_TMPFILE, the temporary file has no name until
+  // publish() (SIGKILL leaves nothing); false: a named temporary file always,
+  // as elsewhere (for tests of that path).
+  static bool unnamed_temporaries;
 
  private:
   void discard();
+  [[noreturn]] void fail(const char* what, int err);
   std::filesystem::path given_, path_;
   std::string prefix_, tmp_;
   int fd_ = -1, slot_ = -1;
-  bool in_place_ = false, written_ = false;
+  bool in_place_ = false, written_ = false, unnamed_ = false;
 };
 
 }  // namespace hbmscope
