@@ -128,5 +128,29 @@ for f in table csv json md; do
   check "compare --format $f: no inf" bash -c "! grep -qi 'inf\b' '$work/cmp.$f'"
 done
 
+# ---- --plot: many series are capped (and named), gnuplot has a time limit ----
+if command -v gnuplot >/dev/null; then
+  "$bin" model --seq 1K:8K:x2 --heads 1:50:+1 --device h100 --plot "$work/p50.svg" --format csv \
+    >/dev/null 2>"$work/err"
+  check "plot of 50 series: written" test -s "$work/p50.svg"
+  check "plot of 50 series: 32 drawn, the rest named" \
+    grep -qF "drew 32 of 50 series (at most 32; left out: H=33/33; H=34/34; H=35/35; H=36/36; H=37/37; and 13 more)" "$work/err"
+  check "plot of 50 series: 32 data blocks" test "$(grep -c 'H=[0-9]*/[0-9]*' "$work/p50.svg")" -gt 0
+fi
+mkdir -p "$work/fake"
+printf '#!/bin/sh\necho $$ >"%s"\nexec sleep 600\n' "$work/fake/pid" >"$work/fake/gnuplot"
+chmod +x "$work/fake/gnuplot"
+start=$(date +%s)
+HBMSCOPE_GNUPLOT_TIMEOUT=1 PATH="$work/fake:$PATH" "$bin" model --seq 1K,2K --plot "$work/slow.svg" \
+  --output "$work/slow.json" >"$work/out" 2>"$work/err"
+rc=$?
+check "gnuplot past its time limit: exit 1" test $rc -eq 1
+check "gnuplot past its time limit: says so" grep -qF "hbmscope: error: --plot: gnuplot did not finish within 1 s (HBMSCOPE_GNUPLOT_TIMEOUT)" "$work/err"
+check "gnuplot past its time limit: stopped at once" test $(($(date +%s) - start)) -lt 60
+check "gnuplot past its time limit: no file written" test ! -e "$work/slow.svg" -a ! -e "$work/slow.json"
+check "gnuplot past its time limit: killed" bash -c "! kill -0 $(cat "$work/fake/pid" 2>/dev/null || echo 999999) 2>/dev/null"
+HBMSCOPE_GNUPLOT_TIMEOUT=soon "$bin" model --seq 1K,2K --plot "$work/t.svg" >"$work/out" 2>"$work/err"
+check "a bad HBMSCOPE_GNUPLOT_TIMEOUT: exit 1, said" bash -c "test $? -eq 1 && grep -q 'HBMSCOPE_GNUPLOT_TIMEOUT' '$work/err'"
+
 echo "cli harden: $pass passed, $fails failed"
 [ "$fails" -eq 0 ]

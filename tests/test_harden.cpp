@@ -17,6 +17,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
 #include "hbmscope/length_list.hpp"
+#include "hbmscope/plot.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/sweep.hpp"
 
@@ -161,4 +162,23 @@ TEST_CASE("SIGQUIT removes a named temporary file as SIGTERM does", "[harden][io
   CHECK(slurp(dir / "r.json") == "old");
   CHECK(entries(dir) == 1);
   fs::remove_all(dir);
+}
+
+TEST_CASE("a chart draws at most max_series series and names those left out", "[harden][plot]") {
+  SweepAxes a;
+  a.seq = {1024, 2048};
+  a.heads = {1, 2, 3, 4, 5};
+  Report r;
+  r.rows = model_rows(expand(a));
+  PlotOptions o;
+  o.max_series = 3;
+  const auto notes = plot_notes(r, o);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "drew 3 of 5 series (at most 3; left out: H=4/4; H=5/5); plot fewer shapes, or pick the axis "
+                    "that varies most with --x");
+  const std::string script = gnuplot_script(r, PlotTerminal::svg, o);
+  CHECK(script.find("$s2 <<") != std::string::npos);
+  CHECK(script.find("$s3 <<") == std::string::npos);
+  o.max_series = 5;
+  CHECK(plot_notes(r, o).empty());
 }
