@@ -196,8 +196,8 @@ mkdir -p "$work/fakebin"
 cat >"$work/fakebin/gnuplot" <<'EOF'
 #!/bin/bash
 # A stand-in for gnuplot: logs its files, waits, draws.
-out=$(readlink /proc/$$/fd/1) err=$(readlink /proc/$$/fd/2)
-printf 'script %s\nout %s\nerr %s\npid %s\n' "$1" "$out" "$err" "$$" >>"$FAKE_LOG"
+out=$(readlink /proc/$$/fd/1) err=$(readlink /proc/$$/fd/2) script=${1:-$(readlink /proc/$$/fd/0)}
+printf 'script %s\nout %s\nerr %s\npid %s\n' "$script" "$out" "$err" "$$" >>"$FAKE_LOG"
 sleep "${FAKE_SLEEP:-0}"
 if [ -n "${FAKE_BIG:-}" ]; then ulimit -S -f unlimited; head -c 400000 /dev/zero | tr '\0' x; else echo '<svg></svg>'; fi
 EOF
