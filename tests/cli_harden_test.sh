@@ -152,5 +152,33 @@ check "gnuplot past its time limit: killed" bash -c "! kill -0 $(cat "$work/fake
 HBMSCOPE_GNUPLOT_TIMEOUT=soon "$bin" model --seq 1K,2K --plot "$work/t.svg" >"$work/out" 2>"$work/err"
 check "a bad HBMSCOPE_GNUPLOT_TIMEOUT: exit 1, said" bash -c "test $? -eq 1 && grep -q 'HBMSCOPE_GNUPLOT_TIMEOUT' '$work/err'"
 
+# ---- compare of two --device reports reads like model's table ----
+width_ok() {  # width_ok FILE MAX: every line at most MAX display columns
+  python3 -c "import sys; sys.exit(max(len(l) for l in open(sys.argv[1], encoding='utf-8').read().split('\n')) > int(sys.argv[2]))" "$1" "$2"
+}
+for dev in h100 h200; do
+  "$bin" sweep --config llm --seq 4K:32K:x2 --device $dev --format json --output "$work/llm-$dev.json" 2>/dev/null
+  "$bin" sweep --config decode --seq-kv 4K,32K --batch 1,16 --device $dev --format json --output "$work/dec-$dev.json" 2>/dev/null
+done
+for kind in llm dec; do
+  "$bin" compare "$work/$kind-h200.json" "$work/$kind-h100.json" >"$work/cmp-$kind" 2>"$work/err"
+  check "compare $kind h200/h100: exit 0" test $? -eq 0
+  check "compare $kind h200/h100: at most 120 columns" width_ok "$work/cmp-$kind" 120
+  check "compare $kind h200/h100: times with units" grep -qE " [0-9.]+ (ns|µs|ms) +[0-9.]+ (ns|µs|ms) +1\.43 +SLOWER$" "$work/cmp-$kind"
+  check "compare $kind h200/h100: no raw seconds" bash -c "! grep -qE '[0-9]e-0[0-9]' '$work/cmp-$kind'"
+  check "compare $kind h200/h100: verdict column last" grep -qE "^Group +Sequence × head dim .* +A +B +B/A +Verdict$" "$work/cmp-$kind"
+  check "compare $kind h200/h100: other ratios under short names" grep -qE "^  \[1\] [a-z0-9_]+\." "$work/cmp-$kind"
+  check "compare $kind h200/h100: no metric path in a header" bash -c "! grep -qE '^Group.*(prediction|bytes)\.' '$work/cmp-$kind'"
+  "$bin" compare "$work/$kind-h200.json" "$work/$kind-h100.json" --wide >"$work/cmpw-$kind"
+  check "compare --wide $kind: full names in one table" grep -qE "^Group .*A prediction\.decode_split\.seconds|^Group .*A prediction\.flash_no_l2\.seconds" "$work/cmpw-$kind"
+  check "compare --wide $kind: wider than 120" bash -c "! width_ok() { :; }; python3 -c \"import sys; sys.exit(max(len(l) for l in open('$work/cmpw-$kind', encoding='utf-8').read().split(chr(10))) <= 120)\""
+  "$bin" compare "$work/$kind-h200.json" "$work/$kind-h100.json" --format csv >"$work/cmpc-$kind"
+  check "compare --format csv $kind: raw numbers kept" grep -qE "[0-9]e-0[0-9]" "$work/cmpc-$kind"
+done
+"$bin" compare "$work/llm-h200.json" "$work/llm-h100.json" --format md >"$work/cmp-md"
+check "compare --format md: a Markdown table with units" grep -qE "^\| Llama-3 8B \| 4096 × 128 \| 32/8 \| [0-9.]+ µs \| [0-9.]+ µs \| 1.43 \| SLOWER \|$" "$work/cmp-md"
+check "compare --format md: the legend as a list" grep -qE "^- \[1\] " "$work/cmp-md"
+exit_is 2 compare "$work/llm-h200.json" "$work/llm-h100.json" --wide --format json
+
 echo "cli harden: $pass passed, $fails failed"
 [ "$fails" -eq 0 ]

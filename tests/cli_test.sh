@@ -440,7 +440,7 @@ check "compare exits 0" test $? -eq 0
 check "compare marks SAME" grep -q "3 rows matched: 0 FASTER, 0 SLOWER, 3 SAME" "$work/cmp"
 check "compare lists unmatched A" grep -q "Only in A (.*ca.json), 1 rows:" "$work/cmp"
 check "compare lists unmatched B" grep -q "^  16384 x 64" "$work/cmp"
-check "compare ratio columns" grep -q "B/A bytes.standard" "$work/cmp"
+check "compare ratio columns" grep -q "\[[0-9]*\] bytes.standard" "$work/cmp"
 "$bin" sweep --seq 1K:8K:x2 --device h100 --format json --output "$work/c100.json" 2>/dev/null
 "$bin" sweep --seq 1K:8K:x2 --device h200 --format json --output "$work/c200.json" 2>/dev/null
 "$bin" compare "$work/c100.json" "$work/c200.json" >"$work/cmp2"

@@ -14,6 +14,8 @@
 #include <limits>
 
 #include "hbmscope/compare.hpp"
+#include "hbmscope/device_config.hpp"
+#include "hbmscope/roofline.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
 #include "hbmscope/length_list.hpp"
@@ -181,4 +183,37 @@ TEST_CASE("a chart draws at most max_series series and names those left out", "[
   CHECK(script.find("$s3 <<") == std::string::npos);
   o.max_series = 5;
   CHECK(plot_notes(r, o).empty());
+}
+
+TEST_CASE("compare's table fits 120 columns, with units, ratios to 3 figures and the verdict last", "[harden][compare]") {
+  SweepAxes axes;
+  axes.seq = parse_int_axis("1K:64K:x2", "seq");
+  axes.head_dim = {64, 128};
+  axes.heads = {32};
+  axes.kv_heads = {8};
+  axes.causal = {true};
+  Report a, b;
+  a.rows = model_rows(expand(axes));
+  b.rows = a.rows;
+  add_predictions(a, find_device("h200"), 1.0);
+  add_predictions(b, find_device("h100"), 0.9);
+  const Comparison c = compare_reports(report_to_json(a), "h200.json", report_to_json(b), "h100.json", {});
+  const std::string t = render_comparison(c, Format::table);
+  std::size_t widest = 0;
+  for (std::size_t pos = 0; pos < t.size();) {
+    const std::size_t nl = std::min(t.find('\n', pos), t.size());
+    std::size_t w = 0;
+    for (std::size_t i = pos; i < nl; ++i) w += (static_cast<unsigned char>(t[i]) & 0xC0) != 0x80;
+    widest = std::max(widest, w);
+    pos = nl + 1;
+  }
+  CHECK(widest <= 120);
+  CHECK_THAT(t, Catch::Contains("Sequence × head dim         A         B    B/A   Verdict"));
+  CHECK_THAT(t, Catch::Contains("1024 × 64") && Catch::Contains(" µs ") && Catch::Contains(" 1.59 "));
+  CHECK_THAT(t, Catch::Contains("  [1] ") && Catch::Contains("prediction.standard.seconds"));
+  CHECK_THAT(t, !Catch::Contains("B/A prediction"));
+  CompareTableOptions wide;
+  wide.wide = true;
+  const std::string w = render_comparison(c, Format::table, wide);
+  CHECK_THAT(w, Catch::Contains("B/A prediction.standard.seconds") && !Catch::Contains("  [1] "));
 }

@@ -128,6 +128,7 @@ class SweepCommands {
   std::string compare_format_;  // empty: from --output's extension, else table
   std::optional<std::string> compare_output_;
   std::optional<std::string> match_, ignore_, metrics_, fail_on_;
+  bool compare_wide_ = false;
 
   std::vector<std::string> merge_files_;
   std::string merge_format_;  // empty: from --output's extension, else json
