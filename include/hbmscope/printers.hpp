@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,7 +68,58 @@ std::string render_grid(const std::vector<std::string>& head,
 // `hbmscope devices`: the presets (or one device with its sources, detail).
 std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, Format format);
 
-// The whole output, ready to write in one piece.
+// What the printers must know of a report's rows before the first one is
+// printed: the variants, columns and title lines they call for. It is a fold
+// over the rows (add), so that a run that streams its rows can make it first
+// (from the rows previewed: modelled, not yet simulated or measured), and a
+// held report from its rows (layout_of).
+struct RowsLayout {
+  std::size_t rows = 0;
+  std::vector<std::string> ids;      // variant ids, in order of first appearance
+  std::vector<std::string> kernels;  // measured kernels, in order of first appearance
+  bool any_pass = false;             // a row of another pass than the forward one
+  bool any_l2_sim = false, any_decode = false, all_decode = false, any_label = false;
+  bool any_measurements = false;
+  bool any_no_fit = false;  // a prediction that does not fit in the device's memory (†)
+  // Shape fields that differ between rows: a column each; the rest go in the title.
+  bool batch_varies = false, heads_varies = false, dtype_varies = false, blocks_varies = false,
+       causal_varies = false, pass_varies = false;
+  bool pages_vary = false;  // decode rows of more than one page size
+  // The first row (the title's shape, L2 simulation and ridge point) and the
+  // first decode row (the decode title's splits, SMs and pages).
+  std::optional<Row> first, first_decode;
+  bool decode_mixed = false;      // decode rows of other SM counts or page sizes than the first's
+  double decode_to_ridge = 0;     // the highest decode_floor intensity / ridge point (0: none)
+
+  void add(const Row& row);
+  // The variants whose predictions say whether they fit in memory, in ids' order.
+  std::vector<std::string> footprint_ids() const;
+
+ private:
+  std::vector<std::string> footprint_seen_;
+};
+
+RowsLayout layout_of(const std::vector<Row>& rows);
+
+// A report printed as its rows come: begin() with the report but its rows
+// (command, device, roofline, shard) and the rows' layout, row() for each row
+// in order, end(). JSON, CSV and Markdown print every row as it comes, so
+// that a run holds one row at a time; the terminal table holds them all until
+// end() (its column widths need every row).
+using TextSink = std::function<void(std::string_view)>;
+class RowPrinter {
+ public:
+  virtual ~RowPrinter() = default;
+  virtual void begin(const Report& head, const RowsLayout& layout) = 0;
+  virtual void row(const Row& row) = 0;
+  virtual void end() = 0;
+};
+std::unique_ptr<RowPrinter> make_row_printer(const PrintOptions& options, TextSink out);
+// Whether rows in this format are printed as they come (json, csv, md) or
+// held until the last one (the table).
+inline bool streams_rows(Format f) { return f != Format::table; }
+
+// The whole output, ready to write in one piece (the row printers' text).
 std::string render(const Report& report, const PrintOptions& options);
 
 // Writes content to stdout and flushes it: Error "writing standard output:

@@ -31,23 +31,26 @@ struct Varying {
   bool batch = false, heads = false, dtype = false, blocks = false, causal = false;
   bool pass = false;
 };
-Varying varying(const std::vector<Row>& rows);
-// The model table's title lines (shape, model, L2 simulation, roofline, decode).
-std::string title(const Report& rep, const Varying& v);
+Varying varying(const RowsLayout& layout);
+// The model table's title lines (shape, model, L2 simulation, roofline,
+// decode): rep for its device and roofline, the rows' layout for the rest.
+std::string title(const Report& rep, const RowsLayout& layout);
 
-// printers.cpp: whether some row has the L2 simulation / is a decode row.
-bool any_l2_sim(const Report& rep);
-bool any_decode(const Report& rep);
+// grid.cpp: a Markdown table's head (names and alignment) and one of its lines.
+std::string md_head(const std::vector<std::string>& head, const std::vector<bool>& right);
+std::string md_line(const std::vector<std::string>& cells);
 
 // measure_table.cpp: whether some row has measurements; their grid under the
 // device line.
 bool has_measurements(const Report& rep);
 std::string render_measure_grid(const Report& rep, Format format);
 
-// model_table.cpp: the model's grid(s) under its title (table or Markdown).
+// model_table.cpp: the model's grid(s) under its title: the terminal table
+// (every row held) or Markdown, a row at a time.
 std::string render_model(const Report& rep, const PrintOptions& opt);
+std::unique_ptr<RowPrinter> markdown_printer(const PrintOptions& opt, TextSink out);
 
-// report_csv.cpp: the report as CSV.
-std::string render_csv(const Report& rep);
+// report_csv.cpp: the report as CSV, a row at a time.
+std::unique_ptr<RowPrinter> csv_printer(TextSink out);
 
 }  // namespace hbmscope::printing
