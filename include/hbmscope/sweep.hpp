@@ -74,6 +74,11 @@ std::uint64_t shape_count(const SweepAxes& axes);
 // Every combination, outermost first: batch, heads, kv_heads, dtype, causal,
 // block_rows, block_cols, (seq, seq_kv, head_dim), pass. Each shape is validated.
 std::vector<Shape> expand(const SweepAxes& axes);
+// The same shapes in the same order, each handed to visit as it is made and
+// none held: a run's memory does not grow with its number of shapes. The
+// product is counted and refused (too many shapes or sequences) before the
+// first is made.
+void for_each_shape(const SweepAxes& axes, const std::function<void(const Shape&)>& visit);
 
 using Progress = std::function<void(std::size_t done, std::size_t total)>;
 

@@ -98,7 +98,6 @@ int SweepCommands::run_sweep() {
     if (o.seq || o.head_dim || o.seq_kv || o.batch || o.heads || o.kv_heads || o.dtype || o.block_rows ||
         o.block_cols || o.causal || o.pass || o.decode || o.context_lengths || o.splits || o.page_size) {
       for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
-      cfg.expanded.reset();  // the loader's expansion was of the file's axes
     }
   } else {
     cfg.groups.push_back({"", to_axes(shape_)});
@@ -107,13 +106,7 @@ int SweepCommands::run_sweep() {
   const bool any_decode =
       std::any_of(cfg.groups.begin(), cfg.groups.end(), [](const SweepGroup& g) { return g.axes.decode; });
   const bool sims = check_l2_options(decode_l2_options(l2_, dev_, any_decode), dev_);
-  LabelledShapes all;
-  if (cfg.expanded) {  // the loader's expansion, taken rather than copied
-    all = std::move(*cfg.expanded);
-    cfg.expanded.reset();
-  } else {
-    all = expand(cfg);
-  }
+  LabelledShapes all = expand(cfg);
   check_variants(variants_opts_, all.shapes);
   if (variants_) check_variant_ids(variant_list, "--variants", all.shapes, variants_opts_, sims);
   else if (config_ && !cfg.variants.empty())
