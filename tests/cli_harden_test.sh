@@ -180,5 +180,103 @@ check "compare --format md: a Markdown table with units" grep -qE "^\| Llama-3 8
 check "compare --format md: the legend as a list" grep -qE "^- \[1\] " "$work/cmp-md"
 exit_is 2 compare "$work/llm-h200.json" "$work/llm-h100.json" --wide --format json
 
+# ---- cost bounded by the input: refused in one line, or run in bounded memory ----
+# The memory a small run needs (a CUDA build maps cuBLAS at load time); the
+# checks below allow a fixed amount above it, whatever the number of rows.
+vbase=
+for v in 200000 400000 800000 1600000; do
+  if (ulimit -v $v; "$bin" model >/dev/null 2>"$work/vprobe.err"); then vbase=$v; break; fi
+done
+if [ -z "$vbase" ] && grep -q "Sanitizer" "$work/vprobe.err"; then
+  echo "SKIP: memory bounds: AddressSanitizer cannot run under ulimit -v"
+else
+  vbase=${vbase:-3200000}
+  bounded() {  # bounded KB ARGS...: runs hbmscope with KB above vbase, stdout to $work/out
+    local kb=$1; shift
+    (ulimit -v $((vbase + kb)); timeout 300 "$bin" "$@" >"$work/out" 2>"$work/err" </dev/null)
+  }
+  # 100 shapes sharing 1M context lengths: the product is bounded before anything is made.
+  for f in csv json; do
+    bounded 200000 model --context-lengths 1:1000000:+1 --splits 1:100:+1 --format $f
+    check "1M lengths x 100 splits, $f: exit 1" test $? -eq 1
+    check "1M lengths x 100 splits, $f: refused in one line" grep -qx "hbmscope: error: sweep too large: its shapes hold 100000000 ragged sequences in all (at most 16777216); sweep fewer values or shorter batches" "$work/err"
+  done
+  bounded 200000 sweep --context-lengths 1:1000000:+1 --heads 1:2048:+1
+  check "1M lengths x 2048 shapes: refused" grep -q "2048000000 ragged sequences in all" "$work/err"
+  bounded 200000 measure --context-lengths 1:1000000:+1 --splits 1:100:+1
+  check "measure of 1M lengths x 100: refused before looking for a device" grep -q "100000000 ragged sequences in all" "$work/err"
+  # 16 shapes of 1M lengths are within the bound: written, every length of every row.
+  bounded 300000 model --context-lengths 1:1000000:+1 --splits 1:16:+1 --format csv
+  check "1M lengths x 16 splits: written in bounded memory" test $? -eq 0
+  check "1M lengths x 16 splits: 16 rows" test "$(wc -l <"$work/out")" -eq 17
+  # Rows stream to JSON, CSV and Markdown: memory does not grow with their number
+  # (held, 200000 JSON rows took about 600 MB).
+  for f in json csv md; do
+    bounded 150000 model --seq 1:200000:+1 --head-dim 64 --device h100 --l2-bytes 0 --format $f
+    check "200000 rows as $f: in bounded memory" test $? -eq 0
+  done
+  check "200000 rows as md: every row written" test "$(grep -c '^| [0-9]* × 64 |' "$work/out")" -eq 200000
+  bounded 150000 model --seq 1:200000:+1 --head-dim 64 --device h100 --l2-bytes 0 --format json
+  check "200000 rows as json: every row written" test "$(grep -c '"shape": {' "$work/out")" -eq 200000
+  check "200000 rows as json: whole" test "$(tail -c 2 "$work/out")" = "}"
+  bounded 150000 sweep --heads 1:2048:+1 --seq 4096 --device h100 --format csv
+  check "2048 shapes as csv: in bounded memory" test $? -eq 0
+  # The table needs every row for its widths: it says so, and is bounded.
+  bounded 150000 model --seq 1:999999:+1 --head-dim 64 --device h100
+  check "a table of 999999 rows: exit 1" test $? -eq 1
+  check "a table of 999999 rows: says why and what instead" grep -qx "hbmscope: error: the table needs every row before it is drawn: 999999 rows, more than 100000; use --format csv, json or md (printed as the rows come), or --shard I/N" "$work/err"
+fi
+
+# ---- rows printed as they come are the rows a held report prints ----
+# (--plot holds the rows: the printers then take their layout from all of them)
+if command -v gnuplot >/dev/null; then
+  while IFS='|' read -r args chart; do  # ARGS [| the chart's own options]
+    for f in csv md; do
+      # shellcheck disable=SC2086
+      "$bin" $args --format $f >"$work/streamed.$f" 2>/dev/null
+      # shellcheck disable=SC2086
+      "$bin" $args --output "$work/held.$f" --plot "$work/held.svg" $chart >/dev/null 2>&1
+      check "streamed = held, $f: $args" cmp -s "$work/streamed.$f" "$work/held.$f"
+    done
+  done <<'EOF2'
+model --seq 1K:8K:x2 --head-dim 64,128 --pass fwd,bwd,fwdbwd --fa1
+model --seq 4K,16K --head-dim 128 --heads 32 --kv-heads 8 --causal --device h200 --bandwidth-fraction 0.8
+model --decode --seq-kv 4K,128K --batch 1,8 --heads 32 --kv-heads 8 --device h200
+model --context-lengths 512,4096,128K --heads 16,64 --kv-heads 8 --device h100 --page-size 16,64 | --x heads
+model --seq 1K,4K --dtype bf16,fp8 --block-rows 64,128 --device h100 --variants flash_no_l2,floor
+model --seq 1K:64K:x4 --head-dim 128 --l2-bytes 40M --sms 108
+sweep --config llm --seq 4K,8K --device h100
+sweep --config decode --seq-kv 4K,32K --device h200
+sweep --config llm --seq 4K:32K:x2 --shard 2/3 --device h100
+model --seq 1K,4K --device a100 --dtype fp16,fp32
+EOF2
+fi
+
+# ---- SIGKILL while the report is written leaves nothing behind ----
+mkdir -p "$work/kill"
+"$bin" sweep --seq 1:400000:+1 --head-dim 64 --format json --output "$work/kill/r.json" 2>/dev/null &
+pid=$!
+seen=
+for _ in $(seq 500); do  # until its temporary file is open (at most 10 s)
+  if ls -l /proc/$pid/fd 2>/dev/null | grep -qF "$work/kill/"; then seen=1; break; fi
+  sleep 0.02
+done
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+check "SIGKILL during sweep --output: the file was being written" test -n "$seen"
+check "SIGKILL during sweep --output: nothing left" test -z "$(ls -A "$work/kill")"
+"$bin" sweep --seq 1:300000:+1 --head-dim 64 --format json --output "$work/big.json" 2>/dev/null
+"$bin" merge "$work/big.json" --output "$work/kill/m.json" 2>/dev/null &
+pid=$!
+seen=
+for _ in $(seq 1000); do
+  if ls -l /proc/$pid/fd 2>/dev/null | grep -qF "$work/kill/"; then seen=1; break; fi
+  sleep 0.01
+done
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+check "SIGKILL during merge --output: the file was being written" test -n "$seen"
+check "SIGKILL during merge --output: nothing left" test -z "$(ls -A "$work/kill")"
+
 echo "cli harden: $pass passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -24,10 +24,6 @@ std::vector<Pass> parse_pass_axis(std::string_view text, std::string_view option
 // The most shapes one sweep may expand to (a shard of it may then run):
 // expanding 10 M took 2.5 GB, so 4 M keeps it near 1 GB.
 inline constexpr std::size_t max_sweep_shapes = 4'000'000;
-// The most shapes one run may model: every row is held until the report is
-// written, about 2.6 kB a row for JSON (measured: 262 MB for 100000 rows), so
-// this keeps a run to a few GB.
-inline constexpr std::size_t max_run_shapes = 1'000'000;
 
 struct SweepAxes {
   std::vector<std::uint64_t> batch{1};
@@ -60,9 +56,10 @@ struct SweepAxes {
 // The most context lengths (or prefill sequences) one ragged batch may hold.
 inline constexpr std::size_t max_context_lengths = 1'000'000;
 // The most sequences a sweep's shapes may hold together (a ragged batch counts
-// once for every shape that shares it): the model's work, bounded before any
-// shape is built.
-inline constexpr std::uint64_t max_sweep_sequences = std::uint64_t{1} << 31;
+// once for every shape that shares it): the model's work and the report's
+// size (JSON and CSV write each row's lengths: 2^24 of them are about 200 MB),
+// bounded before any shape is built.
+inline constexpr std::uint64_t max_sweep_sequences = std::uint64_t{1} << 24;
 
 // The design note's table: 4096 x 64, 4096 x 128, 8192 x 128, BF16, blocks of 128.
 SweepAxes note_axes();

@@ -32,6 +32,10 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
 // The same for one row, without the check (a run that streams its rows makes
 // it over all of them first).
 void keep_listed_variants(Row& row, const std::vector<std::string>& ids);
+// keep_variants' check: Error (UsageError when `where` is an option) for an
+// id not among those the rows have (`present`).
+void check_listed_variants(const std::vector<std::string>& present, const std::vector<std::string>& ids,
+                           std::string_view where);
 
 // Throws Error "ORIGIN: KEY: expected ..., got ..." on unknown keys, wrong
 // types and empty axes.

@@ -24,6 +24,7 @@
 #include "../report/json_check.hpp"
 #include "options.hpp"
 #include "reconcile_command.hpp"
+#include "run_rows.hpp"
 #include "sweep_commands.hpp"
 
 namespace {
@@ -38,18 +39,21 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
   // Before the shapes are modelled (--sms alone serves decode rows' split heuristic).
   const bool sims =
       cli::check_l2_options(cli::decode_l2_options(l2_given, dev, shape.decode || shape.context_lengths), dev);
-  Report report;
-  report.command = "model";
-  const std::vector<Shape> shapes = expand(cli::to_axes(shape));
-  cli::check_variants(variants, shapes);
-  cli::check_run_size(shapes.size(), "model");
-  const cli::L2Options l2 = cli::prepare_decode(variants, l2_given, dev, shapes);
-  const std::vector<std::string> kept = only ? cli::variant_list(*only) : std::vector<std::string>{};
-  if (only) cli::check_variant_ids(kept, "--variants", shapes, variants, sims);
-  report.rows = model_rows(shapes, variants, {});
-  const auto notes = cli::add_l2_sims(report, l2, dev);
-  if (only) keep_variants(report.rows, kept, "--variants");
-  return cli::finish_report(report, out, dev, notes);
+  SweepConfig axes;
+  axes.groups.push_back({"", cli::to_axes(shape)});
+  const cli::RunShapes shapes(std::move(axes));  // counted, none made yet
+  const cli::ShapeFacts& facts = shapes.facts();
+  cli::check_variants(variants, facts);
+  cli::RunSpec spec;
+  spec.command = "model";
+  spec.l2 = cli::prepare_decode(variants, l2_given, dev, facts);
+  spec.variants = only ? cli::variant_list(*only) : std::vector<std::string>{};
+  spec.variants_where = "--variants";
+  if (only) cli::check_variant_ids(spec.variants, "--variants", facts, variants, sims);
+  spec.model = variants;
+  spec.dev = dev;
+  spec.out = out;
+  return cli::run_rows(shapes, std::move(spec));
 }
 
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
@@ -79,16 +83,17 @@ int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
                 const cli::MeasureCliOptions& mo) {
   (void)cli::to_print_options(out);  // refuse a bad --format before any kernel runs
   cli::check_device_options(cli::DeviceOptions{}, out);  // and a --output that cannot be written
-  const bool blocks_given = shape.block_rows || shape.block_cols;
-  std::vector<Shape> shapes;
-  for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
-  cli::check_run_size(shapes.size(), "measure");
-  auto backend = cli::measuring_backend(mo, shapes);  // before the shapes are modelled
-  Report report;
-  report.command = "measure";
-  report.rows = model_rows(shapes);
-  cli::add_measurements(report, mo, std::move(backend));
-  return cli::finish_report(report, out, cli::DeviceOptions{});
+  SweepConfig axes;
+  axes.groups.push_back({"", cli::to_axes(shape)});
+  cli::RunShapes shapes(std::move(axes));  // counted, none made yet
+  shapes.flash_blocks(shape.block_rows || shape.block_cols);
+  cli::RunSpec spec;
+  spec.command = "measure";
+  spec.backend = cli::measuring_backend(mo, shapes.facts());  // before the shapes are modelled
+  spec.measure = &mo;
+  spec.out = out;
+  spec.progress = cli::ProgressMode::never;
+  return cli::run_rows(shapes, std::move(spec));
 }
 
 // `hbmscope` and `hbmscope --seq ...` mean `hbmscope model ...`.

@@ -8,6 +8,7 @@
 #include "hbmscope/sweep_config.hpp"
 #include "command_io.hpp"
 #include "progress.hpp"
+#include "run_rows.hpp"
 #include "sweep_commands.hpp"
 
 namespace hbmscope::cli {
@@ -106,44 +107,36 @@ int SweepCommands::run_sweep() {
   const bool any_decode =
       std::any_of(cfg.groups.begin(), cfg.groups.end(), [](const SweepGroup& g) { return g.axes.decode; });
   const bool sims = check_l2_options(decode_l2_options(l2_, dev_, any_decode), dev_);
-  LabelledShapes all = expand(cfg);
-  check_variants(variants_opts_, all.shapes);
-  if (variants_) check_variant_ids(variant_list, "--variants", all.shapes, variants_opts_, sims);
-  else if (config_ && !cfg.variants.empty())
-    check_variant_ids(cfg.variants, *config_ + ": variants", all.shapes, variants_opts_, sims);
-  if (measure_) {
-    const bool blocks_given = shape_.block_rows || shape_.block_cols;
-    for (Shape& s : all.shapes) s = with_flash_blocks(s, blocks_given);
-  }
-  Report report;
-  report.command = "sweep";
+  const std::vector<std::string> config_variants = cfg.variants;
+  RunShapes shapes(std::move(cfg));  // counted, none made yet
+  RunSpec spec;
+  spec.command = "sweep";
+  spec.progress = mode;
   if (shard) {
-    const Shard s = *shard;
-    const auto [b, e] = shard_range(all.shapes.size(), s);
-    report.shard = ShardInfo{s.index, s.count, all.shapes.size()};
-    all.shapes = std::vector<Shape>(all.shapes.begin() + static_cast<std::ptrdiff_t>(b),
-                                    all.shapes.begin() + static_cast<std::ptrdiff_t>(e));
-    all.labels = std::vector<std::string>(all.labels.begin() + static_cast<std::ptrdiff_t>(b),
-                                          all.labels.begin() + static_cast<std::ptrdiff_t>(e));
+    shapes.shard(*shard);
+    spec.shard = ShardInfo{shard->index, shard->count, shapes.total()};
   }
-  check_run_size(all.shapes.size(), "sweep");
-  const L2Options l2 = prepare_decode(variants_opts_, l2_, dev_, all.shapes);
-  // A device to measure on is found before the sweep is modelled.
-  std::unique_ptr<Backend> backend = measure_ ? measuring_backend(measure_opts_, all.shapes) : nullptr;
-  {
-    ProgressBar bar(stderr, mode, "hbmscope sweep");
-    report.rows = model_rows(all.shapes, variants_opts_,
-                             [&](std::size_t d, std::size_t t) { bar.update(d, t); });
-  }
-  const auto notes = add_l2_sims(report, l2, dev_, mode);
-  if (measure_) add_measurements(report, measure_opts_, std::move(backend));
-  for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
+  if (measure_) shapes.flash_blocks(shape_.block_rows || shape_.block_cols);
+  const ShapeFacts& facts = shapes.facts();
+  check_variants(variants_opts_, facts);
   if (variants_) {
-    keep_variants(report.rows, variant_list, "--variants");
-  } else if (config_ && !cfg.variants.empty()) {
-    keep_variants(report.rows, cfg.variants, *config_ + ": variants");
+    spec.variants = variant_list;
+    spec.variants_where = "--variants";
+  } else if (config_ && !config_variants.empty()) {
+    spec.variants = config_variants;
+    spec.variants_where = *config_ + ": variants";
   }
-  return finish_report(report, out_, dev_, notes);
+  if (!spec.variants.empty()) check_variant_ids(spec.variants, spec.variants_where, facts, variants_opts_, sims);
+  spec.l2 = prepare_decode(variants_opts_, l2_, dev_, facts);
+  spec.model = variants_opts_;
+  // A device to measure on is found before the sweep is modelled.
+  if (measure_) {
+    spec.backend = measuring_backend(measure_opts_, facts);
+    spec.measure = &measure_opts_;
+  }
+  spec.dev = dev_;
+  spec.out = out_;
+  return run_rows(shapes, std::move(spec));
 }
 
 }  // namespace hbmscope::cli

@@ -318,8 +318,14 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
   for (const Row& r : rows)
     for (const auto& v : r.variants)
       if (std::find(present.begin(), present.end(), v.id) == present.end()) present.push_back(v.id);
+  if (!rows.empty()) check_listed_variants(present, ids, where);
+  for (Row& r : rows) keep_listed_variants(r, ids);
+}
+
+void check_listed_variants(const std::vector<std::string>& present, const std::vector<std::string>& ids,
+                           std::string_view where) {
   for (const auto& id : ids)
-    if (!rows.empty() && std::find(present.begin(), present.end(), id) == present.end()) {
+    if (std::find(present.begin(), present.end(), id) == present.end()) {
       std::string list;
       for (const auto& p : present) list += (list.empty() ? "" : ", ") + p;
       const std::string msg = std::string(where) + ": '" + id + "' is not a variant of these rows (" + list + ")";
@@ -327,7 +333,6 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
       if (where.rfind("--", 0) == 0) throw UsageError(msg);
       throw Error(msg);
     }
-  for (Row& r : rows) keep_listed_variants(r, ids);
 }
 
 void keep_listed_variants(Row& r, const std::vector<std::string>& ids) {
