@@ -85,6 +85,11 @@ exit_is 2 compare "$work/a.json" "$work/b.json" --metrics nosuch
 exit_is 2 compare "$work/a.json" "$work/b.json" --threshold 200
 exit_is 2 compare "$work/a.json" "$work/b.json" --fail-on sometimes
 exit_is 2 compare "$work/a.json" "$work/b.json" --format json --metrics all
+exit_is 2 model --decode --seq 9 --seq-kv 4096                # decode takes 1 to 8 new tokens (--help)
+exit_is 2 softmax -- 1 nan 2
+exit_is 2 model --device h100 --bandwidth-fraction 2
+exit_is 2 model --columns time
+exit_is 2 measure --flush-bytes 17
 exit_is 2 devices --format xml
 exit_is 2 devices h1000
 exit_is 2 merge "$work/a.json" --format xml

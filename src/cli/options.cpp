@@ -335,6 +335,11 @@ void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
   if (a.decode && o.pass)
     for (Pass p : a.pass)
       if (p != Pass::fwd) throw UsageError("--pass: decode rows are a forward pass (--pass fwd)");
+  if (a.decode && o.seq)
+    for (auto n : a.seq)
+      if (n > max_decode_seq_q)
+        throw UsageError("--seq: a decode row has 1 to " + std::to_string(max_decode_seq_q) +
+                         " new tokens per sequence, got " + std::to_string(n));
   if (o.splits) {
     a.splits = parse_int_axis(*o.splits, "splits");
     for (auto s : a.splits)
