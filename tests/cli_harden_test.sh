@@ -259,29 +259,22 @@ fi
 
 # ---- SIGKILL while the report is written leaves nothing behind ----
 mkdir -p "$work/kill"
-"$bin" sweep --seq 1:400000:+1 --head-dim 64 --format json --output "$work/kill/r.json" 2>/dev/null &
-pid=$!
-seen=
-for _ in $(seq 500); do  # until its temporary file is open (at most 10 s)
-  if ls -l /proc/$pid/fd 2>/dev/null | grep -qF "$work/kill/"; then seen=1; break; fi
-  sleep 0.02
-done
-kill -KILL $pid 2>/dev/null
-wait $pid 2>/dev/null
-check "SIGKILL during sweep --output: the file was being written" test -n "$seen"
-check "SIGKILL during sweep --output: nothing left" test -z "$(ls -A "$work/kill")"
+killed_while_writing() {  # killed_while_writing NAME ARGS...: SIGKILL once the output is open
+  local name=$1; shift
+  "$bin" "$@" 2>/dev/null &
+  local pid=$! seen=
+  for _ in $(seq 1000); do  # until its temporary file is open (at most 10 s)
+    if ls -l /proc/$pid/fd 2>/dev/null | grep -qF "$work/kill/"; then seen=1; break; fi
+    sleep 0.01
+  done
+  kill -KILL $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  check "SIGKILL during $name: the file was being written" test -n "$seen"
+  check "SIGKILL during $name: nothing left" test -z "$(ls -A "$work/kill")"
+}
+killed_while_writing "sweep --output" sweep --seq 1:400000:+1 --head-dim 64 --format json --output "$work/kill/r.json"
 "$bin" sweep --seq 1:300000:+1 --head-dim 64 --format json --output "$work/big.json" 2>/dev/null
-"$bin" merge "$work/big.json" --output "$work/kill/m.json" 2>/dev/null &
-pid=$!
-seen=
-for _ in $(seq 1000); do
-  if ls -l /proc/$pid/fd 2>/dev/null | grep -qF "$work/kill/"; then seen=1; break; fi
-  sleep 0.01
-done
-kill -KILL $pid 2>/dev/null
-wait $pid 2>/dev/null
-check "SIGKILL during merge --output: the file was being written" test -n "$seen"
-check "SIGKILL during merge --output: nothing left" test -z "$(ls -A "$work/kill")"
+killed_while_writing "merge --output" merge "$work/big.json" --output "$work/kill/m.json"
 
 echo "cli harden: $pass passed, $fails failed"
 [ "$fails" -eq 0 ]

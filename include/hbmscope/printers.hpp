@@ -68,6 +68,13 @@ std::string render_grid(const std::vector<std::string>& head,
 // `hbmscope devices`: the presets (or one device with its sources, detail).
 std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, Format format);
 
+// Which shape fields differ between rows (each then gets a column; the rest
+// go in a title line).
+struct ShapeVaries {
+  bool batch = false, heads = false, dtype = false, blocks = false, causal = false, pass = false;
+  void add(const Shape& first, const Shape& s);  // s against the first row's shape
+};
+
 // What the printers must know of a report's rows before the first one is
 // printed: the variants, columns and title lines they call for. It is a fold
 // over the rows (add), so that a run that streams its rows can make it first
@@ -81,9 +88,7 @@ struct RowsLayout {
   bool any_l2_sim = false, any_decode = false, all_decode = false, any_label = false;
   bool any_measurements = false;
   bool any_no_fit = false;  // a prediction that does not fit in the device's memory (†)
-  // Shape fields that differ between rows: a column each; the rest go in the title.
-  bool batch_varies = false, heads_varies = false, dtype_varies = false, blocks_varies = false,
-       causal_varies = false, pass_varies = false;
+  ShapeVaries varies;
   bool pages_vary = false;  // decode rows of more than one page size
   // The first row (the title's shape, L2 simulation and ridge point) and the
   // first decode row (the decode title's splits, SMs and pages).

@@ -69,9 +69,8 @@ std::string with_unit(const std::string& path, double v) {
 
 // Which shape fields differ among the matched rows: those get a column, the
 // rest one line above the table.
-struct Vary {
-  bool label = false, batch = false, heads = false, dtype = false, blocks = false, causal = false, pass = false,
-       splits = false, pages = false, b_shape = false;
+struct Vary : ShapeVaries {
+  bool label = false, splits = false, pages = false, b_shape = false;
 };
 
 Vary vary_of(const Comparison& c) {
@@ -80,13 +79,8 @@ Vary vary_of(const Comparison& c) {
   const ComparedRow& f = c.rows.front();
   for (const auto& r : c.rows) {
     const Shape &a = r.shape, &b = f.shape;
+    v.add(b, a);
     v.label |= r.label != f.label;
-    v.batch |= a.batch != b.batch;
-    v.heads |= a.heads != b.heads || a.kv_heads != b.kv_heads;
-    v.dtype |= a.dtype != b.dtype;
-    v.blocks |= a.block_rows != b.block_rows || a.block_cols != b.block_cols;
-    v.causal |= a.causal != b.causal;
-    v.pass |= a.pass != b.pass;
     v.splits |= a.decode && a.splits != b.splits;
     v.pages |= a.decode && a.page_size != b.page_size;
     v.b_shape |= !(r.b_shape == r.shape) || r.b_label != r.label;

@@ -96,7 +96,7 @@ void add_decode_columns(std::vector<Column>& cols, const RowsLayout& layout, con
 constexpr const char* no_fit_mark = " †";
 
 std::vector<Column> model_columns(const Report& rep, const RowsLayout& layout, const PrintOptions& opt) {
-  const Varying v = varying(layout);
+  const ShapeVaries& v = layout.varies;
   std::vector<Column> cols;
   if (layout.any_label) cols.push_back({"Group", false, [](const Row& r) { return r.label; }});
   cols.push_back({"Sequence × head dim", false, [](const Row& r) { return seq_label(r.shape); }});

@@ -79,20 +79,9 @@ std::string pass_label(Pass p) {
   return {};
 }
 
-Varying varying(const RowsLayout& l) {
-  Varying v;
-  v.batch = l.batch_varies;
-  v.heads = l.heads_varies;
-  v.dtype = l.dtype_varies;
-  v.blocks = l.blocks_varies;
-  v.causal = l.causal_varies;
-  v.pass = l.pass_varies;
-  return v;
-}
-
 std::string title(const Report& rep, const RowsLayout& layout) {
   if (!layout.first) return "No shapes.";
-  const Varying v = varying(layout);
+  const ShapeVaries& v = layout.varies;
   const Shape& s = layout.first->shape;
   std::string who;
   if (!v.batch && !v.heads && s.batch == 1 && s.heads == 1) {

@@ -25,13 +25,6 @@ std::string heads_label(const Shape& s);
 std::string blocks_label(const Shape& s);
 std::string pass_label(Pass p);
 
-// Which shape fields differ between rows: those get a column, the rest go in
-// the title line.
-struct Varying {
-  bool batch = false, heads = false, dtype = false, blocks = false, causal = false;
-  bool pass = false;
-};
-Varying varying(const RowsLayout& layout);
 // The model table's title lines (shape, model, L2 simulation, roofline,
 // decode): rep for its device and roofline, the rows' layout for the rest.
 std::string title(const Report& rep, const RowsLayout& layout);

@@ -14,6 +14,15 @@ void add_new(std::vector<std::string>& list, const std::string& id) {
 
 }  // namespace
 
+void ShapeVaries::add(const Shape& f, const Shape& s) {
+  batch |= s.batch != f.batch;
+  heads |= s.heads != f.heads || s.kv_heads != f.kv_heads;
+  dtype |= s.dtype != f.dtype;
+  blocks |= s.block_rows != f.block_rows || s.block_cols != f.block_cols;
+  causal |= s.causal != f.causal;
+  pass |= s.pass != f.pass;
+}
+
 void RowsLayout::add(const Row& r) {
   const Shape& s = r.shape;
   if (rows++ == 0) {
@@ -21,13 +30,7 @@ void RowsLayout::add(const Row& r) {
     first->measurements.clear();  // the title needs the shape, L2 and ridge only
     all_decode = s.decode;
   }
-  const Shape& f = first->shape;
-  batch_varies |= s.batch != f.batch;
-  heads_varies |= s.heads != f.heads || s.kv_heads != f.kv_heads;
-  dtype_varies |= s.dtype != f.dtype;
-  blocks_varies |= s.block_rows != f.block_rows || s.block_cols != f.block_cols;
-  causal_varies |= s.causal != f.causal;
-  pass_varies |= s.pass != f.pass;
+  varies.add(first->shape, s);
   any_pass |= s.pass != Pass::fwd;
   any_l2_sim |= r.l2_sim.has_value();
   any_decode |= s.decode;
