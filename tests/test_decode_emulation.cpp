@@ -8,7 +8,8 @@
 // warp's key slice and online softmax, the merge of the warps through shared
 // memory, partial O/LSE at their offsets, and the combine. It is a second
 // copy of the kernels' algorithm, checked against the reference on ragged
-// batches, GQA groups of 1 to 16, 1 to 8 new tokens, causal, splits that do
+// batches, GQA groups of 1 to 16, 1 to 8 new tokens, causal, sliding windows
+// and chunks (only the keys some new token sees are read), splits that do
 // not divide the length (and empty ones), odd page sizes.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -97,6 +98,10 @@ struct Problem {
 class DecodeEmulator {
  public:
   explicit DecodeEmulator(Problem& pr) : p_(pr), s_(pr.s), plan_(pr.plan), d_(static_cast<int>(pr.s.head_dim)) {
+    // As decode_backend.cpp passes them: a window or chunk of at least the
+    // longest context hides nothing.
+    window_ = s_.window < s_.seq_kv ? static_cast<int>(s_.window) : 0;
+    chunk_ = s_.chunk < s_.seq_kv ? static_cast<int>(s_.chunk) : 0;
     m_tiles_ = static_cast<int>(plan_.m_tiles);
     rows_ = 16 * m_tiles_;
     stages_ = d_ >= 128 ? 3 : 4;
@@ -151,10 +156,11 @@ class DecodeEmulator {
     const int row0 = row_block * rows_;
     const int rows = std::min(rows_, group * seq_q - row0);
     const long long len = static_cast<long long>(context_length(s_, static_cast<std::uint64_t>(batch)));
-    const decode::Range range = decode::split_range(split, static_cast<long long>(plan_.split_tokens), len);
+    const flash::KeyMask mask = decode::sequence_mask(len, seq_q, s_.causal, window_, chunk_);
+    const decode::Range range = decode::split_range(split, static_cast<long long>(plan_.split_tokens),
+                                                    decode::first_visible_key(mask), len);
     const int n_tiles = decode::range_tiles(range);
     const long long out_row0 = decode::first_group_row(batch, kv_head, heads, group, seq_q) + row0;
-    const bool causal = s_.causal;
     const float scale = default_scale(s_), scale_log2 = scale * 1.4426950408889634f;
 
     std::vector<float> tq(z(rows_ * d_), 0.f);
@@ -201,15 +207,31 @@ class DecodeEmulator {
             mma(sacc, 2 * np + 1, a, b, 2);
           }
         }
-        if (decode::tile_needs_mask(k0, range.end, len, seq_q, causal))
+        if (decode::tile_needs_mask(k0, range.end, seq_q, mask))
+          for (int lane = 0; lane < 32; ++lane)
+            for (int r = 0; r < 2; ++r) {
+              const int token =
+                  decode::packed_row(row0 + role.m_tile * 16 + flash::c_fragment(lane, 2 * r).row, seq_q).token;
+              const flash::KeySpan span = flash::row_keys(token, mask);
+              const long long end = span.end < range.end ? span.end : range.end;
+              for (int t = 0; t < n_tiles_s; ++t)
+                for (int h = 0; h < 2; ++h) {
+                  const long long key = k0 + first_key + t * 8 + flash::c_fragment(lane, 2 * r + h).col;
+                  if (key < span.begin || key >= end) sacc[z(lane)][z(t * 4 + 2 * r + h)] = neg_inf;
+                }
+            }
+        else {  // every real row sees every key of the tile
+          bool all = true;
           for (int lane = 0; lane < 32; ++lane)
             for (int t = 0; t < n_tiles_s; ++t)
               for (int e = 0; e < 4; ++e) {
                 const RowCol rc = flash::c_fragment(lane, e);
-                const long long key = k0 + first_key + t * 8 + rc.col;
                 const int token = decode::packed_row(row0 + role.m_tile * 16 + rc.row, seq_q).token;
-                if (!decode::key_visible(key, range.end, token, len, seq_q, causal)) sacc[z(lane)][z(t * 4 + e)] = neg_inf;
+                if (role.m_tile * 16 + rc.row < rows)
+                  all &= decode::key_visible(k0 + first_key + t * 8 + rc.col, range.end, token, mask);
               }
+          CHECK(all);
+        }
         for (int r = 0; r < 2; ++r) {
           float local[32];
           for (int lane = 0; lane < 32; ++lane) {
@@ -339,7 +361,7 @@ class DecodeEmulator {
   Problem& p_;
   const Shape& s_;
   const DecodePlan& plan_;
-  int d_, m_tiles_ = 1, rows_ = 16, stages_ = 3;
+  int d_, m_tiles_ = 1, rows_ = 16, stages_ = 3, window_ = 0, chunk_ = 0;
 };
 
 double lse_error(const std::vector<float>& out, const std::vector<float>& ref) {
@@ -353,6 +375,29 @@ double lse_error(const std::vector<float>& out, const std::vector<float>& ref) {
     b.push_back(ref[i]);
   }
   return relative_l2_error(a, b);
+}
+
+// Reads of each cache row (K and V alike) the kernel must make: row_blocks for
+// every key some new token of its sequence sees (decode_read_keys), 0 for
+// every other row.
+std::vector<int> expected_reads(const Problem& pr) {
+  const Shape& s = pr.s;
+  std::vector<int> r(pr.k.size() / s.head_dim, 0);
+  for (std::uint64_t b = 0; b < s.batch; ++b) {
+    const KeyRange read = decode_read_keys(s, context_length(s, b));
+    for (std::uint64_t kvh = 0; kvh < s.kv_heads; ++kvh)
+      for (std::uint64_t t = read.begin; t < read.end; ++t) {
+        std::uint64_t row = 0;
+        if (pr.plan.paged) {
+          const auto page = static_cast<std::uint64_t>(pr.table.at(b * pr.plan.max_pages + t / pr.plan.page_size));
+          row = (page * s.kv_heads + kvh) * pr.plan.page_size + t % pr.plan.page_size;
+        } else {
+          row = (b * s.kv_heads + kvh) * pr.plan.kv_stride + t;
+        }
+        r.at(row) = static_cast<int>(pr.plan.row_blocks);
+      }
+  }
+  return r;
 }
 
 Problem make_problem(const Shape& s, bool paged, std::uint64_t splits, std::uint64_t seed) {
@@ -496,7 +541,7 @@ TEST_CASE("decode index maps: splits as the model cuts them, rows, pages", "[dec
       long long covered = 0;
       for (std::uint64_t j = 0; j < splits; ++j) {
         const KeyRange m = split_key_range(s, splits, b, j);
-        const decode::Range k = decode::split_range(static_cast<int>(j), static_cast<long long>(p.split_tokens),
+        const decode::Range k = decode::split_range(static_cast<int>(j), static_cast<long long>(p.split_tokens), 0,
                                                     static_cast<long long>(context_length(s, b)));
         INFO(describe(s) << " splits " << splits << " b " << b << " j " << j);
         CHECK(static_cast<std::uint64_t>(std::max(0LL, k.end - k.begin)) == m.size());
@@ -506,6 +551,53 @@ TEST_CASE("decode index maps: splits as the model cuts them, rows, pages", "[dec
       CHECK(static_cast<std::uint64_t>(covered) == context_length(s, b));
     }
   }
+  // Windows and chunks: the splits cut only the keys some new token sees,
+  // from the first of them, in whole key blocks of the longest such span.
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::uint64_t batch = 1 + rng() % 4, nq = 1 + rng() % 8;
+    std::vector<std::uint64_t> lengths;
+    for (std::uint64_t b = 0; b < batch; ++b) lengths.push_back(nq + rng() % 3000);
+    Shape s = decode_shape(batch, 4, 2, nq, lengths, 64, true);
+    if (trial % 3 == 0) s.chunk = 1 + rng() % 1500;
+    else s.window = 1 + rng() % (trial % 3 == 1 ? 200 : 3000);
+    s.block_cols = 64u << (rng() % 3);
+    validate(s);
+    const std::uint64_t splits = 1 + rng() % 40;
+    const DecodePlan p = decode_plan(s, false, splits);
+    std::uint64_t longest = 0;
+    for (std::uint64_t b = 0; b < batch; ++b) longest = std::max(longest, decode_read_keys(s, context_length(s, b)).size());
+    CHECK(p.split_tokens == std::max<std::uint64_t>(1, (longest + s.block_cols - 1) / s.block_cols + splits - 1) / splits * s.block_cols);
+    for (std::uint64_t b = 0; b < batch; ++b) {
+      const long long len = static_cast<long long>(context_length(s, b));
+      const flash::KeyMask mask = decode::sequence_mask(len, static_cast<int>(nq), true,
+                                                        s.window < s.seq_kv ? static_cast<int>(s.window) : 0,
+                                                        s.chunk < s.seq_kv ? static_cast<int>(s.chunk) : 0);
+      const KeyRange read = decode_read_keys(s, static_cast<std::uint64_t>(len));
+      INFO(describe(s) << " splits " << splits << " b " << b);
+      CHECK(static_cast<std::uint64_t>(decode::first_visible_key(mask)) == read.begin);
+      // read = the union of what the new tokens see (mask.hpp).
+      std::uint64_t lo = static_cast<std::uint64_t>(len);
+      for (std::uint64_t t = 0; t < nq; ++t) lo = std::min(lo, decode_visible_range(s, b, t).begin);
+      CHECK(read.begin == lo);
+      CHECK(read.end == static_cast<std::uint64_t>(len));
+      long long next = decode::first_visible_key(mask);
+      for (std::uint64_t j = 0; j < splits; ++j) {
+        const decode::Range k = decode::split_range(static_cast<int>(j), static_cast<long long>(p.split_tokens),
+                                                    decode::first_visible_key(mask), len);
+        if (k.end <= k.begin) continue;
+        CHECK(k.begin == next);  // consecutive, disjoint
+        next = k.end;
+      }
+      CHECK(static_cast<std::uint64_t>(next) == read.end);
+      // The kernel's per-token visibility is the reference's.
+      for (int t = 0; t < static_cast<int>(nq); ++t) {
+        const KeyRange want = decode_visible_range(s, b, static_cast<std::uint64_t>(t));
+        const flash::KeySpan got = flash::row_keys(t, mask);
+        CHECK(static_cast<std::uint64_t>(got.begin) == want.begin);
+        CHECK(static_cast<std::uint64_t>(got.end) == want.end);
+      }
+    }
+  }
   // Packed rows: every (head, token) of the group once, in Q's order.
   for (int seq_q = 1; seq_q <= 8; ++seq_q)
     for (int row = 0; row < 8 * seq_q; ++row) {
@@ -513,14 +605,21 @@ TEST_CASE("decode index maps: splits as the model cuts them, rows, pages", "[dec
       CHECK(ht.head_in_group * seq_q + ht.token == row);
       CHECK(ht.token < seq_q);
     }
-  // Causal visibility equals the reference's.
-  Shape s = decode_shape(2, 2, 1, 5, {9, 30}, 64, true);
-  for (std::uint64_t b = 0; b < 2; ++b)
-    for (int t = 0; t < 5; ++t) {
-      const long long len = static_cast<long long>(context_length(s, b));
-      long long vis = 0;
-      for (long long key = 0; key < len; ++key) vis += decode::key_visible(key, len, t, len, 5, true);
-      CHECK(static_cast<std::uint64_t>(vis) == decode_visible_keys(s, b, static_cast<std::uint64_t>(t)));
+  // Causal (with a window, with a chunk) visibility equals the reference's.
+  for (int w : {0, 1, 4, 7})
+    for (int c : {0, 3, 8}) {
+      if (w != 0 && c != 0) continue;
+      Shape s = decode_shape(2, 2, 1, 5, {9, 30}, 64, true);
+      s.window = static_cast<std::uint64_t>(w);
+      s.chunk = static_cast<std::uint64_t>(c);
+      for (std::uint64_t b = 0; b < 2; ++b)
+        for (int t = 0; t < 5; ++t) {
+          const long long len = static_cast<long long>(context_length(s, b));
+          const flash::KeyMask mask = decode::sequence_mask(len, 5, true, w, c);
+          long long vis = 0;
+          for (long long key = 0; key < len; ++key) vis += decode::key_visible(key, len, t, mask);
+          CHECK(static_cast<std::uint64_t>(vis) == decode_visible_keys(s, b, static_cast<std::uint64_t>(t)));
+        }
     }
   // Warp roles tile the CTA: every (m-tile, key-warp) once.
   for (int m : {1, 2, 4}) {
@@ -576,6 +675,39 @@ TEST_CASE("decode reference: prefill reference, ragged batches, paged cache", "[
   decode_attention_reference(s, default_scale(s), in.q, gk, gv, co, clse);
   CHECK(po == co);
   CHECK(plse == clse);
+  // Windows and chunks: per sequence, the prefill reference (mask.hpp's
+  // masks, bottom-right aligned) on the sequence's own keys.
+  for (int kind = 0; kind < 4; ++kind) {
+    Shape w = decode_shape(3, 4, 2, 3, {50, 5, 129}, 64, true);
+    if (kind == 0) w.window = 1;
+    if (kind == 1) w.window = 17;
+    if (kind == 2) w.chunk = 16;
+    if (kind == 3) w.chunk = 100;
+    const AttentionBuffers win = random_inputs(w, 9);
+    std::vector<float> wo(q_elements(w)), wl(lse_elements(w));
+    decode_attention_reference(w, default_scale(w), win.q, win.k, win.v, wo, wl);
+    for (std::uint64_t b = 0; b < 3; ++b) {
+      Shape one = w;
+      one.decode = false;
+      one.batch = 1;
+      one.context_lengths.clear();
+      one.seq_kv = context_length(w, b);
+      const std::size_t q1 = q_elements(one), kv_stride = w.seq_kv * 64;
+      std::vector<float> q(win.q.begin() + static_cast<long>(b * q1), win.q.begin() + static_cast<long>((b + 1) * q1));
+      std::vector<float> k1, v1;
+      for (std::uint64_t kvh = 0; kvh < 2; ++kvh) {
+        const auto at = static_cast<long>((b * 2 + kvh) * kv_stride);
+        k1.insert(k1.end(), win.k.begin() + at, win.k.begin() + at + static_cast<long>(one.seq_kv * 64));
+        v1.insert(v1.end(), win.v.begin() + at, win.v.begin() + at + static_cast<long>(one.seq_kv * 64));
+      }
+      std::vector<float> o1(q1), l1(lse_elements(one));
+      attention_naive(one, default_scale(one), q, k1, v1, o1, l1);
+      INFO(describe(w) << " sequence " << b);
+      CHECK(relative_l2_error(std::vector<float>(wo.begin() + static_cast<long>(b * q1),
+                                                 wo.begin() + static_cast<long>((b + 1) * q1)),
+                              o1) < 1e-5);
+    }
+  }
   // A table entry outside the pool is refused, not read.
   auto bad = table;
   bad[0] = static_cast<std::int32_t>(p.pages);
@@ -590,10 +722,16 @@ TEST_CASE("emulated decode kernels equal the reference", "[decode][emulation]") 
     std::uint64_t d;
     bool causal;
     std::uint64_t splits, page_size, block_cols;
+    std::uint64_t window = 0, chunk = 0;
   };
   // GQA groups 1, 4, 8, 16 (two row blocks); 1, 2, 5, 8 tokens; ragged batches
   // with a sequence shorter than one tile; splits that do not divide the
   // length and trailing empty splits; page sizes 1, 7, 16, 64; causal.
+  // Sliding windows (a decode step reads the last min(L, W + Nq - 1) keys):
+  // of one key, narrower than a tile, not dividing the tiles, splits that do
+  // and do not divide the window's keys, ragged batches with sequences
+  // shorter than the window, several tokens, GQA, paged with odd pages; and
+  // chunks (the current chunk only), one of them longer than every sequence.
   const Case cases[] = {
       {1, 1, 1, 1, {1}, 64, false, 1, 16, 128},
       {2, 8, 2, 1, {200, 200}, 128, false, 1, 16, 128},
@@ -603,6 +741,14 @@ TEST_CASE("emulated decode kernels equal the reference", "[decode][emulation]") 
       {2, 32, 2, 8, {150, 90}, 64, false, 2, 64, 128},
       {1, 8, 1, 5, {257}, 128, true, 9, 16, 64},
       {2, 6, 2, 3, {129, 700}, 64, false, 16, 5, 128},
+      {2, 8, 2, 1, {300, 1000}, 128, true, 1, 16, 64, 1},
+      {3, 4, 4, 2, {500, 64, 5}, 64, true, 3, 7, 64, 37},
+      {1, 16, 2, 8, {1333}, 64, true, 4, 16, 64, 256},
+      {2, 32, 2, 8, {150, 900}, 64, true, 5, 5, 128, 100},
+      {1, 8, 1, 5, {2000}, 128, true, 9, 64, 64, 300},
+      {2, 6, 2, 3, {129, 700}, 128, true, 2, 1, 128, 0, 256},
+      {3, 8, 2, 4, {1000, 77, 513}, 64, true, 3, 16, 64, 0, 100},
+      {1, 4, 1, 1, {999}, 128, true, 4, 7, 64, 0, 5000},
   };
   std::uint64_t seed = 21;
   for (const Case& c : cases)
@@ -611,8 +757,19 @@ TEST_CASE("emulated decode kernels equal the reference", "[decode][emulation]") 
       s.page_size = c.page_size;
       s.block_cols = c.block_cols;
       s.splits = c.splits;
+      s.window = c.window;
+      s.chunk = c.chunk;
       validate(s);
       Problem pr = make_problem(s, paged, c.splits, seed++);
+      // Cache rows no split may read (outside what the new tokens see, past a
+      // sequence) become NaN: a read of one would reach O.
+      const std::vector<int> expected = expected_reads(pr);
+      for (std::size_t row = 0; row < expected.size(); ++row)
+        if (expected[row] == 0)
+          for (std::size_t x = 0; x < s.head_dim; ++x) {
+            pr.k[row * s.head_dim + x] = std::nanf("");
+            pr.v[row * s.head_dim + x] = std::nanf("");
+          }
       DecodeEmulator(pr).run();
       std::vector<float> ref(q_elements(s)), ref_lse(lse_elements(s));
       if (paged)
@@ -624,15 +781,14 @@ TEST_CASE("emulated decode kernels equal the reference", "[decode][emulation]") 
                        << pr.plan.m_tiles << ", row blocks " << pr.plan.row_blocks);
       CHECK(relative_l2_error(pr.o, ref) < 1e-2);
       CHECK(lse_error(pr.lse, ref_lse) < 1e-3);
-      // Each token of each kv head read once per row block, none past its length.
-      std::uint64_t expected = 0;
-      for (std::uint64_t b = 0; b < s.batch; ++b) expected += context_length(s, b) * s.kv_heads * pr.plan.row_blocks;
-      std::uint64_t total = 0;
-      for (int r : pr.reads) {
-        CHECK(r <= static_cast<int>(pr.plan.row_blocks));
-        total += static_cast<std::uint64_t>(r);
-      }
-      CHECK(total == expected);
+      // Each token some new token sees read once per row block and kv head,
+      // every other cache row never (past a sequence, before its window or chunk).
+      CHECK(pr.reads == expected);
+      std::uint64_t total = 0, visible = 0;
+      for (int r : pr.reads) total += static_cast<std::uint64_t>(r);
+      for (std::uint64_t b = 0; b < s.batch; ++b)
+        visible += decode_read_keys(s, context_length(s, b)).size() * s.kv_heads * pr.plan.row_blocks;
+      CHECK(total == visible);
     }
 }
 

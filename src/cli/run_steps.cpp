@@ -110,11 +110,21 @@ void require_forward(const Shape& s) {
     throw Error("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
 }
 
+// The kernels a row runs: --kernels, or without it the decode kernels on a
+// decode row (the prefill ones do not take one).
+std::vector<KernelKind> row_kernels(const MeasureCliOptions& mo, const Shape& s) {
+  const bool default_kernels = mo.kernels == MeasureCliOptions{}.kernels;
+  return parse_kernels(default_kernels && s.decode ? "decode,decode_paged" : mo.kernels);
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const std::vector<Shape>& shapes) {
   (void)parse_kernels(mo.kernels);
   for (const Shape& s : shapes) require_forward(s);
+  // A shape no kernel of ours runs (DV != d, MLA, a KV dtype, ragged prefill,
+  // chunks for flash) is refused before the device is opened.
+  for (const Shape& s : shapes) check_measurable(s, row_kernels(mo, s));
   MeasureOptions sizes;
   apply_measure_sizes(mo, sizes);  // --copy-bytes, --flush-bytes refused before the device is opened
   auto backend = make_backend(mo.device_index);
@@ -123,12 +133,10 @@ std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const st
 }
 
 void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_ptr<Backend> backend) {
-  const auto kinds = parse_kernels(mo.kernels);
-  for (const Row& row : report.rows) require_forward(row.shape);
-  // Without --kernels, decode rows run the decode kernels (the prefill ones
-  // do not take a decode row).
-  const bool default_kernels = mo.kernels == MeasureCliOptions{}.kernels;
-  const auto decode_kinds = parse_kernels("decode,decode_paged");
+  for (const Row& row : report.rows) {
+    require_forward(row.shape);
+    check_measurable(row.shape, row_kernels(mo, row.shape));
+  }
   MeasureOptions opt;
   opt.repeats = mo.repeats;
   opt.warmup = mo.warmup;
@@ -143,9 +151,7 @@ void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_p
     Row& row = report.rows[i];
     std::fprintf(stderr, "hbmscope: measuring %zu/%zu: %s\n", i + 1, report.rows.size(),
                  describe(row.shape).c_str());
-    row.measurements =
-        measure_row(*backend, row.shape, default_kernels && row.shape.decode ? decode_kinds : kinds, opt, ceiling)
-            .measurements;
+    row.measurements = measure_row(*backend, row.shape, row_kernels(mo, row.shape), opt, ceiling).measurements;
   }
   // Counters that cannot be read: one line, once; the timings stand.
   if (mo.counters)

@@ -108,6 +108,7 @@ class CudaBackend final : public Backend {
   DeviceInfo device() const override { return info_; }
 
   KernelMeasurement run(const Shape& shape, KernelKind kind, const MeasureOptions& opt) override {
+    check_measurable(shape, std::span<const KernelKind>(&kind, 1));  // as the no-GPU backend
     if (kind == KernelKind::decode || kind == KernelKind::decode_paged) {
       cuda::DecodeContext ctx;
       ctx.stream = stream_;
@@ -298,10 +299,13 @@ class CudaBackend final : public Backend {
         p.lse = b.lse.get<float>();
         p.heads = static_cast<int>(s.heads);
         p.kv_heads = static_cast<int>(s.kv_heads);
+        p.group_div = flash::fast_div(p.heads / p.kv_heads);
         p.seq_q = static_cast<int>(s.seq_q);
         p.seq_kv = static_cast<int>(s.seq_kv);
         p.causal = s.causal ? 1 : 0;
         p.causal_offset = static_cast<int>(causal_offset(s));
+        // No chunk: measure refuses chunked shapes for the flash kernels.
+        p.window = flash::make_key_mask(p.seq_q, p.seq_kv, s.causal, static_cast<long long>(s.window), 0).window;
         p.scale = default_scale(s);
         p.scale_log2 = p.scale * 1.4426950408889634f;
         cuda::launch_flash(cfg, p, flash_geometry(s, cfg), stream_);
@@ -365,6 +369,10 @@ class CudaBackend final : public Backend {
     a.row_stride = static_cast<int>(score_row_stride(s));
     a.causal = s.causal ? 1 : 0;
     a.causal_offset = static_cast<int>(causal_offset(s));
+    const flash::KeyMask mask = flash::make_key_mask(a.cols, a.cols, s.causal, static_cast<long long>(s.window),
+                                                     static_cast<long long>(s.chunk));
+    a.window = mask.window;
+    a.chunk = mask.chunk;
     cuda::launch_softmax(softmax_plan(s), a, stream_);
   }
 

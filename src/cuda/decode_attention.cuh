@@ -127,7 +127,10 @@ __global__ void __launch_bounds__(threads, 2) decode_split_kernel(const DecodePa
   const int row0 = row_block * Sh::rows;
   const int rows = min(Sh::rows, group * p.seq_q - row0);
   const long long len = p.seq_lens ? p.seq_lens[batch] : p.seq_kv;
-  const Range range = split_range(split, p.split_tokens, len);
+  // With a window or a chunk the splits share out only the keys some new
+  // token sees; none before them is read.
+  const Range range = split_range(split, p.split_tokens,
+                                  first_visible_key(sequence_mask(len, p.seq_q, p.causal != 0, p.window, p.chunk)), len);
   const int n_tiles = range_tiles(range);
   const long long out_row0 = first_group_row(batch, kv_head, p.heads, group, p.seq_q) + row0;
   const bool causal = p.causal != 0;
@@ -200,16 +203,22 @@ __global__ void __launch_bounds__(threads, 2) decode_split_kernel(const DecodePa
       }
 
     const long long k0 = range.begin + static_cast<long long>(j) * tile_keys;
-    if (tile_needs_mask(k0, range.end, len, p.seq_q, causal)) {
+    const flash::KeyMask mask = sequence_mask(len, p.seq_q, causal, p.window, p.chunk);
+    if (tile_needs_mask(k0, range.end, p.seq_q, mask)) {
 #pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t)
+      for (int r = 0; r < 2; ++r) {
+        // This lane's row r: its token's visible keys, cut at the split's end.
+        const int token = packed_row(row0 + role.m_tile * 16 + flash::c_fragment(lane, 2 * r).row, p.seq_q).token;
+        const flash::KeySpan span = flash::row_keys(token, mask);
+        const long long end = span.end < range.end ? span.end : range.end;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const RowCol rc = flash::c_fragment(lane, e);
-          const long long key = k0 + first_key + t * 8 + rc.col;
-          const int token = packed_row(row0 + role.m_tile * 16 + rc.row, p.seq_q).token;
-          if (!key_visible(key, range.end, token, len, p.seq_q, causal)) s[t][e] = -INFINITY;
-        }
+        for (int t = 0; t < Sh::n_tiles_s; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const long long key = k0 + first_key + t * 8 + flash::c_fragment(lane, 2 * r + h).col;
+            if (key < span.begin || key >= end) s[t][2 * r + h] = -INFINITY;
+          }
+      }
     }
 
     // Online softmax per row over the quad (as in flash_attention.cuh).

@@ -88,6 +88,9 @@ struct DecodeBuffers {
     p.split_tokens = static_cast<long long>(plan.split_tokens);
     p.row_blocks = static_cast<int>(plan.row_blocks);
     p.causal = s.causal ? 1 : 0;
+    // A window or a chunk of at least the longest context hides nothing (and may not fit an int).
+    p.window = s.window < s.seq_kv ? static_cast<int>(s.window) : 0;
+    p.chunk = s.chunk < s.seq_kv ? static_cast<int>(s.chunk) : 0;
     p.scale = default_scale(s);
     p.scale_log2 = p.scale * 1.4426950408889634f;
     return p;

@@ -8,6 +8,7 @@
 #include "hbmscope/decode.hpp"
 #include "hbmscope/decode_plan.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/measure.hpp"
 #include "hbmscope/reference.hpp"
 
 namespace hbmscope {
@@ -21,14 +22,14 @@ struct ConfigEntry {
   int registers;
 };
 constexpr std::array<ConfigEntry, 10> entries{{
-    {{64, 64, 64, 1}, 155},
-    {{64, 128, 64, 1}, 147},
-    {{64, 128, 128, 1}, 204},  // v1 default for d = 64 (80 KiB of shared memory): 1 CTA per SM
-    {{128, 64, 64, 1}, 208},
-    {{128, 128, 64, 1}, 191},  // v1 default for d = 128 (96 KiB): 1 CTA per SM (8 warps x 192)
-    {{128, 128, 128, 1}, 248},
-    {{64, 64, 64, 2}, 229},
-    {{64, 128, 64, 2}, 225},
+    {{64, 64, 64, 1}, 157},
+    {{64, 128, 64, 1}, 144},
+    {{64, 128, 128, 1}, 201},  // v1 default for d = 64 (80 KiB of shared memory): 1 CTA per SM
+    {{128, 64, 64, 1}, 205},
+    {{128, 128, 64, 1}, 189},  // v1 default for d = 128 (96 KiB): 1 CTA per SM (8 warps x 192)
+    {{128, 128, 128, 1}, 247},
+    {{64, 64, 64, 2}, 238},
+    {{64, 128, 64, 2}, 238},
     {{64, 128, 128, 2}, 255},  // default for d = 64: 80 KiB, 2 CTAs per SM
     {{128, 128, 64, 2}, 255},  // default for d = 128: 96 KiB, 2 CTAs per SM
     // No v2 64 x 64 or 128 x 128 at d = 128: ptxas spills (flash_v2_d128.cu).
@@ -271,9 +272,36 @@ std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
   return std::nullopt;
 }
 
+std::optional<std::string> measure_refusal(const Shape& s, KernelKind k) {
+  if (k == KernelKind::copy) return std::nullopt;
+  if (s.head_dim_v != 0 && s.head_dim_v != s.head_dim)
+    return "V and O of head dim " + std::to_string(s.head_dim_v) + " against Q and K of " + std::to_string(s.head_dim) +
+           " (head-dim-v): our kernels take one head dim for Q, K, V and O";
+  if (s.latent_kv) return "latent KV (MLA): our kernels read K and V heads of their own, not one latent head";
+  if (s.kv_dtype && *s.kv_dtype != Dtype::bf16)
+    return "a KV cache in " + std::string(dtype_name(*s.kv_dtype)) + ": our kernels read K and V in bf16";
+  if (!s.seq_lens.empty())
+    return "a ragged prefill batch (seq-lens): our prefill kernels run sequences of one length per launch";
+  if (s.chunk != 0 && (k == KernelKind::flash || k == KernelKind::flash_v1))
+    return "chunked attention: the flash kernels take causal masks and sliding windows, not chunks (the standard path "
+           "and the decode kernels run chunks)";
+  return std::nullopt;
+}
+
+void check_measurable(const Shape& s, std::span<const KernelKind> kinds) {
+  for (const KernelKind k : kinds)
+    if (auto why = measure_refusal(s, k))
+      throw Error("measure: " + describe(s) + ": " + std::string(kernel_name(k)) + ": " + *why);
+}
+
 bool fits_in_memory(std::uint64_t need, std::uint64_t free_bytes) {
   const std::uint64_t margin = std::max<std::uint64_t>(free_bytes / 20, 256ull << 20);
   return free_bytes > margin && need <= free_bytes - margin;
+}
+
+std::uint64_t cut_band(std::uint64_t band, std::uint64_t keys, std::uint64_t cut_keys) {
+  if (band == 0 || band >= keys || band < cut_keys) return band;
+  return std::max<std::uint64_t>(1, cut_keys / 2);
 }
 
 Shape validation_shape(const Shape& s) {
@@ -296,6 +324,8 @@ Shape validation_shape(const Shape& s) {
     if (s.seq_kv > s.seq_q) v.seq_kv = v.seq_q + 24;
     else v.seq_q = v.seq_kv + 24;
   }
+  v.window = cut_band(s.window, s.seq_kv, v.seq_kv);
+  v.chunk = cut_band(s.chunk, s.seq_kv, v.seq_kv);
   return v;
 }
 
