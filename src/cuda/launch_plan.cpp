@@ -8,6 +8,7 @@
 #include "hbmscope/decode.hpp"
 #include "hbmscope/decode_plan.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/mask.hpp"
 #include "hbmscope/measure.hpp"
 #include "hbmscope/reference.hpp"
 
@@ -258,6 +259,13 @@ std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
       if (!flash_supports(s.head_dim))
         return "flash kernel compiled for head dim 64 and 128 only (shape has " +
                std::to_string(s.head_dim) + ")";
+      break;
+    case KernelKind::floor:
+      // The floor kernel reads every key; the floor the model counts reads
+      // only the keys some query sees (row 0 sees the first of them).
+      if (const KeyRange first = visible_keys(s, 0); !first.empty() && first.begin > 0)
+        return "the floor kernel reads every key, and keys 0 to " + std::to_string(first.begin - 1) +
+               " are seen by no query under this mask";
       break;
     case KernelKind::softmax:
     case KernelKind::standard: {
