@@ -24,6 +24,8 @@ std::string seq_label(const Shape& s);
 std::string heads_label(const Shape& s);
 std::string blocks_label(const Shape& s);
 std::string pass_label(Pass p);
+// "52 sliding (W 1024)", "62 total": the Layers cell of a whole-model row.
+std::string model_layers_label(const Row& r);
 
 // Which shape fields differ between rows: those get a column, the rest go in
 // the title line.
