@@ -97,8 +97,8 @@ std::string render_models(const std::vector<ModelConfig>& models, bool detail, F
   };
   std::string out;
   if (format != Format::md)
-    out = "Model configs for --model-config (K and V per token over all layers in the model's dtype; "
-          "`hbmscope models NAME` for sources)\n\n";
+    out = "Models for --model-config (KV/token: one token's K and V in all layers; `hbmscope models NAME`: "
+          "sources)\n\n";
   // Wider than a 120-column terminal: the figures, then the names and patterns.
   const std::string one = render_grid(head, rows, right, format);
   std::size_t widest = 0, line = 0;
