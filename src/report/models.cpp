@@ -6,6 +6,7 @@
 
 #include "hbmscope/csv.hpp"
 #include "hbmscope/printers.hpp"
+#include "printers_internal.hpp"
 
 namespace hbmscope {
 
@@ -84,30 +85,12 @@ std::string render_models(const std::vector<ModelConfig>& models, bool detail, F
     rows.push_back({m.id, layer_counts(m), std::to_string(m.heads) + "/" + std::to_string(m.kv_heads), head_dims(m),
                     format_bytes(token_bytes(m), Units::decimal), dtype_text(m), m.name, layer_pattern(m)});
   const std::vector<bool> right{false, false, true, false, true, false, false, false};
-  const auto pick = [&](const std::vector<std::size_t>& cols) {
-    std::vector<std::string> h;
-    std::vector<bool> rt;
-    std::vector<std::vector<std::string>> rs(rows.size());
-    for (std::size_t c : cols) {
-      h.push_back(head[c]);
-      rt.push_back(right[c]);
-      for (std::size_t r = 0; r < rows.size(); ++r) rs[r].push_back(rows[r][c]);
-    }
-    return render_grid(h, rs, rt, format);
-  };
   std::string out;
   if (format != Format::md)
     out = "Models for --model-config (KV/token: one token's K and V in all layers; `hbmscope models NAME`: "
           "sources)\n\n";
   // Wider than a 120-column terminal: the figures, then the names and patterns.
-  const std::string one = render_grid(head, rows, right, format);
-  std::size_t widest = 0, line = 0;
-  for (const unsigned char c : one) {
-    if (c == '\n') widest = std::max(widest, line), line = 0;
-    else if ((c & 0xC0) != 0x80) ++line;
-  }
-  if (format == Format::md || widest <= 120) out += one;
-  else out += pick({0, 1, 2, 3, 4, 5}) + "\n" + pick({0, 6, 7});
+  out += printing::render_grid_parts(head, rows, right, format, 120, {{0, 1, 2, 3, 4, 5}, {0, 6, 7}});
   if (detail && !models.empty()) {
     const ModelConfig& m = models.front();
     out += "\nmodel_type: " + (m.model_type.empty() ? std::string("-") : m.model_type) + "\n";

@@ -18,6 +18,11 @@ namespace hbmscope::printing {
 std::size_t width(std::string_view s);
 std::string pad(const std::string& s, std::size_t w, bool right);
 std::size_t grid_width(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows);
+// One grid when it fits max_width columns (or in Markdown), else one grid per
+// set of column indices in parts, a blank line apart.
+std::string render_grid_parts(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+                              const std::vector<bool>& right, Format format, std::size_t max_width,
+                              const std::vector<std::vector<std::size_t>>& parts);
 
 // model_title.cpp: "4096 × 64", "1/≤131072 × 128" (decode), "32/8" (heads/kv-heads).
 std::string seq_label(const Shape& s);
