@@ -67,6 +67,15 @@ std::vector<ModelConfigRef> model_configs(const std::string& list) {
   return out;
 }
 
+void refuse_model_files_as_output(const std::vector<ModelConfigRef>& models, const std::optional<std::string>& output,
+                                  const std::optional<std::string>& plot) {
+  std::vector<std::string> files;  // a file's id is its path as given; shipped ones are names
+  for (const auto& m : models)
+    if (m->id.find('/') != std::string::npos || m->id.ends_with(".json")) files.push_back(m->id);
+  refuse_input_as_output(output, files, "--output");
+  if (plot && *plot != "-") refuse_input_as_output(plot, files, "--plot");
+}
+
 void check_model_shape_options(const ShapeOptions& o) {
   for (const auto& [given, name] : {std::pair{o.heads.has_value(), "--heads"},
                                     {o.kv_heads.has_value(), "--kv-heads"},

@@ -20,6 +20,11 @@ extern const char* const whole_models_help;
 // comma-separated, each read once; a model named twice is refused.
 std::vector<ModelConfigRef> model_configs(const std::string& list);
 
+// --output and --plot naming a model's config.json (an input of the run) are
+// refused before anything is read or written.
+void refuse_model_files_as_output(const std::vector<ModelConfigRef>& models, const std::optional<std::string>& output,
+                                  const std::optional<std::string>& plot);
+
 // Before any work, for a run whose rows are all whole-model rows: the shape
 // options a model gives (--heads, --kv-heads, --head-dim) and the L2
 // simulation's options (it runs on single kernels, not whole models) are

@@ -119,6 +119,7 @@ int SweepCommands::run_sweep() {
   const bool all_models = std::all_of(cfg.groups.begin(), cfg.groups.end(),
                                       [](const SweepGroup& g) { return !g.axes.model_config.empty(); });
   if (any_models) {
+    for (const auto& g : cfg.groups) refuse_model_files_as_output(g.axes.model_config, out_.output, dev_.plot);
     if (measure_) throw UsageError("--measure: whole-model rows (model_config) are not measured; measure a layer's "
                                    "shape with `hbmscope measure`");
     if (all_models)
