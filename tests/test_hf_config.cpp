@@ -139,7 +139,7 @@ TEST_CASE("config.json: refusals are one line naming the key", "[hf_config]") {
   CHECK(error_of(R"({"num_hidden_layers": 2, "num_hidden_layers": 3})").find("num_hidden_layers") != std::string::npos);
 }
 
-TEST_CASE("--model-config names: shipped, files, unknown", "[hf_config]") {
+TEST_CASE("model config names: shipped, files, unknown", "[hf_config]") {
   CHECK(find_model_config("GEMMA-3-27B").id == "gemma-3-27b");
   try {
     find_model_config("llama-9");

@@ -150,9 +150,9 @@ void sliding_layers(const Part& p, const std::string& type, bool window, Layers&
   if (pattern || hidden) return mark_pattern(l, pattern ? *pattern : *hidden);
   if (use) {
     if (!*use) return;
-    const auto from = p.count("max_window_layers", n, true);
+    const auto from = p.count("max_window_layers", max_model_layers, true);
     if (!from) p.fail_text("max_window_layers", "missing (use_sliding_window is true: from which layer?)");
-    for (std::size_t i = *from; i < n; ++i) l[i] = LayerAttention::sliding;
+    for (std::size_t i = *from; i < n; ++i) l[i] = LayerAttention::sliding;  // none when it is n or more
     return;
   }
   if (!window) return;
