@@ -66,7 +66,9 @@ check "results travel as one tarball" bash -c "tar -tzf '$work/out/results.tar.g
 STEPS='first|after' OUT=$work/out2 OUT_CHECK=$work/out2 STEPS_DIR=$work/steps BUILD=$work/nobuild RESULTS=$work/results2 PY=python3 \
   bash "$runner" >/dev/null 2>&1
 check "STEPS picks steps by name" bash -c "grep -q 00-first '$work/out2/summary.txt' && ! grep -q 10-fails '$work/out2/summary.txt'"
-if [ -n "$hbmscope" ] && ! nvidia-smi -L >/dev/null 2>&1; then
+if [ -n "$hbmscope" ] && ! "$hbmscope" measure --help 2>/dev/null | grep -q -- "--window"; then
+  echo "note: dry run of the measure and sanitizer steps skipped: $hbmscope has no --window (issue 19's shape options)"
+elif [ -n "$hbmscope" ] && ! nvidia-smi -L >/dev/null 2>&1; then
   steps=$(dirname "$runner")/device-check.d
   dry=$work/dry
   mkdir -p "$dry/results"

@@ -245,9 +245,9 @@ TEST_CASE("measure refuses the shapes no kernel of ours runs, one line each", "[
   Shape mla = shape(1, 4096, 576, 1, 128, 1, false);
   mla.latent_kv = true;
   mla.head_dim_v = 512;
-  CHECK(measure_refusal(mla, KernelKind::flash).has_value());  // DV first
-  mla.head_dim_v = 0;
-  refused(mla, "latent KV (MLA)");
+  refused(mla, "latent KV (MLA)");  // named as MLA, not by its DV
+  mla.decode = true;
+  CHECK_THAT(*measure_refusal(mla, KernelKind::decode), Catch::Contains("latent KV (MLA)"));
   Shape kv = s;
   kv.kv_dtype = Dtype::fp8;
   refused(kv, "a KV cache in fp8");

@@ -282,10 +282,10 @@ std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
 
 std::optional<std::string> measure_refusal(const Shape& s, KernelKind k) {
   if (k == KernelKind::copy) return std::nullopt;
+  if (s.latent_kv) return "latent KV (MLA): our kernels read K and V heads of their own, not one latent head";
   if (s.head_dim_v != 0 && s.head_dim_v != s.head_dim)
     return "V and O of head dim " + std::to_string(s.head_dim_v) + " against Q and K of " + std::to_string(s.head_dim) +
            " (head-dim-v): our kernels take one head dim for Q, K, V and O";
-  if (s.latent_kv) return "latent KV (MLA): our kernels read K and V heads of their own, not one latent head";
   if (s.kv_dtype && *s.kv_dtype != Dtype::bf16)
     return "a KV cache in " + std::string(dtype_name(*s.kv_dtype)) + ": our kernels read K and V in bf16";
   if (!s.seq_lens.empty())
