@@ -2,6 +2,7 @@
 // scripts, manifest and messages (the command line: tests/submit_cli_test.sh;
 // a real Slurm: tests/cluster_test.sh).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,9 @@
 #include <set>
 
 #include "hbmscope/error.hpp"
+#include "hbmscope/json_report.hpp"
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/printers.hpp"
 #include "hbmscope/shard.hpp"
 #include "hbmscope/slurm.hpp"
 #include "hbmscope/sweep.hpp"
@@ -66,7 +70,7 @@ std::string line_starting(const std::string& text, const std::string& head) {
 
 }  // namespace
 
-TEST_CASE("--shard auto: every task of an array gets its own shard, and together they are all", "[shard][slurm]") {
+TEST_CASE("shard auto: every task of an array gets its own shard, and together they are all", "[shard][slurm]") {
   struct Array {
     std::uint64_t min, max, step;
   };
@@ -95,7 +99,7 @@ TEST_CASE("--shard auto: every task of an array gets its own shard, and together
   CHECK((s.index == 3 && s.count == 3));
 }
 
-TEST_CASE("--shard auto: outside an array job or on an array it cannot place, one line (exit 1, not 2)",
+TEST_CASE("shard auto: outside an array job or on an array it cannot place, one line (exit 1, not 2)",
           "[shard][slurm]") {
   CHECK(refusal({}) ==
         "--shard auto: not in a Slurm array job (SLURM_ARRAY_TASK_ID is not set); give --shard I/N, or submit "
@@ -137,7 +141,7 @@ TEST_CASE("--shard auto: outside an array job or on an array it cannot place, on
   CHECK_THAT(refusal(e), Catch::EndsWith("a count and a step must be at least 1"));
 }
 
-TEST_CASE("--shard I/N and auto: a malformed value is a usage error", "[shard][slurm]") {
+TEST_CASE("shard I/N and auto: a malformed value is a usage error", "[shard][slurm]") {
   CHECK_THROWS_AS(parse_shard("auto"), UsageError);  // the CLI takes "auto" before parse_shard
   CHECK_THROWS_WITH(parse_shard("3"), Catch::Contains("or auto (from a Slurm array job's environment)"));
 }
@@ -377,4 +381,90 @@ TEST_CASE("a sweep's identity: its options, task count and rows", "[slurm]") {
   auto relabelled = labels;
   relabelled[0] = "Llama";
   CHECK(sweep_identity({"--config", "seed"}, 3, shapes, relabelled) != base);
+}
+
+TEST_CASE("a report read back from JSON prints as it did: L2 detail, measurements, the measured device",
+          "[slurm][json]") {
+  // What a merged shard report must keep for `merge --format table` to print
+  // the sweep's own table.
+  SweepAxes a;
+  a.seq = {1024, 2048};
+  a.head_dim = {64, 128};
+  a.causal = {true};
+  Report r;
+  r.command = "sweep";
+  r.rows = model_rows(expand(a));
+  L2SimConfig c;
+  c.l2_bytes = 1 << 20;
+  c.sm_count = 8;
+  for (Row& row : r.rows) add_l2_sim(row, c);
+  KernelMeasurement ok;
+  ok.kernel = "flash";
+  ok.variant = "flash_no_l2";
+  ok.status = MeasureStatus::ok;
+  ok.rel_error = 3e-3;
+  ok.lse_rel_error = std::nan("");
+  ok.block_rows = ok.block_cols = 128;
+  ok.warps = 4;
+  ok.timing.median = 1.25e-4;
+  ok.timing.min = 1.2e-4;
+  ok.timing.max = 1.5e-4;
+  ok.timing.samples = {1.25e-4, 1.2e-4, 1.5e-4};
+  ok.model_bytes = r.rows[0].variant("flash_no_l2")->bytes;
+  ok.bandwidth = 2.5e12;
+  ok.copy_fraction = 0.8;
+  ok.tflops = 123.4;
+  ok.predicted_copy = 1e-4;
+  ok.measured_over_predicted = 1.25;
+  ok.dram_read_bytes = 1234567;
+  ok.counters = "ok";
+  KernelMeasurement skipped;
+  skipped.kernel = "standard";
+  skipped.variant = "standard";
+  skipped.reason = "needs 70 GB of device memory, 60 GB free";
+  for (Row& row : r.rows) row.measurements = {ok, skipped};
+  DeviceReport dev;
+  dev.info.name = "Fake GPU";
+  dev.info.cc_major = 9;
+  dev.info.sm_count = 132;
+  dev.info.peak_bandwidth = 4.8e12;
+  dev.copy.kernel = dev.copy.variant = "copy";
+  dev.copy.status = MeasureStatus::ok;
+  dev.copy.bandwidth = 4e12;
+  r.device = dev;
+  const Report back = report_from_json(nlohmann::json::parse(render(r, {Format::json})), "r.json");
+  REQUIRE(back.rows.size() == r.rows.size());
+  REQUIRE(back.rows[0].l2_sim.has_value());
+  CHECK(back.rows[0].l2_sim->flash.hit_rate == r.rows[0].l2_sim->flash.hit_rate);
+  CHECK(back.rows[0].l2_sim->waves == r.rows[0].l2_sim->waves);
+  REQUIRE(back.rows[0].measurements.size() == 2);
+  CHECK(back.rows[0].measurements[0].dram_read_bytes == ok.dram_read_bytes);
+  CHECK(std::isnan(back.rows[0].measurements[0].lse_rel_error));
+  CHECK(back.rows[0].measurements[0].timing.samples == ok.timing.samples);
+  CHECK(back.rows[0].measurements[1].status == MeasureStatus::skipped);
+  REQUIRE(back.device.has_value());
+  CHECK(back.device->info.cc_major == 9);
+  for (const Format f : {Format::table, Format::md, Format::csv, Format::json}) {
+    PrintOptions p;
+    p.format = f;
+    p.wide = true;
+    CHECK(render(back, p) == render(r, p));
+  }
+  // A decode row's simulations come back in the row's variant order.
+  SweepAxes d;
+  d.decode = true;
+  d.seq = {1};
+  d.head_dim = {128};
+  d.seq_kv = {4096};
+  d.heads = {32};
+  d.kv_heads = {8};
+  Report dr;
+  dr.rows = model_rows(expand(d));
+  for (Row& row : dr.rows) add_l2_sim(row, c);
+  const Report dback = report_from_json(nlohmann::json::parse(render(dr, {Format::json})), "d.json");
+  REQUIRE(dback.rows[0].l2_sim.has_value());
+  REQUIRE(dback.rows[0].l2_sim->decode.size() == dr.rows[0].l2_sim->decode.size());
+  for (std::size_t i = 0; i < dr.rows[0].l2_sim->decode.size(); ++i)
+    CHECK(dback.rows[0].l2_sim->decode[i].id == dr.rows[0].l2_sim->decode[i].id);
+  CHECK(render(dback, {Format::table}) == render(dr, {Format::table}));
 }

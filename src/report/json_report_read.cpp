@@ -387,7 +387,12 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       if (id == "flash_no_l2") return 1;
       if (id == "floor") return 2;
       if (const auto d = parse_decode_variant(id)) return 3 + static_cast<int>(*d);
-      if (id.rfind("decode_", 0) == 0) return 7;  // the decode simulations
+      if (id.rfind("decode_", 0) == 0) {  // the decode simulations, in their variants' order
+        constexpr std::string_view sim = "_l2_sim";
+        if (id.size() > sim.size() && id.compare(id.size() - sim.size(), sim.size(), sim) == 0)
+          if (const auto d = parse_decode_variant(id.substr(0, id.size() - sim.size()))) return 7 + static_cast<int>(*d);
+        return 11;
+      }
       return 3;
     };
     std::stable_sort(row.variants.begin(), row.variants.end(),
