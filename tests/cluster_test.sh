@@ -31,47 +31,58 @@ say() { echo "[$((SECONDS - t0))s] $*"; }
 # A Slurm client call, never longer than 20 s.
 sl() { timeout 20 env "$mark" "$@"; }
 
+# Stopping everything this run started, as a script of its own: the test runs
+# it on every way out, and so does a guardian outside the test's process group
+# should the test itself be killed (CTest's timeout) or crash.
+cat >"$T/stop.sh" <<EOF
+#!/usr/bin/env bash
+T='$T' mark='$mark'
+export SLURM_CONF="\$T/slurm.conf"
+if [ -s "\$T/slurmctld.pid" ]; then
+  jobs=\$(timeout 10 squeue -h -o %A 2>/dev/null | sort -u)
+  [ -n "\$jobs" ] && timeout 10 scancel \$jobs 2>/dev/null
+  timeout 10 scontrol shutdown >/dev/null 2>&1
+fi
+for f in slurmctld.pid slurmd.pid munge/munged.pid; do
+  [ -s "\$T/\$f" ] || continue
+  p=\$(cat "\$T/\$f")
+  kill "\$p" 2>/dev/null
+  for i in \$(seq 50); do kill -0 "\$p" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "\$p" 2>/dev/null
+done
+# Whatever is left of this run (a slurmstepd, a job's process), by its mark.
+left=
+for e in /proc/[0-9]*/environ; do
+  p=\${e#/proc/}; p=\${p%/environ}
+  { tr '\0' '\n' <"\$e" | grep -qxF "\$mark"; } 2>/dev/null && left="\$left \$p"
+done
+[ -n "\$left" ] && { echo "cluster test: stopping what was left:\$left"; kill -KILL \$left 2>/dev/null; }
+[ "\${HBMSCOPE_CLUSTER_KEEP:-0}" = 1 ] && echo "kept \$T" || rm -rf "\$T"
+EOF
 stop_all() {
   trap - EXIT INT TERM HUP
-  [ -n "${watchdog:-}" ] && kill "$watchdog" 2>/dev/null
-  if [ -n "${SLURM_CONF:-}" ]; then
-    local jobs
-    jobs=$(timeout 10 squeue -h -o %A 2>/dev/null | sort -u)
-    [ -n "$jobs" ] && timeout 10 scancel $jobs 2>/dev/null
-    timeout 10 scontrol shutdown >/dev/null 2>&1
-  fi
-  local p i
-  for p in ${ctld:-} ${slurmd_pid:-}; do
-    for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; read -rt 0.1 <>"$T/tick" 2>/dev/null; done
-    kill -KILL "$p" 2>/dev/null
-  done
-  if [ -s "$T/munge/munged.pid" ]; then
-    p=$(cat "$T/munge/munged.pid")
-    kill "$p" 2>/dev/null
-    for i in $(seq 30); do kill -0 "$p" 2>/dev/null || break; read -rt 0.1 <>"$T/tick" 2>/dev/null; done
-    kill -KILL "$p" 2>/dev/null
-  fi
-  # Whatever is left of this run (a slurmstepd, a job's process), by its mark.
-  local left=""
-  for e in /proc/[0-9]*/environ; do
-    p=${e#/proc/}; p=${p%/environ}
-    [ "$p" = $$ ] && continue
-    { tr '\0' '\n' <"$e" | grep -qxF "$mark"; } 2>/dev/null && left="$left $p"
-  done
-  [ -n "$left" ] && { echo "cluster test: stopping what was left:$left"; kill -KILL $left 2>/dev/null; }
+  kill "${watchdog:-}" "${guardian:-}" 2>/dev/null  # their sleeps end with them (their traps)
   if [ "${HBMSCOPE_CLUSTER_KEEP:-0}" = 1 ] || [ "$fails" -ne 0 ]; then
     for f in "$T"/log/*.log; do echo "---- $f (last lines)"; tail -n 15 "$f"; done
   fi
-  [ "${HBMSCOPE_CLUSTER_KEEP:-0}" = 1 ] && echo "kept $T" || rm -rf "$T"
+  bash "$T/stop.sh"
 }
 trap 'stop_all' EXIT
 trap 'echo "cluster test: interrupted or over ${limit}s: stopping"; fails=$((fails + 1)); exit 1' INT TERM HUP
-# The watchdog: a subshell waiting on a FIFO nobody writes (a builtin read, so
-# there is no sleep process to leave behind), then ending the test.
-mkfifo "$T/tick"
-(read -rt "$limit" <>"$T/tick"; kill -TERM $$) &
+# The watchdog ends the test after $limit seconds; the guardian, in a session
+# of its own, stops everything should the test end without doing so.
+main=$$
+(
+  trap 'kill $s 2>/dev/null; exit 0' TERM
+  sleep "$limit" & s=$!
+  wait $s && kill -TERM $main
+) &
 watchdog=$!
-nap() { read -rt "$1" <>"$T/tick" 2>/dev/null; }  # sleep without a process
+setsid bash -c 'trap "kill \$s 2>/dev/null; exit 0" TERM
+  while kill -0 '"$main"' 2>/dev/null; do sleep 1 & s=$!; wait $s; done
+  [ -e '"$T/stop.sh"' ] && bash '"$T/stop.sh"' >/dev/null 2>&1' </dev/null >/dev/null 2>&1 &
+guardian=$!
+nap() { sleep "$1"; }
 
 # ---- A one-node cluster of its own.
 mkdir -m 0755 "$T/munge" "$T/state" "$T/spool" "$T/log" "$T/work"
@@ -125,9 +136,7 @@ PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF="$T/slurm.conf"
 env "$mark" slurmctld -D -i -f "$SLURM_CONF" >"$T/log/slurmctld.out" 2>&1 &
-ctld=$!
 env "$mark" slurmd -D -f "$SLURM_CONF" >"$T/log/slurmd.out" 2>&1 &
-slurmd_pid=$!
 state=
 for i in $(seq 100); do
   state=$(timeout 5 sinfo -h -o %T 2>/dev/null)

@@ -381,6 +381,16 @@ TEST_CASE("a sweep's identity: its options, task count and rows", "[slurm]") {
   auto relabelled = labels;
   relabelled[0] = "Llama";
   CHECK(sweep_identity({"--config", "seed"}, 3, shapes, relabelled) != base);
+  // A long sweep: its first and last rows and its length count.
+  SweepAxes a;
+  a.seq = parse_int_axis("1:10000:+1", "seq");
+  auto many = expand(a);
+  const std::vector<std::string> none(many.size(), "");
+  const std::string long_id = sweep_identity({}, 2, many, none);
+  many.back().causal = true;
+  CHECK(sweep_identity({}, 2, many, none) != long_id);
+  many.pop_back();
+  CHECK(sweep_identity({}, 2, many, std::vector<std::string>(many.size(), "")) != long_id);
 }
 
 TEST_CASE("a report read back from JSON prints as it did: L2 detail, measurements, the measured device",

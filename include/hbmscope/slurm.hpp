@@ -93,9 +93,12 @@ std::string manifest_json(const SubmitManifest& m);
 SubmitManifest read_submit_manifest(const std::string& path);
 
 // What makes two submissions the same sweep: the tasks' options, the task
-// count, and every row's label and shape as the sweep expands them (a config
-// file edited between two submissions is another sweep). 64-bit FNV-1a, as
-// 16 hex digits: a fingerprint against mistakes, not against forgery.
+// count, the row count and the label and shape of every row (of identity_rows
+// evenly spaced rows, the first and last among them, in a longer sweep) as the
+// sweep expands them: a config file edited between two submissions is another
+// sweep. 64-bit FNV-1a, as 16 hex digits: a fingerprint against mistakes, not
+// against forgery.
+inline constexpr std::size_t identity_rows = 4096;
 std::string sweep_identity(const std::vector<std::string>& sweep_args, std::uint64_t tasks,
                            const std::vector<Shape>& shapes, const std::vector<std::string>& labels);
 
