@@ -227,6 +227,18 @@ expect_error "merge --from a folder without manifest" 1 "cannot read" merge --fr
 expect_error "merge --x without --plot" 2 "--x: needs --plot" merge full.json --x head_dim
 expect_error "merge --units bad" 2 "--units: 'kb' is not one of" merge full.json --format table --units kb
 
+"$bin" sweep "${sweep[@]}" --shard 1/2 --format json --output g1.json 2>/dev/null
+"$bin" sweep "${sweep[@]}" --shard 2/2 --format json --output g2.json 2>/dev/null
+python3 - <<'EOF'
+import json
+for f, gpu in (("g1.json", "NVIDIA H100 80GB HBM3"), ("g2.json", "NVIDIA A100-SXM4-80GB")):
+    r = json.load(open(f)); r["device"] = {"name": gpu, "sm_count": 132}; json.dump(r, open(f, "w"))
+EOF
+expect_error "merge: shards measured on two kinds of GPU" 1 "merge: g2.json was measured on NVIDIA A100-SXM4-80GB, g1.json on NVIDIA H100 80GB HBM3: refusing to mix them (submit --gpu-type TYPE keeps every task on one kind)" merge g1.json g2.json
+sed -i 's/A100-SXM4-80GB/H100 80GB HBM3/' g2.json
+"$bin" merge g1.json g2.json --format table >/dev/null 2>&1
+check "merge: shards measured on one kind of GPU" test $? -eq 0
+
 # ---- --shard auto: from the array's environment.
 "$bin" sweep "${sweep[@]}" --shard 3/4 --format json >s34.json
 SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=3 SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=4 \

@@ -157,6 +157,12 @@ int SweepCommands::run_merge() {
                   " were predicted for different devices or bandwidth fractions (" +
                   (na != nb ? na + " vs " + nb : first_difference(da, db, "roofline")) + ")");
     }
+    // Measured on another kind of GPU (the shards of a submitted sweep land on
+    // whatever nodes are free): one report would name one of them for all rows.
+    const auto gpu = [](const Input& i) { return i.r.device ? i.r.device->info.name : std::string("no GPU"); };
+    if (gpu(x) != gpu(first))
+      throw Error("merge: " + x.name + " was measured on " + gpu(x) + ", " + first.name + " on " + gpu(first) +
+                  ": refusing to mix them (submit --gpu-type TYPE keeps every task on one kind)");
   }
   // Shards of one sweep go back in shard order; shards of different splits
   // (or a shard with a whole report) would merge into a report that is

@@ -29,7 +29,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const submit_help = R"(Runs a sweep on a Slurm cluster. An array job of N tasks: task I runs
+const char* const submit_help = R"(In full: hbmscope submit --tasks N --dir DIR [OPTIONS] -- SWEEP-OPTIONS...
+
+Runs a sweep on a Slurm cluster. An array job of N tasks: task I runs
 `hbmscope sweep ... --shard I/N` and writes DIR/shard-I.json, whole or not at all
 (a temporary file renamed when complete, so a task that fails or is killed leaves
 no shard). Then a merge job, once all N tasks have succeeded
