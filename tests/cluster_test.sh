@@ -4,7 +4,8 @@
 # socket, slurmctld and slurmd on free ports, no systemd), submits a sweep as an
 # array of 4 plus the merge and checks the merged report against the same sweep
 # run in one process; then a task made to fail and one cancelled while it runs,
-# the merge's message, the re-run it prints and the merge again. Skipped (77)
+# the merge's message, the re-run it prints and the merge again; then a
+# measuring sweep, whose tasks get the node's one GPU (as Slurm counts it) in turn. Skipped (77)
 # with the reason where Slurm, munge or root is missing. Everything it started
 # is stopped on every way out (scancel, scontrol shutdown, the munged pid, then
 # any process left that carries this run's mark), within a hard time limit.
@@ -131,8 +132,16 @@ KillWait=2
 ReturnToService=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
-$node NodeAddr=127.0.0.1 State=UNKNOWN
+GresTypes=gpu
+$node NodeAddr=127.0.0.1 Gres=gpu:1 State=UNKNOWN
 PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+# One GPU as Slurm counts it (its "device" /dev/null: there may be no GPU here;
+# without a File slurmd counts none), so that `--measure`'s --gres=gpu:1 is
+# scheduled as on a GPU node.
+cat >"$T/gres.conf" <<EOF
+AutoDetect=off
+Name=gpu File=/dev/null
 EOF
 export SLURM_CONF="$T/slurm.conf"
 env "$mark" slurmctld -D -i -f "$SLURM_CONF" >"$T/log/slurmctld.out" 2>&1 &
@@ -225,6 +234,39 @@ check "jobs ended" test $? -eq 0
 say "re-run ended"
 check "shards 2 and 3 now written" test -s out/shard-2.json -a -s out/shard-3.json
 check "after the re-run, the merge = the sweep in one process" cmp -s all.json full.json
+
+# ---- --measure: each task is given the GPU, one task at a time (the node has one).
+cat >"$T/gpu-task" <<EOF
+#!/usr/bin/env bash
+# What a measuring task is given; then the sweep without --measure (no GPU here).
+echo "\$(date +%s.%N) gpus=\${SLURM_JOB_GPUS:-}" >"$T/gpu-\$SLURM_ARRAY_TASK_ID.log"
+sleep 1
+args=()
+for a in "\$@"; do [ "\$a" = --measure ] || args+=("\$a"); done
+"$bin" "\${args[@]}"
+rc=\$?
+echo "\$(date +%s.%N)" >>"$T/gpu-\$SLURM_ARRAY_TASK_ID.log"
+exit \$rc
+EOF
+chmod +x "$T/gpu-task"
+measured=(--seq 1K:8K:x2 --head-dim 64,128 --measure)
+sl "$bin" submit --tasks 2 --dir "$T/work/gpu" --program "$T/gpu-task" --partition test -- "${measured[@]}" \
+  --output gpu.json >sub3 2>&1
+check "submit --measure exits 0" test $? -eq 0
+check "its tasks ask for a GPU each" grep -qx "#SBATCH --gres=gpu:1" gpu/tasks.sbatch
+wait_queue 60
+check "jobs ended" test $? -eq 0
+say "measuring run ended"
+check "task 1 was given a GPU" grep -q "gpus=0" "$T/gpu-1.log"
+check "task 2 was given a GPU" grep -q "gpus=0" "$T/gpu-2.log"
+python3 - "$T/gpu-1.log" "$T/gpu-2.log" <<'EOF'
+import sys
+(a0, a1), (b0, b1) = [[float(l.split()[0]) for l in open(f)] for f in sys.argv[1:]]
+assert a1 <= b0 or b1 <= a0, f"the two tasks shared the GPU: {a0}-{a1} and {b0}-{b1}"
+EOF
+check "one task at a time on the one GPU" test $? -eq 0
+"$bin" sweep --seq 1K:8K:x2 --head-dim 64,128 --format json --output gpu-full.json 2>/dev/null
+check "their merged report" cmp -s gpu.json gpu-full.json
 
 say "$pass passed, $fails failed"
 test "$fails" -eq 0
