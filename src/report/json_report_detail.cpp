@@ -2,6 +2,7 @@
 // kernel measurements, the measured device), read back from JSON after
 // json_report_read.cpp has checked their types: a table or chart made from a
 // report (merge, a sweep run in shards) is then the one the run printed.
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -118,11 +119,17 @@ DeviceReport device_report_from_json(const nlohmann::json& d, std::string_view o
   DeviceInfo& i = r.info;
   i.name = text(d, "name");
   i.index = static_cast<int>(u64(d, "index"));
+  // "9.0" as the writer makes it; anything else leaves 0.0.
   const std::string cc = text(d, "compute_capability");
-  if (const std::size_t dot = cc.find('.'); dot != std::string::npos && dot > 0 && dot + 1 < cc.size() &&
-                                            cc.size() < 8 && cc.find_first_not_of("0123456789.") == std::string::npos) {
-    i.cc_major = std::stoi(cc.substr(0, dot));
-    i.cc_minor = std::stoi(cc.substr(dot + 1));
+  int major = 0, minor = 0;
+  const char* const end = cc.data() + cc.size();
+  const auto [dot, e1] = std::from_chars(cc.data(), end, major);
+  if (e1 == std::errc() && dot != end && *dot == '.') {
+    const auto [last, e2] = std::from_chars(dot + 1, end, minor);
+    if (e2 == std::errc() && last == end && major >= 0 && minor >= 0) {
+      i.cc_major = major;
+      i.cc_minor = minor;
+    }
   }
   i.sm_count = static_cast<int>(u64(d, "sm_count"));
   i.l2_bytes = u64(d, "l2_bytes");
