@@ -35,7 +35,9 @@ cat >"$work/bin/sbatch" <<'EOF'
 state=${FAKE_SLURM:?}
 echo "$*" >>"$state/calls"
 if [ "${1:-}" = --version ]; then echo "slurm 22.05.8"; exit 0; fi
-if [ -e "$state/refuse" ]; then echo "sbatch: error: Batch job submission failed: Invalid account" >&2; exit 1; fi
+if [ -e "$state/refuse" ] || { [ -e "$state/refuse-merge" ] && [[ "$*" == *--dependency* ]]; }; then
+  echo "sbatch: error: Batch job submission failed: Invalid account" >&2; exit 1
+fi
 array= dep= script=
 for a; do
   case $a in
@@ -219,6 +221,10 @@ check "... and nothing written" test ! -e "$work/x"
 touch "$work/slurm/refuse"
 expect_error "sbatch refuses" 1 "sbatch did not submit the array job of $work/y/tasks.sbatch: sbatch: error: Batch job submission failed: Invalid account" submit --tasks 2 --dir y -- --seq 4K,8K
 rm -f "$work/slurm/refuse"
+touch "$work/slurm/refuse-merge"
+expect_error "sbatch refuses the merge" 1 "sbatch did not submit the merge job: sbatch: error: Batch job submission failed: Invalid account; array job" submit --tasks 2 --dir z -- --seq 4K,8K
+check "... naming the queued array and the merge's sbatch line" grep -qE "array job [0-9]+ is queued: cancel with scancel [0-9]+, or submit the merge by hand: sbatch --dependency=afterok:[0-9]+ $work/z/merge.sbatch\$" "$work/_err"
+rm -f "$work/slurm/refuse-merge"
 
 # ---- merge's own refusals.
 expect_error "merge with nothing" 2 "merge: no reports given: FILE... or --from DIR" merge

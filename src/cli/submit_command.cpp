@@ -380,8 +380,9 @@ int SweepCommands::run_submit() {
     merge_fault =
         submit_job({"--dependency=afternotok:" + array, "--kill-on-invalid-dep=yes", merge_path}, "fault merge job");
   } catch (const Error& e) {
-    throw Error(std::string(e.what()) + "; array job " + array + (merge_ok.empty() ? "" : " and merge job " + merge_ok) +
-                " are queued: cancel with scancel " + array + (merge_ok.empty() ? "" : " " + merge_ok) +
+    throw Error(std::string(e.what()) + "; array job " + array +
+                (merge_ok.empty() ? " is queued" : " and merge job " + merge_ok + " are queued") +
+                ": cancel with scancel " + array + (merge_ok.empty() ? "" : " " + merge_ok) +
                 ", or submit the merge by hand: sbatch --dependency=afterok:" + array + " " + shell_quote(merge_path));
   }
   write_stdout("Submitted " + n + " tasks of " + std::to_string(rows) + " shapes to Slurm; folder " + jobs.dir +
