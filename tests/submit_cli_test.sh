@@ -177,6 +177,15 @@ if command -v gnuplot >/dev/null 2>&1; then
   check "CSV as the sweep's" cmp -s all.csv full.csv
 fi
 
+# ---- Whole models: a point is a row per kind of layer and a total; shards cut between points.
+models=(--model-config llama-3.1-8b,gemma-3-27b --seq 1K:8K:x2 --device h100)
+"$bin" sweep "${models[@]}" --format json --output models-full.json 2>/dev/null
+"$bin" submit --tasks 3 --dir outmodels -- "${models[@]}" --output models.json >/dev/null 2>"$work/_err"
+check "whole models: submit exits 0" test $? -eq 0
+check "whole models: the merge = the sweep in one process" cmp -s models.json models-full.json
+python3 -c "import json; m=json.load(open('outmodels/manifest.json')); r=json.load(open('models-full.json'))['rows']; assert m['total_rows']==len(r)>8, (m, len(r))"
+check "whole models: the manifest counts report rows" test $? -eq 0
+
 # ---- Shell injection through paths, options and labels: impossible.
 evil="$work/it's \$(touch pwned1) dir"
 mkdir -p "$evil"

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "hbmscope/error.hpp"
+#include "hbmscope/model_config.hpp"
 #include "hbmscope/printers.hpp"
 #include "../report/json_check.hpp"
 #include "command_io.hpp"
@@ -308,11 +309,17 @@ int SweepCommands::run_submit() {
     throw UsageError("submit: --plot -: the merge job has no terminal; give the chart a file, e.g. --plot all.svg");
   check_slurm_jobs(jobs);
   SweepPlan plan = sweep.plan_sweep();
-  const std::size_t rows = plan.all.shapes.size();
-  if (jobs.tasks > rows)
-    throw Error("--tasks: " + std::to_string(jobs.tasks) + " tasks for a sweep of " + std::to_string(rows) +
-                " shapes would leave some without a shape; give --tasks " + std::to_string(rows) + " or fewer");
-  check_run_size((rows + jobs.tasks - 1) / jobs.tasks, "sweep");  // the largest shard
+  const std::size_t points = plan.all.shapes.size();  // shards cut between them
+  if (jobs.tasks > points)
+    throw Error("--tasks: " + std::to_string(jobs.tasks) + " tasks for a sweep of " + std::to_string(points) +
+                " shapes would leave some without a shape; give --tasks " + std::to_string(points) + " or fewer");
+  const std::size_t rows = plan_rows(plan.all, 0, points);
+  std::size_t largest = 0;  // each task's run is checked as `sweep --shard` will
+  for (std::uint64_t i = 1; i <= jobs.tasks; ++i) {
+    const auto [b, e] = shard_range(points, {i, jobs.tasks});
+    largest = std::max(largest, plan_rows(plan.all, b, e));
+  }
+  check_run_size(largest, "sweep");
 
   jobs.sweep_args = split.task;
   jobs.merge_args = split.report;
@@ -339,7 +346,11 @@ int SweepCommands::run_submit() {
   manifest.sweep_args = jobs.sweep_args;
   manifest.workdir = jobs.workdir;
   manifest.program = jobs.program;
-  manifest.identity = sweep_identity(jobs.sweep_args, jobs.tasks, plan.all.shapes, plan.all.labels);
+  // A whole-model point's model is part of its row: its id joins the label.
+  std::vector<std::string> row_names = plan.all.labels;
+  for (std::size_t i = 0; i < plan.all.models.size() && i < row_names.size(); ++i)
+    if (plan.all.models[i]) row_names[i] += "\n" + plan.all.models[i]->id;
+  manifest.identity = sweep_identity(jobs.sweep_args, jobs.tasks, plan.all.shapes, row_names);
   const bool resubmission = check_folder(jobs.dir, manifest.identity);
   const std::string tasks_path = jobs.dir + "/" + std::string(tasks_script_file);
   const std::string merge_path = jobs.dir + "/" + std::string(merge_script_file);
@@ -350,7 +361,7 @@ int SweepCommands::run_submit() {
 
   if (submit_dry_run_) {
     std::string text = "# hbmscope submit --dry-run: nothing written, nothing submitted. " + n + " tasks of " +
-                       std::to_string(rows) + " shapes; " + jobs.dir + "/" + std::string(manifest_file) +
+                       std::to_string(points) + " shapes; " + jobs.dir + "/" + std::string(manifest_file) +
                        (resubmission ? " holds this sweep already" : " would record the sweep") + ".\n";
     text += "# ---- " + tasks_path + "\n" + task_script(jobs);
     text += "# ---- " + merge_path + "\n" + merge_script(jobs);
@@ -385,7 +396,7 @@ int SweepCommands::run_submit() {
                 ": cancel with scancel " + array + (merge_ok.empty() ? "" : " " + merge_ok) +
                 ", or submit the merge by hand: sbatch --dependency=afterok:" + array + " " + shell_quote(merge_path));
   }
-  write_stdout("Submitted " + n + " tasks of " + std::to_string(rows) + " shapes to Slurm; folder " + jobs.dir +
+  write_stdout("Submitted " + n + " tasks of " + std::to_string(points) + " shapes to Slurm; folder " + jobs.dir +
                "\n  array job " + array + ": task I writes shard-I.json (logs: " + std::string(logs_folder) +
                "/task-" + array + "_I.out)\n  merge job " + merge_ok + ": after all " + n + " succeed, writes " +
                report + "\n  merge job " + merge_fault +

@@ -160,6 +160,12 @@ SweepPlan SweepCommands::plan_sweep() {
   return p;
 }
 
+std::size_t plan_rows(const LabelledShapes& all, std::size_t b, std::size_t e) {
+  std::size_t n = 0;
+  for (std::size_t i = b; i < e; ++i) n += i < all.models.size() ? point_row_count(all.models[i]) : 1;
+  return n;
+}
+
 int SweepCommands::run_sweep() {
   SweepPlan plan = plan_sweep();
   LabelledShapes& all = plan.all;
@@ -167,12 +173,7 @@ int SweepCommands::run_sweep() {
   const std::optional<Shard>& shard = plan.shard;
   Report report;
   report.command = "sweep";
-  // Rows per point: whole-model points make a row per kind of layer and a total.
-  const auto rows_of = [&](std::size_t b, std::size_t e) {
-    std::size_t n = 0;
-    for (std::size_t i = b; i < e; ++i) n += i < all.models.size() ? point_row_count(all.models[i]) : 1;
-    return n;
-  };
+  const auto rows_of = [&](std::size_t b, std::size_t e) { return plan_rows(all, b, e); };
   if (shard) {  // shards cut between points, never through a model's rows
     const Shard s = *shard;
     const auto [b, e] = shard_range(all.shapes.size(), s);

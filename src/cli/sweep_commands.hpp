@@ -108,6 +108,10 @@ struct SweepPlan {
   bool sims = false;  // the L2 simulation will run
 };
 
+// The report rows of points [b, e) of a plan: a whole-model point makes a row
+// per kind of layer and a total, any other point one row.
+std::size_t plan_rows(const LabelledShapes& all, std::size_t b, std::size_t e);
+
 class SweepCommands {
  public:
   explicit SweepCommands(CLI::App& app);
