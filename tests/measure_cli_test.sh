@@ -18,7 +18,8 @@ if ! "$bin" measure --help 2>/dev/null | grep -q -- "--window"; then
   exit 77
 fi
 
-# refused NAME 'reason' ARGS...: exit 1, stdout empty, one stderr line "hbmscope: error: measure: ...: reason".
+# refused NAME 'what' ARGS...: exit 1, stdout empty, one stderr line
+# "hbmscope: error: measure: our kernels do not run WHAT... (kernel K, shape S); ...".
 refused() {
   local name=$1 want=$2; shift 2
   "$bin" "$@" >"$work/out" 2>"$work/err"
@@ -26,19 +27,22 @@ refused() {
   check "$name: exit 1" test "$rc" -eq 1
   check "$name: stdout empty" test ! -s "$work/out"
   check "$name: one stderr line" test "$(wc -l <"$work/err")" -eq 1
-  check "$name: the refusal, before any device" grep -q "^hbmscope: error: measure: .*: $want" "$work/err"
+  check "$name: the refusal, before any device" grep -qF "hbmscope: error: measure: our kernels do not run $want" "$work/err"
   [ "$fails" -eq 0 ] || cat "$work/err"
 }
 
-refused "DV != d" "flash: V and O of head dim 64 against Q and K of 128 (head-dim-v)" \
+refused "DV != d" "a V head dim other than --head-dim (--head-dim-v 64 against 128) (kernel flash, shape" \
   measure --seq 256 --head-dim 128 --head-dim-v 64 --kernels flash
-refused "KV cache in fp8" "standard: a KV cache in fp8" measure --seq 256 --head-dim 128 --kv-dtype fp8
-refused "MLA decode" "decode: latent KV (MLA)" measure --decode --seq 1 --seq-kv 4096 --heads 16 --mla 512,64
-refused "ragged prefill" "a ragged prefill batch (seq-lens)" measure --seq-lens 512,1024 --head-dim 64
-refused "chunks in the flash kernels" "flash: chunked attention" measure --seq 1024 --head-dim 64 --causal --chunk 256
-refused "sweep --measure refuses too" "a KV cache in fp8" \
+refused "KV cache in fp8" "K and V in a dtype of their own (--kv-dtype fp8; they read bf16) (kernel standard" \
+  measure --seq 256 --head-dim 128 --kv-dtype fp8
+refused "MLA decode" "a latent KV (MLA): they read K and V heads of their own (kernel decode" \
+  measure --decode --seq 1 --seq-kv 4096 --heads 16 --mla 512,64
+refused "ragged prefill" "ragged prefill batches (--seq-lens" measure --seq-lens 512,1024 --head-dim 64
+refused "chunks in the flash kernels" "chunked attention (--chunk) in the flash kernels" \
+  measure --seq 1024 --head-dim 64 --causal --chunk 256
+refused "sweep --measure refuses too" "K and V in a dtype of their own" \
   sweep --seq 256 --head-dim 64 --kv-dtype fp8 --measure --repeats 1
-refused "a refused shape among taken ones" "flash_v1: chunked attention" \
+refused "a refused shape among taken ones" "chunked attention (--chunk) in the flash kernels (the standard path and the decode kernels run it) (kernel flash_v1" \
   measure --seq 1024 --head-dim 64 --causal --chunk 0,256 --kernels flash_v1
 
 # Taken: windows everywhere, chunks in the standard path and the decode kernels.

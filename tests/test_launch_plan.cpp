@@ -229,8 +229,8 @@ TEST_CASE("measure refuses the shapes no kernel of ours runs, one line each", "[
       REQUIRE(measure_refusal(s, k).has_value());
       CHECK_THAT(*measure_refusal(s, k), Catch::Contains(why));
     }
-    CHECK_THROWS_WITH(check_measurable(s, all), Catch::StartsWith("measure: ") && Catch::Contains(why) &&
-                                                    !Catch::Contains("\n"));
+    CHECK_THROWS_WITH(check_measurable(s, all), Catch::StartsWith("measure: our kernels do not run ") &&
+                                                    Catch::Contains(why) && !Catch::Contains("\n"));
   };
   Shape s = shape(4096, 4096, 128, 1, 16, 16, true);
   for (KernelKind k : all) CHECK_FALSE(measure_refusal(s, k));
@@ -239,35 +239,37 @@ TEST_CASE("measure refuses the shapes no kernel of ours runs, one line each", "[
   CHECK_NOTHROW(check_measurable(s, all));
   Shape dv = s;
   dv.head_dim_v = 64;
-  refused(dv, "head-dim-v");
+  refused(dv, "a V head dim other than --head-dim (--head-dim-v 64 against 128)");
   dv.head_dim_v = 128;  // DV = d: what the kernels run
   CHECK_NOTHROW(check_measurable(dv, all));
   Shape mla = shape(1, 4096, 576, 1, 128, 1, false);
   mla.latent_kv = true;
   mla.head_dim_v = 512;
-  refused(mla, "latent KV (MLA)");  // named as MLA, not by its DV
+  refused(mla, "a latent KV (MLA)");  // named as MLA, not by its DV
   mla.decode = true;
-  CHECK_THAT(*measure_refusal(mla, KernelKind::decode), Catch::Contains("latent KV (MLA)"));
+  CHECK_THAT(*measure_refusal(mla, KernelKind::decode), Catch::Contains("a latent KV (MLA)"));
   Shape kv = s;
   kv.kv_dtype = Dtype::fp8;
-  refused(kv, "a KV cache in fp8");
+  refused(kv, "K and V in a dtype of their own (--kv-dtype fp8");
   kv.kv_dtype = Dtype::bf16;  // the kernels' own
   CHECK_NOTHROW(check_measurable(kv, all));
   Shape ragged = shape(4096, 4096, 128, 3, 16, 16, true);
   ragged.seq_lens = SeqList(std::vector<SeqLen>{{512, 512}, {4096, 4096}, {100, 1000}});
   ragged.seq_kv = 4096;
-  refused(ragged, "ragged prefill");
+  refused(ragged, "ragged prefill batches (--seq-lens");
   // Chunks: the flash kernels refuse them, the standard path, the softmax,
   // the floor kernel and the decode kernels run them.
   Shape chunk = s;
   chunk.window = 0;
   chunk.chunk = 8192;
   for (KernelKind k : {KernelKind::flash, KernelKind::flash_v1})
-    CHECK_THAT(*measure_refusal(chunk, k), Catch::Contains("chunked attention"));
+    CHECK_THAT(*measure_refusal(chunk, k), Catch::Contains("chunked attention (--chunk) in the flash kernels"));
   for (KernelKind k : {KernelKind::standard, KernelKind::softmax, KernelKind::floor, KernelKind::decode,
                        KernelKind::decode_paged, KernelKind::copy})
     CHECK_FALSE(measure_refusal(chunk, k));
-  CHECK_THROWS_WITH(check_measurable(chunk, all), Catch::Contains(": flash: chunked attention"));
+  CHECK_THROWS_WITH(check_measurable(chunk, all), Catch::Contains("chunked attention (--chunk) in the flash kernels "
+                                                                  "(the standard path and the decode kernels run it) "
+                                                                  "(kernel flash, shape "));
 }
 
 TEST_CASE("validation shape: cheap shapes as they are, big ones reduced", "[plan][validation]") {

@@ -118,16 +118,17 @@ std::uint64_t device_footprint(const Shape& s, KernelKind k);
 // and runs the others.
 std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k);
 
-// Why kernel k does not run the attention the shape describes at all, or
-// nothing: V and O of another head dim than Q and K (head_dim_v), latent KV
+// What of the shape kernel k does not run at all (a phrase after "our
+// kernels do not run"), or nothing: V and O of another head dim than Q and K (head_dim_v), latent KV
 // (MLA), a KV dtype other than the kernels' BF16, ragged prefill (seq_lens),
 // chunked attention for the flash kernels. `measure` and `sweep --measure`
 // refuse such a shape, in one line, before any device work (the model counts
 // it; no kernel of ours would be held against those counts); both backends'
 // run() refuse it the same way (check_measurable).
 std::optional<std::string> measure_refusal(const Shape& s, KernelKind k);
-// Throws Error "measure: SHAPE: KERNEL: REASON" for the first kind that
-// refuses the shape (measure_refusal).
+// Throws Error "measure: our kernels do not run WHAT (kernel K, shape S);
+// `hbmscope model` counts it" for the first kind that refuses the shape
+// (measure_refusal gives WHAT).
 void check_measurable(const Shape& s, std::span<const KernelKind> kinds);
 
 // Does `need` fit in `free_bytes` with a margin (5% and 256 MiB) kept back?

@@ -282,24 +282,24 @@ std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
 
 std::optional<std::string> measure_refusal(const Shape& s, KernelKind k) {
   if (k == KernelKind::copy) return std::nullopt;
-  if (s.latent_kv) return "latent KV (MLA): our kernels read K and V heads of their own, not one latent head";
+  if (s.latent_kv) return "a latent KV (MLA): they read K and V heads of their own";
   if (s.head_dim_v != 0 && s.head_dim_v != s.head_dim)
-    return "V and O of head dim " + std::to_string(s.head_dim_v) + " against Q and K of " + std::to_string(s.head_dim) +
-           " (head-dim-v): our kernels take one head dim for Q, K, V and O";
+    return "a V head dim other than --head-dim (--head-dim-v " + std::to_string(s.head_dim_v) + " against " +
+           std::to_string(s.head_dim) + ")";
   if (s.kv_dtype && *s.kv_dtype != Dtype::bf16)
-    return "a KV cache in " + std::string(dtype_name(*s.kv_dtype)) + ": our kernels read K and V in bf16";
-  if (!s.seq_lens.empty())
-    return "a ragged prefill batch (seq-lens): our prefill kernels run sequences of one length per launch";
+    return "K and V in a dtype of their own (--kv-dtype " + std::string(dtype_name(*s.kv_dtype)) +
+           "; they read bf16)";
+  if (!s.seq_lens.empty()) return "ragged prefill batches (--seq-lens; one length per launch)";
   if (s.chunk != 0 && (k == KernelKind::flash || k == KernelKind::flash_v1))
-    return "chunked attention: the flash kernels take causal masks and sliding windows, not chunks (the standard path "
-           "and the decode kernels run chunks)";
+    return "chunked attention (--chunk) in the flash kernels (the standard path and the decode kernels run it)";
   return std::nullopt;
 }
 
 void check_measurable(const Shape& s, std::span<const KernelKind> kinds) {
   for (const KernelKind k : kinds)
     if (auto why = measure_refusal(s, k))
-      throw Error("measure: " + describe(s) + ": " + std::string(kernel_name(k)) + ": " + *why);
+      throw Error("measure: our kernels do not run " + *why + " (kernel " + std::string(kernel_name(k)) + ", shape " +
+                  describe(s) + "); `hbmscope model` counts it");
 }
 
 bool fits_in_memory(std::uint64_t need, std::uint64_t free_bytes) {
