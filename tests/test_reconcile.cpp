@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hbmscope/decode.hpp"
 #include "hbmscope/device_config.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
@@ -185,7 +186,8 @@ TEST_CASE("ncu input is read in a stream: a large generated input is never held 
     }
     return k;
   };
-  const auto f = read_ncu_csv(src, "stream");
+  LaunchStream f;
+  read_ncu_csv(src, "stream", f);
   CHECK(f.launches.size() == rows);
   CHECK(f.launches.back().dram_read == 1000u);
 }
@@ -197,7 +199,8 @@ TEST_CASE("timings: sdpa_peer.py JSON and the timings CSV", "[reconcile][timings
   CHECK(j.launches[0].shape == shape(4, 16, 16, 4096, 4096, 64));
   CHECK(*j.launches[0].seconds == Approx(610.304e-6));
   CHECK(j.launches[0].whole_call == KernelRole::flash_fwd);
-  const auto t = import_measurements(fixtures + "/timings.csv", builtin_kernel_table());
+  LaunchStream t;
+  import_measurements(fixtures + "/timings.csv", builtin_kernel_table(), t);
   CHECK(t.format == "timings-csv");
   REQUIRE(t.launches.size() == 3);
   CHECK(t.launches[0].dram_read == 101187584u);
@@ -214,7 +217,8 @@ TEST_CASE("timings: sdpa_peer.py JSON and the timings CSV", "[reconcile][timings
       return k;
     };
     try {
-      (void)read_timings_csv(src, "t.csv", builtin_kernel_table());
+      LaunchStream into;
+      read_timings_csv(src, "t.csv", builtin_kernel_table(), into);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -365,13 +369,27 @@ TEST_CASE("the vLLM decode data point: 268.4 MB of KV in 272.16 µs is 0.986 TB/
   const auto& c = r.calls[0];
   CHECK(c.kind == CallKind::split_kv);
   CHECK(c.source == "vLLM");
-  REQUIRE(c.model.size() == 1);
-  CHECK(c.model[0].id == "floor");
+  // Held against the decode variants: the grid (32 heads, 1 sequence, 32
+  // partitions of 512 tokens) gives the split count; vLLM pages its cache and
+  // runs one CTA per query head.
+  CHECK(c.splits == 32);
+  CHECK(c.splits_from == "launch grid");
+  CHECK(c.judged_against == "decode_paged");
+  REQUIRE(c.model.size() == 4);
+  CHECK(c.model[0].id == "decode_floor");
+  CHECK(c.model[1].id == "decode_split");
+  CHECK(c.model[2].id == "decode_paged");
+  CHECK(c.model[3].id == "decode_split_unpacked");
+  CHECK(c.model[2].splits == 32);
   const std::uint64_t kv = 2ull * 16384 * 32 * 128 * 2;
   CHECK(kv == 268435456u);  // 268.4 MB
   CHECK(c.model[0].total == kv + 2ull * 32 * 128 * 2);  // plus Q and O
+  Shape ds = opt.shapes[0];
+  ds.decode = true;
+  ds.splits = 32;
+  CHECK(c.model[2].total == decode_bytes(ds, DecodeVariant::paged, 32).total);
   REQUIRE(c.model_bandwidth);
-  CHECK(*c.model_bandwidth == Approx(0.986e12).epsilon(0.001));
+  CHECK(*c.model_bandwidth == Approx(static_cast<double>(c.model[2].total) / 272.16e-6));
   CHECK(static_cast<double>(kv) / *c.seconds == Approx(0.9863e12).epsilon(0.0005));
   CHECK(*c.pct_of_peak == Approx(94.59));  // ncu's own figure, no byte counts in the details page
   CHECK(*c.achieved_bandwidth == Approx(0.9459 * 1008e9));
