@@ -273,6 +273,30 @@ TEST_CASE("the built-in kernel table classifies the kernels of the reference lis
       {"softmax_rows_kernel(SoftmaxArgs)", KernelRole::softmax},
       {"floor_kernel(const uint4 *, const uint4 *, const uint4 *, uint4 *, unsigned long, unsigned long)",
        KernelRole::floor},
+      // Issue 18: FlashAttention-1, cuDNN's split-KV reduction, FlashMLA, Triton,
+      // TensorRT-LLM's decode kernels, cuBLAS's split-K reduction.
+      {"void fmha_fwd_loop_kernel<FMHA_kernel_traits<(int)128, (int)64, (int)16, (int)1, (int)4, (unsigned int)8, __half>, "
+       "(bool)0, (bool)0, (bool)0>(FMHA_fprop_params)",
+       KernelRole::flash_fwd},
+      {"void pytorch_fmha::fmha_fwd_loop_kernel<FMHA_kernel_traits<256, 64, 16, 1, 4, 8u, __half>, false, false, false>",
+       KernelRole::flash_fwd},
+      {"void fmha_dgrad_fp16_sm80_loop_kernel<FMHA_kernel_traits<128, 64, 16, 1, 8, 8u, __half>>(FMHA_dgrad_params)",
+       KernelRole::flash_bwd},
+      {"void fmha_bwd_dq_dk_dv_loop_kernel<T>(FMHA_dgrad_params)", KernelRole::flash_bwd},
+      {"void cudnn::fusion::lean_reduction_kernel<__nv_bfloat16, float, 128, 4>(cudnn::fusion::LeanReductionParams)",
+       KernelRole::split_kv_combine},
+      {"void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>, "
+       "true>(Flash_fwd_mla_params)",
+       KernelRole::split_kv},
+      {"void flash::flash_fwd_splitkv_mla_combine_kernel<cutlass::bfloat16_t, 512, 64, 5>(Flash_fwd_mla_params)",
+       KernelRole::split_kv_combine},
+      {"_attn_fwd", KernelRole::flash_fwd},
+      {"void tensorrt_llm::kernels::mmha::masked_multihead_attention_kernel<uint16_t, uint16_t, 128, 4>(Params)",
+       KernelRole::split_kv},
+      {"kernel_mha", KernelRole::split_kv},
+      {"void splitKreduce_kernel<(int)32, (int)16, int, __half, __half, float, __half, (bool)1, (bool)1, (bool)0>"
+       "(cublasSplitKParams<T6>, const T4 *)",
+       KernelRole::gemm_reduce},
   };
   for (const auto& [name, role] : cases) {
     INFO(name);

@@ -252,7 +252,7 @@ TEST_CASE("Nsight Systems: a decode loop's trace and its NVTX ranges; an older t
   REQUIRE(s.launches.size() == 12);  // the memcpy and memset rows left out, with a note
   CHECK_THAT(s.notes.at(0), Catch::Contains("2 memory copies and sets left out"));
   CHECK(s.launches[2].grid == std::array<std::uint64_t, 3>{1, 4, 64});
-  CHECK(*s.launches[2].seconds == Approx(14208e-9));
+  CHECK(*s.launches[2].seconds == Approx(252416e-9));
   CHECK(s.launches[2].stream == "NVIDIA H200 (0)/1//7/");
   import_measurements(fixtures + "/nsys_decode_nvtx.csv", builtin_kernel_table(), s);
   CHECK(s.format == "nsys-nvtx");
@@ -456,4 +456,38 @@ TEST_CASE("launch geometry: split counts and contradictions", "[reconcile][geome
   REQUIRE(bad.contradiction);
   CHECK_THAT(*bad.contradiction, Catch::Contains("(7, 3, 5)") && Catch::Contains("batch 8, 32 heads, 8 kv heads"));
   CHECK_FALSE(check_grid(GridLayout::unknown, l, s).contradiction);
+}
+
+TEST_CASE("nvtx_pushpop_trace: CPU times, said in a note", "[reconcile][nsys]") {
+  LaunchStream s = read_nsys_csv_text(
+      "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),Bytes (MB),"
+      "Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n"
+      "1000,500,1,32,4,16,128,1,1,255,0,0,,,,,GPU (0),1,,7,pytorch_flash::flash_fwd_kernel<T>(P)\n"
+      "9000,500,2,32,4,16,128,1,1,255,0,0,,,,,GPU (0),1,,7,pytorch_flash::flash_fwd_kernel<T>(P)\n",
+      "trace.csv");
+  read_nsys_csv(
+      [text = std::string(
+           "Start (ns),End (ns),Duration (ns),DurChild (ns),DurNonChild (ns),Name,PID,TID,Lvl,NumChild,RangeId,"
+           "ParentId,RangeStack\n"
+           "900,2000,1100,0,1100,\"hbmscope:seq=4096,d=64,heads=16,batch=4\",42,42,0,0,1,,:1\n"
+           "8000,20000,12000,0,12000,other range,42,42,0,0,2,,:2\n"),
+       at = std::size_t{0}](char* b, std::size_t n) mutable {
+        const std::size_t k = std::min(n, text.size() - at);
+        std::memcpy(b, text.data() + at, k);
+        at += k;
+        return k;
+      },
+      "pushpop.csv", s);
+  REQUIRE(s.ranges.size() == 1);
+  CHECK_FALSE(s.ranges[0].projected);
+  apply_nvtx_ranges(s);
+  CHECK(s.launches[0].nvtx == "hbmscope:seq=4096,d=64,heads=16,batch=4");
+  CHECK(s.launches[1].nvtx.empty());
+  bool cpu_note = false, left_note = false;
+  for (const auto& n : s.notes) {
+    cpu_note = cpu_note || n.find("CPU times") != std::string::npos;
+    left_note = left_note || n.find("1 of 2 traced launch(es) started inside no hbmscope: range") != std::string::npos;
+  }
+  CHECK(cpu_note);
+  CHECK(left_note);
 }
