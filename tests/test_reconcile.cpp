@@ -3,6 +3,8 @@
 // tests/fixtures/ncu/ are constructed from the documented formats.
 #include <catch2/catch.hpp>
 
+#include "reconcile_fixtures.hpp"
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -22,27 +24,14 @@
 #include "hbmscope/roofline.hpp"
 
 using namespace hbmscope;
+using hbmscope::testing::fixtures;
+using hbmscope::testing::shape;
+using hbmscope::testing::slurp;
 
 namespace {
 
-const std::string fixtures = HBMSCOPE_NCU_FIXTURES;
-
-std::string slurp(const std::string& name) {
-  std::ifstream f(fixtures + "/" + name, std::ios::binary);
-  REQUIRE(f);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 ImportedFile fixture(const std::string& name) { return read_ncu_csv_text(slurp(name), name); }
 
-Shape shape(std::uint64_t b, std::uint64_t h, std::uint64_t hkv, std::uint64_t nq, std::uint64_t nkv, std::uint64_t d,
-            Dtype t = Dtype::bf16) {
-  Shape s;
-  s.batch = b, s.heads = h, s.kv_heads = hkv, s.seq_q = nq, s.seq_kv = nkv, s.head_dim = d, s.dtype = t;
-  return s;
-}
 
 }  // namespace
 

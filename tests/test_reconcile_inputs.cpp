@@ -4,6 +4,8 @@
 // geometry. Fixtures in tests/fixtures/ncu/ are constructed (docs/reconcile.md).
 #include <catch2/catch.hpp>
 
+#include "reconcile_fixtures.hpp"
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -20,18 +22,11 @@
 #include "hbmscope/sweep.hpp"
 
 using namespace hbmscope;
+using hbmscope::testing::fixtures;
+using hbmscope::testing::shape;
+using hbmscope::testing::slurp;
 
 namespace {
-
-const std::string fixtures = HBMSCOPE_NCU_FIXTURES;
-
-std::string slurp(const std::string& name) {
-  std::ifstream f(fixtures + "/" + name, std::ios::binary);
-  REQUIRE(f);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 LaunchStream read_any(const std::string& name) {
   LaunchStream s;
@@ -48,12 +43,6 @@ std::string error_of(const std::string& name) {
   return "no error";
 }
 
-Shape shape(std::uint64_t b, std::uint64_t h, std::uint64_t hkv, std::uint64_t nq, std::uint64_t nkv, std::uint64_t d,
-            Dtype t = Dtype::bf16) {
-  Shape s;
-  s.batch = b, s.heads = h, s.kv_heads = hkv, s.seq_q = nq, s.seq_kv = nkv, s.head_dim = d, s.dtype = t;
-  return s;
-}
 
 const ModelBytesRW& variant(const ReconciledCall& c, const std::string& id) {
   for (const auto& v : c.model)

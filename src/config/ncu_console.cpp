@@ -128,13 +128,6 @@ void read_ncu_console(const ByteSource& read, std::string_view origin, LaunchStr
   std::size_t launches = 0;
   bool in_table = false, header_seen = false, rows_seen = false;
   std::vector<std::pair<std::size_t, std::size_t>> spans;
-  auto flush = [&] {
-    if (!cur) return;
-    values.finish(*cur, style.mark());
-    into.add(std::move(*cur));
-    cur.reset();
-    values.clear();
-  };
   while (in.next_line(line)) {
     const std::string where = in.where(in.line());
     const std::string_view t = trim(line);
@@ -152,7 +145,7 @@ void read_ncu_console(const ByteSource& read, std::string_view origin, LaunchStr
       }
     }
     if (auto k = parse_kernel_line(t)) {
-      flush();
+      values.finish_into(cur, style.mark(), into);
       in_table = false;
       MeasuredLaunch l;
       l.origin = where;
@@ -192,19 +185,14 @@ void read_ncu_console(const ByteSource& read, std::string_view origin, LaunchStr
     const MetricInfo mi = metric_of(r.name);
     if (mi.metric != Metric::none) values.add(mi, r.unit, r.value, where, r.name);
   }
-  flush();
+  values.finish_into(cur, style.mark(), into);
   into.format = "ncu-console";
   if (into.launches.size() == before)
     refuse_empty(origin, prof,
                  std::string(origin) +
                      ": no kernel line (NAME (GX, GY, GZ)x(BX, BY, BZ), Context C, Stream S, Device D, CC X.Y): not "
                      "Nsight Compute's console output");
-  bool any = false;
-  for (std::size_t i = before; i < into.launches.size() && !any; ++i) {
-    const auto& l = into.launches[i];
-    any = l.dram_read || l.dram_write || l.dram_total || l.seconds || l.dram_pct_of_peak;
-  }
-  if (!any)
+  if (!any_figure(into, before))
     throw Error(std::string(origin) +
                 ": no Duration, DRAM Throughput or dram__bytes metric in any Section table; run ncu with "
                 "--section SpeedOfLight, or --metrics dram__bytes_read.sum,dram__bytes_write.sum,"

@@ -63,6 +63,32 @@ NcuHeader parse_ncu_header(const std::vector<std::string>& f, const std::string&
   return h;
 }
 
+bool NcuRows::next() {
+  bool complete = false;
+  while (true) {
+    if (in_.peek() == '=') {
+      if (!in_.next_line(text_)) return false;
+      prof_.see(text_);
+      continue;
+    }
+    if (!in_.next_record(f_, complete, at_)) return false;
+    where_ = in_.where(at_);
+    if (f_.size() == 1 && f_[0].empty()) continue;  // blank line
+    header_ = field_at(f_, h_.col("ID").value_or(0)) == "ID";
+    if (header_) {
+      const bool details = h_.details;
+      h_ = parse_ncu_header(f_, where_);
+      if (h_.details != details) throw Error(where_ + ": a header of the other page form: one page per file");
+      return true;
+    }
+    check_width(f_, h_, where_);
+    if (!complete && f_.size() < h_.needed)
+      throw Error(where_ + ": the last row ends after " + std::to_string(f_.size()) + " of " +
+                  std::to_string(h_.names.size()) + " fields (truncated?)");
+    return true;
+  }
+}
+
 void check_width(const std::vector<std::string>& f, const NcuHeader& h, const std::string& where) {
   std::size_t n = f.size();
   while (n > h.names.size() && f[n - 1].empty()) --n;
@@ -105,11 +131,7 @@ void check_ncu_capture(std::string_view origin, std::size_t header_line, std::si
                        const LaunchStream& into, bool any_metric_column) {
   if (into.launches.size() == launches_before)
     throw Error(std::string(origin) + ":" + std::to_string(header_line) + ": a header and no kernel launches after it");
-  bool any = false;
-  for (std::size_t i = launches_before; i < into.launches.size() && !any; ++i) {
-    const auto& l = into.launches[i];
-    any = l.dram_read || l.dram_write || l.dram_total || l.seconds || l.dram_pct_of_peak;
-  }
+  const bool any = any_figure(into, launches_before);
   if (!any_metric_column || !any)
     throw Error(std::string(origin) + ": no DRAM byte or duration metric " + (any_metric_column ? "values" : "columns") +
                 " (dram__bytes_read.sum, dram__bytes_write.sum, dram__bytes.sum, gpu__time_duration.sum, "

@@ -54,6 +54,30 @@ class LaunchIds {
   std::map<std::string, std::unordered_map<std::uint64_t, std::size_t>> seen_;  // process -> id -> first line
 };
 
+// The rows of a capture after its first header, as both pages read them:
+// ncu's own lines (==PROF==, ==WARNING==, ==ERROR==: seen by `prof`) and blank
+// lines skipped, each row checked against the header's width (a short last
+// row is truncated). A new header (another process or capture) replaces `h`
+// and is returned with `header` set; one of the other page form is refused.
+class NcuRows {
+ public:
+  NcuRows(CsvStream& in, NcuHeader& h, ProfilerLines& prof) : in_(in), h_(h), prof_(prof) {}
+  bool next();
+  const std::vector<std::string>& fields() const { return f_; }
+  const std::string& where() const { return where_; }
+  std::size_t line() const { return at_; }
+  bool header() const { return header_; }
+
+ private:
+  CsvStream& in_;
+  NcuHeader& h_;
+  ProfilerLines& prof_;
+  std::vector<std::string> f_;
+  std::string where_, text_;
+  std::size_t at_ = 0;
+  bool header_ = false;
+};
+
 // The page readers, from the line after the first header on.
 void read_ncu_details(CsvStream& in, NcuHeader h, std::size_t header_line, std::string_view origin,
                       LaunchStream& into, ProfilerLines& prof);

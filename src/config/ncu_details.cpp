@@ -17,46 +17,23 @@ void read_ncu_details(CsvStream& in, NcuHeader h, std::size_t header_line, std::
   std::optional<MeasuredLaunch> cur;
   std::string cur_key;
   LaunchValues values;
-  auto flush = [&] {
-    if (!cur) return;
-    values.finish(*cur, style.mark());
-    into.add(std::move(*cur));
-    cur.reset();
-    values.clear();
-  };
-  std::vector<std::string> f;
-  std::string line;
-  bool complete = false;
-  std::size_t at = 0;
-  while (true) {
-    // ==PROF== / ==WARNING== lines from ncu itself may sit between rows.
-    if (in.peek() == '=') {
-      if (!in.next_line(line)) break;
-      prof.see(line);
-      continue;
-    }
-    if (!in.next_record(f, complete, at)) break;
-    const std::string where = in.where(at);
-    if (f.size() == 1 && f[0].empty()) continue;  // blank line
-    const std::string& id = field_at(f, h.col("ID").value_or(0));
-    if (id == "ID") {  // a new header (another process, or another capture)
-      flush();
-      h = parse_ncu_header(f, where);
-      if (!h.details) throw Error(where + ": a header of the other page form: one page per file");
+  NcuRows rows(in, h, prof);
+  while (rows.next()) {
+    const auto& f = rows.fields();
+    const std::string& where = rows.where();
+    if (rows.header()) {  // another process, or another capture
+      values.finish_into(cur, style.mark(), into);
       ids.clear();
       cur_key.clear();
       continue;
     }
-    check_width(f, h, where);
-    if (!complete && f.size() < h.needed)
-      throw Error(where + ": the last row ends after " + std::to_string(f.size()) + " of " +
-                  std::to_string(h.names.size()) + " fields (truncated?)");
+    const std::string& id = field_at(f, h.col("ID").value_or(0));
     const std::string process = h.col("Process ID") ? field_at(f, *h.col("Process ID")) : std::string();
     const std::string key = process + "/" + id;
     if (!cur || key != cur_key) {
-      flush();
+      values.finish_into(cur, style.mark(), into);
       MeasuredLaunch l = ncu_launch(f, h, where);
-      ids.see(f, h, origin, at);
+      ids.see(f, h, origin, rows.line());
       cur = std::move(l);
       cur_key = key;
     }
@@ -71,7 +48,7 @@ void read_ncu_details(CsvStream& in, NcuHeader h, std::size_t header_line, std::
     if (mi.metric == Metric::none) continue;
     values.add(mi, field_at(f, *h.col("Metric Unit")), value, where, "Metric Value (" + name + ")");
   }
-  flush();
+  values.finish_into(cur, style.mark(), into);
   if (into.launches.size() == before && !prof.first_error.empty()) refuse_empty(origin, prof, "");
   check_ncu_capture(origin, header_line, before, into, true);
 }

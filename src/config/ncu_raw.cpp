@@ -16,23 +16,11 @@ void read_ncu_raw(CsvStream& in, NcuHeader h, std::size_t header_line, std::stri
   NumberStyle style;
   LaunchIds ids;
   LaunchValues values;
-  std::vector<std::string> f;
-  std::string line;
-  bool complete = false;
-  std::size_t at = 0;
-  while (true) {
-    if (in.peek() == '=') {
-      if (!in.next_line(line)) break;
-      prof.see(line);
-      continue;
-    }
-    if (!in.next_record(f, complete, at)) break;
-    const std::string where = in.where(at);
-    if (f.size() == 1 && f[0].empty()) continue;  // blank line
-    const std::string& id = field_at(f, h.col("ID").value_or(0));
-    if (id == "ID") {  // a new header: columns may differ, and its units row follows
-      h = parse_ncu_header(f, where);
-      if (h.details) throw Error(where + ": a header of the other page form: one page per file");
+  NcuRows rows(in, h, prof);
+  while (rows.next()) {
+    const auto& f = rows.fields();
+    const std::string& where = rows.where();
+    if (rows.header()) {  // columns may differ, and its units row follows
       if (!units_seen) any_units_missing = true;
       units.assign(h.names.size(), {});
       units_seen = false;
@@ -40,18 +28,14 @@ void read_ncu_raw(CsvStream& in, NcuHeader h, std::size_t header_line, std::stri
       ids.clear();
       continue;
     }
-    check_width(f, h, where);
-    if (!complete && f.size() < h.needed)
-      throw Error(where + ": the last row ends after " + std::to_string(f.size()) + " of " +
-                  std::to_string(h.names.size()) + " fields (truncated?)");
-    if (id.empty()) {
+    if (field_at(f, h.col("ID").value_or(0)).empty()) {
       if (units_seen || in_capture > 0) throw Error(where + ": a row without an ID");
       for (std::size_t i = 0; i < f.size() && i < units.size(); ++i) units[i] = f[i];
       units_seen = true;
       continue;
     }
     MeasuredLaunch l = ncu_launch(f, h, where);
-    ids.see(f, h, origin, at);
+    ids.see(f, h, origin, rows.line());
     // The decimal mark from the metric values (not from identity columns:
     // "127.0.0.1", CC "9.0").
     for (std::size_t i = 0; i < f.size() && i < h.identity.size(); ++i)

@@ -187,6 +187,23 @@ void LaunchValues::clear() {
   for (auto& v : values_) v.reset();
 }
 
+void LaunchValues::finish_into(std::optional<MeasuredLaunch>& cur, DecimalMark mark, LaunchStream& into) {
+  if (cur) {
+    finish(*cur, mark);
+    into.add(std::move(*cur));
+    cur.reset();
+  }
+  clear();
+}
+
+bool any_figure(const LaunchStream& s, std::size_t from) {
+  for (std::size_t i = from; i < s.launches.size(); ++i) {
+    const auto& l = s.launches[i];
+    if (l.dram_read || l.dram_write || l.dram_total || l.seconds || l.dram_pct_of_peak) return true;
+  }
+  return false;
+}
+
 namespace {
 
 std::optional<double> scale_of(Metric m, std::string_view u, double base) {

@@ -57,6 +57,8 @@ class LaunchValues {
   // Converts every value into `l` (units, the time from cycles where there is
   // no duration); throws Error naming the row and column of a bad value.
   void finish(MeasuredLaunch& l, DecimalMark mark) const;
+  // Finishes `cur` (when there is one) into the stream, and starts afresh.
+  void finish_into(std::optional<MeasuredLaunch>& cur, DecimalMark mark, LaunchStream& into);
   void clear();
 
  private:
@@ -66,6 +68,10 @@ class LaunchValues {
   };
   std::array<std::optional<Value>, static_cast<std::size_t>(Metric::count)> values_;
 };
+
+// Whether a launch from index `from` on has a figure the model can use (DRAM
+// bytes, a time, ncu's DRAM throughput).
+bool any_figure(const LaunchStream& s, std::size_t from);
 
 // "(9, 32, 1)" as printed in the Grid Size and Block Size columns (separators
 // allowed in the numbers); std::nullopt when it is not three whole numbers.
