@@ -480,3 +480,24 @@ TEST_CASE("nvtx_pushpop_trace: CPU times, said in a note", "[reconcile][nsys]") 
   CHECK(cpu_note);
   CHECK(left_note);
 }
+
+TEST_CASE("one decode shape for every call: flash kernels decode unsplit, a standard call gets none",
+          "[reconcile][decode]") {
+  const auto f = read_any("raw_sdpa.csv");
+  ReconcileOptions opt;
+  Shape s = shape(4, 16, 16, 1, 4096, 64);
+  s.decode = true;
+  opt.shapes = {s};
+  const auto r = reconcile(f.launches, builtin_kernel_table(), opt);
+  REQUIRE(r.calls.size() == 4);
+  CHECK(r.calls[0].kind == CallKind::split_kv);  // one flash kernel on a decode shape
+  CHECK(r.calls[0].splits == 1);
+  CHECK(r.calls[0].splits_from == "no combine kernel");  // flash-attn 2's forward kernel: unsplit
+  CHECK_FALSE(r.calls[0].geometry_warning);              // its grid (32, 4, 16) fits batch 4, 16 heads
+  CHECK(r.calls[1].splits_from == "no combine kernel");
+  CHECK_FALSE(r.calls[3].shape);
+  CHECK(r.calls[3].verdict == VerdictKind::no_shape);
+  CHECK_THAT(r.calls[3].notes.at(0), Catch::Contains("a decode shape (options) for a standard call"));
+  // Separators in Grid Size too ("2,560"), read with the capture's decimal mark.
+  CHECK(read_any("details_2021_fa1.csv").launches[0].grid_size == 2560u);
+}

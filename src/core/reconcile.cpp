@@ -399,9 +399,13 @@ Reconciliation reconcile(const std::vector<MeasuredLaunch>& launches, const Kern
     const bool decodable = c.shape->decode || (c.kind == CallKind::split_kv && c.shape->seq_q <= max_decode_seq_q &&
                                                c.shape->seq_lens.empty());
     if (c.kind == CallKind::split_kv && decodable) continue;
-    if (c.shape->decode)
-      throw Error("call " + std::to_string(c.index) + " (" + c.origin + "): a " + std::string(call_kind_name(c.kind)) +
-                  " call is no decode call; drop --decode (or give the decode calls NVTX ranges)");
+    if (c.shape->decode) {  // one decode shape for every call: this one cannot take it
+      c.notes.push_back("a decode shape (" + c.shape_from + ") for a " + std::string(call_kind_name(c.kind)) +
+                        " call: left without a shape (give the calls NVTX ranges, or one shape per call)");
+      c.shape.reset();
+      c.shape_from.clear();
+      continue;
+    }
     if (opt.l2 && (c.kind == CallKind::flash || c.kind == CallKind::standard) &&
         std::find(to_simulate.begin(), to_simulate.end(), *c.shape) == to_simulate.end())
       to_simulate.push_back(*c.shape);
