@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "hbmscope/device_config.hpp"
@@ -228,6 +229,11 @@ int ReconcileCommand::run_reconcile() {
   std::vector<std::string> notes = std::move(stream.notes);
   const Reconciliation result = reconcile(stream.launches, table, opt);
   if (result.calls.empty()) notes.push_back("no attention call among the launches: see the kernels listed");
+  // --splits and --page-size shape decode calls only: said when there is none.
+  const bool any_decode = std::any_of(result.calls.begin(), result.calls.end(),
+                                      [](const ReconciledCall& c) { return c.shape && c.shape->decode; });
+  for (const auto& [given, option] : {std::pair{opt.splits != 0, "--splits"}, std::pair{opt.page_size.has_value(), "--page-size"}})
+    if (given && !any_decode) notes.push_back(std::string(option) + ": no decode call in the inputs; it did nothing");
   std::vector<std::string> warnings;
   for (const auto& c : result.calls)
     if (c.geometry_warning) warnings.push_back("call " + std::to_string(c.index) + ": " + *c.geometry_warning);
