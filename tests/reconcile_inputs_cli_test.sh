@@ -83,6 +83,9 @@ check "b200: three split_kv calls" grep -q "^3 attention call(s) from 7 launch(e
 check "b200: the cut combine stays outside" grep -q "flash_fwd_splitkv_combine_kernel (split_kv_combine) × 1" "$work/t"
 check "b200: --splits named" grep -q "4 split(s) from --splits" "$work/t"
 
+"$bin" reconcile "$fx/raw_two_captures.csv" --seq 4096 --head-dim 64 --batch 4 --heads 16 --splits 4 >/dev/null 2>"$work/e"
+check "--splits without a decode call: said" grep -q "note: --splits: no decode call in the inputs; it did nothing" "$work/e"
+
 # Nothing profiled, or an application that failed: one line saying so.
 expect_error "prof only" 1 "no kernel was profiled" reconcile "$fx/bad/prof_only.txt"
 expect_error "prof error" 1 "the profiler reported an error" reconcile "$fx/bad/prof_error.txt"
