@@ -28,9 +28,9 @@ struct NvtxRange {
 };
 
 // The most memory the launches and ranges of one run may hold: a launch costs
-// its record and its strings (about 0.5 kB with a long templated kernel name),
-// so this is a few million launches. More is refused with a line saying how
-// to cut the capture.
+// its record (520 B) and its strings (0.7 kB or so with a long templated
+// kernel name), so this is a million and a half launches or more. More is
+// refused with a line saying how to cut the capture.
 inline constexpr std::size_t max_launch_bytes = std::size_t{1} << 30;
 
 // The launches of every input of a run, in the order read; what each reader
