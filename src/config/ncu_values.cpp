@@ -320,9 +320,9 @@ void LaunchValues::finish(MeasuredLaunch& l, DecimalMark mark) const {
       }
   // A duration that is not zero but below a picosecond is no kernel's time
   // (a bandwidth over it would be infinite).
-  if (l.seconds && (*l.seconds != 0 && !(*l.seconds >= 1e-12)))
+  if (l.seconds && (!std::isfinite(*l.seconds) || (*l.seconds != 0 && !(*l.seconds >= 1e-12))))
     throw Error(value(*from).where + ": column '" + json_check::printable(value(*from).column) + "': " +
-                shown(value(*from).text) + " is not a kernel's duration (below a picosecond)");
+                shown(value(*from).text) + " is not a kernel's duration (below a picosecond, or unbounded)");
   if (get(Metric::pct)) l.dram_pct_of_peak = get(Metric::pct);
   const auto& hits = get(Metric::l2_hits);
   const auto& misses = get(Metric::l2_misses);

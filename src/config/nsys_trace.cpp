@@ -130,6 +130,9 @@ void read_nsys_csv(const ByteSource& read, std::string_view origin, LaunchStream
     const auto v = number(row, col.first, where);
     if (!v) return std::nullopt;
     if (*v < 0) throw Error(where + ": column '" + names[col.first] + "': negative time " + shown(field_at(row, col.first)));
+    // Nanoseconds on a 64-bit time line (585 years).
+    if (!(*v * col.second < 1.8e19))
+      throw Error(where + ": column '" + names[col.first] + "': " + shown(field_at(row, col.first)) + " is too large");
     return *v * col.second;
   };
   while (in.next_record(f, complete, row_line)) {
@@ -152,7 +155,7 @@ void read_nsys_csv(const ByteSource& read, std::string_view origin, LaunchStream
       NvtxRange r;
       r.name = text;
       r.start_ns = static_cast<std::uint64_t>(*s);
-      r.end_ns = end_col ? static_cast<std::uint64_t>(*e) : r.start_ns + static_cast<std::uint64_t>(*e);
+      r.end_ns = end_col ? static_cast<std::uint64_t>(*e) : r.start_ns + std::min(static_cast<std::uint64_t>(*e), ~r.start_ns);
       r.projected = kind == NsysReport::nvtx_projected;
       r.origin = where;
       into.add(std::move(r));
