@@ -77,7 +77,8 @@ Examples:
 
 ReconcileCommand::ReconcileCommand(CLI::App& app) {
   cmd_ = app.add_subcommand("reconcile",
-                            "Put measured kernels (Nsight Compute CSV, timings) beside the model, per attention call");
+                            "Put measured kernels (Nsight Compute CSV or console text, Nsight Systems traces, "
+                            "timings) beside the model, per attention call");
   cmd_->add_option("files", files_,
                    "ncu --csv output (raw or details page) or console text, nsys stats CSV (cuda_gpu_trace, "
                    "nvtx_gpu_proj_trace), sdpa_peer.py JSON or a timings CSV; - is stdin; each file once")
