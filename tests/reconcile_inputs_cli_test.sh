@@ -127,6 +127,15 @@ start=$(date +%s)
 check "option product: refused (exit 1)" test "$rc" -eq 1
 check "option product: names the count" grep -q "100000000 shapes given for 2 attention call(s)" "$work/err"
 check "option product: at once" test $(($(date +%s) - start)) -lt 20
+# A ragged batch of a million sequences is one shared list, whatever the calls.
+start=$(date +%s)
+( ulimit -v 1048576; "$bin" reconcile "$fx/raw_two_captures.csv" --context-lengths 1:1000000:+1 --heads 32 --kv-heads 8 \
+    --head-dim 128 >"$work/out" 2>"$work/err" ); rc=$?
+check "a million context lengths: exit 0" test "$rc" -eq 0
+check "a million context lengths: two decode calls" grep -q "^2 attention call(s)" "$work/out"
+check "a million context lengths: at once" test $(($(date +%s) - start)) -lt 20
+expect_error "--splits as a list" 2 "--splits: reconcile takes one value" reconcile "$fx/raw_two_captures.csv" \
+  --context-lengths 1:1000000:+1 --splits 1:100:+1
 # The L2 simulation within the run's budget (sweep's rule): 100 calls of shapes
 # over the per-shape budget are left out at once, with sweep's note.
 { echo '"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum"'
