@@ -24,7 +24,7 @@ std::string_view trim(std::string_view t) {
   return t;
 }
 
-CsvStream::CsvStream(const ByteSource& read, std::string_view origin) : read_(read), origin_(origin), buf_(1 << 20) {}
+CsvStream::CsvStream(const ByteSource& read, std::string_view origin) : read_(read), origin_(origin), buf_(64 << 10) {}
 
 std::string CsvStream::where(std::size_t line) const { return std::string(origin_) + ":" + std::to_string(line); }
 
