@@ -18,7 +18,8 @@
 
 namespace hbmscope::cli {
 
-const char* const reconcile_help = R"(Reads what you measured (Nsight Compute CSV or console text, an Nsight Systems trace,
+const char* const reconcile_help =
+    R"(Reads what you measured (Nsight Compute CSV or console text, an Nsight Systems trace,
 plain timings), groups the kernel launches into attention calls and puts the model beside
 each call:
   standard attention = GEMM (and cuBLAS's splitKreduce), softmax (elementwise kernels
@@ -127,8 +128,11 @@ namespace {
 std::uint64_t one_value(const std::string& text, const char* option, std::uint64_t lo, std::uint64_t hi) {
   const auto v = parse_int_axis(text, std::string(option).substr(2));
   if (v.size() != 1)
-    throw UsageError(std::string(option) + ": reconcile takes one value (a call's own split count is read from its "
-                                            "launch grid where the kernel's layout is public)");
+    throw UsageError(
+        std::string(option) + ": reconcile takes one value" +
+        (std::string_view(option) == "--splits"
+             ? " (a call's own split count is read from its launch grid where the kernel's layout is public)"
+             : std::string()));
   if (v[0] < lo || v[0] > hi)
     throw UsageError(std::string(option) + ": " + std::to_string(v[0]) + " is not in " + std::to_string(lo) + ".." +
                      std::to_string(hi));
@@ -162,7 +166,8 @@ void refuse_repeated_inputs(const std::vector<std::string>& files) {
 
 int ReconcileCommand::run_reconcile() {
   // --columns names reconcile's own groups (ratios, l2, launch, all).
-  const std::vector<std::string> columns = out_.columns ? reconcile_column_groups(*out_.columns) : std::vector<std::string>{};
+  const std::vector<std::string> columns =
+      out_.columns ? reconcile_column_groups(*out_.columns) : std::vector<std::string>{};
   OutputOptions out = out_;
   out.columns.reset();
   const PrintOptions print = to_print_options(out);
@@ -233,7 +238,8 @@ int ReconcileCommand::run_reconcile() {
   // --splits and --page-size shape decode calls only: said when there is none.
   const bool any_decode = std::any_of(result.calls.begin(), result.calls.end(),
                                       [](const ReconciledCall& c) { return c.shape && c.shape->decode; });
-  for (const auto& [given, option] : {std::pair{opt.splits != 0, "--splits"}, std::pair{opt.page_size.has_value(), "--page-size"}})
+  for (const auto& [given, option] :
+       {std::pair{opt.splits != 0, "--splits"}, std::pair{opt.page_size.has_value(), "--page-size"}})
     if (given && !any_decode) notes.push_back(std::string(option) + ": no decode call in the inputs; it did nothing");
   std::vector<std::string> warnings;
   for (const auto& c : result.calls)

@@ -63,7 +63,9 @@ std::optional<KernelLine> parse_kernel_line(std::string_view line) {
   return k;
 }
 
-bool dashed(std::string_view t) { return !t.empty() && t.find_first_not_of("- ") == std::string_view::npos && t[0] == '-'; }
+bool dashed(std::string_view t) {
+  return !t.empty() && t.find_first_not_of("- ") == std::string_view::npos && t[0] == '-';
+}
 
 // The [begin, end) of each run of dashes: the table's columns.
 std::vector<std::pair<std::size_t, std::size_t>> dash_spans(std::string_view line) {

@@ -58,7 +58,8 @@ NcuHeader parse_ncu_header(const std::vector<std::string>& f, const std::string&
     h.any_metric = true;
   }
   for (const auto& [n, i] : h.index)
-    if (n == "ID" || n == "Kernel Name" || n == "Metric Name" || n == "Metric Value" || h.metrics[i].metric != Metric::none)
+    if (n == "ID" || n == "Kernel Name" || n == "Metric Name" || n == "Metric Value" ||
+        h.metrics[i].metric != Metric::none)
       h.needed = std::max(h.needed, i + 1);
   return h;
 }
@@ -133,9 +134,11 @@ void check_ncu_capture(std::string_view origin, std::size_t header_line, std::si
     throw Error(std::string(origin) + ":" + std::to_string(header_line) + ": a header and no kernel launches after it");
   const bool any = any_figure(into, launches_before);
   if (!any_metric_column || !any)
-    throw Error(std::string(origin) + ": no DRAM byte or duration metric " + (any_metric_column ? "values" : "columns") +
+    throw Error(std::string(origin) + ": no DRAM byte or duration metric " +
+                (any_metric_column ? "values" : "columns") +
                 " (dram__bytes_read.sum, dram__bytes_write.sum, dram__bytes.sum, gpu__time_duration.sum, "
-                "sm__cycles_elapsed.avg with .avg.per_second); " + ncu_metric_help);
+                "sm__cycles_elapsed.avg with .avg.per_second); " +
+                ncu_metric_help);
 }
 
 }  // namespace hbmscope::importing

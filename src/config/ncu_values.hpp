@@ -21,11 +21,15 @@ enum class Metric {
   time,          // gpu__time_duration.sum
   section_time,  // the SOL section's "Duration"
   pct,           // DRAM throughput, % of peak
-  sm_cycles, sm_rate,    // sm__cycles_elapsed.avg, .avg.per_second
-  gpc_cycles, gpc_rate,  // gpc__cycles_elapsed.max, gpc__cycles_elapsed.avg.per_second ("Elapsed Cycles", "SM Frequency")
-  l2_reads, l2_hits, l2_misses,  // lts__t_sectors_srcunit_tex_op_read.sum, _lookup_hit, _lookup_miss
-  grid_size,     // "Grid Size" of Launch Statistics, launch__grid_size: CTAs in all
-  count,         // the number of metrics above
+  sm_cycles,
+  sm_rate,  // sm__cycles_elapsed.avg, .avg.per_second
+  gpc_cycles,
+  gpc_rate,  // gpc__cycles_elapsed.max, gpc__cycles_elapsed.avg.per_second ("Elapsed Cycles", "SM Frequency")
+  l2_reads,
+  l2_hits,
+  l2_misses,  // lts__t_sectors_srcunit_tex_op_read.sum, _lookup_hit, _lookup_miss
+  grid_size,  // "Grid Size" of Launch Statistics, launch__grid_size: CTAs in all
+  count,      // the number of metrics above
 };
 
 struct MetricInfo {

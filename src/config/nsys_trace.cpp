@@ -129,7 +129,8 @@ void read_nsys_csv(const ByteSource& read, std::string_view origin, LaunchStream
                          const std::string& where) -> std::optional<double> {
     const auto v = number(row, col.first, where);
     if (!v) return std::nullopt;
-    if (*v < 0) throw Error(where + ": column '" + names[col.first] + "': negative time " + shown(field_at(row, col.first)));
+    if (*v < 0)
+      throw Error(where + ": column '" + names[col.first] + "': negative time " + shown(field_at(row, col.first)));
     // Nanoseconds on a 64-bit time line (585 years).
     if (!(*v * col.second < 1.8e19))
       throw Error(where + ": column '" + names[col.first] + "': " + shown(field_at(row, col.first)) + " is too large");
@@ -155,7 +156,8 @@ void read_nsys_csv(const ByteSource& read, std::string_view origin, LaunchStream
       NvtxRange r;
       r.name = text;
       r.start_ns = static_cast<std::uint64_t>(*s);
-      r.end_ns = end_col ? static_cast<std::uint64_t>(*e) : r.start_ns + std::min(static_cast<std::uint64_t>(*e), ~r.start_ns);
+      r.end_ns =
+          end_col ? static_cast<std::uint64_t>(*e) : r.start_ns + std::min(static_cast<std::uint64_t>(*e), ~r.start_ns);
       r.projected = kind == NsysReport::nvtx_projected;
       r.origin = where;
       into.add(std::move(r));
@@ -174,7 +176,8 @@ void read_nsys_csv(const ByteSource& read, std::string_view origin, LaunchStream
     for (std::size_t k = 0; k < 3; ++k) {
       const auto g = number(f, grid_cols[k], where);
       if (!g || *g < 1 || *g > 4294967295.0 || *g != std::floor(*g))
-        throw Error(where + ": column '" + names[grid_cols[k]] + "': " + shown(f[grid_cols[k]]) + " is not a grid size");
+        throw Error(where + ": column '" + names[grid_cols[k]] + "': " + shown(f[grid_cols[k]]) +
+                    " is not a grid size");
       l.grid[k] = static_cast<std::uint64_t>(*g);
     }
     const auto s = nanoseconds(f, start, where);
@@ -212,7 +215,8 @@ void apply_nvtx_ranges(LaunchStream& s) {
   if (s.ranges.empty()) return;
   std::vector<const NvtxRange*> r;
   for (const auto& x : s.ranges) r.push_back(&x);
-  std::stable_sort(r.begin(), r.end(), [](const NvtxRange* a, const NvtxRange* b) { return a->start_ns < b->start_ns; });
+  std::stable_sort(r.begin(), r.end(),
+                   [](const NvtxRange* a, const NvtxRange* b) { return a->start_ns < b->start_ns; });
   // max_end[i]: the latest end among ranges 0..i, so that the walk back from a
   // launch stops once no earlier range can still be open.
   std::vector<std::uint64_t> max_end(r.size());
@@ -223,8 +227,9 @@ void apply_nvtx_ranges(LaunchStream& s) {
     if (!l.start_ns || !l.nvtx.empty()) continue;
     ++traced;
     const std::uint64_t t = *l.start_ns;
-    auto i = std::upper_bound(r.begin(), r.end(), t, [](std::uint64_t v, const NvtxRange* x) { return v < x->start_ns; }) -
-             r.begin();
+    auto i =
+        std::upper_bound(r.begin(), r.end(), t, [](std::uint64_t v, const NvtxRange* x) { return v < x->start_ns; }) -
+        r.begin();
     // The innermost range holding t is the one that started last.
     while (i > 0 && max_end[static_cast<std::size_t>(i - 1)] >= t) {
       const NvtxRange& x = *r[static_cast<std::size_t>(--i)];

@@ -104,7 +104,8 @@ std::vector<CallGroup> group_launches(const std::vector<KernelRole>& roles,
   };
   // Launches of role r right after i (and of i's family) join the group.
   auto absorb = [&](std::size_t& i, KernelRole r, std::size_t head) {
-    while (i + 1 < n && roles[i + 1] == r && free_at(i + 1) && same_family(head, i + 1)) out.back().launches.push_back(++i);
+    while (i + 1 < n && roles[i + 1] == r && free_at(i + 1) && same_family(head, i + 1))
+      out.back().launches.push_back(++i);
   };
   for (std::size_t i = 0; i < n; ++i) {
     if (!free_at(i)) {
@@ -222,7 +223,8 @@ void model_decode_call(ReconciledCall& c, const CallInfo& info, const MeasuredLa
   if (g.contradiction) c.geometry_warning = *g.contradiction;
   if (opt.splits) c.splits = opt.splits, c.splits_from = "--splits";
   else if (c.shape->splits) c.splits = c.shape->splits, c.splits_from = "NVTX range";
-  else if (g.splits && *g.splits >= 1 && *g.splits <= max_decode_splits) c.splits = *g.splits, c.splits_from = "launch grid";
+  else if (g.splits && *g.splits >= 1 && *g.splits <= max_decode_splits)
+    c.splits = *g.splits, c.splits_from = "launch grid";
   else if (!info.has_combine) c.splits = 1, c.splits_from = "no combine kernel";
   else {
     ds.splits = 0;

@@ -32,7 +32,8 @@ std::string shape_text(const Shape& s) {
   std::string t;
   t.append("batch ").append(std::to_string(s.batch)).append(", ").append(std::to_string(s.heads));
   t.append(s.heads == 1 ? " head" : " heads");
-  if (s.kv_heads != s.heads) t.append(", ").append(std::to_string(s.kv_heads)).append(s.kv_heads == 1 ? " kv head" : " kv heads");
+  if (s.kv_heads != s.heads)
+    t.append(", ").append(std::to_string(s.kv_heads)).append(s.kv_heads == 1 ? " kv head" : " kv heads");
   return t;
 }
 

@@ -184,7 +184,9 @@ void judge(ReconciledCall& c, const ReconcileOptions& opt) {
   // when a kernel ends are missing from the count).
   const double r = static_cast<double>(c.read_bytes ? *c.read_bytes : *c.total_bytes);
   const char* counted = total_only ? "read+write counted (dram__bytes.sum) " : "reads ";
-  auto top = [&](const ModelBytesRW* v) { return total_only ? static_cast<double>(v->total) : static_cast<double>(*v->reads); };
+  auto top = [&](const ModelBytesRW* v) {
+    return total_only ? static_cast<double>(v->total) : static_cast<double>(*v->reads);
+  };
   if (c.kind == CallKind::flash && !c.shape->decode) {
     const ModelBytesRW* fl = find_variant(c.model, "floor");
     const ModelBytesRW* nl = find_variant(c.model, "flash_no_l2");

@@ -80,7 +80,8 @@ Shape parse_nvtx_shape(std::string_view text, Dtype default_dtype) {
     body = comma < body.size() ? body.substr(comma + 1) : std::string_view{};
     if (item.empty()) continue;
     const std::size_t eq = item.find('=');
-    if (eq == std::string_view::npos) throw Error("NVTX range: '" + std::string(item.substr(0, 40)) + "' is not KEY=VALUE");
+    if (eq == std::string_view::npos)
+      throw Error("NVTX range: '" + std::string(item.substr(0, 40)) + "' is not KEY=VALUE");
     std::string key(item.substr(0, eq));
     if (key == "seq_q") key = "seq";
     if (key == "head_dim") key = "d";

@@ -68,7 +68,9 @@ nlohmann::json reconciled_call_to_json(const ReconciledCall& c) {
       {"shape_from", c.shape_from},
       {"shape", c.shape ? shape_to_json(*c.shape) : nlohmann::json()},
       {"counted",
-       {{"read_bytes", opt_u(c.read_bytes)}, {"write_bytes", opt_u(c.write_bytes)}, {"total_bytes", opt_u(c.total_bytes)}}},
+       {{"read_bytes", opt_u(c.read_bytes)},
+        {"write_bytes", opt_u(c.write_bytes)},
+        {"total_bytes", opt_u(c.total_bytes)}}},
       {"seconds", opt_num(c.seconds)},
       {"time_from", std::string(time_source_name(c.time_from))},
       {"l2_hit_rate", opt_num(c.l2_hit_rate)},
@@ -110,7 +112,8 @@ nlohmann::json reconcile_to_json(const ReconcileView& v) {
     calls.push_back(std::move(cj));
   }
   nlohmann::json inputs = nlohmann::json::array();
-  for (const auto& in : v.inputs) inputs.push_back({{"file", in.name}, {"format", in.format}, {"launches", in.launches}});
+  for (const auto& in : v.inputs)
+    inputs.push_back({{"file", in.name}, {"format", in.format}, {"launches", in.launches}});
   auto counts = [](const std::vector<KernelCount>& list, bool with_role) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& k : list) {

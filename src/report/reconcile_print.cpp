@@ -248,7 +248,8 @@ std::string render_reconcile(const ReconcileView& v, const PrintOptions& o) {
              ") × " + listed(k) + "\n";
   }
   if (!r.unmatched.empty()) {
-    out += "Kernels matched by no pattern of " + safe(v.kernel_table) + " (pass --kernel-table FILE to classify them):\n";
+    out +=
+        "Kernels matched by no pattern of " + safe(v.kernel_table) + " (pass --kernel-table FILE to classify them):\n";
     for (const auto& k : r.unmatched) out += std::string(bullet) + safe(k.kernel) + " × " + listed(k) + "\n";
   }
   for (const auto& n : r.notes) out += "Note: " + n + "\n";
