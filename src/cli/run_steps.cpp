@@ -27,6 +27,7 @@ L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic) 
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = *shapes[i];
     if (s.pass != Pass::fwd) continue;  // the simulation models the forward pass
+    if (report.rows[i].model_layers) continue;  // one kernel's traffic, not a whole model's (docs/models.md)
     if (automatic && l2_sim_accesses(s) > auto_l2_sim_accesses) {
       ++too_large;
       continue;
