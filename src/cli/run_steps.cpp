@@ -25,9 +25,9 @@ L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic) 
   std::size_t too_large = 0, over_budget = 0, simulated = 0;
   std::vector<std::size_t> over_cap;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
+    if (!shapes[i]) continue;  // a row the caller leaves out (a whole model's)
     const Shape& s = *shapes[i];
     if (s.pass != Pass::fwd) continue;  // the simulation models the forward pass
-    if (report.rows[i].model_layers) continue;  // one kernel's traffic, not a whole model's (docs/models.md)
     if (automatic && l2_sim_accesses(s) > auto_l2_sim_accesses) {
       ++too_large;
       continue;
@@ -48,7 +48,7 @@ L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic) 
     ++simulated;
     if (!automatic && plan.total > max_l2_sim_run_accesses) {
       std::size_t fwd = 0;
-      for (const Shape* x : shapes) fwd += x->pass == Pass::fwd;
+      for (const Shape* x : shapes) fwd += x && x->pass == Pass::fwd;
       throw Error("L2 simulation: the first " + std::to_string(simulated) + " of " + std::to_string(fwd) +
                   " shapes already make " + std::to_string(plan.total) + " simulated accesses, more than " +
                   std::to_string(max_l2_sim_run_accesses) +
@@ -85,7 +85,8 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   if (!config) return {};
   std::vector<const Shape*> shapes;
   shapes.reserve(report.rows.size());
-  for (const Row& r : report.rows) shapes.push_back(&r.shape);
+  // One kernel's traffic, not a whole model's (docs/models.md): model rows are left out.
+  for (const Row& r : report.rows) shapes.push_back(r.model_layers ? nullptr : &r.shape);
   const L2SimPlan plan = plan_l2_sims(shapes, !l2.l2_bytes);
   {
     // About 2^26 accesses take a second: shorter runs show no bar.

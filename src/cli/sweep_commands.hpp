@@ -44,7 +44,8 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
 
 // The run-level budget of the L2 simulation, shared by every command that
 // simulates (add_l2_sims above, `reconcile`): which shapes it runs on (cost[i]
-// accesses; 0: left out) and the notes that say what was left out.
+// accesses; 0: left out; a null shape is left out too) and the notes that say
+// what was left out.
 // `automatic` (a device alone turned it on): shapes past the budgets are left
 // out; otherwise (--l2-bytes) a run over the run's budget is refused.
 struct L2SimPlan {
