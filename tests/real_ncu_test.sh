@@ -66,5 +66,21 @@ for f in "$dir"/*; do
   esac
 done
 check "some captures in $dir" test "$files" -gt 0
+
+# docs/reconcile.md shows each known capture reconciled, under its repository's
+# file name: the commands there still print what it shows.
+docs=$(cd "$(dirname "$0")/.." && pwd)/docs/reconcile.md
+for pair in "09-a100-details2021-fa1-fmha-gpt2.csv gpt2_flashattn_nsight.csv" \
+            "10-a100-details2021-standard-mha-bert.csv bert_torch_nsight.csv" \
+            "01-b200-details-cublaslt-gemm.csv cublaslt_ncu.log"; do
+  set -- $pair
+  [ -f "$dir/$1" ] || continue
+  cp "$dir/$1" "$work/$2"
+  cmd=$(grep -m1 "^\$ hbmscope reconcile $2 " "$docs" | sed 's/^\$ hbmscope //')
+  # shellcheck disable=SC2086
+  (cd "$work" && "$bin" $cmd) >"$work/now" 2>&1
+  sed -n "/^\$ hbmscope reconcile $2 /,/^\`\`\`/p" "$docs" | sed '1d;$d' >"$work/then"
+  check "docs/reconcile.md shows what '$cmd' prints" cmp -s "$work/now" "$work/then"
+done
 echo "real ncu: $files file(s), $pass passed, $fails failed"
 test "$fails" -eq 0
