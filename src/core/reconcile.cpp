@@ -230,7 +230,7 @@ std::vector<ModelBytesRW> model_bytes_for(CallKind kind, const Shape& shape, con
   auto add_sim = [&](std::string id, const L2SimResult& r) {
     m.push_back({std::move(id), r.dram_bytes, r.dram_read_bytes, r.dram_write_bytes});
   };
-  const bool simulate = l2 && l2_sim_accesses(s) <= max_l2_sim_accesses;
+  const bool simulate = l2 && l2_sim_within_budget(s, *l2);
   switch (kind) {
     case CallKind::standard: {
       // S and P written once each, O once.
@@ -468,9 +468,9 @@ Reconciliation reconcile(const std::vector<MeasuredLaunch>& launches, const Kern
       if (c.kind == CallKind::split_kv)
         c.notes.push_back("split-KV call judged against the floor (the model has no decode variants here)");
       if (opt.l2 && c.kind != CallKind::split_kv && c.kind != CallKind::floor && c.kind != CallKind::flash_bwd &&
-          l2_sim_accesses(*c.shape) > max_l2_sim_accesses)
-        c.notes.push_back("L2 simulation left out: more than " + std::to_string(max_l2_sim_accesses) +
-                          " tile accesses");
+          !l2_sim_within_budget(*c.shape, *opt.l2))
+        c.notes.push_back("L2 simulation left out: more than " + std::to_string(max_l2_sim_work) +
+                          " work units (docs/model.md, \"Cost\")");
     }
     if (c.read_bytes && c.seconds && *c.seconds > 0)
       c.achieved_bandwidth = static_cast<double>(*c.read_bytes + (c.write_bytes ? *c.write_bytes : 0)) / *c.seconds;
