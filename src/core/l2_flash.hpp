@@ -4,6 +4,7 @@
 // the tile sizes; shared by the enumeration (l2_flash_enum.cpp) and the runs
 // (l2_flash_runs.cpp). Internal to src/core.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "hbmscope/l2_sim.hpp"
@@ -77,6 +78,12 @@ FlashStats enumerate_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 void trace_flash(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f);
 // The runs of the forward pass (l2_flash_runs.cpp): identical results.
 FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+// Whether every CTA of the forward grid takes the same steps (no mask, one
+// sequence length), so that waves of slots run in lockstep: the waves' closed
+// form (l2_flash_waves.cpp) applies.
+bool flash_in_waves(const Shape& s);
+FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+std::uint64_t waves_flash_work(const FlashGrid& grid, std::uint64_t slots);
 // Work of the runs on the forward pass (docs/model.md, "Cost").
 std::uint64_t flash_runs_work(const Shape& s, const L2SimConfig& c);
 // (query block, key block) tiles one head of a dense one-sequence shape visits.

@@ -1,0 +1,112 @@
+// The runs method against the enumeration (the reference): identical results
+// on every shape where the enumeration runs (docs/model.md, "How it is
+// evaluated"). Hundreds of random shapes, both launch orders, both --l2-qo
+// modes, ladders of L2 sizes.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "hbmscope/decode.hpp"
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/model.hpp"
+
+using namespace hbmscope;
+
+namespace {
+
+std::uint64_t pick(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi) {
+  return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+}
+
+// Prefill shapes of every kind the schedule has: dense or ragged, unmasked,
+// causal, windowed or chunked, GQA, Nq != Nkv, every dtype, DV != d, a KV
+// dtype of its own.
+Shape random_prefill(std::mt19937_64& rng, bool masked_only = false) {
+  Shape s;
+  s.kv_heads = pick(rng, 1, 3);
+  s.heads = s.kv_heads * pick(rng, 1, 3);
+  s.batch = pick(rng, 1, 3);
+  s.seq_q = pick(rng, 1, 600);
+  s.seq_kv = pick(rng, 1, 600);
+  s.head_dim = pick(rng, 1, 96);
+  s.block_rows = pick(rng, 8, 128);
+  s.block_cols = pick(rng, 8, 128);
+  s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+  const std::uint64_t mask = masked_only ? pick(rng, 1, 3) : pick(rng, 0, 3);
+  s.causal = mask > 0;
+  if (mask == 2) s.window = pick(rng, 1, 300);
+  if (mask == 3) s.chunk = pick(rng, 1, 300);
+  if (pick(rng, 0, 3) == 0) s.head_dim_v = pick(rng, 1, 96);
+  if (pick(rng, 0, 3) == 0) s.kv_dtype = static_cast<Dtype>(pick(rng, 0, 3));
+  if (pick(rng, 0, 3) == 0) {  // ragged: sequences of their own lengths
+    std::vector<SeqLen> items;
+    const std::uint64_t n = pick(rng, 1, 4);
+    for (std::uint64_t b = 0; b < n; ++b) {
+      const std::uint64_t kv = pick(rng, 1, 500);
+      items.push_back({pick(rng, 1, kv), kv});
+    }
+    s.seq_lens = SeqList(items);
+    s.batch = n;
+    s.seq_q = s.seq_lens.max_q();
+    s.seq_kv = s.seq_lens.max_kv();
+  }
+  return s;
+}
+
+L2SimConfig config(std::mt19937_64& rng, Rasterization order, bool qo) {
+  L2SimConfig c;
+  c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 6));
+  c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+  c.order = order;
+  c.q_o_allocate = qo;
+  return c;
+}
+
+std::vector<std::uint64_t> ladder(std::uint64_t all) {
+  std::vector<std::uint64_t> l{0, 1};
+  for (std::uint64_t k = 1; k <= 40; ++k) l.push_back(all * k / 32);
+  return l;
+}
+
+void same_flash(const Shape& s, L2SimConfig c) {
+  const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
+  const auto caps = ladder(all);
+  c.method = L2SimMethod::enumeration;
+  const auto ce = flash_l2_curve(s, c, caps);
+  c.method = L2SimMethod::runs;
+  const auto cr = flash_l2_curve(s, c, caps);
+  CHECK(ce == cr);
+  for (std::uint64_t cap : {caps[3], caps[17], caps[30]}) {
+    c.l2_bytes = cap;
+    c.method = L2SimMethod::enumeration;
+    const L2SimResult e = flash_l2_sim(s, c);
+    c.method = L2SimMethod::runs;
+    const L2SimResult r = flash_l2_sim(s, c);
+    CHECK(e.dram_bytes == r.dram_bytes);
+    CHECK(e.dram_read_bytes == r.dram_read_bytes);
+    CHECK(e.dram_write_bytes == r.dram_write_bytes);
+    CHECK(e.read_request_bytes == r.read_request_bytes);
+    CHECK(e.l2_hit_rate == r.l2_hit_rate);
+    CHECK(e.l2_bytes_to_min == r.l2_bytes_to_min);
+    CHECK(e.min_dram_bytes == r.min_dram_bytes);
+    CHECK(e.heads_per_wave == r.heads_per_wave);
+    CHECK(e.kv_heads_per_wave == r.kv_heads_per_wave);
+    CHECK(e.waves == r.waves);
+    CHECK(e.steps == r.steps);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {
+  std::mt19937_64 rng(GENERATE(2024, 7, 99));
+  for (int k = 0; k < 160; ++k) {
+    const Shape s = random_prefill(rng);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        const L2SimConfig c = config(rng, order, qo);
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        same_flash(s, c);
+      }
+  }
+}
