@@ -110,3 +110,28 @@ TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "
       }
   }
 }
+
+TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and narrow grids", "[l2runs]") {
+  std::mt19937_64 rng(31);
+  for (int k = 0; k < 300; ++k) {
+    Shape s;
+    s.kv_heads = pick(rng, 1, 4);
+    s.heads = s.kv_heads * pick(rng, 1, 4);
+    s.batch = pick(rng, 1, 4);
+    s.seq_q = pick(rng, 1, 300);
+    s.seq_kv = pick(rng, 1, 300);
+    s.head_dim = pick(rng, 1, 64);
+    s.block_rows = pick(rng, 8, 96);
+    s.block_cols = pick(rng, 8, 96);
+    s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+    if (pick(rng, 0, 2) == 0) s.head_dim_v = pick(rng, 1, 64);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c = config(rng, order, qo);
+        c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 9));  // fewer slots than heads, and more
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        same_flash(s, c);
+      }
+  }
+}

@@ -2,6 +2,8 @@
 #include "l2_segments.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <queue>
@@ -232,6 +234,7 @@ void SegmentEngine::evaluate(Tally& t) {
   };
   std::vector<std::pair<std::int64_t, std::int64_t>> slope_ev;
 
+  std::uint64_t stat_queries = 0, stat_hits = 0;
   for (const Segment& q : segs_) {
     const Stream& sq = streams_[q.stream];
     const std::uint64_t count = q.b - q.a;
@@ -252,6 +255,8 @@ void SegmentEngine::evaluate(Tally& t) {
     std::uint64_t d0 = sq.bytes;
     slope_ev.clear();
     overlapping(T0 - g, T1);
+    ++stat_queries;
+    stat_hits += hits.size();
     for (std::uint32_t k : hits) {
       const Event& e = ev[k];
       const Segment& r = segs_[e.seg];
@@ -312,6 +317,7 @@ void SegmentEngine::evaluate(Tally& t) {
       d += static_cast<std::uint64_t>(slope);
     }
   }
+  if (std::getenv("HBM_STATS")) std::fprintf(stderr, "segments %zu events %zu queries %llu hits %llu\n", segs_.size(), ev.size(), (unsigned long long)stat_queries, (unsigned long long)stat_hits);
   // Single-write intermediates: written back once if evicted before any of
   // their reads or their death.
   if (!single_write_.empty()) {
