@@ -8,6 +8,7 @@
 #include "hbmscope/decode.hpp"
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
+#include "../src/core/l2_flash.hpp"
 
 using namespace hbmscope;
 
@@ -111,6 +112,33 @@ TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "
   }
 }
 
+TEST_CASE("L2 runs: the segment engine equals the enumeration on random shapes", "[l2runs]") {
+  // runs_flash enumerates where that is cheaper; the engine is held to it directly.
+  std::mt19937_64 rng(GENERATE(11, 12));
+  for (int k = 0; k < 160; ++k) {
+    const Shape s = random_prefill(rng, true);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        const L2SimConfig c = config(rng, order, qo);
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
+        const auto caps = ladder(all);
+        l2::Tally te(caps), ts(caps);
+        const l2::FlashStats se = l2::enumerate_flash(s, c, te);
+        const l2::FlashStats ss = l2::segments_flash(s, c, ts);
+        CHECK(l2::curve(te, caps) == l2::curve(ts, caps));
+        CHECK(te.max_reuse_distance() == ts.max_reuse_distance());
+        CHECK(te.requested() == ts.requested());
+        CHECK(te.first_access_reads() == ts.first_access_reads());
+        CHECK(se.heads == ss.heads);
+        CHECK(se.kv_heads == ss.kv_heads);
+        CHECK(se.steps == ss.steps);
+        CHECK(se.waves == ss.waves);
+      }
+  }
+}
+
 TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and narrow grids", "[l2runs]") {
   std::mt19937_64 rng(31);
   for (int k = 0; k < 300; ++k) {
@@ -132,6 +160,56 @@ TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and 
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
                          << c.ctas_per_sm);
         same_flash(s, c);
+      }
+  }
+}
+
+TEST_CASE("L2 runs: decode rows equal the enumeration", "[l2runs][decode]") {
+  std::mt19937_64 rng(5150);
+  for (int k = 0; k < 150; ++k) {
+    Shape s;
+    s.decode = true;
+    s.kv_heads = pick(rng, 1, 4);
+    s.heads = s.kv_heads * pick(rng, 1, 20);
+    s.batch = pick(rng, 1, 6);
+    s.seq_q = pick(rng, 1, 4);
+    s.seq_kv = pick(rng, s.seq_q, 2000);
+    s.head_dim = pick(rng, 8, 128);
+    s.block_cols = 8 * pick(rng, 1, 16);
+    s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+    s.page_size = pick(rng, 0, 2) == 0 ? pick(rng, 1, 40) : s.block_cols / (1 + pick(rng, 0, 3) % 2);
+    if (s.block_cols % s.page_size != 0 && pick(rng, 0, 1)) s.page_size = 8;
+    if (pick(rng, 0, 3) == 0) {  // ragged contexts: enumerated
+      std::vector<std::uint64_t> l;
+      for (std::uint64_t b = 0; b < s.batch; ++b) l.push_back(pick(rng, s.seq_q, 2000));
+      s.context_lengths = l;
+      s.seq_kv = s.context_lengths.max_kv();
+    }
+    s.splits = pick(rng, 0, 2) == 0 ? pick(rng, 2, 9) : 1;
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged})
+      for (bool qo : {true, false}) {
+        L2SimConfig c = config(rng, Rasterization::query_block_major, qo);
+        c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 8));
+        INFO(describe(s) << " " << decode_variant_id(v) << " splits " << s.splits << " qo " << qo << " slots "
+                         << c.sm_count << "x" << c.ctas_per_sm << " page " << s.page_size);
+        const std::uint64_t all = decode_bytes(s, v, s.splits).total;
+        const auto caps = ladder(all);
+        c.method = L2SimMethod::enumeration;
+        const auto ce = decode_l2_curve(s, v, s.splits, c, caps);
+        c.method = L2SimMethod::runs;
+        const auto cr = decode_l2_curve(s, v, s.splits, c, caps);
+        CHECK(ce == cr);
+        c.l2_bytes = caps[9];
+        c.method = L2SimMethod::enumeration;
+        const L2SimResult e = decode_l2_sim(s, v, s.splits, c);
+        c.method = L2SimMethod::runs;
+        const L2SimResult r = decode_l2_sim(s, v, s.splits, c);
+        CHECK(e.dram_bytes == r.dram_bytes);
+        CHECK(e.l2_hit_rate == r.l2_hit_rate);
+        CHECK(e.l2_bytes_to_min == r.l2_bytes_to_min);
+        CHECK(e.min_dram_bytes == r.min_dram_bytes);
+        CHECK(e.waves == r.waves);
+        CHECK(e.steps == r.steps);
       }
   }
 }

@@ -84,6 +84,9 @@ FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 bool flash_in_waves(const Shape& s);
 FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 std::uint64_t waves_flash_work(const FlashGrid& grid, std::uint64_t slots);
+// The segment engine alone on the forward pass (tests hold it against the
+// enumeration on shapes where runs_flash would enumerate).
+FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 // Work of the runs on the forward pass (docs/model.md, "Cost").
 std::uint64_t flash_runs_work(const Shape& s, const L2SimConfig& c);
 // (query block, key block) tiles one head of a dense one-sequence shape visits.

@@ -62,16 +62,52 @@ double mean_distinct(const std::vector<std::uint64_t>& key, const SegmentEngine&
   return static_cast<double>(sum) / static_cast<double>(steps);
 }
 
+namespace {
+
+// The segment engine's cost (docs/model.md, "Cost"): each segment meets the
+// segments of the CTAs resident beside it (about 5 S of them, S the slots,
+// sorted), at about 100 units each; with GQA in query-block-major order the
+// first reads of a head's key blocks reach back over the previous head of its
+// group. The enumeration's: about 30 units an access.
+std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
+  const Shape& s = grid.shape();
+  const std::uint64_t beside = 5 * std::min(grid.ctas(), slots) + 8;
+  std::uint64_t w = 0;
+  if (__builtin_mul_overflow(grid.ctas(), beside * 100, &w)) return ~std::uint64_t{0};
+  if (grid.group() > 1 && grid.order() == Rasterization::query_block_major) {
+    std::uint64_t extra = 0;
+    const FlashSeq& f = grid.sequence(0);
+    if (__builtin_mul_overflow(grid.ctas(), f.k_blocks * 100, &extra) || __builtin_add_overflow(w, extra, &w))
+      return ~std::uint64_t{0};
+  }
+  (void)s;
+  return w;
+}
+
+std::uint64_t enumeration_work(const Shape& s) {
+  std::uint64_t w = 0;
+  return __builtin_mul_overflow(flash_enum_accesses(s), 30, &w) ? ~std::uint64_t{0} : w;
+}
+
+}  // namespace
+
 FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   if (flash_in_waves(s)) return waves_flash(s, c, t);
+  const FlashGrid grid(s, c.order);
+  const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+  // Not in lockstep: whichever exact evaluation costs less.
+  if (enumeration_work(s) <= segment_work(grid, slots)) return enumerate_flash(s, c, t);
+  return segments_flash(s, c, t);
+}
+
+FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   const FlashGrid grid(s, c.order);
   SegmentEngine e;
   add_forward(e, grid, c);
   e.run(t);
   FlashStats st;
   st.steps = e.kernel_steps(0);
-  const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
-  st.waves = ceil_div(grid.ctas(), slots);
+  st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
   std::vector<std::uint64_t> head(grid.ctas()), pair(grid.ctas());
   for (std::uint64_t id = 0; id < grid.ctas(); ++id) {
     const FlashCta ct = grid.cta(id);
@@ -89,12 +125,7 @@ std::uint64_t flash_runs_work(const Shape& s, const L2SimConfig& c) {
   const FlashGrid grid(s, c.order);
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
   if (flash_in_waves(s)) return waves_flash_work(grid, slots);
-  // Segment engine: about a log-sorted set of overlapping segments per
-  // segment; a CTA's segments meet those of the CTAs resident beside it and
-  // of the ones its window reaches back to.
-  const std::uint64_t beside = std::min(grid.ctas(), slots) + 4;
-  std::uint64_t w = 0;
-  return __builtin_mul_overflow(grid.ctas(), 40 * 4 * beside, &w) ? ~std::uint64_t{0} : w;
+  return std::min(enumeration_work(s), segment_work(grid, slots));
 }
 
 }  // namespace hbmscope::l2
