@@ -213,3 +213,32 @@ TEST_CASE("L2 runs: decode rows equal the enumeration", "[l2runs][decode]") {
       }
   }
 }
+
+TEST_CASE("L2 runs: standard attention's closed form equals the enumeration", "[l2runs][standard]") {
+  std::mt19937_64 rng(808);
+  for (int k = 0; k < 300; ++k) {
+    const Shape s = random_prefill(rng);
+    for (bool qo : {true, false}) {
+      L2SimConfig c = config(rng, Rasterization::query_block_major, qo);
+      INFO(describe(s) << " qo " << qo);
+      const std::uint64_t e = elem_bytes(s.dtype);
+      const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s) +
+                                4 * e * s.batch * s.heads * s.seq_q * s.seq_kv;
+      const auto caps = ladder(all);
+      c.method = L2SimMethod::enumeration;
+      const auto ce = standard_l2_curve(s, c, caps);
+      c.method = L2SimMethod::runs;
+      const auto cr = standard_l2_curve(s, c, caps);
+      CHECK(ce == cr);
+      c.l2_bytes = caps[7];
+      c.method = L2SimMethod::enumeration;
+      const L2SimResult a = standard_l2_sim(s, c);
+      c.method = L2SimMethod::runs;
+      const L2SimResult b = standard_l2_sim(s, c);
+      CHECK(a.dram_bytes == b.dram_bytes);
+      CHECK(a.l2_hit_rate == b.l2_hit_rate);
+      CHECK(a.l2_bytes_to_min == b.l2_bytes_to_min);
+      CHECK(a.min_dram_bytes == b.min_dram_bytes);
+    }
+  }
+}

@@ -209,6 +209,24 @@ TEST_CASE("L2 sim: the stack-distance LRU equals a direct LRU on the same access
   }
 }
 
+TEST_CASE("L2 sim: the backward's stack distances equal a direct LRU with dirty lines", "[l2sim][backward]") {
+  // Intermediates (D, the dQ accumulator, per-query-head dK and dV) are written
+  // back when evicted dirty, never when dead in the L2.
+  std::mt19937_64 rng(17);
+  for (int t = 0; t < 40; ++t) {
+    Shape s = random_shape(rng);
+    s.pass = Pass::bwd;
+    for (bool qo : {true, false})
+      for (std::uint64_t cap : {std::uint64_t{0}, std::uint64_t{3000}, std::uint64_t{40000}, std::uint64_t{300000}}) {
+        INFO(describe(s) << " qo " << qo << " L2 " << cap);
+        L2SimConfig c = small_gpu(cap);
+        c.q_o_allocate = qo;
+        c.method = L2SimMethod::enumeration;
+        CHECK(flash_l2_sim(s, c).dram_bytes == direct_flash(s, c));
+      }
+  }
+}
+
 TEST_CASE("L2 sim: the L2 size to reach the floor is exact", "[l2sim]") {
   for (const Shape& s : grid_shapes()) {
     INFO(describe(s));
@@ -352,8 +370,19 @@ TEST_CASE("L2 sim: options and refusals", "[l2sim]") {
   c.ctas_per_sm = 0;
   CHECK_THROWS_AS(standard_l2_sim(s, c), Error);
   c.ctas_per_sm = 1;
-  s.seq_q = s.seq_kv = 16ull << 20;  // 1.7e10 tiles
-  CHECK_THROWS_WITH(flash_l2_sim(s, c), Catch::Contains("work units"));
+  CHECK(parse_l2_method("runs") == L2SimMethod::runs);
+  CHECK(parse_l2_method("enumeration") == L2SimMethod::enumeration);
+  CHECK_FALSE(parse_l2_method("fast"));
+  CHECK(l2_method_name(L2SimMethod::enumeration) == "enumeration");
+  s.seq_q = s.seq_kv = 16ull << 20;  // 1.7e10 tiles: the waves' closed form, 131072 CTAs
+  CHECK(flash_l2_sim(s, c).dram_bytes >= floor_bytes(s));
+  c.method = L2SimMethod::enumeration;  // enumerated: refused, naming the way out
+  CHECK_THROWS_WITH(flash_l2_sim(s, c), Catch::Contains("work units") && Catch::Contains("--l2-method runs"));
+  c.method = L2SimMethod::runs;
+  s.causal = true;  // not in lockstep, 8 heads of 131072 CTAs beside 132: over the budget
+  s.heads = s.kv_heads = 8;
+  c.sm_count = 132;
+  CHECK_THROWS_WITH(flash_l2_sim(s, c), Catch::Contains("work units (at most"));
 }
 
 TEST_CASE("L2 sim: the bench shape is computed", "[l2sim]") {

@@ -235,8 +235,11 @@ void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<vo
   run_backward(s, c, sink);
 }
 
-FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
-  return c.method == L2SimMethod::enumeration ? enumerate_backward(s, c, t) : runs_backward(s, c, t);
+FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) { return enumerate_backward(s, c, t); }
+
+std::uint64_t backward_work(const Shape& s) {
+  std::uint64_t w = 0;
+  return __builtin_mul_overflow(backward_enum_accesses(s), 30, &w) ? ~std::uint64_t{0} : w;
 }
 
 std::uint64_t backward_enum_accesses(const Shape& s) {

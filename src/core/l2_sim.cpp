@@ -265,8 +265,8 @@ std::uint64_t l2_sim_work(const Shape& s, const L2SimConfig& c) {
   bwd.pass = Pass::bwd;
   switch (s.pass) {
     case Pass::fwd: return add_work(l2::flash_runs_work(s, c), l2::standard_runs_work(s));
-    case Pass::bwd: return l2::backward_runs_work(bwd, c);
-    case Pass::fwdbwd: return add_work(l2::flash_runs_work(fwd, c), l2::backward_runs_work(bwd, c));
+    case Pass::bwd: return l2::backward_work(bwd);
+    case Pass::fwdbwd: return add_work(l2::flash_runs_work(fwd, c), l2::backward_work(bwd));
   }
   return 0;
 }
@@ -285,8 +285,19 @@ void check_l2_sim_size(const Shape& s, const L2SimConfig& c) {
               ", about 10 s); " + change);
 }
 
+namespace {
+void check_decode(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c) {
+  validate(s);
+  validate(c);
+  if (!s.decode) throw Error("shape " + describe(s) + ": not a decode shape");
+  if (v == DecodeVariant::floor) throw Error("decode_floor is a bound, not a kernel: nothing to simulate");
+  if (splits == 0) throw Error("decode: the split count must be positive");
+  check_l2_sim_size(s, c);
+}
+}  // namespace
+
 L2SimResult decode_l2_sim(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c) {
-  check_before(s, c);
+  check_decode(s, v, splits, c);
   Tally t({c.l2_bytes});
   std::uint64_t waves = 0, steps = 0;
   if (c.method == L2SimMethod::enumeration) l2::enumerate_decode(s, v, splits, c, t, waves, steps);
@@ -299,7 +310,7 @@ L2SimResult decode_l2_sim(const Shape& s, DecodeVariant v, std::uint64_t splits,
 
 std::vector<std::uint64_t> decode_l2_curve(const Shape& s, DecodeVariant v, std::uint64_t splits,
                                            const L2SimConfig& c, const std::vector<std::uint64_t>& capacities) {
-  check_before(s, c);
+  check_decode(s, v, splits, c);
   Tally t(capacities);
   std::uint64_t waves = 0, steps = 0;
   if (c.method == L2SimMethod::enumeration) l2::enumerate_decode(s, v, splits, c, t, waves, steps);
