@@ -379,6 +379,7 @@ void add_l2_sim(Row& row, const L2SimConfig& c) {
   d.q_o_allocate = c.q_o_allocate;
   d.flash = {f.dram_read_bytes, f.dram_write_bytes, f.l2_hit_rate, f.l2_bytes_to_min};
   if (forward) d.standard = {st.dram_read_bytes, st.dram_write_bytes, st.l2_hit_rate, st.l2_bytes_to_min};
+  d.has_standard = forward;
   d.heads_per_wave = f.heads_per_wave;
   d.kv_heads_per_wave = f.kv_heads_per_wave;
   d.waves = f.waves;
