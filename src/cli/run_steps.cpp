@@ -45,7 +45,7 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     const Shape& s = report.rows[i].shape;
     const std::uint64_t w = std::max<std::uint64_t>(1, l2_sim_work(s, config_for(s)));
-    if (w > max_l2_sim_work) {  // left out and named; refused only when nothing is left
+    if (w > max_l2_sim_work) {  // left out and named; with --l2-bytes, refused when nothing is left
       over_cap.push_back(i);
       continue;
     }
@@ -62,7 +62,7 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
     total += w;  // no overflow: each w is at most max_l2_sim_work
     ++shapes;
   }
-  if (!over_cap.empty() && shapes == 0) {
+  if (!over_cap.empty() && shapes == 0 && !automatic) {  // --l2-bytes asked for a simulation that cannot run
     const Shape& s = report.rows[over_cap.front()].shape;
     check_l2_sim_size(s, config_for(s));  // throws
   }
