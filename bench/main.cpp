@@ -232,7 +232,8 @@ ChildRun in_child(F&& f, unsigned limit_s) {
   ChildRun r;
   r.peak_kb = ru.ru_maxrss;
   if (n <= 0) r.error = "over " + std::to_string(limit_s) + " s";
-  else if (buf[0] == 'E') r.error = std::string(buf + 1).substr(0, 60);
+  else if (buf[0] == 'E')
+    r.error = std::strstr(buf, "work units") ? std::string("refused (over the work budget)") : std::string(buf + 1).substr(0, 60);
   else r.seconds = std::atof(buf);
   return r;
 }
@@ -243,7 +244,7 @@ Result l2_runs(const std::string& what, const Shape& s, L2SimConfig c) {
   c.method = L2SimMethod::enumeration;
   const ChildRun e = in_child([&] { sink = sink + flash_l2_sim(s, c).dram_bytes + (s.pass == Pass::fwd ? standard_l2_sim(s, c).dram_bytes : 0); }, 60);
   const double t = r.seconds < 0 ? 1e9 : r.seconds;
-  Result out{what + (r.error.empty() ? "" : " [" + r.error + "]"), t, static_cast<double>(flash_l2_sim_accesses(s)),
+  Result out{what + (r.error.empty() ? "" : ": " + r.error), t, static_cast<double>(flash_l2_sim_accesses(s)),
              "accesses", "< 1 s and < 1 GB", r.seconds >= 0 && t < 1.0 && r.peak_kb < (1l << 20)};
   out.beside = "peak " + std::to_string(r.peak_kb / 1024) + " MB; enumeration: " +
                (e.seconds >= 0 ? secs(e.seconds) : e.error);
