@@ -75,14 +75,6 @@ BackwardCta BackwardGrid::cta(std::uint64_t id) const {
 
 namespace {
 
-struct Occupancy {
-  std::vector<std::uint32_t> count;
-  std::uint64_t distinct = 0;
-  explicit Occupancy(std::size_t n) : count(n, 0) {}
-  void enter(std::size_t k) { distinct += count[k]++ == 0; }
-  void leave(std::size_t k) { distinct -= --count[k] == 0; }
-};
-
 // Object ids of the enumeration: per (sequence, head, query block) its Q with
 // LSE, dO, D and dQ accumulator; per (sequence, kv head, key block) its K, V;
 // per (sequence, head, key block) its dK, dV when GQA sums them afterwards.

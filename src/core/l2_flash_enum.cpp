@@ -12,15 +12,6 @@ namespace hbmscope::l2 {
 
 namespace {
 
-// Counts of resident CTAs per head, and how many heads have at least one.
-struct Occupancy {
-  std::vector<std::uint32_t> count;
-  std::uint64_t distinct = 0;
-  explicit Occupancy(std::size_t n) : count(n, 0) {}
-  void enter(std::size_t k) { distinct += count[k]++ == 0; }
-  void leave(std::size_t k) { distinct -= --count[k] == 0; }
-};
-
 // CTAs in launch order onto sm_count * ctas_per_sm slots, lockstep one key
 // block per step, feeding the L2.
 template <class Sink>

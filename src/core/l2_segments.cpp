@@ -2,8 +2,6 @@
 #include "l2_segments.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <queue>
@@ -163,16 +161,6 @@ inline bool before(std::uint64_t c1, std::uint32_t s1, std::uint64_t c2, std::ui
   return c1 < c2 || (c1 == c2 && s1 < s2);
 }
 
-// Objects of single-write namespaces that miss at one capacity.
-struct MissRange {
-  std::uint64_t ns, bytes, lo, hi;
-  bool operator<(const MissRange& o) const {
-    if (ns != o.ns) return ns < o.ns;
-    if (bytes != o.bytes) return bytes < o.bytes;
-    return lo < o.lo;
-  }
-};
-
 }  // namespace
 
 void SegmentEngine::evaluate(Tally& t) {
@@ -180,8 +168,8 @@ void SegmentEngine::evaluate(Tally& t) {
   // Accesses that bypass the L2: misses and writes, nothing more.
   for (const Stream& s : streams_) {
     if (s.allocate) continue;
-    if (s.op == Op::read || s.op == Op::rmw) t.reads(infinite, 0, s.count, s.bytes);
-    if (s.op == Op::write) t.write(checked_mul(s.count, s.bytes, what));
+    if (s.op == Op::read) t.reads(infinite, 0, s.count, s.bytes);
+    else t.write(checked_mul(s.count, s.bytes, what));
   }
   // Events: every segment that touches the stack, by its first step.
   struct Event {
@@ -193,7 +181,6 @@ void SegmentEngine::evaluate(Tally& t) {
   for (std::uint32_t i = 0; i < segs_.size(); ++i) {
     const Segment& g = segs_[i];
     const Stream& s = streams_[g.stream];
-    if (s.op == Op::death) continue;
     ev.push_back({s.phase + static_cast<std::int64_t>(g.a), s.phase + static_cast<std::int64_t>(g.b) - 1, i});
   }
   std::sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.A < y.A; });
@@ -205,6 +192,7 @@ void SegmentEngine::evaluate(Tally& t) {
   for (std::size_t i = size; i-- > 1;) maxb[i] = std::max(maxb[2 * i], maxb[2 * i + 1]);
 
   std::vector<std::uint32_t> hits;
+  std::vector<std::pair<std::size_t, std::pair<std::size_t, std::size_t>>> stack;
   auto overlapping = [&](std::int64_t lo, std::int64_t hi) {  // events with A <= hi and B >= lo
     hits.clear();
     const std::size_t n = static_cast<std::size_t>(
@@ -212,7 +200,7 @@ void SegmentEngine::evaluate(Tally& t) {
         ev.begin());
     if (n == 0) return;
     // Descend over [0, n), pruning subtrees whose B never reaches lo.
-    std::vector<std::pair<std::size_t, std::pair<std::size_t, std::size_t>>> stack{{1, {0, size}}};
+    stack.assign(1, {1, {0, size}});
     while (!stack.empty()) {
       const auto [node, range] = stack.back();
       stack.pop_back();
@@ -227,27 +215,20 @@ void SegmentEngine::evaluate(Tally& t) {
     }
   };
 
-  const std::vector<std::uint64_t>& caps = t.capacities();
-  std::vector<std::vector<MissRange>> misses(caps.size());
-  auto single = [&](std::uint64_t ns) {
-    return std::find(single_write_.begin(), single_write_.end(), ns) != single_write_.end();
-  };
   std::vector<std::pair<std::int64_t, std::int64_t>> slope_ev;
 
-  std::uint64_t stat_queries = 0, stat_hits = 0;
   for (const Segment& q : segs_) {
     const Stream& sq = streams_[q.stream];
     const std::uint64_t count = q.b - q.a;
-    if (sq.op == Op::write) t.write(checked_mul(count, sq.bytes, what));
-    const bool reads = sq.op == Op::read || sq.op == Op::rmw;
-    if (!reads && sq.op != Op::death) continue;
+    if (sq.op == Op::write) {
+      t.write(checked_mul(count, sq.bytes, what));
+      continue;
+    }
     if (q.pred == no_stream) {  // first accesses
-      if (reads) t.reads(infinite, 0, count, sq.bytes);
+      t.reads(infinite, 0, count, sq.bytes);
       continue;
     }
     const Stream& sp = streams_[q.pred];
-    const bool union_mode = sq.ns != unique && single(sq.ns);
-    const bool per_link_wb = !union_mode && (sp.op == Op::write_dirty || sp.op == Op::rmw);
     const std::int64_t g = sq.phase - sp.phase;
     const std::int64_t T0 = sq.phase + static_cast<std::int64_t>(q.a);
     const std::int64_t T1 = sq.phase + static_cast<std::int64_t>(q.b) - 1;
@@ -255,8 +236,6 @@ void SegmentEngine::evaluate(Tally& t) {
     std::uint64_t d0 = sq.bytes;
     slope_ev.clear();
     overlapping(T0 - g, T1);
-    ++stat_queries;
-    stat_hits += hits.size();
     for (std::uint32_t k : hits) {
       const Event& e = ev[k];
       const Segment& r = segs_[e.seg];
@@ -264,7 +243,7 @@ void SegmentEngine::evaluate(Tally& t) {
       const std::int64_t alpha = before(sp.cta, sp.sub, sr.cta, sr.sub) ? 0 : 1;  // (c_R, s_R) <= (c_p, s_p)
       const std::int64_t gamma = before(sr.cta, sr.sub, sq.cta, sq.sub) ? 0 : 1;  // (c_R, s_R) >= (c_q, s_q)
       std::int64_t m = g - alpha;
-      if (r.succ != no_stream && streams_[r.succ].op != Op::death) {  // a death touches nothing
+      if (r.succ != no_stream) {
         const Stream& sn = streams_[r.succ];
         const std::int64_t beta = before(sq.cta, sq.sub, sn.cta, sn.sub) ? 1 : 0;  // successor after q
         m = std::min(m, sn.phase - sr.phase - 1 + beta);
@@ -288,56 +267,13 @@ void SegmentEngine::evaluate(Tally& t) {
       const std::int64_t next = i < slope_ev.size() ? slope_ev[i].first : std::numeric_limits<std::int64_t>::max();
       const std::int64_t end = std::min(next - 1, T1);
       const auto len = static_cast<std::uint64_t>(end - pos + 1);
-      if (reads) t.reads(d, slope, len, sq.bytes);
-      if (per_link_wb) t.writebacks(d, slope, len, sp.bytes);
-      if (union_mode) {
-        const std::uint64_t dl = d + static_cast<std::uint64_t>(slope * static_cast<std::int64_t>(len - 1));
-        t.note_distance(std::max(d, dl));
-        for (std::size_t c = 0; c < caps.size(); ++c) {
-          // Steps of the piece where D > caps[c]: a prefix or suffix of it.
-          std::uint64_t first = 0, last = len;  // [first, last)
-          if (slope == 0) {
-            if (d <= caps[c]) continue;
-          } else if (slope > 0) {
-            if (dl <= caps[c]) continue;
-            first = d > caps[c] ? 0 : (caps[c] - d) / static_cast<std::uint64_t>(slope) + 1;
-          } else {
-            if (d <= caps[c]) continue;
-            last = (d - caps[c] - 1) / static_cast<std::uint64_t>(-slope) + 1;
-            last = std::min(last, len);
-          }
-          const std::uint64_t x = static_cast<std::uint64_t>(pos - sq.phase);
-          misses[c].push_back({sq.ns, sp.bytes, x + first, x + last});
-        }
-      }
+      t.reads(d, slope, len, sq.bytes);
       if (end == T1) break;
       d += static_cast<std::uint64_t>(slope * (end - pos));
       pos = next;
       while (i < slope_ev.size() && slope_ev[i].first <= pos) slope += slope_ev[i++].second;
       d += static_cast<std::uint64_t>(slope);
     }
-  }
-  if (std::getenv("HBM_STATS")) std::fprintf(stderr, "segments %zu events %zu queries %llu hits %llu\n", segs_.size(), ev.size(), (unsigned long long)stat_queries, (unsigned long long)stat_hits);
-  // Single-write intermediates: written back once if evicted before any of
-  // their reads or their death.
-  if (!single_write_.empty()) {
-    std::vector<std::uint64_t> wb(caps.size(), 0);
-    for (std::size_t c = 0; c < caps.size(); ++c) {
-      auto& v = misses[c];
-      std::sort(v.begin(), v.end());
-      std::uint64_t total = 0;
-      for (std::size_t k = 0; k < v.size();) {  // union of each key's ranges
-        const std::uint64_t lo = v[k].lo;
-        std::uint64_t hi = v[k].hi;
-        std::size_t j = k + 1;
-        while (j < v.size() && v[j].ns == v[k].ns && v[j].bytes == v[k].bytes && v[j].lo <= hi)
-          hi = std::max(hi, v[j++].hi);
-        total = checked_add(total, checked_mul(hi - lo, v[k].bytes, what), what);
-        k = j;
-      }
-      wb[c] = total;
-    }
-    t.writebacks_by_capacity(wb);
   }
 }
 

@@ -13,11 +13,8 @@
 namespace hbmscope::l2 {
 
 enum class Op : std::uint8_t {
-  read,         // a read (input or intermediate)
-  write,        // a write of an output: reaches DRAM whatever the L2
-  write_dirty,  // a write of an intermediate (l2_stack.hpp): written back if evicted before its next write or death
-  rmw,          // a read then a write_dirty of the same object (atomic adds)
-  death,        // the object dies here (a dirty intermediate is looked at, not touched)
+  read,   // a read
+  write,  // a write of an output: allocates, and reaches DRAM whatever the L2
 };
 
 class SegmentEngine {
@@ -34,17 +31,11 @@ class SegmentEngine {
   void add_stream(std::uint64_t cta, std::uint32_t sub, std::uint64_t k0, std::uint64_t count, std::uint64_t ns,
                   std::uint64_t x0, std::uint64_t bytes, Op op, bool allocate = true);
 
-  // Namespaces whose objects are written once and then read several times (a
-  // dirty period of many links: written back if any of them is evicted).
-  void set_single_write(std::uint64_t ns) { single_write_.push_back(ns); }
-
   // Runs the schedule and the distances into t. Afterwards: the schedule.
   void run(Tally& t);
   std::uint64_t start(std::uint64_t cta) const { return start_[cta]; }
   std::uint64_t length(std::uint64_t cta) const { return len_[cta]; }
   std::uint64_t kernel_steps(std::size_t k) const { return kernels_[k].steps; }
-  // Work the run will take, counted from what was added (before run).
-  std::uint64_t ctas() const { return len_.size(); }
 
   // Schedules one kernel: start steps (from 0) of CTAs of these lengths on
   // `slots` slots; returns the steps until the last finishes.
@@ -73,7 +64,6 @@ class SegmentEngine {
   std::vector<std::uint64_t> len_, start_;
   std::vector<Stream> streams_;
   std::vector<Segment> segs_;
-  std::vector<std::uint64_t> single_write_;
 };
 
 }  // namespace hbmscope::l2

@@ -170,6 +170,16 @@ class StackL2 {
   std::uint64_t total_ = 0;
 };
 
+// Counts of resident CTAs per head, and how many heads have at least one (the
+// enumerations' heads per wave).
+struct Occupancy {
+  std::vector<std::uint32_t> count;
+  std::uint64_t distinct = 0;
+  explicit Occupancy(std::size_t n) : count(n, 0) {}
+  void enter(std::size_t k) { distinct += count[k]++ == 0; }
+  void leave(std::size_t k) { distinct -= --count[k] == 0; }
+};
+
 // Passes the access stream on, for tests and other cache models.
 struct TraceSink {
   const std::function<void(const L2Access&)>& f;

@@ -60,20 +60,6 @@ class Tally {
     spread(wb_add_, d0, step, count, bytes);
   }
 
-  // Write-backs given per capacity (bytes written back at each of
-  // capacities(), non-increasing): intermediates written once and read
-  // several times, written back if evicted before any of their reads.
-  void writebacks_by_capacity(const std::vector<std::uint64_t>& w) {
-    for (std::size_t k = 0; k < w.size(); ++k) {
-      const std::uint64_t next = k + 1 < w.size() ? w[k + 1] : 0;
-      wb_add_[k + 1] = add(wb_add_[k + 1], w[k] - next);
-    }
-  }
-  // A stack distance that reaches no read (a death's): counts in the largest.
-  void note_distance(std::uint64_t d) {
-    if (d != infinite) max_reuse_ = std::max(max_reuse_, d);
-  }
-
   std::uint64_t dram_reads(std::uint64_t capacity) const { return above(read_add_, capacity); }
   std::uint64_t dram_writes(std::uint64_t capacity) const { return add(writes_, above(wb_add_, capacity)); }
   std::uint64_t requested() const { return request_; }
