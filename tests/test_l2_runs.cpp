@@ -7,7 +7,9 @@
 
 #include "hbmscope/decode.hpp"
 #include "hbmscope/l2_sim.hpp"
+#include "hbmscope/mask.hpp"
 #include "hbmscope/model.hpp"
+#include "hbmscope/tile_bytes.hpp"
 #include "../src/core/l2_flash.hpp"
 
 using namespace hbmscope;
@@ -239,6 +241,69 @@ TEST_CASE("L2 runs: standard attention's closed form equals the enumeration", "[
       CHECK(a.l2_hit_rate == b.l2_hit_rate);
       CHECK(a.l2_bytes_to_min == b.l2_bytes_to_min);
       CHECK(a.min_dram_bytes == b.min_dram_bytes);
+    }
+  }
+}
+
+namespace {
+// Issue 19's shapes at the two ends, counted here from the masks and the
+// operand sizes alone: with no L2 every CTA's Q, O and visited K/V tiles;
+// with an L2 holding everything Q and O once and each K/V tile some query
+// block visits once (whole tiles: a window that starts inside a key block
+// still reads the block).
+struct Ends {
+  std::uint64_t none = 0, all = 0;
+};
+Ends forward_ends(const Shape& s) {
+  const OperandBytes ob = operand_bytes(s);
+  Ends e;
+  auto one = [&](std::uint64_t q, std::uint64_t kv, std::uint64_t count) {
+    Shape t = s;
+    t.seq_lens = {};
+    t.batch = 1;
+    t.seq_q = q;
+    t.seq_kv = kv;
+    const std::uint64_t nqb = (q + s.block_rows - 1) / s.block_rows, nkb = (kv + s.block_cols - 1) / s.block_cols;
+    std::vector<bool> seen(nkb, false);
+    std::uint64_t none = (ob.q_row + ob.o_row) * q * s.heads, kv_once = 0;
+    for (std::uint64_t i = 0; i < nqb; ++i) {
+      const KeyRange r = visible_key_blocks(t, i);
+      for (std::uint64_t j = r.begin; j < r.end; ++j) {
+        const std::uint64_t bytes = ob.kv_col() * std::min(s.block_cols, kv - j * s.block_cols);
+        none += s.heads * bytes;
+        if (!seen[j]) kv_once += bytes;
+        seen[j] = true;
+      }
+    }
+    e.none += count * none;
+    e.all += count * ((ob.q_row + ob.o_row) * q * s.heads + s.kv_heads * kv_once);
+  };
+  if (s.seq_lens.empty()) one(s.seq_q, s.seq_kv, s.batch);
+  else
+    for (const SeqLen& x : s.seq_lens) one(x.q, x.kv, 1);
+  return e;
+}
+}  // namespace
+
+TEST_CASE("L2 runs: windows, chunks, DV, KV dtype and ragged batches at no L2 and at an L2 holding all", "[l2runs]") {
+  std::mt19937_64 rng(1919);
+  for (int k = 0; k < 200; ++k) {
+    const Shape s = random_prefill(rng);
+    INFO(describe(s));
+    const Ends e = forward_ends(s);
+    for (auto m : {L2SimMethod::runs, L2SimMethod::enumeration}) {
+      L2SimConfig c = config(rng, Rasterization::query_block_major, true);
+      c.method = m;
+      CHECK(flash_l2_sim(s, c).dram_bytes == e.none);
+      c.l2_bytes = std::uint64_t{1} << 62;
+      CHECK(flash_l2_sim(s, c).dram_bytes == e.all);
+      c.q_o_allocate = false;
+      c.l2_bytes = kv_footprint_bytes(s);  // every K/V tile fits when Q and O bypass
+      CHECK(flash_l2_sim(s, c).dram_bytes == e.all);
+    }
+    if (s.window == 0 && s.chunk == 0 && s.seq_lens.empty() && s.head_dim_v == 0 && !s.kv_dtype) {  // what model.cpp counts today
+      CHECK(e.none == flash_no_l2_bytes(s));
+      CHECK(e.all == floor_bytes(s));
     }
   }
 }
