@@ -23,12 +23,14 @@ enum class Rasterization {
 std::string_view rasterization_name(Rasterization r);  // "query-block-major", "head-major"
 std::optional<Rasterization> parse_rasterization(std::string_view s);
 
-// How the simulation is evaluated (docs/model.md, "How it is evaluated"):
-// both give identical results; they differ only in cost.
+// How the simulation is evaluated (docs/l2-simulation.md): both give
+// identical results; they differ only in cost.
 enum class L2SimMethod {
-  // Closed forms over the schedule's runs: waves in lockstep, and segments of
-  // accesses with one predecessor and one successor (cost grows with CTAs and
-  // the CTAs resident beside them, not with tile accesses).
+  // Closed forms over the schedule's runs where it has them (waves in
+  // lockstep: no mask, one sequence length; decode with one split; standard
+  // attention), costing O(CTAs); elsewhere the cheaper exact evaluation, the
+  // segment engine (segments of accesses with one predecessor and one
+  // successor) or the enumeration.
   runs,
   // Every tile access through the stack-distance LRU, one by one (the
   // reference the tests hold the runs against).
@@ -123,13 +125,14 @@ void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
 // standard_l2_sim_accesses is 0.
 void add_l2_sim(Row& row, const L2SimConfig& c);
 
-// What a simulation costs, counted without running it (docs/model.md,
+// What a simulation costs, counted without running it (docs/l2-simulation.md,
 // "Cost"): in work units of about a nanosecond on one core. For the runs
-// method it grows with the CTAs of the grid and, where CTAs do not run in
-// lockstep (masks, ragged batches, decode, backward), with the CTAs resident
-// beside each; for the enumeration with the tile accesses. Both simulations
-// of a prefill row (flash and standard), or the three decode variants of a
-// decode row (at their largest split count: --splits, else 128).
+// method it grows with the CTAs of the grid where the closed forms apply, and
+// otherwise as the cheaper of the segment engine (CTAs times the CTAs
+// resident beside each) and the enumeration (the tile accesses; always for
+// the backward pass). Both simulations of a prefill row (flash and
+// standard), or the three decode variants of a decode row (at their largest
+// split count: --splits, else 128).
 std::uint64_t l2_sim_work(const Shape& s, const L2SimConfig& c);
 // The most work one shape may take (about 10 s): larger ones are refused.
 inline constexpr std::uint64_t max_l2_sim_work = std::uint64_t{1} << 34;
