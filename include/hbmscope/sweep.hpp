@@ -55,6 +55,11 @@ struct SweepAxes {
   // (its batch, seq and seq_kv); when non-empty they replace the batch, seq and
   // seq_kv axes. Shared like context_lengths.
   std::vector<SeqList> seq_lens;
+  // Whole models (whole_model.hpp): every shape is a step of each model; the
+  // models give heads, head dims, windows, chunks and MLA. A model's
+  // torch_dtype replaces the dtype axis unless dtype_given.
+  std::vector<ModelConfigRef> model_config;
+  bool dtype_given = false;
 };
 
 // The most context lengths (or prefill sequences) one ragged batch may hold.

@@ -44,6 +44,7 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     const Shape& s = report.rows[i].shape;
+    if (report.rows[i].model_layers) continue;  // one kernel's traffic, not a whole model's (docs/models.md)
     const std::uint64_t w = std::max<std::uint64_t>(1, l2_sim_work(s, config_for(s)));
     if (w > max_l2_sim_work) {  // left out and named; with --l2-bytes, refused when nothing is left
       over_cap.push_back(i);
@@ -158,7 +159,11 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
       out.columns && out.columns->find("time") != std::string::npos)
     throw UsageError("--columns: 'time' needs --device (the roofline time of which GPU?)");
   if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
-  std::string text = render(report, print);
+  return write_report(report, render(report, print), out, dev, notes);
+}
+
+int write_report(const Report& report, std::string text, const OutputOptions& out, const DeviceOptions& dev,
+                 const std::vector<std::string>& notes) {
   // The chart and both files' temporary files first: a plot or a target that
   // fails does so with nothing written.
   std::optional<Plot> plot;

@@ -226,6 +226,23 @@ void read_decode_detail(const nlohmann::json& rj, std::string_view origin, const
   }
 }
 
+// rows[].model of a whole-model row.
+ModelLayers read_model_layers(const nlohmann::json& m, std::string_view origin, const std::string& p) {
+  ModelLayers ml;
+  const auto config = opt_string(m, origin, p, "config");
+  const auto kind = opt_string(m, origin, p, "layer_kind");
+  if (!config || config->empty()) jc::fail_text(origin, p + ".config", "missing (a model config's id)");
+  if (!kind || kind->empty()) jc::fail_text(origin, p + ".layer_kind", "missing (a kind of layer, or \"total\")");
+  ml.config = *config;
+  ml.kind = *kind;
+  ml.layers = get_u64(m, origin, p, "layers");
+  const auto& kv = get_object(m, origin, p, "kv_cache");
+  ml.kv_bytes_per_token = get_u64(kv, origin, p + ".kv_cache", "bytes_per_token");
+  ml.kv_cache_bytes = get_u64(kv, origin, p + ".kv_cache", "bytes");
+  if (member(kv, "tokens")) ml.kv_cache_tokens = get_u64(kv, origin, p + ".kv_cache", "tokens");
+  return ml;
+}
+
 }  // namespace
 
 Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const std::string& key) {
@@ -298,7 +315,10 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
     opt_number(*rl, origin, "roofline", "effective_bandwidth_bytes_per_s");
     r.roofline = RooflineInfo{spec, f};
   }
-  if (const auto* d = opt_object(j, origin, "", "device")) check_measured_device(*d, origin);
+  if (const auto* d = opt_object(j, origin, "", "device")) {
+    check_measured_device(*d, origin);
+    r.device = device_report_from_json(*d, origin);
+  }
   if (const auto* sh = opt_object(j, origin, "", "shard")) {
     const auto& s = *sh;
     r.shard = ShardInfo{get_u64(s, origin, "shard", "index"), get_u64(s, origin, "shard", "count"),
@@ -369,11 +389,15 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       row.variants.push_back(std::move(v));
     }
     if (row.shape.decode) read_decode_detail(rj, origin, k, row);
+    if (const auto* m = opt_object(rj, origin, k, "model")) row.model_layers = read_model_layers(*m, origin, k + ".model");
     check_l2_sim(rj, origin, k);
     if (const auto* ms = member(rj, "measurements")) {
       if (!ms->is_array()) jc::fail(origin, k + ".measurements", "an array of measurements", *ms);
-      for (std::size_t m = 0; m < ms->size(); ++m)
-        check_measurement((*ms)[m], origin, k + ".measurements[" + std::to_string(m) + "]");
+      for (std::size_t m = 0; m < ms->size(); ++m) {
+        const std::string mk = k + ".measurements[" + std::to_string(m) + "]";
+        check_measurement((*ms)[m], origin, mk);
+        row.measurements.push_back(measurement_from_json((*ms)[m], origin, mk));
+      }
     }
     // JSON objects come back in key order: restore the model's variant order.
     const auto rank = [](const std::string& id) {
@@ -381,12 +405,18 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       if (id == "flash_no_l2") return 1;
       if (id == "floor") return 2;
       if (const auto d = parse_decode_variant(id)) return 3 + static_cast<int>(*d);
-      if (id.rfind("decode_", 0) == 0) return 7;  // the decode simulations
+      if (id.rfind("decode_", 0) == 0) {  // the decode simulations, in their variants' order
+        constexpr std::string_view sim = "_l2_sim";
+        if (id.size() > sim.size() && id.compare(id.size() - sim.size(), sim.size(), sim) == 0)
+          if (const auto d = parse_decode_variant(id.substr(0, id.size() - sim.size()))) return 7 + static_cast<int>(*d);
+        return 11;
+      }
       return 3;
     };
     std::stable_sort(row.variants.begin(), row.variants.end(),
                      [&](const auto& a, const auto& b) { return rank(a.id) < rank(b.id); });
     if (const auto* rp = member(rj, "ridge_point")) row.ridge_point = get_number(*rp, origin, k + ".ridge_point");
+    if (const auto* l2 = member(rj, "l2_sim")) row.l2_sim = l2_sim_from_json(*l2, row.variants);
     return row;
   }
 }
