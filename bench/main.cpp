@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
     if (c.name.find(only) == std::string::npos) continue;
     const Result r = c.run();
     all_met &= r.met;
-    const std::string rate = si(r.items / r.seconds) + r.unit + "/s";
+    const std::string rate = r.seconds >= 1e8 ? std::string("-") : si(r.items / r.seconds) + r.unit + "/s";
     std::printf("%s  %s  %s  %s  %s%s%s%s\n", pad(c.name, 24, false).c_str(), pad(r.work, 58, false).c_str(),
                 pad(r.seconds >= 1e8 ? std::string("-") : secs(r.seconds), 10, true).c_str(), pad(rate, 18, true).c_str(),
                 r.target.c_str(), r.target.empty() ? "" : (r.met ? " (met)" : " (MISSED)"), r.beside.empty() ? "" : "; ",
