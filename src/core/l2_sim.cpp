@@ -82,10 +82,14 @@ namespace {
 
 using l2::Tally;
 
-// Refuses a shape over the budget before anything runs.
+// Refuses a shape over the budget before anything runs, and one whose tiles'
+// bytes overflow 64 bits (every stack distance is at most their sum, so the
+// closed forms' unchecked sums then fit).
 void check_before(const Shape& s, const L2SimConfig& c) {
   validate(s);
   validate(c);
+  (void)checked_add(kv_footprint_bytes(s), qo_footprint_bytes(s), "L2 simulation footprint");
+  if (s.pass == Pass::fwd) (void)standard_bytes(s);  // S and P panels of the standard stream
   check_l2_sim_size(s, c);
 }
 
@@ -178,16 +182,18 @@ std::vector<std::uint64_t> standard_l2_curve(const Shape& s, const L2SimConfig& 
 std::uint64_t kv_footprint_bytes(const Shape& s) {
   validate(s);
   const OperandBytes ob = operand_bytes(s);
-  const std::uint64_t keys = s.seq_lens.empty() ? checked_mul(s.batch, s.seq_kv, "K/V footprint")
-                                                : *s.seq_lens.total_kv();
+  const auto total = s.seq_lens.total_kv();
+  if (!s.seq_lens.empty() && !total) throw_overflow("K/V footprint");
+  const std::uint64_t keys = s.seq_lens.empty() ? checked_mul(s.batch, s.seq_kv, "K/V footprint") : *total;
   return checked_product("K/V footprint", s.kv_heads, keys, ob.kv_col());
 }
 
 std::uint64_t qo_footprint_bytes(const Shape& s) {
   validate(s);
   const OperandBytes ob = operand_bytes(s);
-  const std::uint64_t rows = s.seq_lens.empty() ? checked_mul(s.batch, s.seq_q, "Q/O footprint")
-                                                : *s.seq_lens.total_q();
+  const auto total = s.seq_lens.total_q();
+  if (!s.seq_lens.empty() && !total) throw_overflow("Q/O footprint");
+  const std::uint64_t rows = s.seq_lens.empty() ? checked_mul(s.batch, s.seq_q, "Q/O footprint") : *total;
   return checked_product("Q/O footprint", s.heads, rows, checked_add(ob.q_row, ob.o_row, "Q/O footprint"));
 }
 
