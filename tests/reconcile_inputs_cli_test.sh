@@ -137,18 +137,27 @@ check "a million context lengths: at once" test $(($(date +%s) - start)) -lt 20
 expect_error "--splits as a list" 2 "--splits: reconcile takes one value" reconcile "$fx/raw_two_captures.csv" \
   --context-lengths 1:1000000:+1 --splits 1:100:+1
 # The L2 simulation within the run's budget (sweep's rule): 100 calls of shapes
-# over the per-shape budget are left out at once, with sweep's note.
+# over the per-shape budget (causal at 1M tokens: enumerated) are left out at
+# once, with sweep's note; the same calls without a mask take the simulation's
+# closed form and are all simulated at once.
 { echo '"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum"'
   echo '"","","byte","nsecond"'
   for i in $(seq 0 99); do echo "\"$i\",\"flash_fwd_kernel\",\"1000\",\"2000\""; done
 } >"$work/hundred.csv"
 check "hundred: about 4 kB" test "$(stat -c %s "$work/hundred.csv")" -lt 5000
 start=$(date +%s)
-timeout 120 "$bin" reconcile "$work/hundred.csv" --heads 151:250:+1 --seq 65536 --head-dim 64 --device h100 \
+timeout 120 "$bin" reconcile "$work/hundred.csv" --heads 151:250:+1 --seq 1M --causal --head-dim 64 --device h100 \
   >"$work/t" 2>"$work/e"
 check "L2 budget: exit 0" test $? -eq 0
 check "L2 budget: sweep's note" grep -q "L2 simulation left out for 100 shape(s) of more than" "$work/t"
 check "L2 budget: quick" test $(($(date +%s) - start)) -lt 60
+start=$(date +%s)
+timeout 120 "$bin" reconcile "$work/hundred.csv" --heads 151:250:+1 --seq 65536 --head-dim 64 --device h100 \
+  >"$work/t" 2>"$work/e"
+check "L2 closed form: exit 0" test $? -eq 0
+check "L2 closed form: every call simulated" test "$(grep -c "the L2 simulation predicted" "$work/t")" -eq 100
+check "L2 closed form: nothing left out" eval '! grep -q "L2 simulation left out" "$work/t"'
+check "L2 closed form: quick" test $(($(date +%s) - start)) -lt 60
 
 echo "reconcile inputs cli: $pass passed, $fails failed"
 test "$fails" -eq 0

@@ -54,6 +54,7 @@ struct L2SimDetail {
   };
   Variant flash;     // minimum: the floor
   Variant standard;  // minimum: floor + S and P written once
+  bool has_standard = true;  // false for backward rows: standard attention's backward is not simulated
   double heads_per_wave = 0.0;     // mean distinct (batch, head) among resident CTAs
   double kv_heads_per_wave = 0.0;  // the same for (batch, kv head)
   std::uint64_t waves = 0;         // ceil(CTAs / (SMs x CTAs per SM))

@@ -46,6 +46,7 @@ struct OutputOptions {
 struct L2Options {
   std::optional<std::string> l2_bytes, sms, ctas_per_sm, order;
   std::optional<std::string> qo{};  // --l2-qo allocate|bypass
+  std::optional<std::string> method{};  // --l2-method runs|enumeration
 };
 
 void add_l2_options(CLI::App& app, L2Options& o);

@@ -211,10 +211,10 @@ int ReconcileCommand::run_reconcile() {
     opt.l2 = to_l2_config(L2Options{}, &*device);
     if (device->sm_count > 0) opt.sm_count = device->sm_count;
     // The simulation runs within the run's budget, as sweep's does.
-    opt.l2_plan = [](const std::vector<Shape>& shapes, std::vector<std::string>& notes) {
+    opt.l2_plan = [l2 = *opt.l2](const std::vector<Shape>& shapes, std::vector<std::string>& notes) {
       std::vector<const Shape*> p;
       for (const Shape& s : shapes) p.push_back(&s);
-      L2SimPlan plan = plan_l2_sims(p, true);
+      L2SimPlan plan = plan_l2_sims(p, true, [&](const Shape&) { return l2; });
       for (auto& n : plan.notes) notes.push_back(std::move(n));
       std::vector<bool> run;
       for (auto c : plan.cost) run.push_back(c > 0);

@@ -17,63 +17,60 @@
 
 namespace hbmscope::cli {
 
-L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic) {
-  // Work is counted in simulated accesses (both simulations), all counted in
-  // O(1) per shape before any runs, so that a run too long is refused at once.
+L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic,
+                       const std::function<L2SimConfig(const Shape&)>& config_for) {
+  // Work is counted by the one budget the core keeps (l2_sim_work), in O(1)
+  // per shape for closed forms (a few passes over the CTAs where they do not
+  // run in lockstep) before any simulation runs, so a run too long is refused
+  // at once. `automatic` (a device alone turned it on): shapes past the
+  // budgets are left out with a note; --l2-bytes: a run over the run's budget
+  // is refused, and so is one with nothing left to simulate.
   L2SimPlan plan;
   plan.cost.assign(shapes.size(), 0);
-  std::size_t too_large = 0, over_budget = 0, simulated = 0;
   std::vector<std::size_t> over_cap;
+  std::size_t over_budget = 0, simulated = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     if (!shapes[i]) continue;  // a row the caller leaves out (a whole model's)
     const Shape& s = *shapes[i];
-    if (s.pass != Pass::fwd) continue;  // the simulation models the forward pass
-    if (automatic && l2_sim_accesses(s) > auto_l2_sim_accesses) {
-      ++too_large;
-      continue;
-    }
-    // With --l2-bytes a shape over the per-shape cap is left out and named;
-    // the run is refused only when no shape is left to simulate.
-    if (!automatic && l2_sim_accesses(s) > max_l2_sim_accesses) {
+    const std::uint64_t w = std::max<std::uint64_t>(1, l2_sim_work(s, config_for(s)));
+    if (w > max_l2_sim_work) {  // left out and named
       over_cap.push_back(i);
       continue;
     }
-    const std::uint64_t c = flash_l2_sim_accesses(s) + standard_l2_sim_accesses(s);
-    if (automatic && plan.total + c > max_l2_sim_run_accesses) {
+    if (plan.total + w > max_l2_sim_run_work) {
+      if (!automatic) {
+        std::size_t n = 0;
+        for (const Shape* x : shapes) n += x != nullptr;
+        throw Error("L2 simulation: the first " + std::to_string(simulated + 1) + " of " + std::to_string(n) +
+                    " shapes take " + std::to_string(plan.total + w) + " work units, more than " +
+                    std::to_string(max_l2_sim_run_work) +
+                    " (about a minute) per run; simulate fewer or shorter shapes (--shard I/N splits a sweep)");
+      }
       ++over_budget;
       continue;
     }
-    plan.cost[i] = c;
-    plan.total += c;  // no overflow: each c is at most 2 x max_l2_sim_accesses
+    plan.cost[i] = w;
+    plan.total += w;  // no overflow: each w is at most max_l2_sim_work
     ++simulated;
-    if (!automatic && plan.total > max_l2_sim_run_accesses) {
-      std::size_t fwd = 0;
-      for (const Shape* x : shapes) fwd += x && x->pass == Pass::fwd;
-      throw Error("L2 simulation: the first " + std::to_string(simulated) + " of " + std::to_string(fwd) +
-                  " shapes already make " + std::to_string(plan.total) + " simulated accesses, more than " +
-                  std::to_string(max_l2_sim_run_accesses) +
-                  " per run; simulate fewer or shorter shapes (--shard I/N splits a sweep) or use "
-                  "bigger --block-rows/--block-cols");
-    }
   }
-  if (!over_cap.empty() && simulated == 0) check_l2_sim_size(*shapes[over_cap.front()]);  // throws
-  if (too_large)
-    plan.notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses; "
-                                     "--l2-bytes runs it on every shape up to {}",
-                                     too_large, auto_l2_sim_accesses, max_l2_sim_accesses));
+  if (!over_cap.empty() && simulated == 0 && !automatic) {  // --l2-bytes asked for a simulation that cannot run
+    const Shape& s = *shapes[over_cap.front()];
+    check_l2_sim_size(s, config_for(s));  // throws
+  }
   if (!over_cap.empty()) {
     std::string named;
     for (std::size_t k = 0; k < over_cap.size() && k < 5; ++k)
       named += (k ? "; " : "") + describe(*shapes[over_cap[k]]);
     if (over_cap.size() > 5) named += "; and " + std::to_string(over_cap.size() - 5) + " more";
-    plan.notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses: {} "
-                                     "(bigger --block-rows/--block-cols or shorter sequences simulate them)",
-                                     over_cap.size(), max_l2_sim_accesses, named));
+    plan.notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} work units (about 10 s "
+                                     "each): {} (bigger --block-rows/--block-cols, fewer heads or shorter sequences "
+                                     "simulate them)",
+                                     over_cap.size(), max_l2_sim_work, named));
   }
   if (over_budget)
-    plan.notes.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} "
-                                     "simulated accesses; --shard I/N splits the sweep",
-                                     over_budget, max_l2_sim_run_accesses));
+    plan.notes.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} work "
+                                     "units; --shard I/N splits the sweep",
+                                     over_budget, max_l2_sim_run_work));
   return plan;
 }
 
@@ -83,27 +80,29 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   if (dev.device) spec = find_device(*dev.device);
   const auto config = to_l2_config(l2, spec ? &*spec : nullptr);
   if (!config) return {};
+  // Each shape's configuration: without --ctas-per-sm, as many CTAs as the
+  // flash kernel this shape would run fits on one SM of the device
+  // (launch_plan's ptxas figures); decode rows two split-KV CTAs an SM, as
+  // FlashAttention's split heuristic assumes.
+  auto config_for = [&](const Shape& s) {
+    L2SimConfig c = *config;
+    if (!l2.ctas_per_sm)
+      c.ctas_per_sm = s.decode ? 2 : shape_ctas_per_sm(s, sm_limits_for_device(spec ? spec->name : ""));
+    return c;
+  };
   std::vector<const Shape*> shapes;
   shapes.reserve(report.rows.size());
   // One kernel's traffic, not a whole model's (docs/models.md): model rows are left out.
   for (const Row& r : report.rows) shapes.push_back(r.model_layers ? nullptr : &r.shape);
-  const L2SimPlan plan = plan_l2_sims(shapes, !l2.l2_bytes);
+  const L2SimPlan plan = plan_l2_sims(shapes, !l2.l2_bytes, config_for);
   {
-    // About 2^26 accesses take a second: shorter runs show no bar.
-    ProgressBar bar(stderr, mode, "hbmscope L2 simulation", std::size_t{1} << 26, 1);
+    // About 2^30 work units take a second: shorter runs show no bar.
+    ProgressBar bar(stderr, mode, "hbmscope L2 simulation", std::size_t{1} << 30, 1);
     std::uint64_t done = 0;
     for (std::size_t i = 0; i < report.rows.size(); ++i) {
       if (plan.cost[i] == 0) continue;
       bar.update(done, plan.total);
-      // Without --ctas-per-sm: as many CTAs as the flash kernel this shape
-      // would run fits on one SM of the device (launch_plan's ptxas figures).
-      L2SimConfig c = *config;
-      // Decode rows: two split-KV CTAs an SM, as FlashAttention's split heuristic assumes.
-      if (!l2.ctas_per_sm)
-        c.ctas_per_sm = report.rows[i].shape.decode
-                            ? 2
-                            : shape_ctas_per_sm(report.rows[i].shape, sm_limits_for_device(spec ? spec->name : ""));
-      add_l2_sim(report.rows[i], c);
+      add_l2_sim(report.rows[i], config_for(report.rows[i].shape));
       done += plan.cost[i];
     }
     bar.update(plan.total, plan.total);

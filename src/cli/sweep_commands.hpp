@@ -4,6 +4,7 @@
 // with them: the device, roofline and plot options and the run's checks
 // (run_options.cpp), the L2 and measurement steps and finish_report
 // (run_steps.cpp).
+#include <functional>
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
@@ -34,14 +35,13 @@ void add_plot_options(CLI::App& app, DeviceOptions& o);
 // Checks the device and plot options before any work is done.
 void check_device_options(const DeviceOptions& d, const OutputOptions& out);
 
-// Adds the L2 simulation to the forward rows when --l2-bytes or a device is
-// given. With only a device, shapes whose simulation would exceed
-// auto_l2_sim_accesses are left out (a note on stderr says how many).
-inline constexpr std::uint64_t auto_l2_sim_accesses = std::uint64_t{1} << 25;
-// The sum over shapes is capped too (max_l2_sim_run_accesses): with
-// --l2-bytes a run over it is refused before anything is simulated; with only a
-// device the shapes past it are left out, with a note. A progress bar as the
-// sweep's shows for long simulations.
+// Adds the L2 simulation to the rows when --l2-bytes or a device is given.
+// Each shape's work is counted first by the core's one budget (l2_sim_work):
+// a shape over max_l2_sim_work is left out and named in a note (the run is
+// refused when no shape is left); past max_l2_sim_run_work in all, a run with
+// --l2-bytes is refused before anything is simulated, and with only a device
+// the shapes past it are left out, with a note. A progress bar as the sweep's
+// shows for long simulations.
 // Returns the notes (without "hbmscope: note: ") for finish_report to print
 // once the run has succeeded.
 std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
@@ -58,7 +58,8 @@ struct L2SimPlan {
   std::uint64_t total = 0;
   std::vector<std::string> notes;
 };
-L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic);
+L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic,
+                       const std::function<L2SimConfig(const Shape&)>& config_for);
 
 // Runs the kernels of --kernels on every row's shape (a CUDA device needed:
 // Error saying why otherwise) and attaches the measurements and the device.

@@ -449,9 +449,9 @@ Reconciliation reconcile(const std::vector<MeasuredLaunch>& launches, const Kern
           if (opt.l2 && (c.kind == CallKind::flash || c.kind == CallKind::standard) && !allowed(*c.shape))
             c.notes.push_back("L2 simulation left out (see the notes below)");
           else if (opt.l2 && (c.kind == CallKind::flash || c.kind == CallKind::standard) &&
-                   l2_sim_accesses(*c.shape) > max_l2_sim_accesses)
-            c.notes.push_back("L2 simulation left out: more than " + std::to_string(max_l2_sim_accesses) +
-                              " tile accesses");
+                   !l2_sim_within_budget(*c.shape, *opt.l2))
+            c.notes.push_back("L2 simulation left out: more than " + std::to_string(max_l2_sim_work) +
+                              " work units (docs/l2-simulation.md, \"Cost and the budget\")");
         }
       } catch (const Error& e) {
         throw Error("call " + std::to_string(c.index) + " (" + c.origin + "): shape " + describe(*c.shape) + ": " +

@@ -67,7 +67,7 @@ std::vector<ModelBytesRW> model_bytes_for(CallKind kind, const Shape& shape, con
     v.l2_hit_rate = r.l2_hit_rate;
     m.push_back(std::move(v));
   };
-  const bool simulate = l2 && l2_sim_accesses(s) <= max_l2_sim_accesses;
+  const bool simulate = l2 && l2_sim_within_budget(s, *l2);
   switch (kind) {
     case CallKind::standard: {
       // S and P written once each, O once.

@@ -56,13 +56,14 @@ nlohmann::json l2_sim_to_json(const L2SimDetail& d) {
   flash["heads_per_wave"] = d.heads_per_wave;
   flash["kv_heads_per_wave"] = d.kv_heads_per_wave;
   flash["waves"] = d.waves;
-  return {{"l2_bytes", d.l2_bytes},
-          {"sm_count", d.sm_count},
-          {"ctas_per_sm", d.ctas_per_sm},
-          {"order", d.order},
-          {"q_o_allocate", d.q_o_allocate},
-          {"flash", flash},
-          {"standard", variant(d.standard, "l2_bytes_to_min")}};
+  nlohmann::json j = {{"l2_bytes", d.l2_bytes},
+                      {"sm_count", d.sm_count},
+                      {"ctas_per_sm", d.ctas_per_sm},
+                      {"order", d.order},
+                      {"q_o_allocate", d.q_o_allocate},
+                      {"flash", flash}};
+  if (d.has_standard) j["standard"] = variant(d.standard, "l2_bytes_to_min");
+  return j;
 }
 
 nlohmann::json measurement_to_json(const KernelMeasurement& m) {

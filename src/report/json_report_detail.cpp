@@ -68,6 +68,7 @@ L2SimDetail l2_sim_from_json(const nlohmann::json& l2, const std::vector<Variant
     d.waves = u64(*f, "waves");
   }
   if (const auto s = l2.find("standard"); s != l2.end() && s->is_object()) d.standard = sim_variant(*s, "l2_bytes_to_min");
+  else d.has_standard = false;  // a backward row: standard attention's backward is not simulated
   return d;
 }
 

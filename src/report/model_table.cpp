@@ -153,7 +153,8 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
   }
   if (any_l2_sim(rep) && shown("standard_l2_sim"))
     cols.push_back({"L2 hit (standard)", true, [](const Row& r) {
-                      return r.l2_sim ? format_percent(r.l2_sim->standard.hit_rate) : std::string("-");
+                      return r.l2_sim && r.l2_sim->has_standard ? format_percent(r.l2_sim->standard.hit_rate)
+                                                                 : std::string("-");
                     }, "l2"});
   if (models) {
     cols.push_back({"KV cache", true, [units = opt.units](const Row& r) {

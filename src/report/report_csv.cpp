@@ -125,8 +125,9 @@ std::string render_csv(const Report& rep) {
       out += std::to_string(d.l2_bytes) + "," + std::to_string(d.sm_count) + "," +
              std::to_string(d.ctas_per_sm) + "," + csv_field(d.order) + "," + csv_number(d.flash.hit_rate) + "," +
              csv_number(d.heads_per_wave) + "," + csv_number(d.kv_heads_per_wave) + "," +
-             std::to_string(d.flash.l2_bytes_to_min) + "," + csv_number(d.standard.hit_rate) + "," +
-             std::to_string(d.standard.l2_bytes_to_min);
+             std::to_string(d.flash.l2_bytes_to_min) + ",";
+      if (d.has_standard) out += csv_number(d.standard.hit_rate) + "," + std::to_string(d.standard.l2_bytes_to_min);
+      else out += ',';
     } else if (l2) {
       out += ",,,,,,,,,,";
     }
