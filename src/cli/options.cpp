@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "hbmscope/device_spec.hpp"
 #include "hbmscope/error.hpp"
@@ -242,26 +243,71 @@ void add_shape_options(CLI::App& app, ShapeOptions& o) {
   app.add_option("--page-size", o.page_size,
                  "Decode: tokens per KV cache page for decode_paged, e.g. 16,256 [default: 16]")
       ->type_name("LIST");
+  app.add_option("--window", o.window,
+                 "Sliding window W (with --causal): the query at position p sees keys p - W < c <= p, "
+                 "itself and the W - 1 before it (flash-attn's window_size=(W-1, 0); the sliding_window "
+                 "of Mistral, Gemma 2/3, GPT-OSS); cuts the key blocks each query block visits, the keys "
+                 "the floor reads and a decode step's cache to the last min(L, W) keys; a list sweeps "
+                 "them, 0 = none, e.g. 4096 or 0,4096 [default: none]")
+      ->type_name("LIST");
+  app.add_option("--chunk", o.chunk,
+                 "Chunked attention C (with --causal; Llama 4's attention_chunk_size): p sees keys "
+                 "c <= p of its own chunk, floor(c/C) = floor(p/C); a decode step reads the current "
+                 "chunk; 0 = none, e.g. 8192 [default: none]")
+      ->type_name("LIST");
+  app.add_option("--head-dim-v", o.head_dim_v,
+                 "Head dim DV of V and O when it differs from --head-dim d (Q and K); FLOPs are "
+                 "2d + 2DV per (query, key) pair; e.g. --head-dim 192 --head-dim-v 128 (MLA prefill) "
+                 "[default: = --head-dim]")
+      ->type_name("LIST");
+  app.add_option("--kv-dtype", o.kv_dtype,
+                 "Element type of K and V (the KV cache) when it differs from --dtype, which Q, O, S "
+                 "and P keep: fp32, fp16, bf16, fp8 or same, e.g. fp8 (an fp8 cache under bf16) "
+                 "[default: same]")
+      ->type_name("LIST");
+  app.add_option("--mla", o.mla,
+                 "MLA in its absorbed form (FlashMLA's decode): one latent KV head of R + P values per "
+                 "token (kv_lora_rank R, qk_rope_head_dim P), read once for all query heads, serving as K "
+                 "(all R + P) and V (its first R); Q of R + P and O of R per query head. Sets "
+                 "--head-dim R+P, --head-dim-v R, --kv-heads 1 (shape field latent_kv), e.g. 512,64 "
+                 "(DeepSeek-V3, Kimi K2)")
+      ->type_name("R,P");
+  app.add_option("--seq-lens", o.seq_lens,
+                 "Ragged prefill: one batch of sequences, each attending only to itself (add --causal "
+                 "for a decoder), summed exactly: L (L queries against themselves) or Q:KV (chunked "
+                 "prefill: Q new tokens against a cached prefix of KV - Q plus themselves), e.g. "
+                 "512,4096,1K:8K or @lens.txt; sets the batch, --seq and --seq-kv")
+      ->type_name("LIST|@FILE")
+      ->check(not_empty());
 }
 
-std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
-  if (text.empty() || text[0] != '@') return parse_int_axis(text, "context-lengths");
-  const std::string path = text.substr(1);
+bool ShapeOptions::any() const {
+  return seq || head_dim || seq_kv || batch || heads || kv_heads || dtype || block_rows || block_cols || causal ||
+         pass || decode || context_lengths || splits || page_size || window || chunk || head_dim_v || kv_dtype ||
+         mla || seq_lens;
+}
+
+namespace {
+
+// The items of a list file (@FILE of --context-lengths, --seq-lens): separated
+// by commas, spaces or newlines, '#' starting a comment; each handed to
+// on_item with its line for messages.
+template <class OnItem>
+void read_list_file(const std::string& path, const char* option, OnItem&& on_item) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error("--context-lengths: cannot read '" + path + "': " + std::strerror(errno));
+  if (!f) throw Error(std::string("--") + option + ": cannot read '" + path + "': " + std::strerror(errno));
   std::string content;
   char buf[65536];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
     content.append(buf, n);
     if (content.size() > (std::size_t{64} << 20)) {
       std::fclose(f);
-      throw Error("--context-lengths: '" + path + "' is larger than 64 MiB");
+      throw Error(std::string("--") + option + ": '" + path + "' is larger than 64 MiB");
     }
   }
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) throw Error("--context-lengths: error reading '" + path + "'");
-  std::vector<std::uint64_t> out;
+  if (failed) throw Error(std::string("--") + option + ": error reading '" + path + "'");
   std::size_t line = 1;
   for (std::size_t pos = 0; pos < content.size();) {
     const char c = content[pos];
@@ -277,20 +323,45 @@ std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
     std::size_t end = pos;
     while (end < content.size() && std::string_view(",# \t\r\n").find(content[end]) == std::string_view::npos)
       ++end;
-    const std::string item = content.substr(pos, end - pos);
-    std::vector<std::uint64_t> v;
     try {
-      v = parse_int_axis(item, "context-lengths");
+      on_item(content.substr(pos, end - pos));
+    } catch (const UsageError& e) {
+      throw UsageError(std::string(e.what()) + " (" + path + ", line " + std::to_string(line) + ")");
     } catch (const Error& e) {
       throw Error(std::string(e.what()) + " (" + path + ", line " + std::to_string(line) + ")");
     }
+    pos = end;
+  }
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
+  if (text.empty() || text[0] != '@') return parse_int_axis(text, "context-lengths");
+  const std::string path = text.substr(1);
+  std::vector<std::uint64_t> out;
+  read_list_file(path, "context-lengths", [&](const std::string& item) {
+    const auto v = parse_int_axis(item, "context-lengths");
     out.insert(out.end(), v.begin(), v.end());
     if (out.size() > max_context_lengths)
       throw Error("--context-lengths: '" + path + "' holds more than " + std::to_string(max_context_lengths) +
                   " lengths");
-    pos = end;
-  }
+  });
   if (out.empty()) throw Error("--context-lengths: '" + path + "' holds no lengths");
+  return out;
+}
+
+std::vector<SeqLen> parse_seq_lens(const std::string& text) {
+  if (text.empty() || text[0] != '@') return parse_seq_len_items(text, "seq-lens");
+  const std::string path = text.substr(1);
+  std::vector<SeqLen> out;
+  read_list_file(path, "seq-lens", [&](const std::string& item) {
+    const auto v = parse_seq_len_items(item, "seq-lens");
+    out.insert(out.end(), v.begin(), v.end());
+    if (out.size() > max_context_lengths)
+      throw Error("--seq-lens: '" + path + "' holds more than " + std::to_string(max_context_lengths) + " sequences");
+  });
+  if (out.empty()) throw Error("--seq-lens: '" + path + "' holds no sequences");
   return out;
 }
 
@@ -342,6 +413,50 @@ void add_output_options(CLI::App& app, OutputOptions& o) {
       ->check(not_empty());
 }
 
+namespace {
+
+// --window, --chunk, --head-dim-v, --kv-dtype, --mla, --seq-lens.
+void apply_served_options(SweepAxes& a, const ShapeOptions& o) {
+  if (o.window) a.window = parse_int_axis_or_none(*o.window, "window");
+  if (o.chunk) a.chunk = parse_int_axis_or_none(*o.chunk, "chunk");
+  for (const auto& [given, axis, name] : {std::tuple{o.window.has_value(), &a.window, "--window"},
+                                          std::tuple{o.chunk.has_value(), &a.chunk, "--chunk"}}) {
+    const bool any = std::any_of(axis->begin(), axis->end(), [](std::uint64_t v) { return v != 0; });
+    if (given && any && std::find(a.causal.begin(), a.causal.end(), true) == a.causal.end())
+      throw UsageError(std::string(name) + ": narrows the causal mask; add --causal");
+  }
+  if (o.head_dim_v) a.head_dim_v = parse_int_axis_or_none(*o.head_dim_v, "head-dim-v");
+  if (o.kv_dtype) a.kv_dtype = parse_kv_dtype_axis(*o.kv_dtype, "kv-dtype");
+  if (o.mla) {
+    if (o.head_dim || o.head_dim_v || o.kv_heads)
+      throw UsageError("--mla: sets --head-dim (R + P), --head-dim-v (R) and --kv-heads (1); drop those");
+    const auto rp = parse_int_axis(*o.mla, "mla");
+    if (rp.size() != 2)
+      throw UsageError("--mla: '" + *o.mla + "' must be two values R,P (kv_lora_rank, qk_rope_head_dim), e.g. 512,64");
+    if (rp[0] > (std::uint64_t{1} << 48) || rp[1] > (std::uint64_t{1} << 48))
+      throw Error("--mla: '" + *o.mla + "' exceeds 2^48");
+    if (!a.seq_head_dim.empty()) {  // (seq, head_dim) points: their sequence lengths stay
+      std::set<std::uint64_t> seqs;
+      for (auto [n, d] : a.seq_head_dim) seqs.insert(n);
+      a.seq.assign(seqs.begin(), seqs.end());
+      a.seq_head_dim.clear();
+    }
+    a.head_dim = {rp[0] + rp[1]};
+    a.head_dim_v = {rp[0]};
+    a.kv_heads = {1};
+    a.latent_kv = true;
+  }
+  if (o.seq_lens) {
+    if (a.decode)
+      throw UsageError("--seq-lens: prefill sequences; a decode batch is --context-lengths");
+    if (o.batch || o.seq || o.seq_kv)
+      throw UsageError("--seq-lens: gives the batch, --seq and --seq-kv; drop those");
+    a.seq_lens = {SeqList(parse_seq_lens(*o.seq_lens))};
+  }
+}
+
+}  // namespace
+
 void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
   if (o.seq || o.head_dim) {
     if (!a.seq_head_dim.empty()) {
@@ -381,6 +496,7 @@ void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
         throw Error("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
   }
   if (o.page_size) a.page_size = parse_int_axis(*o.page_size, "page-size");
+  apply_served_options(a, o);
 }
 
 SweepAxes to_axes(const ShapeOptions& o) {
@@ -391,7 +507,7 @@ SweepAxes to_axes(const ShapeOptions& o) {
     apply_shape_options(a, o);
     return a;
   }
-  SweepAxes a = o.seq || o.head_dim ? SweepAxes{} : note_axes();
+  SweepAxes a = o.seq || o.head_dim || o.mla || o.seq_lens ? SweepAxes{} : note_axes();
   apply_shape_options(a, o);
   return a;
 }

@@ -105,16 +105,29 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
 
 namespace {
 
-void require_forward(const Shape& s) {
+// The one check of what our kernels run, made before any device is opened:
+// the forward pass of the shapes they implement. Attention as served beyond a
+// window (docs/model.md, "Operand shapes", "Ragged prefill") is counted by the
+// model but run by no kernel of ours.
+void require_measurable(const Shape& s) {
   if (s.pass != Pass::fwd)
     throw Error("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
+  const char* what = s.latent_kv                  ? "a latent KV (MLA)"
+                     : s.head_dim_v != 0          ? "a V head dim other than --head-dim (--head-dim-v)"
+                     : s.kv_dtype.has_value()     ? "K and V in a dtype of their own (--kv-dtype)"
+                     : s.chunk != 0               ? "chunked attention (--chunk)"
+                     : ragged_prefill(s)          ? "ragged prefill batches (--seq-lens)"
+                                                  : nullptr;
+  if (what)
+    throw Error(std::string("measure: our kernels do not run ") + what + " (shape " + describe(s) +
+                "); `hbmscope model` counts it");
 }
 
 }  // namespace
 
 std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const std::vector<Shape>& shapes) {
   (void)parse_kernels(mo.kernels);
-  for (const Shape& s : shapes) require_forward(s);
+  for (const Shape& s : shapes) require_measurable(s);
   MeasureOptions sizes;
   apply_measure_sizes(mo, sizes);  // --copy-bytes, --flush-bytes refused before the device is opened
   auto backend = make_backend(mo.device_index);
@@ -124,7 +137,7 @@ std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const st
 
 void add_measurements(Report& report, const MeasureCliOptions& mo, std::unique_ptr<Backend> backend) {
   const auto kinds = parse_kernels(mo.kernels);
-  for (const Row& row : report.rows) require_forward(row.shape);
+  for (const Row& row : report.rows) require_measurable(row.shape);
   // Without --kernels, decode rows run the decode kernels (the prefill ones
   // do not take a decode row).
   const bool default_kernels = mo.kernels == MeasureCliOptions{}.kernels;

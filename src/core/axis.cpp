@@ -124,4 +124,61 @@ std::vector<Pass> parse_pass_axis(std::string_view text, std::string_view option
   return out;
 }
 
+std::vector<std::uint64_t> parse_int_axis_or_none(std::string_view text, std::string_view option) {
+  std::vector<std::uint64_t> out;
+  if (trim(text).empty()) bad(option, text, "is an empty list");
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = trim(text.substr(pos, comma - pos));
+    if (item == "0" || item == "none") {
+      out.push_back(0);
+    } else {
+      const auto v = parse_int_axis(item, option);
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::optional<Dtype>> parse_kv_dtype_axis(std::string_view text, std::string_view option) {
+  std::vector<std::optional<Dtype>> out;
+  if (trim(text).empty()) bad(option, text, "is an empty list");
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = trim(text.substr(pos, comma - pos));
+    const auto d = parse_dtype(item);
+    if (!d && item != "same") bad(option, item, "is not a dtype (fp32, fp16, bf16, fp8) or same");
+    out.push_back(d);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<SeqLen> parse_seq_len_items(std::string_view text, std::string_view option) {
+  std::vector<SeqLen> out;
+  if (trim(text).empty()) bad(option, text, "is an empty list");
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = trim(text.substr(pos, comma - pos));
+    const std::size_t colon = item.find(':');
+    if (colon != std::string_view::npos && item.find(':', colon + 1) == std::string_view::npos) {
+      // Q:KV: Q new tokens against KV keys (a cached prefix of KV - Q, then themselves).
+      const std::uint64_t q = parse_count(item.substr(0, colon), option, text);
+      const std::uint64_t kv = parse_count(item.substr(colon + 1), option, text);
+      if (q > kv) bad(option, item, "has more new tokens (Q) than keys (KV); Q:KV counts the Q new tokens in KV");
+      out.push_back({q, kv});
+    } else {
+      for (const std::uint64_t l : parse_int_axis(item, option)) out.push_back({l, l});
+    }
+    if (out.size() > max_context_lengths)
+      throw Error("--" + std::string(option) + ": more than " + std::to_string(max_context_lengths) + " sequences");
+    pos = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace hbmscope
