@@ -7,8 +7,12 @@
 
 #include <random>
 
+#include "hbmscope/compare.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/json_report.hpp"
 #include "hbmscope/mask.hpp"
+#include "hbmscope/printers.hpp"
+#include "hbmscope/sweep_config.hpp"
 #include "hbmscope/model.hpp"
 #include "hbmscope/sweep.hpp"
 #include "hbmscope/tile_walk.hpp"
@@ -372,4 +376,190 @@ TEST_CASE("served shapes: refused combinations", "[shapes][validate]") {
   big.causal = true;
   big.window = std::uint64_t{1} << 39;
   CHECK_THROWS_WITH(flash_no_l2_bytes(big), Catch::Contains("overflows"));
+}
+
+TEST_CASE("served shapes: sweep axes, their product and what it leaves out", "[shapes][sweep]") {
+  SweepAxes a;
+  a.seq = {4096};
+  a.head_dim = {128};
+  a.causal = {false, true};
+  a.window = {0, 1024};
+  a.chunk = {0, 2048};
+  a.head_dim_v = {0, 128, 64};  // 128 = d: the default, given twice
+  a.kv_dtype = {std::nullopt, Dtype::bf16, Dtype::fp8};  // bf16 = dtype: the default again
+  const auto shapes = expand(a);
+  // Not causal: no mask (2 DV x 2 kv dtypes); causal: none, window, chunk (x 4).
+  REQUIRE(shapes.size() == 4 + 3 * 4);
+  CHECK(shape_count(a) >= shapes.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k) REQUIRE(!(shapes[i] == shapes[k]));  // no shape twice
+  CHECK(shapes[0].head_dim_v == 0);
+  CHECK(!shapes[0].kv_dtype);
+  CHECK(shapes[1].kv_dtype == Dtype::fp8);
+  CHECK(shapes[2].head_dim_v == 64);
+  CHECK(shapes[8].chunk == 2048);  // window outer, chunk inner: (0, 0), (0, 2048), (1024, 0)
+  CHECK(shapes[12].window == 1024);
+  // A window and a chunk on every shape, or a window without any causal row, are refused.
+  SweepAxes b;
+  b.seq = {4096};
+  b.head_dim = {64};
+  b.causal = {true};
+  b.window = {1024};
+  b.chunk = {2048};
+  CHECK_THROWS_WITH(expand(b), Catch::Contains("cannot be combined"));
+  b.chunk = {0};
+  b.causal = {false};
+  CHECK_THROWS_WITH(expand(b), Catch::Contains("causal"));
+  // MLA: a latent KV takes one kv head unless told otherwise; decode rows too.
+  SweepAxes m;
+  m.decode = true;
+  m.seq = {1};
+  m.seq_kv = {32768};
+  m.heads = {128};
+  m.head_dim = {576};
+  m.head_dim_v = {512};
+  m.latent_kv = true;
+  const auto ms = expand(m);
+  REQUIRE(ms.size() == 1);
+  CHECK(ms[0].kv_heads == 1);
+  CHECK(ms[0].latent_kv);
+  // Ragged prefill batches with Q:KV items.
+  SweepAxes r;
+  r.head_dim = {64, 128};
+  r.causal = {true};
+  r.seq_lens = {SeqList(parse_seq_len_items("512,1K:8K,4K", "seq-lens")), SeqList(parse_seq_len_items("2K,2K", "seq-lens"))};
+  const auto rs = expand(r);
+  REQUIRE(rs.size() == 4);
+  CHECK(rs[0].batch == 3);
+  CHECK(rs[0].seq_q == 4096);
+  CHECK(rs[0].seq_kv == 8192);
+  CHECK(rs[0].seq_lens[1] == SeqLen{1024, 8192});
+  CHECK(rs[2].seq_lens.empty());  // equal sequences: a dense batch
+  CHECK(rs[2].batch == 2);
+  CHECK_THROWS_WITH(parse_seq_len_items("8K:1K", "seq-lens"), Catch::Contains("more new tokens"));
+  CHECK_THROWS_AS(parse_seq_len_items("1K:x", "seq-lens"), UsageError);
+  CHECK(parse_int_axis_or_none("0,4K,none", "window") == std::vector<std::uint64_t>{0, 4096, 0});
+  CHECK(parse_kv_dtype_axis("same,fp8", "kv-dtype") == std::vector<std::optional<Dtype>>{std::nullopt, Dtype::fp8});
+}
+
+TEST_CASE("served shapes: sweep config keys", "[shapes][sweep_config]") {
+  const auto cfg = sweep_config_from_json(nlohmann::json::parse(R"({"groups": [
+      {"label": "Mistral 7B", "seq": "4K,32K", "head_dim": 128, "heads": 32, "kv_heads": 8, "causal": true,
+       "window": [0, 4096], "kv_dtype": ["same", "fp8"]},
+      {"label": "Llama 4 Scout", "seq": "32K", "head_dim": 128, "heads": 40, "kv_heads": 8, "causal": true, "chunk": 8192},
+      {"label": "DeepSeek-V3 MLA", "decode": true, "seq": 1, "seq_kv": "32K", "heads": 128, "head_dim": 576,
+       "head_dim_v": 512, "latent_kv": true},
+      {"label": "packed", "seq_lens": [[512, "4K", "1K:8K"]], "head_dim": 128, "causal": true}]})"),
+                                          "s.json");
+  const LabelledShapes all = expand(cfg);
+  REQUIRE(all.shapes.size() == 8 + 1 + 1 + 1);
+  CHECK(all.shapes[3].window == 4096);
+  CHECK(all.shapes[3].kv_dtype == Dtype::fp8);
+  CHECK(all.shapes[8].chunk == 8192);
+  CHECK(all.shapes[9].latent_kv);
+  CHECK(all.shapes[9].kv_heads == 1);
+  CHECK(all.shapes[10].seq_lens.size() == 3);
+  const auto error_of = [](const char* text) {
+    try {
+      (void)sweep_config_from_json(nlohmann::json::parse(text), "s.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error_of(R"({"axes": {"seq": 1, "head_dim": 64, "window": -4}})"), Catch::Contains("axes.window"));
+  CHECK_THAT(error_of(R"({"axes": {"seq": 1, "head_dim": 64, "kv_dtype": "fp4"}})"), Catch::Contains("kv_dtype"));
+  CHECK_THAT(error_of(R"({"axes": {"seq_lens": [["9:3"]], "head_dim": 64}})"), Catch::Contains("seq_lens[0][0]"));
+  CHECK_THAT(error_of(R"({"axes": {"seq_lens": [[1]], "seq": 4, "head_dim": 64}})"), Catch::Contains("drop"));
+  CHECK_THAT(error_of(R"({"axes": {"seq": 1, "head_dim": 64, "latent_kv": 1}})"), Catch::Contains("true or false"));
+}
+
+TEST_CASE("served shapes: JSON, CSV and tables carry the new shape fields", "[shapes][report]") {
+  SweepAxes a;
+  a.seq = {2048};
+  a.head_dim = {192};
+  a.causal = {true};
+  a.window = {0, 512};
+  a.head_dim_v = {128};
+  a.kv_dtype = {Dtype::fp8};
+  Report rep;
+  rep.rows = model_rows(expand(a));
+  SweepAxes r;
+  r.head_dim = {64};
+  r.causal = {true};
+  r.seq_lens = {SeqList(parse_seq_len_items("512,1K:8K", "seq-lens"))};
+  for (Row& row : model_rows(expand(r))) rep.rows.push_back(std::move(row));
+  const nlohmann::json j = report_to_json(rep);
+  CHECK(j["schema"] == "hbmscope.report/3");
+  CHECK(j["rows"][0]["shape"].count("window") == 0);  // written only where set
+  CHECK(j["rows"][1]["shape"]["window"] == 512);
+  CHECK(j["rows"][1]["shape"]["head_dim_v"] == 128);
+  CHECK(j["rows"][1]["shape"]["kv_dtype"] == "fp8");
+  CHECK(j["rows"][1]["shape"]["kv_elem_bytes"] == 1);
+  CHECK(j["rows"][2]["shape"]["seq_lens"] == nlohmann::json::parse("[[512, 512], [1024, 8192]]"));
+  CHECK(j["rows"][2]["shape"]["query_tokens"] == 1536);
+  const Report back = report_from_json(j, "t.json");
+  REQUIRE(back.rows.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(back.rows[i].shape == rep.rows[i].shape);
+    CHECK(back.rows[i].variants[1].bytes == rep.rows[i].variants[1].bytes);
+  }
+  // A /2 report's rows read as the same shapes (every new field absent).
+  nlohmann::json old = report_to_json(Report{"model", {model_row(Shape{})}, {}, {}, {}});
+  old["schema"] = "hbmscope.report/2";
+  CHECK(report_from_json(old, "old.json").rows[0].shape == Shape{});
+  // Wrong types are named.
+  nlohmann::json bad = j;
+  bad["rows"][2]["shape"]["seq_lens"][1] = "1K:8K";
+  CHECK_THROWS_WITH(report_from_json(bad, "b.json"), Catch::Contains("rows[2].shape.seq_lens[1]"));
+  bad = j;
+  bad["rows"][1]["shape"]["kv_dtype"] = "int4";
+  CHECK_THROWS_WITH(report_from_json(bad, "b.json"), Catch::Contains("rows[1].shape.kv_dtype"));
+  // CSV: the served columns, last.
+  PrintOptions csv;
+  csv.format = Format::csv;
+  const std::string c = render(rep, csv);
+  CHECK_THAT(c, Catch::Contains(",window,chunk,head_dim_v,kv_dtype,kv_elem_bytes,latent_kv,query_tokens,seq_lens\n"));
+  CHECK_THAT(c, Catch::Contains(",512,0,128,fp8,1,false,,\n"));
+  CHECK_THAT(c, Catch::Contains(",0,0,64,bf16,2,false,1536,512;1024:8192\n"));
+  // Tables: a column for what differs, the title for what does not.
+  const std::string t = render(rep, {});
+  CHECK_THAT(t, Catch::Contains("Mask"));
+  CHECK_THAT(t, Catch::Contains("window 512"));
+  CHECK_THAT(t, Catch::Contains("2 seqs, q 512..1024 of kv 512..8192 (Σq 1536)"));
+  Report one;
+  one.rows = {rep.rows[1]};
+  CHECK_THAT(render(one, {}), Catch::Contains("causal, window 512, V and O of head dim 128, K and V in FP8)"));
+}
+
+TEST_CASE("served shapes: compare matches on the new fields", "[shapes][compare]") {
+  SweepAxes a;
+  a.seq = {4096, 8192};
+  a.head_dim = {128};
+  a.causal = {true};
+  Report plain;
+  plain.rows = model_rows(expand(a));
+  a.kv_dtype = {Dtype::fp8};
+  Report fp8;
+  fp8.rows = model_rows(expand(a));
+  const nlohmann::json ja = report_to_json(plain), jb = report_to_json(fp8);
+  // Different shapes: nothing matches, and the hint names the field.
+  const Comparison none = compare_reports(ja, "a.json", jb, "b.json", {});
+  CHECK(none.rows.empty());
+  CHECK_THAT(none.hint, Catch::Contains("kv_dtype"));
+  CompareOptions o;
+  o.ignore = {"kv_dtype"};
+  const Comparison c = compare_reports(ja, "a.json", jb, "b.json", o);
+  REQUIRE(c.rows.size() == 2);
+  CHECK(c.rows[0].verdict == "FASTER");  // an fp8 cache moves fewer bytes
+  bool named = false;
+  for (const auto& d : c.differences) named |= d.find("kv_dtype:  vs fp8") != std::string::npos;
+  CHECK(named);
+  o.ignore.clear();
+  o.match = {"seq", "window"};
+  CHECK(compare_reports(ja, "a.json", jb, "b.json", o).rows.size() == 2);
+  // A /2 report of the same plain shapes matches a /3 one row for row.
+  nlohmann::json old = ja;
+  old["schema"] = "hbmscope.report/2";
+  CHECK(compare_reports(old, "old.json", ja, "new.json", {}).rows.size() == 2);
 }
