@@ -14,6 +14,8 @@ nlohmann::json shape_to_json(const Shape& s);
 nlohmann::json measurement_to_json(const KernelMeasurement& m);
 nlohmann::json device_to_json(const DeviceReport& d);
 nlohmann::json report_to_json(const Report& r);
+// The optional rows[].model object of whole-model rows (docs/report-schema.md).
+nlohmann::json model_layers_to_json(const ModelLayers& m);
 // The optional rows[].l2_sim object.
 nlohmann::json l2_sim_to_json(const L2SimDetail& d);
 // report_to_json(r).dump(2) + "\n", built row by row (fast for big sweeps).

@@ -66,6 +66,8 @@ std::string render_grid(const std::vector<std::string>& head,
 
 // `hbmscope devices`: the presets (or one device with its sources, detail).
 std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, Format format);
+// `hbmscope models`: model configs and their layer patterns (one with its sources and notes, detail).
+std::string render_models(const std::vector<ModelConfig>& models, bool detail, Format format);
 
 // The whole output, ready to write in one piece.
 std::string render(const Report& report, const PrintOptions& options);

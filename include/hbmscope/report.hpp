@@ -11,6 +11,7 @@
 #include "hbmscope/measurement.hpp"
 #include "hbmscope/decode.hpp"
 #include "hbmscope/device_spec.hpp"
+#include "hbmscope/model_config.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -81,6 +82,10 @@ struct Row {
   std::string label;         // optional: which group of a sweep config (e.g. "Llama-3 8B")
   double ridge_point = 0.0;  // device's FLOP/B where memory and compute time meet (0: no device)
   std::uint64_t decode_sm_count = 0;  // decode rows: the SM count the split heuristic used
+  // Whole-model rows (whole_model.hpp): the model, the kind of layer ("total"
+  // for the sum over all layers) and its KV cache; bytes and FLOPs are then
+  // those of all the kind's layers.
+  std::optional<ModelLayers> model_layers;
 
   const VariantResult* variant(std::string_view id) const {
     for (const auto& v : variants)

@@ -67,6 +67,11 @@ struct SweepAxes {
   // MLA in its absorbed form (latent_kv): kv_heads defaults to 1, head_dim is
   // r + p and head_dim_v r (--mla R,P sets all four).
   bool latent_kv = false;
+  // Whole models (whole_model.hpp): every shape is a step of each model; the
+  // models give heads, head dims, windows, chunks and MLA. A model's
+  // torch_dtype replaces the dtype axis unless dtype_given.
+  std::vector<ModelConfigRef> model_config;
+  bool dtype_given = false;
 };
 
 // An integer axis whose items may be 0 or "none" (no window, no chunk, DV = d).

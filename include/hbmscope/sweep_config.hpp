@@ -53,6 +53,8 @@ SweepConfig find_sweep_config(std::string_view name_or_path);
 struct LabelledShapes {
   std::vector<Shape> shapes;
   std::vector<std::string> labels;  // parallel to shapes
+  // Parallel to shapes: the model of a whole-model point (whole_model.hpp), null for a plain row.
+  std::vector<ModelConfigRef> models;
 };
 LabelledShapes expand(const SweepConfig& config);
 

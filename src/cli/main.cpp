@@ -21,7 +21,9 @@
 #include "hbmscope/measure.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/sweep_config.hpp"
+#include "hbmscope/whole_model.hpp"
 #include "../report/json_check.hpp"
+#include "model_configs.hpp"
 #include "options.hpp"
 #include "reconcile_command.hpp"
 #include "sweep_commands.hpp"
@@ -32,21 +34,32 @@ using namespace hbmscope;
 
 int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
               const cli::OutputOptions& out, ModelOptions variants,
-              const cli::DeviceOptions& dev, const std::optional<std::string>& only = std::nullopt) {
+              const cli::DeviceOptions& dev, const std::optional<std::string>& only,
+              const std::optional<std::string>& model_config) {
   (void)cli::to_print_options(out);
   cli::check_device_options(dev, out);
+  std::vector<ModelConfigRef> models;
+  if (model_config) {  // whole models: the step from the shape options, the rest from the models
+    cli::check_model_config_options(shape, l2_given, shape.decode || shape.context_lengths);
+    models = cli::model_configs(*model_config);
+    cli::refuse_model_files_as_output(models, out.output, dev.plot);
+  }
   // Before the shapes are modelled (--sms alone serves decode rows' split heuristic).
   const bool sims =
       cli::check_l2_options(cli::decode_l2_options(l2_given, dev, shape.decode || shape.context_lengths), dev);
   Report report;
   report.command = "model";
-  const std::vector<Shape> shapes = expand(cli::to_axes(shape));
+  const ModelSteps steps =
+      expand_model_steps(model_config ? cli::model_config_axes(shape, models) : cli::to_axes(shape));
+  const std::vector<Shape>& shapes = steps.shapes;
   cli::check_variants(variants, shapes);
-  cli::check_run_size(shapes.size(), "model");
+  std::size_t rows = 0;
+  for (const auto& m : steps.models) rows += point_row_count(m);
+  cli::check_run_size(rows, "model");
   const cli::L2Options l2 = cli::prepare_decode(variants, l2_given, dev, shapes);
   const std::vector<std::string> kept = only ? cli::variant_list(*only) : std::vector<std::string>{};
   if (only) cli::check_variant_ids(kept, "--variants", shapes, variants, sims);
-  report.rows = model_rows(shapes, variants, {});
+  report.rows = point_rows(shapes, steps.models, {}, variants);
   const auto notes = cli::add_l2_sims(report, l2, dev);
   if (only) keep_variants(report.rows, kept, "--variants");
   return cli::finish_report(report, out, dev, notes);
@@ -166,7 +179,9 @@ int main(int argc, char** argv) {
                     "Report only these variants, e.g. flash_no_l2,floor (flash_l2_sim and "
                     "standard_l2_sim stay with flash_no_l2 and standard) [default: all]")
       ->type_name("LIST");
-  model->footer(cli::model_columns_help);
+  std::optional<std::string> model_config;
+  cli::add_model_config_option(*model, model_config);
+  model->footer(std::string(cli::model_columns_help) + "\n\n" + cli::whole_models_help);
   cli::DeviceOptions model_device;
   cli::add_device_options(*model, model_device);
   cli::SweepCommands sweep_commands(app);
@@ -195,6 +210,7 @@ int main(int argc, char** argv) {
   cli::add_output_options(*measure, measure_out);
   measure->footer(cli::measure_help);
   cli::ReconcileCommand reconcile_command(app);
+  cli::ModelsCommand models_command(app);
 
   try {
     auto args = with_default_command(argc, argv);
@@ -225,12 +241,14 @@ int main(int argc, char** argv) {
 
   try {
     int rc = 0;
-    if (model->parsed()) rc = run_model(model_shape, model_l2, model_out, model_variants, model_device, model_only);
+    if (model->parsed())
+      rc = run_model(model_shape, model_l2, model_out, model_variants, model_device, model_only, model_config);
     else if (sweep_commands.run(rc)) (void)0;
     else if (walk->parsed()) rc = run_walk(walk_shape, walk_opts);
     else if (softmax->parsed()) rc = run_softmax(softmax_opts);
     else if (measure->parsed()) rc = run_measure(measure_shape, measure_out, measure_opts);
     else if (reconcile_command.run(rc)) (void)0;
+    else if (models_command.run(rc)) (void)0;
     return finish_stdout(rc);
   } catch (const UsageError& e) {
     // A malformed command line, as CLI11's own errors: exit 2 (README).

@@ -33,7 +33,11 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
 }
 
 std::string row_key(const nlohmann::json& row) {
-  return row.value("label", std::string()) + "\n" + row["shape"].dump();
+  std::string key = row.value("label", std::string()) + "\n" + row["shape"].dump();
+  // Whole-model rows: one per kind of layer and a total, all of one step.
+  if (const auto m = row.find("model"); m != row.end() && m->is_object())
+    key += "\n" + m->value("config", std::string()) + "\n" + m->value("layer_kind", std::string());
+  return key;
 }
 
 }  // namespace

@@ -473,7 +473,7 @@ void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
   if (o.batch) a.batch = parse_int_axis(*o.batch, "batch");
   if (o.heads) a.heads = parse_int_axis(*o.heads, "heads");
   if (o.kv_heads) a.kv_heads = parse_int_axis(*o.kv_heads, "kv-heads");
-  if (o.dtype) a.dtype = parse_dtype_axis(*o.dtype, "dtype");
+  if (o.dtype) a.dtype = parse_dtype_axis(*o.dtype, "dtype"), a.dtype_given = true;
   if (o.block_rows) a.block_rows = parse_int_axis(*o.block_rows, "block-rows");
   if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
   if (o.causal) a.causal = {true};

@@ -33,6 +33,7 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     const Shape& s = report.rows[i].shape;
     if (s.pass != Pass::fwd) continue;  // the simulation models the forward pass
+    if (report.rows[i].model_layers) continue;  // one kernel's traffic, not a whole model's (docs/models.md)
     if (automatic && l2_sim_accesses(s) > auto_l2_sim_accesses) {
       ++too_large;
       continue;

@@ -6,7 +6,9 @@
 #include "hbmscope/measure.hpp"
 #include "hbmscope/shard.hpp"
 #include "hbmscope/sweep_config.hpp"
+#include "hbmscope/whole_model.hpp"
 #include "command_io.hpp"
+#include "model_configs.hpp"
 #include "progress.hpp"
 #include "sweep_commands.hpp"
 
@@ -67,6 +69,8 @@ void SweepCommands::add_sweep(CLI::App& app) {
                    "flash blocks become the kernel's instantiation), as `hbmscope measure`");
   add_measure_options(*sweep_, measure_opts_);
   sweep_->footer(sweep_help);
+  add_model_config_option(*sweep_, model_config_);
+  sweep_->footer(sweep_->get_footer() + "\n\n" + whole_models_help);
   add_device_options(*sweep_, dev_);
 }
 
@@ -99,8 +103,29 @@ int SweepCommands::run_sweep() {
       for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
       cfg.expanded.reset();  // the loader's expansion was of the file's axes
     }
-  } else {
+  } else if (!model_config_) {
     cfg.groups.push_back({"", to_axes(shape_)});
+  }
+  // --model-config: the models of every group (or, alone, the sweep's one group).
+  if (model_config_) {
+    const auto models = model_configs(*model_config_);
+    if (!config_) cfg.groups.push_back({"", model_config_axes(shape_, models)});
+    for (auto& g : cfg.groups) g.axes.model_config = models;
+    cfg.expanded.reset();
+  }
+  const bool any_models = std::any_of(cfg.groups.begin(), cfg.groups.end(),
+                                      [](const SweepGroup& g) { return !g.axes.model_config.empty(); });
+  const bool all_models = std::all_of(cfg.groups.begin(), cfg.groups.end(),
+                                      [](const SweepGroup& g) { return !g.axes.model_config.empty(); });
+  if (any_models) {
+    for (const auto& g : cfg.groups) refuse_model_files_as_output(g.axes.model_config, out_.output, dev_.plot);
+    if (measure_) throw UsageError("--measure: whole-model rows (model_config) are not measured; measure a layer's "
+                                   "shape with `hbmscope measure`");
+    if (all_models)
+      check_model_config_options(shape_, l2_, std::all_of(cfg.groups.begin(), cfg.groups.end(),
+                                                          [](const SweepGroup& g) { return g.axes.decode; }));
+    else
+      check_model_shape_options(shape_);
   }
   // Every option is checked before the sweep is computed (--sms alone serves decode rows' heuristic).
   const bool any_decode =
@@ -123,27 +148,35 @@ int SweepCommands::run_sweep() {
   }
   Report report;
   report.command = "sweep";
-  if (shard) {
+  // Rows per point: whole-model points make a row per kind of layer and a total.
+  const auto rows_of = [&](std::size_t b, std::size_t e) {
+    std::size_t n = 0;
+    for (std::size_t i = b; i < e; ++i) n += i < all.models.size() ? point_row_count(all.models[i]) : 1;
+    return n;
+  };
+  if (shard) {  // shards cut between points, never through a model's rows
     const Shard s = *shard;
     const auto [b, e] = shard_range(all.shapes.size(), s);
-    report.shard = ShardInfo{s.index, s.count, all.shapes.size()};
+    report.shard = ShardInfo{s.index, s.count, rows_of(0, all.shapes.size())};
     all.shapes = std::vector<Shape>(all.shapes.begin() + static_cast<std::ptrdiff_t>(b),
                                     all.shapes.begin() + static_cast<std::ptrdiff_t>(e));
     all.labels = std::vector<std::string>(all.labels.begin() + static_cast<std::ptrdiff_t>(b),
                                           all.labels.begin() + static_cast<std::ptrdiff_t>(e));
+    if (!all.models.empty())
+      all.models = std::vector<ModelConfigRef>(all.models.begin() + static_cast<std::ptrdiff_t>(b),
+                                               all.models.begin() + static_cast<std::ptrdiff_t>(e));
   }
-  check_run_size(all.shapes.size(), "sweep");
+  check_run_size(rows_of(0, all.shapes.size()), "sweep");
   const L2Options l2 = prepare_decode(variants_opts_, l2_, dev_, all.shapes);
   // A device to measure on is found before the sweep is modelled.
   std::unique_ptr<Backend> backend = measure_ ? measuring_backend(measure_opts_, all.shapes) : nullptr;
   {
     ProgressBar bar(stderr, mode, "hbmscope sweep");
-    report.rows = model_rows(all.shapes, variants_opts_,
+    report.rows = point_rows(all.shapes, all.models, all.labels, variants_opts_,
                              [&](std::size_t d, std::size_t t) { bar.update(d, t); });
   }
   const auto notes = add_l2_sims(report, l2, dev_, mode);
   if (measure_) add_measurements(report, measure_opts_, std::move(backend));
-  for (std::size_t i = 0; i < report.rows.size(); ++i) report.rows[i].label = all.labels[i];
   if (variants_) {
     keep_variants(report.rows, variant_list, "--variants");
   } else if (config_ && !cfg.variants.empty()) {

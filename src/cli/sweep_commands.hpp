@@ -117,6 +117,7 @@ class SweepCommands {
   bool measure_ = false;
   MeasureCliOptions measure_opts_;
   std::optional<std::string> config_, shard_, variants_;
+  std::optional<std::string> model_config_;  // --model-config: whole models
   std::string progress_ = "auto";
 
   std::optional<std::string> devices_which_;

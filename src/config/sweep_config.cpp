@@ -1,10 +1,13 @@
 #include "hbmscope/sweep_config.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <unordered_set>
 
 #include "embedded.hpp"
+#include "hbmscope/hf_config.hpp"
+#include "hbmscope/whole_model.hpp"
 #include "../report/json_check.hpp"
 
 namespace hbmscope {
@@ -193,14 +196,18 @@ std::vector<SeqList> seq_lens_axis(const nlohmann::json& v, std::string_view ori
 const std::initializer_list<std::string_view> axis_keys = {
     "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "points",
     "dtype", "block_rows", "block_cols", "causal", "pass",
-    "decode", "context_lengths", "splits", "page_size",
+    "decode", "context_lengths", "splits", "page_size", "model_config",
     "window", "chunk", "head_dim_v", "kv_dtype", "latent_kv", "seq_lens"};
+
+SweepAxes model_axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
+                          std::string_view origin, const std::string& where);
 
 // `fields` maps each axis key to (value, path of the key for messages).
 SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
                     std::string_view origin, const std::string& where) {
   SweepAxes a;
   const bool has_points = fields.count("points") != 0;
+  if (fields.count("model_config")) return model_axes_from(fields, origin, where);
   if (!has_points && ((fields.count("seq") == 0 && fields.count("seq_lens") == 0) || fields.count("head_dim") == 0))
     jc::fail_text(origin, where.empty() ? "(top level)" : where,
                   "needs both 'seq' (or 'seq_lens') and 'head_dim', or 'points'");
@@ -254,6 +261,7 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
       jc::fail_text(origin, where.empty() ? "(top level)" : where,
                     "seq_lens gives the batch, seq and seq_kv: drop 'batch', 'seq' and 'seq_kv'");
   }
+  a.dtype_given = fields.count("dtype") != 0;
   if (!a.context_lengths.empty() || fields.count("splits") || fields.count("page_size")) {
     if (!a.decode)
       jc::fail_text(origin, where.empty() ? "(top level)" : where,
@@ -268,6 +276,49 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
 bool looks_like_path(std::string_view s) {
   return s.find('/') != std::string_view::npos ||
          (s.size() > 5 && s.substr(s.size() - 5) == ".json");
+}
+
+// A group of whole models (docs/sweep-config.md): "model_config" names shipped
+// models or config.json files (relative to the sweep config's folder); the
+// models give heads and head dims, so those keys are refused; the step is
+// "seq" (prefill) or "decode" with "seq_kv" or "context_lengths".
+SweepAxes model_axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
+                          std::string_view origin, const std::string& where) {
+  const auto& [mv, mpath] = fields.at("model_config");
+  for (const char* k : {"heads", "kv_heads", "head_dim", "points"})
+    if (fields.count(k))
+      jc::fail_text(origin, fields.at(k).second, "the model config gives it (model_config): drop the key");
+  const bool decode = fields.count("decode") && fields.at("decode").first == true;
+  if (!decode && !fields.count("seq"))
+    jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                  "a model_config group needs 'seq' (a prefill) or \"decode\": true (a decode step)");
+  auto rest = fields;
+  rest.erase("model_config");
+  if (!rest.count("seq")) rest["seq"] = {nlohmann::json(std::uint64_t{1}), where + ".seq"};  // a decode step's one new token
+  rest["head_dim"] = {nlohmann::json(std::uint64_t{128}), where + ".head_dim"};  // unused: each layer's comes from its model
+  SweepAxes a = axes_from(rest, origin, where);
+  std::vector<std::string> names;
+  if (mv.is_string()) names.push_back(mv.get<std::string>());
+  else if (mv.is_array() && !mv.empty() && mv.size() <= 64 && std::all_of(mv.begin(), mv.end(), [](const auto& x) { return x.is_string(); }))
+    for (const auto& x : mv) names.push_back(x.get<std::string>());
+  else
+    jc::fail(origin, mpath, "a model (a shipped name or a config.json path) or a non-empty array of at most 64", mv);
+  const std::filesystem::path folder = std::filesystem::path(std::string(origin)).parent_path();
+  for (const auto& n : names) {
+    std::string arg = n;
+    if (looks_like_path(n) && std::filesystem::path(n).is_relative() && !folder.empty()) arg = (folder / n).string();
+    try {
+      auto m = std::make_shared<const ModelConfig>(find_model_config(arg, mpath));
+      for (const auto& x : a.model_config)
+        if (x->id == m->id) jc::fail_text(origin, mpath, "'" + jc::printable(m->id) + "' is named twice");
+      a.model_config.push_back(std::move(m));
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (msg.rfind(std::string(origin), 0) == 0) throw;
+      throw Error(std::string(origin) + ": " + msg);
+    }
+  }
+  return a;
 }
 
 struct ShapeHash {
@@ -335,7 +386,7 @@ SweepConfig sweep_config_from_json(const nlohmann::json& j, std::string_view ori
         jc::fail_text(origin, where + "." + k, "unknown key (known: label and the axes: batch, heads, "
                                                "kv_heads, seq, seq_kv, head_dim, points, dtype, "
                                                "block_rows, block_cols, causal, pass, decode, "
-                                               "context_lengths, splits, page_size)");
+                                               "context_lengths, splits, page_size, model_config)");
     }
     if (g[i].contains("points") && (g[i].contains("seq") || g[i].contains("head_dim")))
       jc::fail_text(origin, where, "give 'points' or 'seq' and 'head_dim', not both");
@@ -428,7 +479,8 @@ LabelledShapes expand(const SweepConfig& config) {
   // Counted before anything is built: the sum of the groups' products.
   std::uint64_t total = 0;
   for (const auto& g : config.groups) {
-    const std::uint64_t n = shape_count(g.axes);
+    std::uint64_t n = shape_count(g.axes);
+    if (!g.axes.model_config.empty() && __builtin_mul_overflow(n, g.axes.model_config.size(), &n)) n = UINT64_MAX;
     total = n > UINT64_MAX - total ? UINT64_MAX : total + n;
   }
   if (total > max_sweep_shapes && config.groups.size() > 1)  // one group: expand(axes) says it
@@ -443,15 +495,19 @@ LabelledShapes expand(const SweepConfig& config) {
   }
   // Rows are identified by (label, shape): two models with the same attention
   // shape both keep their rows, a shape repeated under one label is dropped.
+  // A whole-model point is its (label, model, shape).
   std::map<std::string, std::unordered_set<Shape, ShapeHash>> seen;
   for (const auto& g : config.groups) {
-    auto& seen_here = seen[g.label];
-    for (const Shape& s : expand(g.axes)) {
-      if (config.groups.size() > 1 && !seen_here.insert(s).second) continue;
+    ModelSteps steps = expand_model_steps(g.axes);
+    for (std::size_t i = 0; i < steps.shapes.size(); ++i) {
+      const ModelConfigRef& m = steps.models[i];
+      auto& seen_here = seen[g.label + (m ? "\x1f" + m->id : std::string())];
+      if (config.groups.size() > 1 && !seen_here.insert(steps.shapes[i]).second) continue;
       if (out.shapes.size() >= max_sweep_shapes)
         throw Error("sweep too large: more than " + std::to_string(max_sweep_shapes) + " shapes");
-      out.shapes.push_back(s);
+      out.shapes.push_back(std::move(steps.shapes[i]));
       out.labels.push_back(g.label);
+      out.models.push_back(m);
     }
   }
   return out;

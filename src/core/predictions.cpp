@@ -1,6 +1,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/model.hpp"
 #include "hbmscope/roofline.hpp"
+#include "hbmscope/whole_model.hpp"
 
 namespace hbmscope {
 
@@ -22,6 +23,7 @@ void add_predictions(Report& report, const DeviceSpec& device, double bandwidth_
       throw Error("shape " + describe(row.shape) + ": " + e.what());
     }
   }
+  sum_whole_model_predictions(report);
   report.roofline = RooflineInfo{device, bandwidth_fraction};
 }
 

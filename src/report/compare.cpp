@@ -255,6 +255,13 @@ struct Side {
         append_scalar(key, v);
         key += '\x1f';
       }
+    // Whole-model rows: the model and the kind of layer are part of the key.
+    if (checked.model_layers) {
+      for (const auto& [f, v] : {std::pair<const char*, const std::string*>{"model_config", &checked.model_layers->config},
+                                 {"layer_kind", &checked.model_layers->kind}})
+        if (spec.uses(f)) key.append(f).append("=").append(*v).append(1, '\x1f');
+      r.label += (r.label.empty() ? "" : " ") + checked.model_layers->config + " " + checked.model_layers->kind;
+    }
     const auto [it, fresh] = by_key.try_emplace(std::move(key), rows.size());
     if (!fresh) {
       if (spec.all && spec.fields.empty() && spec.label)
@@ -510,6 +517,7 @@ const std::vector<std::string>& compare_match_fields() {
   static const std::vector<std::string> f = [] {
     std::vector<std::string> v{"label"};
     for (const auto& x : shape_fields) v.push_back(x.name);
+    v.insert(v.end(), {"model_config", "layer_kind"});  // whole-model rows (rows[].model)
     return v;
   }();
   return f;

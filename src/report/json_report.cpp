@@ -163,6 +163,12 @@ nlohmann::json device_spec_to_json(const DeviceSpec& d) {
   };
 }
 
+nlohmann::json model_layers_to_json(const ModelLayers& m) {
+  nlohmann::json kv = {{"bytes_per_token", m.kv_bytes_per_token}, {"bytes", m.kv_cache_bytes}};
+  if (m.kind != total_kind) kv["tokens"] = m.kv_cache_tokens;
+  return {{"config", m.config}, {"layer_kind", m.kind}, {"layers", m.layers}, {"kv_cache", kv}};
+}
+
 namespace {
 
 nlohmann::json row_to_json(const Row& row, bool with_measurements) {
@@ -204,6 +210,7 @@ nlohmann::json row_to_json(const Row& row, bool with_measurements) {
       j["kv_bytes"] = kv;
       j["decode"] = {{"sm_count", row.decode_sm_count}, {"variants", per}};
     }
+    if (row.model_layers) j["model"] = model_layers_to_json(*row.model_layers);
     if (row.l2_sim) j["l2_sim"] = l2_sim_to_json(*row.l2_sim);
     if (with_measurements || !row.measurements.empty()) {
       nlohmann::json ms = nlohmann::json::array();

@@ -266,6 +266,23 @@ void read_served_fields(const nlohmann::json& j, std::string_view origin, const 
   }
 }
 
+// rows[].model of a whole-model row.
+ModelLayers read_model_layers(const nlohmann::json& m, std::string_view origin, const std::string& p) {
+  ModelLayers ml;
+  const auto config = opt_string(m, origin, p, "config");
+  const auto kind = opt_string(m, origin, p, "layer_kind");
+  if (!config || config->empty()) jc::fail_text(origin, p + ".config", "missing (a model config's id)");
+  if (!kind || kind->empty()) jc::fail_text(origin, p + ".layer_kind", "missing (a kind of layer, or \"total\")");
+  ml.config = *config;
+  ml.kind = *kind;
+  ml.layers = get_u64(m, origin, p, "layers");
+  const auto& kv = get_object(m, origin, p, "kv_cache");
+  ml.kv_bytes_per_token = get_u64(kv, origin, p + ".kv_cache", "bytes_per_token");
+  ml.kv_cache_bytes = get_u64(kv, origin, p + ".kv_cache", "bytes");
+  if (member(kv, "tokens")) ml.kv_cache_tokens = get_u64(kv, origin, p + ".kv_cache", "tokens");
+  return ml;
+}
+
 }  // namespace
 
 Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const std::string& key) {
@@ -412,6 +429,7 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       row.variants.push_back(std::move(v));
     }
     if (row.shape.decode) read_decode_detail(rj, origin, k, row);
+    if (const auto* m = opt_object(rj, origin, k, "model")) row.model_layers = read_model_layers(*m, origin, k + ".model");
     check_l2_sim(rj, origin, k);
     if (const auto* ms = member(rj, "measurements")) {
       if (!ms->is_array()) jc::fail(origin, k + ".measurements", "an array of measurements", *ms);

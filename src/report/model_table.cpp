@@ -63,7 +63,7 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
     if (!v || *v == DecodeVariant::floor) continue;
     cols.push_back({"Splits: " + id, true, [id](const Row& r) {
                       const auto* var = r.variant(id);
-                      return var && var->decode ? std::to_string(var->splits) : std::string("-");
+                      return var && var->decode && var->splits ? std::to_string(var->splits) : std::string("-");
                     }, "bytes"});
   }
   for (const auto& id : ids) {
@@ -114,6 +114,11 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
   bool labels = false;
   for (const Row& r : rep.rows) labels |= !r.label.empty();
   if (labels) cols.push_back({"Group", false, [](const Row& r) { return r.label; }});
+  const bool models = std::any_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.model_layers.has_value(); });
+  if (models) {
+    cols.push_back({"Model", false, [](const Row& r) { return r.model_layers ? r.model_layers->config : std::string("-"); }});
+    cols.push_back({"Layers", false, [](const Row& r) { return model_layers_label(r); }});
+  }
   cols.push_back({"Sequence × head dim", false, [](const Row& r) { return seq_label(r.shape); }});
   if (v.batch)
     cols.push_back({"Batch", true, [](const Row& r) { return std::to_string(r.shape.batch); }});
@@ -160,6 +165,14 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
     cols.push_back({"L2 hit (standard)", true, [](const Row& r) {
                       return r.l2_sim ? format_percent(r.l2_sim->standard.hit_rate) : std::string("-");
                     }, "l2"});
+  if (models) {
+    cols.push_back({"KV cache", true, [units = opt.units](const Row& r) {
+                      return r.model_layers ? format_bytes(r.model_layers->kv_cache_bytes, units) : std::string("-");
+                    }, "bytes"});
+    cols.push_back({"KV/token", true, [units = opt.units](const Row& r) {
+                      return r.model_layers ? format_bytes(r.model_layers->kv_bytes_per_token, units) : std::string("-");
+                    }, "bytes"});
+  }
   add_decode_columns(cols, rep, ids, opt);
   if (rep.roofline)
     for (const auto& id : ids)

@@ -57,7 +57,25 @@ std::string decode_title(const Report& rep) {
   return t;
 }
 
+// A line for whole-model rows: what a kind row and the total hold.
+std::string models_title(const Report& rep) {
+  if (std::none_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.model_layers.has_value(); }))
+    return {};
+  return "\nWhole models: a row per kind of layer (bytes, FLOPs and time of all its layers) and their total; "
+         "KV cache = the keys the step's queries see (a window layer at most W + Nq - 1 per sequence) for the whole "
+         "batch, KV/token = one token's K and V in those layers";
+}
+
 }  // namespace
+
+std::string model_layers_label(const Row& r) {
+  if (!r.model_layers) return "-";
+  const ModelLayers& m = *r.model_layers;
+  std::string t = std::to_string(m.layers) + " " + m.kind;
+  if (r.shape.window != 0 && m.kind != total_kind) t += " (W " + std::to_string(r.shape.window) + ")";
+  if (r.shape.chunk != 0 && m.kind != total_kind) t += " (C " + std::to_string(r.shape.chunk) + ")";
+  return t;
+}
 
 std::string seq_label(const Shape& s) {
   if (s.decode)  // "1/≤131072 × 128": Nq new tokens against the (longest) context
@@ -190,7 +208,7 @@ std::string title(const Report& rep, const Varying& v) {
     }
     t += "; time = max(bytes / bandwidth, FLOPs / peak)";
   }
-  return t + decode_title(rep);
+  return t + decode_title(rep) + models_title(rep);
 }
 
 }  // namespace hbmscope::printing

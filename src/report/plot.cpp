@@ -105,7 +105,10 @@ PlotAxis axis_of(const Report& rep, const PlotOptions& opt) {
 }
 
 SeriesKey key_of(const Row& r, PlotAxis x) {
-  SeriesKey k{r.label, r.shape};
+  // A whole-model row's series is its model and kind of layer (a line per kind, one for the total).
+  SeriesKey k{r.model_layers ? (r.label.empty() ? "" : r.label + " ") + r.model_layers->config + " " + r.model_layers->kind
+                             : r.label,
+              r.shape};
   Shape& s = k.shape;
   if (x != PlotAxis::seq && x != PlotAxis::seq_kv && s.seq_kv == s.seq_q) s.seq_kv = 0;  // "Nkv = Nq"
   switch (x) {

@@ -95,6 +95,10 @@ std::string render_csv(const Report& rep) {
         break;
       }
   for (const auto& id : fit_ids) out += ",fits_in_memory_" + id;
+  // Whole-model rows: the model, the kind of layer and its KV cache, last.
+  bool models = false;
+  for (const Row& r : rep.rows) models |= r.model_layers.has_value();
+  if (models) out += ",model_config,layer_kind,layers,kv_bytes_per_token,kv_cache_tokens,kv_cache_bytes";
   // Attention as served (schema /3): only when some row sets one, after every
   // other column, so that other reports keep theirs.
   const bool served = std::any_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return has_served_fields(r.shape); });
@@ -186,6 +190,19 @@ std::string render_csv(const Report& rep) {
       out += ",";
       if (v && v->prediction && v->prediction->footprint_bytes > 0)
         out += v->prediction->fits_in_memory ? "true" : "false";
+    }
+    if (models && r.model_layers) {
+      const ModelLayers& m = *r.model_layers;
+      // Field by field: GCC 12 warns wrongly on "," + ... here (-Wrestrict).
+      for (const std::string& f : {csv_field(m.config), csv_field(m.kind), std::to_string(m.layers),
+                                   std::to_string(m.kv_bytes_per_token),
+                                   m.kind == total_kind ? std::string() : std::to_string(m.kv_cache_tokens),
+                                   std::to_string(m.kv_cache_bytes)}) {
+        out += ',';
+        out += f;
+      }
+    } else if (models) {
+      out += ",,,,,,";
     }
     if (served) {
       const Dtype kv = key_value_dtype(s);
