@@ -122,6 +122,8 @@ printf '512\n1K:zz\n' >"$work/badlens.txt"
 expect_exit "seq-lens file: bad line named" 2 "badlens.txt, line 2" model --seq-lens @"$work/badlens.txt"
 expect_exit "walk refuses a ragged batch" 2 "walk draws one sequence" walk --seq-lens 1K,2K
 expect_exit "head-dim-v 0 list only" 2 "--head-dim-v: 'q'" model --head-dim-v q
+expect_exit "model-config gives the window" 2 "--window: the model config gives it" model --model-config mistral-7b-v0.1 --seq 4K --causal --window 1K
+expect_exit "model-config gives DV" 2 "--head-dim-v: the model config gives it" model --model-config llama-3.1-8b --seq 4K --head-dim-v 64
 # measure: one line before any device, for what no kernel of ours runs.
 for args in "--head-dim 128 --head-dim-v 64" "--kv-dtype fp8" "--causal --chunk 1K" "--seq-lens 1K,2K" "--mla 512,64 --heads 16"; do
   # shellcheck disable=SC2086
@@ -129,6 +131,17 @@ for args in "--head-dim 128 --head-dim-v 64" "--kv-dtype fp8" "--causal --chunk 
 done
 # shellcheck disable=SC2086
 expect_exit "sweep --measure refuses an fp8 cache" 1 "measure: our kernels do not run K and V in a dtype" sweep --seq 1K --head-dim 64 --kv-dtype fp8 --measure
+
+# The README's examples are this binary's output.
+root=$(cd "$(dirname "$0")/.." && pwd)
+for cmd in "model --seq 32K --head-dim 128 --heads 32 --kv-heads 8 --causal --window 0,4096 --kv-dtype same,fp8 --device h200 --l2-bytes 0 --columns bytes,time" \
+           "model --seq-lens 512,1K:8K,4K --head-dim 128 --heads 32 --kv-heads 8 --causal --columns bytes"; do
+  awk -v c="\$ ./build/hbmscope $cmd" '$0 == c {on = 1; next} on && /^```/ {exit} on' "$root/README.md" >"$work/readme"
+  # shellcheck disable=SC2086
+  "$bin" $cmd >"$work/now" 2>/dev/null
+  check "README example: hbmscope ${cmd:0:40}..." test -s "$work/readme"
+  check "README example is the output: ${cmd:0:40}..." cmp -s "$work/readme" "$work/now"
+done
 
 echo "$pass passed, $fails failed"
 test "$fails" -eq 0

@@ -90,8 +90,12 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
                     if (!var) return std::string("-");
                     std::string t = format_intensity(var->intensity);
                     if (r.ridge_point > 0 && var->intensity > 0) {
+                      // Far below the ridge as a divisor; at or above it (MLA's many heads per
+                      // latent) as a multiple, never "ridge/0".
                       char buf[64];
-                      std::snprintf(buf, sizeof buf, " = ridge/%.0f", r.ridge_point / var->intensity);
+                      const double below = r.ridge_point / var->intensity;
+                      if (below >= 1.5) std::snprintf(buf, sizeof buf, " = ridge/%.0f", below);
+                      else std::snprintf(buf, sizeof buf, " = %.2g × ridge", 1 / below);
                       t += buf;
                     }
                     return t;
