@@ -33,5 +33,11 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin);
 // checks it: for readers that stream a report's rows.
 Row row_from_json(const nlohmann::json& row, std::string_view origin, std::size_t i);
 Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const std::string& key);
+// What only the printers use, read back after the reader has checked it
+// (json_report_detail.cpp): rows[].l2_sim (a decode row's simulations in the
+// order of `variants`), a measurement, the measured `device`.
+L2SimDetail l2_sim_from_json(const nlohmann::json& l2, const std::vector<VariantResult>& variants);
+KernelMeasurement measurement_from_json(const nlohmann::json& m, std::string_view origin, const std::string& path);
+DeviceReport device_report_from_json(const nlohmann::json& d, std::string_view origin);
 
 }  // namespace hbmscope

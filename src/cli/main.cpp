@@ -214,6 +214,7 @@ int main(int argc, char** argv) {
 
   try {
     auto args = with_default_command(argc, argv);
+    sweep_commands.take_submit_sweep(args);
     // CLI11 would only say "A subcommand is required" for a misspelt command.
     std::string names;
     bool known = false;

@@ -179,7 +179,11 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
       out.columns && out.columns->find("time") != std::string::npos)
     throw UsageError("--columns: 'time' needs --device (the roofline time of which GPU?)");
   if (dev.device) add_predictions(report, find_device(*dev.device), dev.bandwidth_fraction.value_or(1.0));
-  std::string text = render(report, print);
+  return write_report(report, render(report, print), out, dev, notes);
+}
+
+int write_report(const Report& report, std::string text, const OutputOptions& out, const DeviceOptions& dev,
+                 const std::vector<std::string>& notes) {
   // The chart and both files' temporary files first: a plot or a target that
   // fails does so with nothing written.
   std::optional<Plot> plot;

@@ -1,6 +1,7 @@
 // `hbmscope sweep`: many shapes from the shape options or a config file,
 // modelled, simulated, optionally measured, sharded.
 #include <algorithm>
+#include <cstdlib>
 
 #include "hbmscope/error.hpp"
 #include "hbmscope/measure.hpp"
@@ -15,6 +16,11 @@
 namespace hbmscope::cli {
 
 namespace {
+
+std::optional<std::string> environment(std::string_view name) {
+  const char* v = std::getenv(std::string(name).c_str());
+  return v ? std::optional<std::string>(v) : std::nullopt;
+}
 
 const char* const sweep_help = R"(Columns: as `hbmscope model` (see `hbmscope model --help`), plus "Group"
 for the groups of a config file and, with --device, the roofline time per variant.
@@ -34,6 +40,8 @@ Examples:
   hbmscope sweep --seq 1K:1M:x2 --head-dim 64,128 --causal --format csv --output s.csv
   hbmscope sweep --config llm --shard 2/4 --format json --output part2.json
   hbmscope merge part*.json --output all.json
+  hbmscope submit --tasks 16 --dir runs/llm -- --config llm --output all.json
+                    the same on a Slurm cluster: `hbmscope submit --help`
   hbmscope sweep --config long-context --device b200 --plot long.svg
 A progress bar appears on stderr for sweeps of 100000 shapes or more when stderr
 is a terminal; never in a pipe or a file.)";
@@ -58,8 +66,10 @@ void SweepCommands::add_sweep(CLI::App& app) {
       ->type_name("LIST");
   sweep_->add_option("--shard", shard_,
                      "Run only slice I of N of the sweep (contiguous, disjoint; the N slices make "
-                     "the whole), e.g. --shard 2/8 in a Slurm array job; join with `hbmscope merge`")
-      ->type_name("I/N");
+                     "the whole), e.g. --shard 2/8; join with `hbmscope merge`. auto: I and N from a "
+                     "Slurm array job's environment (task ID of the array MIN-MAX:STEP is slice "
+                     "(ID - MIN) / STEP + 1 of SLURM_ARRAY_TASK_COUNT; a list such as 1,3,7 is refused)")
+      ->type_name("I/N|auto");
   sweep_->add_option("--progress", progress_,
                      "Progress bar on stderr: auto (when stderr is a terminal and the sweep has "
                      "100000 shapes or more), always, never [default: auto]")
@@ -74,12 +84,12 @@ void SweepCommands::add_sweep(CLI::App& app) {
   add_device_options(*sweep_, dev_);
 }
 
-int SweepCommands::run_sweep() {
-  const ProgressMode mode = progress_ == "auto"     ? ProgressMode::auto_
-                            : progress_ == "always" ? ProgressMode::always
-                            : progress_ == "never"  ? ProgressMode::never
-                                                    : throw UsageError("--progress: '" + progress_ +
-                                                                  "' is not one of auto, always, never");
+SweepPlan SweepCommands::plan_sweep() {
+  SweepPlan p;
+  p.mode = progress_ == "auto"     ? ProgressMode::auto_
+           : progress_ == "always" ? ProgressMode::always
+           : progress_ == "never"  ? ProgressMode::never
+                                   : throw UsageError("--progress: '" + progress_ + "' is not one of auto, always, never");
   (void)to_print_options(out_);
   check_device_options(dev_, out_);
   // Checked even without --measure: a typo must not pass silently.
@@ -93,9 +103,9 @@ int SweepCommands::run_sweep() {
     refuse_input_as_output(out_.output, {*config_}, "--output");
     if (dev_.plot && *dev_.plot != "-") refuse_input_as_output(dev_.plot, {*config_}, "--plot");
   }
-  const std::optional<Shard> shard = shard_ ? std::optional<Shard>(parse_shard(*shard_)) : std::nullopt;
-  const std::vector<std::string> variant_list = variants_ ? split_list(*variants_, "--variants") : std::vector<std::string>{};
-  SweepConfig cfg;
+  if (shard_) p.shard = *shard_ == "auto" ? shard_from_slurm_array(environment) : parse_shard(*shard_);
+  if (variants_) p.variant_list = split_list(*variants_, "--variants");
+  SweepConfig& cfg = p.cfg;
   if (config_) {
     cfg = find_sweep_config(*config_);
     const ShapeOptions& o = shape_;
@@ -130,8 +140,8 @@ int SweepCommands::run_sweep() {
   // Every option is checked before the sweep is computed (--sms alone serves decode rows' heuristic).
   const bool any_decode =
       std::any_of(cfg.groups.begin(), cfg.groups.end(), [](const SweepGroup& g) { return g.axes.decode; });
-  const bool sims = check_l2_options(decode_l2_options(l2_, dev_, any_decode), dev_);
-  LabelledShapes all;
+  p.sims = check_l2_options(decode_l2_options(l2_, dev_, any_decode), dev_);
+  LabelledShapes& all = p.all;
   if (cfg.expanded) {  // the loader's expansion, taken rather than copied
     all = std::move(*cfg.expanded);
     cfg.expanded.reset();
@@ -139,21 +149,30 @@ int SweepCommands::run_sweep() {
     all = expand(cfg);
   }
   check_variants(variants_opts_, all.shapes);
-  if (variants_) check_variant_ids(variant_list, "--variants", all.shapes, variants_opts_, sims);
+  if (variants_) check_variant_ids(p.variant_list, "--variants", all.shapes, variants_opts_, p.sims);
   else if (config_ && !cfg.variants.empty())
-    check_variant_ids(cfg.variants, *config_ + ": variants", all.shapes, variants_opts_, sims);
+    check_variant_ids(cfg.variants, *config_ + ": variants", all.shapes, variants_opts_, p.sims);
   if (measure_) {
     const bool blocks_given = shape_.block_rows || shape_.block_cols;
     for (Shape& s : all.shapes) s = with_flash_blocks(s, blocks_given);
   }
+  return p;
+}
+
+std::size_t plan_rows(const LabelledShapes& all, std::size_t b, std::size_t e) {
+  std::size_t n = 0;
+  for (std::size_t i = b; i < e; ++i) n += i < all.models.size() ? point_row_count(all.models[i]) : 1;
+  return n;
+}
+
+int SweepCommands::run_sweep() {
+  SweepPlan plan = plan_sweep();
+  LabelledShapes& all = plan.all;
+  const ProgressMode mode = plan.mode;
+  const std::optional<Shard>& shard = plan.shard;
   Report report;
   report.command = "sweep";
-  // Rows per point: whole-model points make a row per kind of layer and a total.
-  const auto rows_of = [&](std::size_t b, std::size_t e) {
-    std::size_t n = 0;
-    for (std::size_t i = b; i < e; ++i) n += i < all.models.size() ? point_row_count(all.models[i]) : 1;
-    return n;
-  };
+  const auto rows_of = [&](std::size_t b, std::size_t e) { return plan_rows(all, b, e); };
   if (shard) {  // shards cut between points, never through a model's rows
     const Shard s = *shard;
     const auto [b, e] = shard_range(all.shapes.size(), s);
@@ -178,9 +197,9 @@ int SweepCommands::run_sweep() {
   const auto notes = add_l2_sims(report, l2, dev_, mode);
   if (measure_) add_measurements(report, measure_opts_, std::move(backend));
   if (variants_) {
-    keep_variants(report.rows, variant_list, "--variants");
-  } else if (config_ && !cfg.variants.empty()) {
-    keep_variants(report.rows, cfg.variants, *config_ + ": variants");
+    keep_variants(report.rows, plan.variant_list, "--variants");
+  } else if (config_ && !plan.cfg.variants.empty()) {
+    keep_variants(report.rows, plan.cfg.variants, *config_ + ": variants");
   }
   return finish_report(report, out_, dev_, notes);
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The commands of issue 3: sweep, devices, compare, merge (one file each:
-// sweep_command.cpp ...); and what `model`, `measure` and `reconcile` share
+// The commands of issue 3 (sweep, devices, compare, merge) and issue 21
+// (submit), one file each (sweep_command.cpp ...); and what `model`, `measure` and `reconcile` share
 // with them: the device, roofline and plot options and the run's checks
 // (run_options.cpp), the L2 and measurement steps and finish_report
 // (run_steps.cpp).
@@ -12,6 +12,9 @@
 
 #include "hbmscope/backend.hpp"
 #include "hbmscope/report.hpp"
+#include "hbmscope/shard.hpp"
+#include "hbmscope/slurm.hpp"
+#include "hbmscope/sweep_config.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 
@@ -25,6 +28,8 @@ struct DeviceOptions {
 };
 
 void add_device_options(CLI::App& app, DeviceOptions& o);
+// --plot and --x alone (add_device_options adds them too): for `merge`.
+void add_plot_options(CLI::App& app, DeviceOptions& o);
 
 // Checks the device and plot options before any work is done.
 void check_device_options(const DeviceOptions& d, const OutputOptions& out);
@@ -83,15 +88,39 @@ void check_run_size(std::size_t shapes, std::string_view command);
 // atomically) and plots, then prints the notes on stderr. Returns the exit code.
 int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev,
                   const std::vector<std::string>& notes = {});
+// finish_report's last step, for a report already rendered as `text`: writes
+// it and the chart of dev.plot (both on disk before either is renamed), then
+// the notes. Returns the exit code.
+int write_report(const Report& report, std::string text, const OutputOptions& out, const DeviceOptions& dev,
+                 const std::vector<std::string>& notes = {});
 
 // `compare --fail-on`: a verdict said so (1 is bad input, 2 usage, 3 internal error).
 inline constexpr int compare_fail_exit = 4;
+
+// A sweep with every option checked and its shapes expanded (not yet cut to
+// --shard): what `sweep` runs and `submit` hands to Slurm.
+struct SweepPlan {
+  SweepConfig cfg;
+  LabelledShapes all;
+  std::vector<std::string> variant_list;  // --variants
+  std::optional<Shard> shard;
+  ProgressMode mode = ProgressMode::auto_;
+  bool sims = false;  // the L2 simulation will run
+};
+
+// The report rows of points [b, e) of a plan: a whole-model point makes a row
+// per kind of layer and a total, any other point one row.
+std::size_t plan_rows(const LabelledShapes& all, std::size_t b, std::size_t e);
 
 class SweepCommands {
  public:
   explicit SweepCommands(CLI::App& app);
   // When one of these commands was parsed: runs it, sets rc, returns true.
   bool run(int& rc);
+  // `submit ... -- SWEEP-OPTIONS`: takes the words after the first "--" out of
+  // CLI11's (reversed) argument vector as the sweep's, before CLI11 parses the
+  // rest, so that they are never read as submit's own.
+  void take_submit_sweep(std::vector<std::string>& reversed_args);
 
  private:
   // Each subcommand's options, help and run: in its own file.
@@ -99,15 +128,22 @@ class SweepCommands {
   void add_devices(CLI::App& app);
   void add_compare(CLI::App& app);
   void add_merge(CLI::App& app);
+  void add_submit(CLI::App& app);
+  SweepPlan plan_sweep();
   int run_sweep();
   int run_devices();
   int run_compare();
   int run_merge();
+  int run_submit();
+  // merge --from DIR: the shard files of a submitted sweep (Error naming the
+  // missing ones); merge_command.cpp.
+  std::vector<std::string> submitted_shards(const std::string& dir, const SubmitManifest& m);
 
   CLI::App* sweep_ = nullptr;
   CLI::App* devices_ = nullptr;
   CLI::App* compare_ = nullptr;
   CLI::App* merge_ = nullptr;
+  CLI::App* submit_ = nullptr;
 
   ShapeOptions shape_;
   OutputOptions out_;
@@ -131,8 +167,15 @@ class SweepCommands {
   std::optional<std::string> match_, ignore_, metrics_, fail_on_;
 
   std::vector<std::string> merge_files_;
-  std::string merge_format_;  // empty: from --output's extension, else json
-  std::optional<std::string> merge_output_;
+  OutputOptions merge_out_;  // format empty: from --output's extension, else json
+  DeviceOptions merge_dev_;  // --plot and --x only
+  std::optional<std::string> merge_from_;
+
+  SlurmJobs submit_jobs_;  // submit's own options (submit_command.cpp)
+  std::string submit_dir_;
+  std::optional<std::string> submit_program_;
+  bool submit_dry_run_ = false;
+  std::vector<std::string> submit_sweep_args_;
 };
 
 }  // namespace hbmscope::cli

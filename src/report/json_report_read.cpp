@@ -358,7 +358,10 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
     opt_number(*rl, origin, "roofline", "effective_bandwidth_bytes_per_s");
     r.roofline = RooflineInfo{spec, f};
   }
-  if (const auto* d = opt_object(j, origin, "", "device")) check_measured_device(*d, origin);
+  if (const auto* d = opt_object(j, origin, "", "device")) {
+    check_measured_device(*d, origin);
+    r.device = device_report_from_json(*d, origin);
+  }
   if (const auto* sh = opt_object(j, origin, "", "shard")) {
     const auto& s = *sh;
     r.shard = ShardInfo{get_u64(s, origin, "shard", "index"), get_u64(s, origin, "shard", "count"),
@@ -433,8 +436,11 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
     check_l2_sim(rj, origin, k);
     if (const auto* ms = member(rj, "measurements")) {
       if (!ms->is_array()) jc::fail(origin, k + ".measurements", "an array of measurements", *ms);
-      for (std::size_t m = 0; m < ms->size(); ++m)
-        check_measurement((*ms)[m], origin, k + ".measurements[" + std::to_string(m) + "]");
+      for (std::size_t m = 0; m < ms->size(); ++m) {
+        const std::string mk = k + ".measurements[" + std::to_string(m) + "]";
+        check_measurement((*ms)[m], origin, mk);
+        row.measurements.push_back(measurement_from_json((*ms)[m], origin, mk));
+      }
     }
     // JSON objects come back in key order: restore the model's variant order.
     const auto rank = [](const std::string& id) {
@@ -442,12 +448,18 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       if (id == "flash_no_l2") return 1;
       if (id == "floor") return 2;
       if (const auto d = parse_decode_variant(id)) return 3 + static_cast<int>(*d);
-      if (id.rfind("decode_", 0) == 0) return 7;  // the decode simulations
+      if (id.rfind("decode_", 0) == 0) {  // the decode simulations, in their variants' order
+        constexpr std::string_view sim = "_l2_sim";
+        if (id.size() > sim.size() && id.compare(id.size() - sim.size(), sim.size(), sim) == 0)
+          if (const auto d = parse_decode_variant(id.substr(0, id.size() - sim.size()))) return 7 + static_cast<int>(*d);
+        return 11;
+      }
       return 3;
     };
     std::stable_sort(row.variants.begin(), row.variants.end(),
                      [&](const auto& a, const auto& b) { return rank(a.id) < rank(b.id); });
     if (const auto* rp = member(rj, "ridge_point")) row.ridge_point = get_number(*rp, origin, k + ".ridge_point");
+    if (const auto* l2 = member(rj, "l2_sim")) row.l2_sim = l2_sim_from_json(*l2, row.variants);
     return row;
   }
 }
