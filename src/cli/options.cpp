@@ -54,6 +54,12 @@ ragged batch, --context-lengths 512,4K,128K or @FILE), head dim 128 by default:
   plus the context tokens, the split counts, the KV bytes of each variant (papers quote KV-only
   bandwidth) and FLOP/B against the ridge point (decode is memory-bound).
 
+Attention as served (docs/model.md, "Masks", "Operand shapes", "Ragged prefill"): --window W
+and --chunk C (with --causal) cut the key blocks each query block visits, the keys the floor
+reads and the keys a decode step reads; --head-dim-v DV, --kv-dtype T and --mla R,P (a latent
+KV, MLA absorbed) change what V, O and the KV cache are made of; --seq-lens gives a ragged
+prefill batch, summed sequence by sequence. Standard attention still materialises all of S and P.
+
 Numbers take K (x1024), M and G suffixes; lists "1024,4096"; ranges
 "1024:65536:x2" (geometric) and "1024:8192:+1024" (arithmetic), inclusive.
 Several list-valued options give every combination.
@@ -67,7 +73,10 @@ Examples:
   hbmscope model --fa1                      the note's table with FlashAttention-1's order
   hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132
   hbmscope model --decode --seq-kv 128K --batch 1,8 --heads 32 --kv-heads 8 --device h200
-  hbmscope model --context-lengths 512,4096,128K --heads 64 --kv-heads 8 --splits 8 --format json)";
+  hbmscope model --context-lengths 512,4096,128K --heads 64 --kv-heads 8 --splits 8 --format json
+  hbmscope model --seq 32K --head-dim 128 --heads 32 --kv-heads 8 --causal --window 0,4096 --kv-dtype same,fp8
+  hbmscope model --decode --mla 512,64 --heads 128 --seq-kv 32K --batch 32 --causal --device h200
+  hbmscope model --seq-lens 512,1K:8K,4K --head-dim 128 --heads 32 --kv-heads 8 --causal)";
 
 const char* const measure_help = R"(Runs real kernels on a CUDA device for each shape, after the model's table:
   standard  cuBLAS S = scale*Q*K^T (BF16 S in HBM), our row softmax (S -> P, causal mask
