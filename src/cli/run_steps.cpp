@@ -17,23 +17,17 @@
 
 namespace hbmscope::cli {
 
-std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
-                                     ProgressMode mode) {
-  std::optional<DeviceSpec> spec;
-  if (dev.device) spec = find_device(*dev.device);
-  const auto config = to_l2_config(l2, spec ? &*spec : nullptr);
-  if (!config) return {};
-  const bool automatic = !l2.l2_bytes;
+L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic) {
   // Work is counted in simulated accesses (both simulations), all counted in
   // O(1) per shape before any runs, so that a run too long is refused at once.
-  std::vector<std::uint64_t> cost(report.rows.size(), 0);
-  std::size_t too_large = 0, over_budget = 0, shapes = 0;
+  L2SimPlan plan;
+  plan.cost.assign(shapes.size(), 0);
+  std::size_t too_large = 0, over_budget = 0, simulated = 0;
   std::vector<std::size_t> over_cap;
-  std::uint64_t total = 0;
-  for (std::size_t i = 0; i < report.rows.size(); ++i) {
-    const Shape& s = report.rows[i].shape;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    if (!shapes[i]) continue;  // a row the caller leaves out (a whole model's)
+    const Shape& s = *shapes[i];
     if (s.pass != Pass::fwd) continue;  // the simulation models the forward pass
-    if (report.rows[i].model_layers) continue;  // one kernel's traffic, not a whole model's (docs/models.md)
     if (automatic && l2_sim_accesses(s) > auto_l2_sim_accesses) {
       ++too_large;
       continue;
@@ -45,31 +39,62 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
       continue;
     }
     const std::uint64_t c = flash_l2_sim_accesses(s) + standard_l2_sim_accesses(s);
-    if (automatic && total + c > max_l2_sim_run_accesses) {
+    if (automatic && plan.total + c > max_l2_sim_run_accesses) {
       ++over_budget;
       continue;
     }
-    cost[i] = c;
-    total += c;  // no overflow: each c is at most 2 x max_l2_sim_accesses
-    ++shapes;
-    if (!automatic && total > max_l2_sim_run_accesses) {
+    plan.cost[i] = c;
+    plan.total += c;  // no overflow: each c is at most 2 x max_l2_sim_accesses
+    ++simulated;
+    if (!automatic && plan.total > max_l2_sim_run_accesses) {
       std::size_t fwd = 0;
-      for (const Row& r : report.rows) fwd += r.shape.pass == Pass::fwd;
-      throw Error("L2 simulation: the first " + std::to_string(shapes) + " of " + std::to_string(fwd) +
-                  " shapes already make " + std::to_string(total) + " simulated accesses, more than " +
+      for (const Shape* x : shapes) fwd += x && x->pass == Pass::fwd;
+      throw Error("L2 simulation: the first " + std::to_string(simulated) + " of " + std::to_string(fwd) +
+                  " shapes already make " + std::to_string(plan.total) + " simulated accesses, more than " +
                   std::to_string(max_l2_sim_run_accesses) +
                   " per run; simulate fewer or shorter shapes (--shard I/N splits a sweep) or use "
                   "bigger --block-rows/--block-cols");
     }
   }
-  if (!over_cap.empty() && shapes == 0) check_l2_sim_size(report.rows[over_cap.front()].shape);  // throws
+  if (!over_cap.empty() && simulated == 0) check_l2_sim_size(*shapes[over_cap.front()]);  // throws
+  if (too_large)
+    plan.notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses; "
+                                     "--l2-bytes runs it on every shape up to {}",
+                                     too_large, auto_l2_sim_accesses, max_l2_sim_accesses));
+  if (!over_cap.empty()) {
+    std::string named;
+    for (std::size_t k = 0; k < over_cap.size() && k < 5; ++k)
+      named += (k ? "; " : "") + describe(*shapes[over_cap[k]]);
+    if (over_cap.size() > 5) named += "; and " + std::to_string(over_cap.size() - 5) + " more";
+    plan.notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses: {} "
+                                     "(bigger --block-rows/--block-cols or shorter sequences simulate them)",
+                                     over_cap.size(), max_l2_sim_accesses, named));
+  }
+  if (over_budget)
+    plan.notes.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} "
+                                     "simulated accesses; --shard I/N splits the sweep",
+                                     over_budget, max_l2_sim_run_accesses));
+  return plan;
+}
+
+std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
+                                     ProgressMode mode) {
+  std::optional<DeviceSpec> spec;
+  if (dev.device) spec = find_device(*dev.device);
+  const auto config = to_l2_config(l2, spec ? &*spec : nullptr);
+  if (!config) return {};
+  std::vector<const Shape*> shapes;
+  shapes.reserve(report.rows.size());
+  // One kernel's traffic, not a whole model's (docs/models.md): model rows are left out.
+  for (const Row& r : report.rows) shapes.push_back(r.model_layers ? nullptr : &r.shape);
+  const L2SimPlan plan = plan_l2_sims(shapes, !l2.l2_bytes);
   {
     // About 2^26 accesses take a second: shorter runs show no bar.
     ProgressBar bar(stderr, mode, "hbmscope L2 simulation", std::size_t{1} << 26, 1);
     std::uint64_t done = 0;
     for (std::size_t i = 0; i < report.rows.size(); ++i) {
-      if (cost[i] == 0) continue;
-      bar.update(done, total);
+      if (plan.cost[i] == 0) continue;
+      bar.update(done, plan.total);
       // Without --ctas-per-sm: as many CTAs as the flash kernel this shape
       // would run fits on one SM of the device (launch_plan's ptxas figures).
       L2SimConfig c = *config;
@@ -79,29 +104,11 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
                             ? 2
                             : shape_ctas_per_sm(report.rows[i].shape, sm_limits_for_device(spec ? spec->name : ""));
       add_l2_sim(report.rows[i], c);
-      done += cost[i];
+      done += plan.cost[i];
     }
-    bar.update(total, total);
+    bar.update(plan.total, plan.total);
   }
-  std::vector<std::string> notes;
-  if (too_large)
-    notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses; "
-                                "--l2-bytes runs it on every shape up to {}",
-                                too_large, auto_l2_sim_accesses, max_l2_sim_accesses));
-  if (!over_cap.empty()) {
-    std::string named;
-    for (std::size_t k = 0; k < over_cap.size() && k < 5; ++k)
-      named += (k ? "; " : "") + describe(report.rows[over_cap[k]].shape);
-    if (over_cap.size() > 5) named += "; and " + std::to_string(over_cap.size() - 5) + " more";
-    notes.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses: {} "
-                                "(bigger --block-rows/--block-cols or shorter sequences simulate them)",
-                                over_cap.size(), max_l2_sim_accesses, named));
-  }
-  if (over_budget)
-    notes.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} "
-                                "simulated accesses; --shard I/N splits the sweep",
-                                over_budget, max_l2_sim_run_accesses));
-  return notes;
+  return plan.notes;
 }
 
 namespace {

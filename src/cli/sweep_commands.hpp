@@ -47,6 +47,19 @@ inline constexpr std::uint64_t auto_l2_sim_accesses = std::uint64_t{1} << 25;
 std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const DeviceOptions& dev,
                                      ProgressMode mode = ProgressMode::auto_);
 
+// The run-level budget of the L2 simulation, shared by every command that
+// simulates (add_l2_sims above, `reconcile`): which shapes it runs on (cost[i]
+// accesses; 0: left out; a null shape is left out too) and the notes that say
+// what was left out.
+// `automatic` (a device alone turned it on): shapes past the budgets are left
+// out; otherwise (--l2-bytes) a run over the run's budget is refused.
+struct L2SimPlan {
+  std::vector<std::uint64_t> cost;
+  std::uint64_t total = 0;
+  std::vector<std::string> notes;
+};
+L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic);
+
 // Runs the kernels of --kernels on every row's shape (a CUDA device needed:
 // Error saying why otherwise) and attaches the measurements and the device.
 // Rows must be forward-pass shapes with the flash instantiation's blocks.
