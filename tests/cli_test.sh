@@ -38,7 +38,7 @@ check "--version" "$bin" --version
 check "model --help explains columns" grep -q "Every value once (floor)" "$work/mhelp"
 check "model --help has examples" grep -q "Examples:" "$work/mhelp"
 "$bin" --seq 1024 --head-dim 64 --format json >"$work/j.json"
-check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json')); assert d['schema']=='hbmscope.report/2'; assert d['rows'][0]['bytes']['floor']==4*2*1024*64"
+check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json')); assert d['schema']=='hbmscope.report/3'; assert d['rows'][0]['bytes']['floor']==4*2*1024*64"
 "$bin" model --format csv --seq 1K:4K:x2 >"$work/r.csv"
 check "csv rows" test "$(wc -l <"$work/r.csv")" -eq 4
 

@@ -48,7 +48,7 @@ check "help: capture command" grep -q "ncu --csv --page raw" "$work/h"
 # JSON report: schema /2, read back by compare and merge.
 "$bin" reconcile "$fx/raw_sdpa.csv" "${shape[@]}" --device h200 --format json --output "$work/r.json" 2>"$work/e"
 check "json: written" grep -q "wrote" "$work/e"
-check "json: schema 2" python3 -c "import json; d=json.load(open('$work/r.json')); assert d['schema']=='hbmscope.report/2'; assert d['rows'][0]['call']['verdict']=='AT FLOOR'; assert len(d['reconcile']['calls'])==4"
+check "json: schema 2" python3 -c "import json; d=json.load(open('$work/r.json')); assert d['schema']=='hbmscope.report/3'; assert d['rows'][0]['call']['verdict']=='AT FLOOR'; assert len(d['reconcile']['calls'])==4"
 "$bin" compare "$work/r.json" "$work/r.json" >"$work/c" 2>&1
 check "compare reads a reconcile report" grep -q "4 rows matched" "$work/c"
 "$bin" --seq 1024 --format json >"$work/m2.json"
@@ -56,7 +56,7 @@ python3 -c "import json; d=json.load(open('$work/m2.json')); d['schema']='hbmsco
 "$bin" compare "$work/m1.json" "$work/m2.json" >"$work/c" 2>&1
 check "compare: /1 against /2" grep -q "1 rows matched" "$work/c"
 "$bin" merge "$work/m1.json" >"$work/mm.json" 2>&1
-check "merge: a /1 report comes out /2" python3 -c "import json; assert json.load(open('$work/mm.json'))['schema']=='hbmscope.report/2'"
+check "merge: a /1 report comes out /3" python3 -c "import json; assert json.load(open('$work/mm.json'))['schema']=='hbmscope.report/3'"
 
 # CSV and Markdown.
 "$bin" reconcile "$fx/raw_sdpa.csv" "${shape[@]}" --format csv >"$work/r.csv"

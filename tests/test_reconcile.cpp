@@ -473,7 +473,7 @@ TEST_CASE("reconcile reports: schema /2 rows with call objects, read back for co
   add_predictions(rep, *opt.device, 1.0);
   const ReconcileView v{r, {{"raw_sdpa.csv", "ncu-raw", 10}}, "built in", rep};
   const auto j = nlohmann::json::parse(render_reconcile(v, {Format::json}));
-  CHECK(j["schema"] == "hbmscope.report/2");
+  CHECK(j["schema"] == std::string(report_schema));
   CHECK(j["command"] == "reconcile");
   REQUIRE(j["rows"].size() == 4);
   CHECK(j["rows"][0]["label"] == "call 1 (flash)");

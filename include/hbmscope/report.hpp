@@ -16,11 +16,16 @@
 
 namespace hbmscope {
 
-inline constexpr std::string_view report_schema = "hbmscope.report/2";
-// Reports of version 1 (before `reconcile`) are read as well: /2 only adds
-// fields (rows[].call, reconcile).
+inline constexpr std::string_view report_schema = "hbmscope.report/3";
+// Reports of versions 1 (before `reconcile`) and 2 (before attention as
+// served) are read as well: /2 only added fields (rows[].call, reconcile), /3
+// the shape fields window, chunk, head_dim_v, kv_dtype, latent_kv, seq_lens,
+// written only where they are set, so a /2 row reads as the same /3 row.
 inline constexpr std::string_view report_schema_v1 = "hbmscope.report/1";
-inline bool readable_report_schema(std::string_view s) { return s == report_schema || s == report_schema_v1; }
+inline constexpr std::string_view report_schema_v2 = "hbmscope.report/2";
+inline bool readable_report_schema(std::string_view s) {
+  return s == report_schema || s == report_schema_v2 || s == report_schema_v1;
+}
 
 // One variant's traffic on one shape.
 struct VariantResult {

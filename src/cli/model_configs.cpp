@@ -79,7 +79,11 @@ void refuse_model_files_as_output(const std::vector<ModelConfigRef>& models, con
 void check_model_shape_options(const ShapeOptions& o) {
   for (const auto& [given, name] : {std::pair{o.heads.has_value(), "--heads"},
                                     {o.kv_heads.has_value(), "--kv-heads"},
-                                    {o.head_dim.has_value(), "--head-dim"}})
+                                    {o.head_dim.has_value(), "--head-dim"},
+                                    {o.head_dim_v.has_value(), "--head-dim-v"},
+                                    {o.mla.has_value(), "--mla"},
+                                    {o.window.has_value(), "--window"},
+                                    {o.chunk.has_value(), "--chunk"}})
     if (given) throw UsageError(std::string(name) + ": the model config gives it (--model-config); drop " + name);
 }
 

@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <set>
 
 #include "hbmscope/device_spec.hpp"
 #include "hbmscope/error.hpp"
@@ -58,6 +55,12 @@ ragged batch, --context-lengths 512,4K,128K or @FILE), head dim 128 by default:
   plus the context tokens, the split counts, the KV bytes of each variant (papers quote KV-only
   bandwidth) and FLOP/B against the ridge point (decode is memory-bound).
 
+Attention as served (docs/model.md, "Masks", "Operand shapes", "Ragged prefill"): --window W
+and --chunk C (with --causal) cut the key blocks each query block visits, the keys the floor
+reads and the keys a decode step reads; --head-dim-v DV, --kv-dtype T and --mla R,P (a latent
+KV, MLA absorbed) change what V, O and the KV cache are made of; --seq-lens gives a ragged
+prefill batch, summed sequence by sequence. Standard attention still materialises all of S and P.
+
 Numbers take K (x1024), M and G suffixes; lists "1024,4096"; ranges
 "1024:65536:x2" (geometric) and "1024:8192:+1024" (arithmetic), inclusive.
 Several list-valued options give every combination.
@@ -71,7 +74,10 @@ Examples:
   hbmscope model --fa1                      the note's table with FlashAttention-1's order
   hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132
   hbmscope model --decode --seq-kv 128K --batch 1,8 --heads 32 --kv-heads 8 --device h200
-  hbmscope model --context-lengths 512,4096,128K --heads 64 --kv-heads 8 --splits 8 --format json)";
+  hbmscope model --context-lengths 512,4096,128K --heads 64 --kv-heads 8 --splits 8 --format json
+  hbmscope model --seq 32K --head-dim 128 --heads 32 --kv-heads 8 --causal --window 0,4096 --kv-dtype same,fp8
+  hbmscope model --decode --mla 512,64 --heads 128 --seq-kv 32K --batch 32 --causal --device h200
+  hbmscope model --seq-lens 512,1K:8K,4K --head-dim 128 --heads 32 --kv-heads 8 --causal)";
 
 const char* const measure_help = R"(Runs real kernels on a CUDA device for each shape, after the model's table:
   standard  cuBLAS S = scale*Q*K^T (BF16 S in HBM), our row softmax (S -> P, causal mask
@@ -198,103 +204,6 @@ void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
                "flush as the timed runs); needs permission to read GPU counters, else timings only");
 }
 
-void add_shape_options(CLI::App& app, ShapeOptions& o) {
-  app.add_option("--seq", o.seq,
-                 "Query sequence length(s) Nq, e.g. 4096 or 1K:64K:x2 [default: the note's rows, "
-                 "4096 when --head-dim is given]")
-      ->type_name("LIST");
-  app.add_option("--seq-kv", o.seq_kv, "Key/value sequence length(s) Nkv, e.g. 8192 [default: = --seq]")
-      ->type_name("LIST");
-  app.add_option("--head-dim", o.head_dim,
-                 "Head dimension(s) d, e.g. 64,128 [default: the note's rows, 64 when --seq is "
-                 "given]")
-      ->type_name("LIST");
-  app.add_option("--batch", o.batch, "Batch size(s), e.g. 8 [default: 1]")->type_name("LIST");
-  app.add_option("--heads", o.heads, "Query heads H, e.g. 32 [default: 1]")->type_name("LIST");
-  app.add_option("--kv-heads", o.kv_heads,
-                 "Key/value heads Hkv (GQA; H a multiple of it), e.g. 8 [default: = --heads]")
-      ->type_name("LIST");
-  app.add_option("--dtype", o.dtype, "Element type(s): fp32 (4 B), fp16, bf16 (2 B), fp8 (1 B) [default: bf16]")
-      ->type_name("LIST");
-  app.add_option("--block-rows", o.block_rows, "FlashAttention query block Br, e.g. 64,128 [default: 128]")
-      ->type_name("LIST");
-  app.add_option("--block-cols", o.block_cols, "FlashAttention key block Bc, e.g. 64 [default: 128]")
-      ->type_name("LIST");
-  app.add_flag("--causal", o.causal,
-               "Causal mask: query row r sees key c iff c <= r + (Nkv - Nq); FLOPs count the "
-               "visible pairs");
-  app.add_option("--pass", o.pass,
-                 "Pass(es) counted: fwd (forward), bwd (backward, from dO), fwdbwd (both, one "
-                 "training step), e.g. fwd,bwd [default: fwd]")
-      ->type_name("LIST");
-  app.add_flag("--decode", o.decode,
-               "Decode rows: --seq new tokens (1-8, default 1) per sequence against a KV cache of "
-               "--seq-kv tokens; variants decode_floor, decode_split, decode_split_unpacked, "
-               "decode_paged (docs/model.md)");
-  app.add_option("--context-lengths", o.context_lengths,
-                 "Decode: one ragged batch, a context length per sequence (summed exactly), e.g. "
-                 "512,4096,128K or @lengths.txt; implies --decode, sets the batch and --seq-kv")
-      ->type_name("LIST|@FILE")
-      ->check(not_empty());
-  app.add_option("--splits", o.splits,
-                 "Decode: KV splits, e.g. 8 or 1,4,16 [default: FlashAttention's heuristic on the "
-                 "SM count of --sms or --device, else 132]")
-      ->type_name("LIST");
-  app.add_option("--page-size", o.page_size,
-                 "Decode: tokens per KV cache page for decode_paged, e.g. 16,256 [default: 16]")
-      ->type_name("LIST");
-}
-
-std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
-  if (text.empty() || text[0] != '@') return parse_int_axis(text, "context-lengths");
-  const std::string path = text.substr(1);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error("--context-lengths: cannot read '" + path + "': " + std::strerror(errno));
-  std::string content;
-  char buf[65536];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
-    content.append(buf, n);
-    if (content.size() > (std::size_t{64} << 20)) {
-      std::fclose(f);
-      throw Error("--context-lengths: '" + path + "' is larger than 64 MiB");
-    }
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw Error("--context-lengths: error reading '" + path + "'");
-  std::vector<std::uint64_t> out;
-  std::size_t line = 1;
-  for (std::size_t pos = 0; pos < content.size();) {
-    const char c = content[pos];
-    if (c == '#') {
-      while (pos < content.size() && content[pos] != '\n') ++pos;
-      continue;
-    }
-    if (c == '\n') ++line;
-    if (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-      ++pos;
-      continue;
-    }
-    std::size_t end = pos;
-    while (end < content.size() && std::string_view(",# \t\r\n").find(content[end]) == std::string_view::npos)
-      ++end;
-    const std::string item = content.substr(pos, end - pos);
-    std::vector<std::uint64_t> v;
-    try {
-      v = parse_int_axis(item, "context-lengths");
-    } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " (" + path + ", line " + std::to_string(line) + ")");
-    }
-    out.insert(out.end(), v.begin(), v.end());
-    if (out.size() > max_context_lengths)
-      throw Error("--context-lengths: '" + path + "' holds more than " + std::to_string(max_context_lengths) +
-                  " lengths");
-    pos = end;
-  }
-  if (out.empty()) throw Error("--context-lengths: '" + path + "' holds no lengths");
-  return out;
-}
-
 void add_l2_options(CLI::App& app, L2Options& o) {
   app.add_option("--l2-bytes", o.l2_bytes,
                  "Simulate an L2 of BYTES (K, M, G = 2^10, 2^20, 2^30; 0 = none) and add the "
@@ -346,60 +255,6 @@ void add_output_options(CLI::App& app, OutputOptions& o) {
                  "a device or FIFO is written in place, - is stdout")
       ->type_name("FILE")
       ->check(not_empty());
-}
-
-void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
-  if (o.seq || o.head_dim) {
-    if (!a.seq_head_dim.empty()) {
-      std::set<std::uint64_t> seqs, dims;
-      for (auto [n, d] : a.seq_head_dim) seqs.insert(n), dims.insert(d);
-      a.seq.assign(seqs.begin(), seqs.end());
-      a.head_dim.assign(dims.begin(), dims.end());
-      a.seq_head_dim.clear();
-    }
-    if (o.seq) a.seq = parse_int_axis(*o.seq, "seq");
-    if (o.head_dim) a.head_dim = parse_int_axis(*o.head_dim, "head-dim");
-  }
-  if (o.seq_kv) a.seq_kv = parse_int_axis(*o.seq_kv, "seq-kv");
-  if (o.batch) a.batch = parse_int_axis(*o.batch, "batch");
-  if (o.heads) a.heads = parse_int_axis(*o.heads, "heads");
-  if (o.kv_heads) a.kv_heads = parse_int_axis(*o.kv_heads, "kv-heads");
-  if (o.dtype) a.dtype = parse_dtype_axis(*o.dtype, "dtype"), a.dtype_given = true;
-  if (o.block_rows) a.block_rows = parse_int_axis(*o.block_rows, "block-rows");
-  if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
-  if (o.causal) a.causal = {true};
-  if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
-  if (o.decode || o.context_lengths) a.decode = true;
-  if (o.context_lengths) {
-    const auto lengths = parse_context_lengths(*o.context_lengths);
-    if (lengths.size() > max_context_lengths)
-      throw Error("--context-lengths: more than " + std::to_string(max_context_lengths) + " lengths");
-    if (o.batch || o.seq_kv)
-      throw Error("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
-    a.context_lengths = {SeqList(lengths)};
-  }
-  if ((o.splits || o.page_size) && !a.decode)
-    throw Error(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");
-  if (o.splits) {
-    a.splits = parse_int_axis(*o.splits, "splits");
-    for (auto s : a.splits)
-      if (s > max_decode_splits)
-        throw Error("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
-  }
-  if (o.page_size) a.page_size = parse_int_axis(*o.page_size, "page-size");
-}
-
-SweepAxes to_axes(const ShapeOptions& o) {
-  if (o.decode || o.context_lengths) {  // decode defaults: one new token, d = 128 (Llama, Mistral)
-    SweepAxes a;
-    a.seq = {1};
-    a.head_dim = {128};
-    apply_shape_options(a, o);
-    return a;
-  }
-  SweepAxes a = o.seq || o.head_dim ? SweepAxes{} : note_axes();
-  apply_shape_options(a, o);
-  return a;
 }
 
 namespace {

@@ -109,8 +109,7 @@ SweepPlan SweepCommands::plan_sweep() {
   if (config_) {
     cfg = find_sweep_config(*config_);
     const ShapeOptions& o = shape_;
-    if (o.seq || o.head_dim || o.seq_kv || o.batch || o.heads || o.kv_heads || o.dtype || o.block_rows ||
-        o.block_cols || o.causal || o.pass || o.decode || o.context_lengths || o.splits || o.page_size) {
+    if (o.any()) {
       for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
       cfg.expanded.reset();  // the loader's expansion was of the file's axes
     }

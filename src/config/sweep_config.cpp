@@ -133,10 +133,71 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> points_axis(const nlohmann:
   return out;
 }
 
+// window, chunk, head_dim_v: an integer axis whose values may be 0 or "none"
+// (no window, no chunk, DV = d).
+std::vector<std::uint64_t> int_axis_or_none(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  constexpr const char* form = "a non-negative integer (0: none), a string such as \"0,4096\", or a non-empty array of them";
+  auto items = [&](const nlohmann::json& x, const std::string& k) -> std::vector<std::uint64_t> {
+    if (x.is_number_unsigned() || (x.is_number_integer() && x.get<std::int64_t>() == 0))
+      return {x.get<std::uint64_t>()};
+    if (!x.is_string()) jc::fail(origin, k, form, x);
+    try {
+      return parse_int_axis_or_none(x.get<std::string>(), k);
+    } catch (const Error& e) {
+      rethrow_as_key(e, origin);
+    }
+  };
+  if (!v.is_array()) return items(v, key);
+  if (v.empty()) jc::fail(origin, key, form, v);
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto x = items(v[i], key + "[" + std::to_string(i) + "]");
+    out.insert(out.end(), x.begin(), x.end());
+    if (out.size() > max_sweep_shapes)
+      jc::fail_text(origin, key, "has too many values (a sweep has at most " + std::to_string(max_sweep_shapes) +
+                                     " shapes)");
+  }
+  return out;
+}
+
+// seq_lens: ragged prefill batches, each an array of items L (a number or a
+// string such as "4K") or "Q:KV".
+std::vector<SeqList> seq_lens_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  constexpr const char* form = "a non-empty array of ragged batches such as [[512, \"4K\", \"1K:8K\"]]";
+  if (!v.is_array() || v.empty()) jc::fail(origin, key, form, v);
+  std::vector<SeqList> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string p = key + "[" + std::to_string(i) + "]";
+    if (!v[i].is_array() || v[i].empty()) jc::fail(origin, p, "a non-empty array of sequences (L or \"Q:KV\")", v[i]);
+    if (v[i].size() > max_context_lengths)
+      jc::fail_text(origin, p, "more than " + std::to_string(max_context_lengths) + " sequences");
+    std::vector<SeqLen> batch;
+    for (std::size_t n = 0; n < v[i].size(); ++n) {
+      const std::string k = p + "[" + std::to_string(n) + "]";
+      const auto& x = v[i][n];
+      if (x.is_number_unsigned()) {
+        const std::uint64_t l = single_count(x, origin, k);
+        batch.push_back({l, l});
+        continue;
+      }
+      if (!x.is_string()) jc::fail(origin, k, "a sequence length such as 4096, \"4K\" or \"1K:8K\" (Q:KV)", x);
+      try {
+        const auto items = parse_seq_len_items(x.get<std::string>(), k);
+        batch.insert(batch.end(), items.begin(), items.end());
+      } catch (const Error& e) {
+        rethrow_as_key(e, origin);
+      }
+    }
+    out.emplace_back(std::move(batch));
+  }
+  return out;
+}
+
 const std::initializer_list<std::string_view> axis_keys = {
     "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "points",
     "dtype", "block_rows", "block_cols", "causal", "pass",
-    "decode", "context_lengths", "splits", "page_size", "model_config"};
+    "decode", "context_lengths", "splits", "page_size", "model_config",
+    "window", "chunk", "head_dim_v", "kv_dtype", "latent_kv", "seq_lens"};
 
 SweepAxes model_axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
                           std::string_view origin, const std::string& where);
@@ -147,9 +208,9 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
   SweepAxes a;
   const bool has_points = fields.count("points") != 0;
   if (fields.count("model_config")) return model_axes_from(fields, origin, where);
-  if (!has_points && (fields.count("seq") == 0 || fields.count("head_dim") == 0))
+  if (!has_points && ((fields.count("seq") == 0 && fields.count("seq_lens") == 0) || fields.count("head_dim") == 0))
     jc::fail_text(origin, where.empty() ? "(top level)" : where,
-                  "needs both 'seq' and 'head_dim', or 'points'");
+                  "needs both 'seq' (or 'seq_lens') and 'head_dim', or 'points'");
   for (const auto& [k, vp] : fields) {
     const auto& [v, path] = vp;
     if (k == "batch") a.batch = int_axis(v, origin, path);
@@ -180,6 +241,25 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
       }
     } else if (k == "splits") a.splits = int_axis(v, origin, path);
     else if (k == "page_size") a.page_size = int_axis(v, origin, path);
+    else if (k == "window") a.window = int_axis_or_none(v, origin, path);
+    else if (k == "chunk") a.chunk = int_axis_or_none(v, origin, path);
+    else if (k == "head_dim_v") a.head_dim_v = int_axis_or_none(v, origin, path);
+    else if (k == "kv_dtype")
+      a.kv_dtype = string_axis<std::optional<Dtype>>(
+          v, origin, path, "a dtype (\"fp32\", \"fp16\", \"bf16\", \"fp8\"), \"same\", or a non-empty array of them",
+          parse_kv_dtype_axis);
+    else if (k == "latent_kv") {
+      if (!v.is_boolean()) jc::fail(origin, path, "true or false", v);
+      a.latent_kv = v.get<bool>();
+    } else if (k == "seq_lens") a.seq_lens = seq_lens_axis(v, origin, path);
+  }
+  if (!a.seq_lens.empty()) {
+    if (a.decode)
+      jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                    "seq_lens are prefill sequences; a decode batch is context_lengths");
+    if (fields.count("batch") || fields.count("seq") || fields.count("seq_kv"))
+      jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                    "seq_lens gives the batch, seq and seq_kv: drop 'batch', 'seq' and 'seq_kv'");
   }
   a.dtype_given = fields.count("dtype") != 0;
   if (!a.context_lengths.empty() || fields.count("splits") || fields.count("page_size")) {

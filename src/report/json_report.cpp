@@ -25,6 +25,22 @@ nlohmann::json shape_to_json(const Shape& s) {
       {"causal", s.causal},
       {"pass", std::string(pass_name(s.pass))},
   };
+  // Attention as served (schema /3): only where set, so that other rows keep
+  // the keys they had (compare and merge match rows on the keys written).
+  if (s.window != 0) j["window"] = s.window;
+  if (s.chunk != 0) j["chunk"] = s.chunk;
+  if (s.head_dim_v != 0) j["head_dim_v"] = s.head_dim_v;
+  if (s.kv_dtype) {
+    j["kv_dtype"] = std::string(dtype_name(*s.kv_dtype));
+    j["kv_elem_bytes"] = elem_bytes(*s.kv_dtype);
+  }
+  if (s.latent_kv) j["latent_kv"] = true;
+  if (ragged_prefill(s)) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const SeqLen& x : s.seq_lens) items.push_back({x.q, x.kv});
+    j["seq_lens"] = std::move(items);
+    if (const auto q = s.seq_lens.total_q()) j["query_tokens"] = *q;
+  }
   if (s.decode) {  // decode rows only: prefill shapes keep their keys
     j["decode"] = true;
     j["splits"] = s.splits;

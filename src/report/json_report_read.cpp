@@ -10,6 +10,7 @@
 
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
+#include "hbmscope/sweep.hpp"
 #include "json_check.hpp"
 
 namespace hbmscope {
@@ -226,6 +227,45 @@ void read_decode_detail(const nlohmann::json& rj, std::string_view origin, const
   }
 }
 
+// The shape fields of attention as served (schema /3), each optional: absent
+// in /1 and /2 reports and wherever unset. DV equal to d and a kv dtype equal
+// to dtype are the defaults, read as unset (one form per shape).
+void read_served_fields(const nlohmann::json& j, std::string_view origin, const std::string& key, Shape& s) {
+  if (member(j, "window")) s.window = get_u64(j, origin, key, "window");
+  if (member(j, "chunk")) s.chunk = get_u64(j, origin, key, "chunk");
+  if (member(j, "head_dim_v")) {
+    s.head_dim_v = get_u64(j, origin, key, "head_dim_v");
+    if (s.head_dim_v == s.head_dim) s.head_dim_v = 0;
+  }
+  if (const auto* k = member(j, "kv_dtype")) {
+    const auto d = k->is_string() ? parse_dtype(k->get<std::string>()) : std::nullopt;
+    if (!d) jc::fail(origin, key + ".kv_dtype", "one of \"fp32\", \"fp16\", \"bf16\", \"fp8\"", *k);
+    if (*d != s.dtype) s.kv_dtype = d;
+  }
+  opt_u64(j, origin, key, "kv_elem_bytes");
+  if (const auto* l = member(j, "latent_kv")) {
+    if (!l->is_boolean()) jc::fail(origin, key + ".latent_kv", "true or false", *l);
+    s.latent_kv = l->get<bool>();
+  }
+  opt_u64(j, origin, key, "query_tokens");
+  if (const auto* q = member(j, "seq_lens")) {
+    constexpr const char* pair = "a [queries, keys] pair of positive integers";
+    if (!q->is_array()) jc::fail(origin, key + ".seq_lens", "an array of [queries, keys] pairs", *q);
+    if (q->size() > max_context_lengths)
+      jc::fail_text(origin, key + ".seq_lens", "more than " + std::to_string(max_context_lengths) + " sequences");
+    std::vector<SeqLen> items;
+    items.reserve(q->size());
+    for (std::size_t i = 0; i < q->size(); ++i) {
+      const auto& x = (*q)[i];
+      const std::string k = key + ".seq_lens[" + std::to_string(i) + "]";
+      if (!x.is_array() || x.size() != 2 || !non_negative_integer(x[0]) || !non_negative_integer(x[1]))
+        jc::fail(origin, k, pair, x);
+      items.push_back({x[0].get<std::uint64_t>(), x[1].get<std::uint64_t>()});
+    }
+    s.seq_lens = SeqList(std::move(items));
+  }
+}
+
 // rows[].model of a whole-model row.
 ModelLayers read_model_layers(const nlohmann::json& m, std::string_view origin, const std::string& p) {
   ModelLayers ml;
@@ -269,6 +309,7 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
     if (!p) jc::fail(origin, key + ".pass", "one of \"fwd\", \"bwd\", \"fwdbwd\"", j["pass"]);
     s.pass = *p;
   }
+  read_served_fields(j, origin, key, s);
   if (const auto* dec = member(j, "decode")) {
     if (!dec->is_boolean()) jc::fail(origin, key + ".decode", "true or false", *dec);
     s.decode = dec->get<bool>();
@@ -300,7 +341,9 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object (an hbmscope report)", j);
   if (!j.contains("schema")) jc::fail_text(origin, "schema", "missing: not an hbmscope report");
   if (!j["schema"].is_string() || !readable_report_schema(j["schema"].get<std::string>()))
-    jc::fail(origin, "schema", "\"" + std::string(report_schema) + "\" or \"" + std::string(report_schema_v1) + "\"",
+    jc::fail(origin, "schema",
+             "\"" + std::string(report_schema) + "\", \"" + std::string(report_schema_v2) + "\" or \"" +
+                 std::string(report_schema_v1) + "\"",
              j["schema"]);
   Report r;
   if (const auto c = opt_string(j, origin, "", "command")) r.command = *c;

@@ -90,8 +90,12 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
                     if (!var) return std::string("-");
                     std::string t = format_intensity(var->intensity);
                     if (r.ridge_point > 0 && var->intensity > 0) {
+                      // Far below the ridge as a divisor; at or above it (MLA's many heads per
+                      // latent) as a multiple, never "ridge/0".
                       char buf[64];
-                      std::snprintf(buf, sizeof buf, " = ridge/%.0f", r.ridge_point / var->intensity);
+                      const double below = r.ridge_point / var->intensity;
+                      if (below >= 1.5) std::snprintf(buf, sizeof buf, " = ridge/%.0f", below);
+                      else std::snprintf(buf, sizeof buf, " = %.2g × ridge", 1 / below);
                       t += buf;
                     }
                     return t;
@@ -129,6 +133,16 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
   if (v.causal)
     cols.push_back({"Causal", false, [](const Row& r) { return std::string(r.shape.causal ? "yes" : "no"); }});
   if (v.pass) cols.push_back({"Pass", false, [](const Row& r) { return pass_label(r.shape.pass); }});
+  if (v.mask) cols.push_back({"Mask", false, [](const Row& r) { return mask_label(r.shape); }});
+  if (v.head_dim_v)
+    cols.push_back({"DV", true, [](const Row& r) { return std::to_string(value_head_dim(r.shape)); }});
+  if (v.kv_dtype)
+    cols.push_back({"KV dtype", false,
+                    [](const Row& r) { return std::string(dtype_name(key_value_dtype(r.shape))); }});
+  if (v.latent_kv)
+    cols.push_back({"Latent KV", false, [](const Row& r) { return std::string(r.shape.latent_kv ? "yes" : "no"); }});
+  if (std::any_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return ragged_prefill(r.shape); }))
+    cols.push_back({"Sequences", false, [](const Row& r) { return sequences_label(r.shape); }});
   const auto ids = variant_ids(rep);
   for (const auto& id : ids)
     cols.push_back({variant_label(id), true,

@@ -37,7 +37,14 @@ std::string model_layers_label(const Row& r);
 struct Varying {
   bool batch = false, heads = false, dtype = false, blocks = false, causal = false;
   bool pass = false;
+  // Attention as served: the mask (window, chunk), DV, the kv dtype, a latent
+  // KV; ragged prefill rows always get a column of their sequences.
+  bool mask = false, head_dim_v = false, kv_dtype = false, latent_kv = false;
 };
+// model_title.cpp: "window 4096", "chunk 8192" or "-"; "fp8" (the kv dtype);
+// "3: 512..4096" (a ragged prefill batch's sequences) or "-".
+std::string mask_label(const Shape& s);
+std::string sequences_label(const Shape& s);
 Varying varying(const std::vector<Row>& rows);
 // The model table's title lines (shape, model, L2 simulation, roofline, decode).
 std::string title(const Report& rep, const Varying& v);

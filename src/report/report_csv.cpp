@@ -99,6 +99,10 @@ std::string render_csv(const Report& rep) {
   bool models = false;
   for (const Row& r : rep.rows) models |= r.model_layers.has_value();
   if (models) out += ",model_config,layer_kind,layers,kv_bytes_per_token,kv_cache_tokens,kv_cache_bytes";
+  // Attention as served (schema /3): only when some row sets one, after every
+  // other column, so that other reports keep theirs.
+  const bool served = std::any_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return has_served_fields(r.shape); });
+  if (served) out += ",window,chunk,head_dim_v,kv_dtype,kv_elem_bytes,latent_kv,query_tokens,seq_lens";
   out += "\n";
   for (const Row& r : rep.rows) {
     const Shape& s = r.shape;
@@ -200,6 +204,16 @@ std::string render_csv(const Report& rep) {
       }
     } else if (models) {
       out += ",,,,,,";
+    }
+    if (served) {
+      const Dtype kv = key_value_dtype(s);
+      const auto q = s.seq_lens.total_q();
+      // Appends, not one "," + ... chain: GCC 12 warns wrongly on that (-Wrestrict).
+      for (const std::string& f : {std::to_string(s.window), std::to_string(s.chunk), std::to_string(value_head_dim(s)),
+                                   std::string(dtype_name(kv)), std::to_string(elem_bytes(kv)),
+                                   std::string(s.latent_kv ? "true" : "false"),
+                                   ragged_prefill(s) && q ? std::to_string(*q) : std::string(), s.seq_lens.text(';')})
+        out.append(",").append(f);
     }
     out += "\n";
   }
