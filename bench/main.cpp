@@ -5,15 +5,20 @@
 #include <ctime>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 
 #include "hbmscope/compare.hpp"
+#include "hbmscope/decode.hpp"
 #include "hbmscope/json_report.hpp"
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/device_config.hpp"
@@ -36,6 +41,7 @@ struct Result {
   std::string unit;     // "shapes", "tiles", ...: rate is items/s
   std::string target;   // the goal, or empty
   bool met = true;
+  std::string beside{};  // printed after the target: e.g. the enumeration's time on the same shape
 };
 
 struct Case {
@@ -75,6 +81,7 @@ double cpu_per_call(F&& f, double min_s = 0.3) {
 }
 
 volatile std::uint64_t sink = 0;  // keeps results alive
+std::string secs(double s);
 
 std::vector<Shape> bench_shapes() {
   std::vector<Shape> shapes;
@@ -112,6 +119,68 @@ Result sweep_rows() {
   const double t = time_per_call([&] { sink = sink + model_rows(shapes).size(); });
   const double rate = 1e5 / t;
   return {"model_rows: 100000 rows with three variants each", t, 1e5, "rows", ">= 1e5 rows/s", rate >= 1e5};
+}
+
+// Attention as served at long context: windows, chunks that divide the key
+// blocks and chunks that do not (the slowest sums, about sqrt(N) steps), DV and
+// an fp8 cache, every pass; each shape of one sequence of up to 1M tokens.
+Result served_shapes() {
+  std::vector<Shape> shapes;
+  for (std::uint64_t n : {std::uint64_t{1} << 17, std::uint64_t{1} << 19, std::uint64_t{1} << 20})
+    for (std::uint64_t k = 0; k < 100; ++k)
+      for (Pass p : {Pass::fwd, Pass::bwd}) {
+        Shape s;
+        s.seq_q = n - 977 * k;
+        s.seq_kv = n;
+        s.heads = 32;
+        s.kv_heads = 8;
+        s.head_dim = 128;
+        s.head_dim_v = k % 3 == 0 ? 64 : 0;
+        if (k % 2) s.kv_dtype = Dtype::fp8;
+        s.causal = true;
+        s.block_rows = 128;
+        s.block_cols = 64 + k % 5;
+        if (k % 4 == 0) s.window = 4096 + 7 * k;
+        else if (k % 4 == 1) s.chunk = 8192;
+        else s.chunk = 8191 - 13 * k;  // neither a multiple nor a divisor of Bc
+        s.pass = p;
+        shapes.push_back(s);
+      }
+  const double t = time_per_call([&] {
+    std::uint64_t acc = 0;
+    for (const Shape& s : shapes) {
+      const ModelBytes m = evaluate(s);
+      acc += m.flash_no_l2 ^ m.floor ^ m.flops;
+      if (s.pass == Pass::fwd) acc += flash1_no_l2_bytes(s);
+    }
+    sink = sink + acc;
+  });
+  const double rate = static_cast<double>(shapes.size()) / t;
+  return {std::to_string(shapes.size()) + " windowed/chunked shapes, 128K-1M tokens", t,
+          static_cast<double>(shapes.size()), "shapes", ">= 1e3 shapes/s", rate >= 1e3};
+}
+
+// A ragged prefill batch of a million sequences, 64 distinct lengths: one
+// closed form per distinct item.
+Result ragged_batch() {
+  std::vector<SeqLen> items;
+  items.reserve(1'000'000);
+  for (std::uint64_t i = 0; i < 1'000'000; ++i) {
+    const std::uint64_t kv = 512 * (1 + i % 64);
+    items.push_back({i % 2 ? kv : kv / 2, kv});
+  }
+  Shape s;
+  s.seq_lens = SeqList(std::move(items));
+  s.batch = s.seq_lens.size();
+  s.seq_q = s.seq_lens.max_q();
+  s.seq_kv = s.seq_lens.max_kv();
+  s.heads = 32;
+  s.kv_heads = 8;
+  s.head_dim = 128;
+  s.causal = true;
+  s.window = 4096;
+  const double t = time_per_call([&] { sink = sink + evaluate(s).flash_no_l2; });
+  return {"1M sequences (64 distinct), window 4096", t, 1, "batches", "<= 1 ms a batch", t <= 1e-3};
 }
 
 Result tile_walk(std::uint64_t n, bool causal) {
@@ -184,6 +253,109 @@ Result decode_l2_simulation(DecodeVariant v) {
   const double t = time_per_call([&] { sink = sink + decode_l2_sim(s, v, splits, c).dram_bytes; }, 0.2);
   return {std::string(decode_variant_id(v)) + ": batch 64, 64/8 heads, 32K x 128, 60 MiB", t, accesses,
           "accesses", "< 1 s", t < 1.0};
+}
+
+// Issue 20: the L2 simulation by runs on long contexts, each run once in a
+// child process (its wall time and peak memory), beside the enumeration's
+// time on the same shape (at most a minute; refused past its budget).
+struct ChildRun {
+  double seconds = -1;  // -1: refused or failed
+  long peak_kb = 0;
+  std::string error;
+};
+
+template <class F>
+ChildRun in_child(F&& f, unsigned limit_s) {
+  int fd[2];
+  if (::pipe(fd) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fd[0]);
+    ::alarm(limit_s);
+    char buf[256];
+    try {
+      const auto t0 = Clock::now();
+      f();
+      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::snprintf(buf, sizeof buf, "%.6f", t);
+    } catch (const std::exception& e) {
+      std::snprintf(buf, sizeof buf, "E%s", e.what());
+    }
+    (void)!::write(fd[1], buf, std::strlen(buf));
+    ::_exit(0);
+  }
+  ::close(fd[1]);
+  char buf[256] = {};
+  const ssize_t n = ::read(fd[0], buf, sizeof buf - 1);
+  ::close(fd[0]);
+  int status = 0;
+  struct rusage ru {};
+  ::wait4(pid, &status, 0, &ru);
+  ChildRun r;
+  r.peak_kb = ru.ru_maxrss;
+  if (n <= 0) r.error = "over " + std::to_string(limit_s) + " s";
+  else if (buf[0] == 'E')
+    r.error = std::strstr(buf, "work units") ? std::string("refused (over the work budget)") : std::string(buf + 1).substr(0, 60);
+  else r.seconds = std::atof(buf);
+  return r;
+}
+
+Result l2_runs(const std::string& what, const Shape& s, L2SimConfig c) {
+  c.method = L2SimMethod::runs;
+  const ChildRun r = in_child([&] { sink = sink + flash_l2_sim(s, c).dram_bytes + (s.pass == Pass::fwd ? standard_l2_sim(s, c).dram_bytes : 0); }, 120);
+  c.method = L2SimMethod::enumeration;
+  const ChildRun e = in_child([&] { sink = sink + flash_l2_sim(s, c).dram_bytes + (s.pass == Pass::fwd ? standard_l2_sim(s, c).dram_bytes : 0); }, 60);
+  const double t = r.seconds < 0 ? 1e9 : r.seconds;
+  Result out{what + (r.error.empty() ? "" : ": " + r.error), t, static_cast<double>(flash_l2_sim_accesses(s)),
+             "accesses", "< 1 s and < 1 GB", r.seconds >= 0 && t < 1.0 && r.peak_kb < (1l << 20)};
+  out.beside = "peak " + std::to_string(r.peak_kb / 1024) + " MB; enumeration: " +
+               (e.seconds >= 0 ? secs(e.seconds) : e.error);
+  return out;
+}
+
+Shape long_shape(std::uint64_t seq, std::uint64_t heads, std::uint64_t kv, std::uint64_t batch, bool causal) {
+  Shape s;
+  s.seq_q = s.seq_kv = seq;
+  s.heads = heads;
+  s.kv_heads = kv;
+  s.batch = batch;
+  s.head_dim = 128;
+  s.causal = causal;
+  return s;
+}
+
+// H200: 60 MiB of L2, 132 SMs, one CTA of the d = 128 flash kernel per SM.
+L2SimConfig h200() {
+  L2SimConfig c;
+  c.l2_bytes = 60ull << 20;
+  c.sm_count = 132;
+  c.ctas_per_sm = 1;
+  return c;
+}
+
+Result decode_runs(DecodeVariant v) {
+  Shape s;
+  s.decode = true;
+  s.batch = 256;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.seq_q = 1;
+  s.seq_kv = 131072;
+  s.head_dim = 128;
+  L2SimConfig c = h200();
+  c.ctas_per_sm = 2;
+  const std::uint64_t splits = decode_splits(s, v, 132);
+  auto run = [&](L2SimMethod m) {
+    c.method = m;
+    return in_child([&] { sink = sink + decode_l2_sim(s, v, splits, c).dram_bytes; }, 60);
+  };
+  const ChildRun r = run(L2SimMethod::runs), e = run(L2SimMethod::enumeration);
+  Result out{std::string(decode_variant_id(v)) + ": batch 256, 64/8 heads, 128K x 128",
+             r.seconds < 0 ? 1e9 : r.seconds, static_cast<double>(decode_l2_sim_accesses(s, v, splits)), "accesses",
+             "< 1 s and < 1 GB", r.seconds >= 0 && r.seconds < 1.0 && r.peak_kb < (1l << 20)};
+  out.beside = "peak " + std::to_string(r.peak_kb / 1024) + " MB; enumeration: " +
+               (e.seconds >= 0 ? secs(e.seconds) : e.error);
+  return out;
 }
 
 // Issue 15: reading JSON is linear. A report of 100000 rows with roofline
@@ -273,6 +445,8 @@ int main(int argc, char** argv) {
   const std::vector<Case> cases = {
       {"closed-form model", closed_form_model},
       {"sweep rows", sweep_rows},
+      {"served shapes", served_shapes},
+      {"served shapes", ragged_batch},
       {"tile walk", [] { return tile_walk(32768, false); }},
       {"tile walk", [] { return tile_walk(65536, false); }},
       {"tile walk", [] { return tile_walk(131072, false); }},
@@ -284,6 +458,24 @@ int main(int argc, char** argv) {
       {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::split); }},
       {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::split_unpacked); }},
       {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::paged); }},
+      {"L2 runs", [] { return l2_runs("1M x 64/8 heads x batch 8, GQA", long_shape(1 << 20, 64, 8, 8, false), h200()); }},
+      {"L2 runs", [] { return l2_runs("1M x 64 heads x batch 8", long_shape(1 << 20, 64, 64, 8, false), h200()); }},
+      {"L2 runs", [] {
+         L2SimConfig c = h200();
+         c.order = Rasterization::head_major;
+         return l2_runs("1M x 64/8 x batch 8, head-major", long_shape(1 << 20, 64, 8, 8, false), c);
+       }},
+      {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, causal", long_shape(1 << 20, 64, 8, 8, true), h200()); }},
+      {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
+      {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 15, 32, 8, 1, true);
+         s.pass = Pass::bwd;
+         return l2_runs("backward: 32K x 32/8, causal", s, h200());
+       }},
+      {"L2 runs decode", [] { return decode_runs(DecodeVariant::split); }},
+      {"L2 runs decode", [] { return decode_runs(DecodeVariant::split_unpacked); }},
+      {"L2 runs decode", [] { return decode_runs(DecodeVariant::paged); }},
       {"JSON read", json_read},
       {"JSON read", json_read_empty_objects},
       {"compare", compare_files},
@@ -295,10 +487,11 @@ int main(int argc, char** argv) {
     if (c.name.find(only) == std::string::npos) continue;
     const Result r = c.run();
     all_met &= r.met;
-    const std::string rate = si(r.items / r.seconds) + r.unit + "/s";
-    std::printf("%s  %s  %s  %s  %s%s\n", pad(c.name, 24, false).c_str(), pad(r.work, 58, false).c_str(),
-                pad(secs(r.seconds), 10, true).c_str(), pad(rate, 18, true).c_str(), r.target.c_str(),
-                r.target.empty() ? "" : (r.met ? " (met)" : " (MISSED)"));
+    const std::string rate = r.seconds >= 1e8 ? std::string("-") : si(r.items / r.seconds) + r.unit + "/s";
+    std::printf("%s  %s  %s  %s  %s%s%s%s\n", pad(c.name, 24, false).c_str(), pad(r.work, 58, false).c_str(),
+                pad(r.seconds >= 1e8 ? std::string("-") : secs(r.seconds), 10, true).c_str(), pad(rate, 18, true).c_str(),
+                r.target.c_str(), r.target.empty() ? "" : (r.met ? " (met)" : " (MISSED)"), r.beside.empty() ? "" : "; ",
+                r.beside.c_str());
   }
   return all_met ? 0 : 1;
 }

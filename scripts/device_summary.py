@@ -2,7 +2,8 @@
 """The device check's targets and short table: our kernels from `hbmscope
 measure --format json` reports next to PyTorch SDPA (scripts/sdpa_peer.py).
 
-    python3 scripts/device_summary.py --sdpa sdpa.json measure.json [measure-causal.json ...]
+    python3 scripts/device_summary.py --sdpa sdpa.json measure.json [measure-causal.json ...] \
+        [--window window-4096-causal.json window-decode.json]
 
 First one line per target, "NAME: MET|MISSED|NOT MEASURED (figures)":
   FLASH V2 >= 1.0x PYTORCH FLASH   our default flash kernel; the speed ratio is
@@ -15,6 +16,10 @@ A target is MET when every shape measured meets it, MISSED when one does not
 (the worst is named), NOT MEASURED when no shape has both figures. Shapes whose
 output fits in the L2 ("output_fits_l2": bandwidth not HBM's) are shown with
 "(L2)" and not judged. Then a table per shape, and the kernels that failed.
+With --window, the windowed reports' kernels last (shown, not targets): median
+time and model bytes, and for a prefill shape its time over the same kernel's
+on the full causal mask (from the measure reports) beside the model's bytes
+ratio, so that a window that does not skip its key blocks shows.
 """
 import argparse
 import json
@@ -54,6 +59,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sdpa", required=True, help="sdpa_peer.py's JSON")
     ap.add_argument("reports", nargs="*", help="hbmscope measure --format json reports")
+    ap.add_argument("--window", nargs="*", default=[], help="measure reports of windowed shapes (shown only)")
     args = ap.parse_args()
 
     sdpa = load(args.sdpa) or {"results": []}
@@ -134,7 +140,41 @@ def main():
         if r.get("status") != "ok":
             print(f"    {r['seq']}x{r['head_dim']}{' causal' if r['causal'] else ''} torch {r['backend']}: "
                   f"{r.get('status')}: {r.get('reason')}")
+    windows(args.window, rows, fmt)
     return 0
+
+
+def windows(paths, full_rows, fmt):
+    """The windowed reports' kernels (shown, not targets)."""
+    if not paths:
+        return
+    full = {}
+    for s, ms in full_rows:
+        if not s.get("window") and not s.get("decode"):
+            for k, m in ms.items():
+                full[(s["seq_q"], s["seq_kv"] if "seq_kv" in s else s["seq_q"], s["head_dim"], s["causal"], k)] = m
+    print()
+    print("Sliding windows (shown, not targets): median, model bytes; prefill: time and bytes over the full causal mask")
+    for path in paths:
+        rep = load(path)
+        if rep is None:
+            continue
+        for row in rep.get("rows", []):
+            s = row["shape"]
+            name = ("decode " if s.get("decode") else "") + shape_name(s) + f" W={s.get('window', 0)}"
+            for m in row.get("measurements", []):
+                if not ok(m):
+                    print(f"    {name} {m['kernel']}: {m.get('status')}: {m.get('reason')}")
+                    continue
+                t, b = m["time_s"]["median"], m.get("model_bytes", 0)
+                line = f"  {name:>28s} {m['kernel']:>12s} {fmt(t * 1e6)} µs  {fmt(b / 1e6)} MB"
+                f = full.get((s["seq_q"], s.get("seq_kv", s["seq_q"]), s["head_dim"], s["causal"], m["kernel"]))
+                if ok(f) and f.get("model_bytes"):
+                    line += (f"  time {t / f['time_s']['median']:.2f}x, bytes {b / f['model_bytes']:.2f}x"
+                             " of the full causal mask")
+                elif m.get("bandwidth_Bps"):
+                    line += f"  {fmt(m['bandwidth_Bps'] / 1e12, '{:.2f}')} TB/s"
+                print(line)
 
 
 if __name__ == "__main__":

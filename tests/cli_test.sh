@@ -38,7 +38,7 @@ check "--version" "$bin" --version
 check "model --help explains columns" grep -q "Every value once (floor)" "$work/mhelp"
 check "model --help has examples" grep -q "Examples:" "$work/mhelp"
 "$bin" --seq 1024 --head-dim 64 --format json >"$work/j.json"
-check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json')); assert d['schema']=='hbmscope.report/2'; assert d['rows'][0]['bytes']['floor']==4*2*1024*64"
+check "json parses" python3 -c "import json,sys; d=json.load(open('$work/j.json')); assert d['schema']=='hbmscope.report/3'; assert d['rows'][0]['bytes']['floor']==4*2*1024*64"
 "$bin" model --format csv --seq 1K:4K:x2 >"$work/r.csv"
 check "csv rows" test "$(wc -l <"$work/r.csv")" -eq 4
 
@@ -69,7 +69,14 @@ expect_error "l2 list" "--l2-bytes: '1M,2M' must be one value" model --l2-bytes 
 expect_error "l2 bad" "--l2-bytes: 'lots'" model --l2-bytes lots
 expect_error "l2 order" "--l2-order: 'diagonal'" model --l2-bytes 1M --l2-order diagonal
 expect_error "zero sms" "--sms: '0' must be positive" model --l2-bytes 1M --sms 0
-expect_error "l2 sim too large" "L2 accesses" model --seq 16M --head-dim 64 --l2-bytes 1M
+expect_error "l2 sim too large" "work units" model --seq 64M --causal --head-dim 64 --l2-bytes 1M
+"$bin" model --seq 16M --head-dim 64 --l2-bytes 1M --format csv >"$work/l2long.csv"
+check "no mask: 16M tokens simulated in waves" grep -q "flash_l2_sim" "$work/l2long.csv"
+expect_error "--l2-method bad" "--l2-method: 'fast' is not one of runs, enumeration" model --l2-bytes 1M --l2-method fast
+expect_error "--l2-method without a simulation" "--l2-method needs --l2-bytes or --device" model --l2-method runs
+"$bin" model --seq 1K,3000 --head-dim 64 --heads 4 --kv-heads 2 --causal --l2-bytes 300K --format csv --l2-method runs >"$work/m_runs.csv"
+"$bin" model --seq 1K,3000 --head-dim 64 --heads 4 --kv-heads 2 --causal --l2-bytes 300K --format csv --l2-method enumeration >"$work/m_enum.csv"
+check "--l2-method runs and enumeration give the same report" cmp -s "$work/m_runs.csv" "$work/m_enum.csv"
 
 expect_error "zero" "--seq: '0' must be positive" model --seq 0
 expect_error "negative" "'-5' is negative" model --seq=-5
@@ -221,9 +228,9 @@ expect_error "sweep --measure without a device" "no CUDA device" sweep --seq 256
 expect_error "sweep --measure bwd" "measure runs forward kernels only" sweep --seq 256 --head-dim 64 --pass bwd --measure
 "$bin" sweep --config seed --device h200 --format json >"$work/l2dev.json"
 check "--device runs the L2 simulation with the device's L2 and SMs" python3 -c "import json; r=json.load(open('$work/l2dev.json'))['rows'][0]; assert r['l2_sim']['sm_count']==132 and r['l2_sim']['l2_bytes']>0; assert r['bytes']['floor']<=r['bytes']['flash_l2_sim']<=r['bytes']['flash_no_l2']; assert 'flash_l2_sim' in r['prediction']"
-"$bin" sweep --seq 1M --head-dim 128 --heads 32 --device h200 --format csv >"$work/big.csv" 2>"$work/big.err"
+"$bin" sweep --seq 2M --causal --head-dim 128 --heads 32 --device h200 --format csv >"$work/big.csv" 2>"$work/big.err"
 check "--device skips shapes too large to simulate, with a note" grep -q "L2 simulation left out for 1 shape" "$work/big.err"
-expect_error "a failing run prints its error alone, no note" "--variants: 'flash_l2_sim' is not a variant of these rows" sweep --seq 1M --head-dim 64 --device h100 --variants flash_l2_sim
+expect_error "a failing run prints its error alone, no note" "--variants: 'flash_l2_sim' is not a variant of these rows" sweep --seq 2M --causal --head-dim 64 --heads 32 --device h100 --variants flash_l2_sim
 "$bin" sweep --seq 4096 --head-dim 64 --pass fwd,bwd --fa1 --format json >"$work/passes.json"
 check "sweep --pass and --fa1" python3 -c "import json; rows=json.load(open('$work/passes.json'))['rows']; assert [r['shape']['pass'] for r in rows]==['fwd','bwd']; assert rows[0]['bytes']['flash1_no_l2']==54034432"
 "$bin" sweep --config long-context --device b200 >"$work/lc" 2>/dev/null
@@ -705,10 +712,10 @@ printf '#!/bin/sh\nexec timeout 20 "%s" "$@"\n' "$bin" >"$work/tbin"; chmod +x "
 real_bin=$bin; bin=$work/tbin
 timeout 10 "$real_bin" model --seq 1024G --seq-kv 1 --block-rows 1 --device h100 --format csv >/dev/null 2>"$work/huge.err"
 check "2^40 query blocks with --device: counted at once, left out" grep -q "left out for 1 shape" "$work/huge.err"
-expect_error "2^40 query blocks with --l2-bytes: refused" "L2 accesses (at most 67108864)" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
-expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols or a shorter sequence" model --seq 4M --l2-bytes 60M
-expect_error "l2 per-shape cap, 1 x 1 blocks" "2123458560 L2 accesses" model --seq 45K --block-rows 1 --block-cols 1 --l2-bytes 60M
-expect_error "l2 per-run cap" "more than 536870912 per run" model --seq 512K --dtype fp32,fp16,bf16,fp8 --block-cols 128,127,126,125,124,123,122,121,120,119 --l2-bytes 60M
+expect_error "2^40 query blocks with --l2-bytes: refused" "work units (at most 17179869184" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
+expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence" model --seq 64M --causal --l2-bytes 60M
+expect_error "l2 per-shape cap, enumerated" "(enumeration) would take" model --seq 45K --causal --block-rows 1 --block-cols 1 --l2-bytes 60M --l2-method enumeration
+expect_error "l2 per-run cap" "(about a minute) per run" model --seq 1M --causal --heads 16 --head-dim 128 --dtype fp32,fp16,bf16,fp8 --block-cols 128,127 --l2-bytes 60M --sms 132 --ctas-per-sm 1
 timeout 60 "$real_bin" sweep --seq 1M --block-rows 256 --block-cols 256 --dtype bf16,fp8 --device h100 --progress always --format csv >/dev/null 2>"$work/l2prog"
 check "L2 simulation shows progress" grep -q "hbmscope L2 simulation \[" "$work/l2prog"
 expect_error "sweep shape cap" "has too many values (a sweep has at most 4000000 shapes)" sweep --seq 1:9999999:+1 --head-dim 64 --format json
@@ -848,10 +855,10 @@ assert b['flash_no_l2']==34603008+16384+107495424 and b['floor']==2097152+16384+
 "$bin" model --device h100 --l2-bytes 0 --format json >"$work/l2zero.json"
 check "--l2-bytes 0: no simulation even with --device" python3 -c "import json; r=json.load(open('$work/l2zero.json'))['rows'][0]; assert 'l2_sim' not in r and 'flash_l2_sim' not in r['bytes']"
 expect_error "--l2-bytes 0 with --sms" "--sms: the L2 simulation is off (--l2-bytes 0)" model --l2-bytes 0 --sms 100
-"$bin" sweep --seq 1K,4M --head-dim 64 --l2-bytes 60M --format json >"$work/l2skip.json" 2>"$work/l2skip.err"
+"$bin" sweep --seq 1K,64M --causal --head-dim 64 --l2-bytes 60M --format json >"$work/l2skip.json" 2>"$work/l2skip.err"
 check "--l2-bytes: a shape over the cap is left out, not the run" python3 -c "
 import json; rows=json.load(open('$work/l2skip.json'))['rows']; assert 'l2_sim' in rows[0] and 'l2_sim' not in rows[1]"
-check "--l2-bytes: the note names the shape" grep -q "^hbmscope: note: L2 simulation left out for 1 shape(s) of more than 67108864 tile accesses: 4194304 x 64" "$work/l2skip.err"
+check "--l2-bytes: the note names the shape" grep -q "^hbmscope: note: L2 simulation left out for 1 shape(s) of more than 17179869184 work units (about 10 s each): 67108864 x 64" "$work/l2skip.err"
 "$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 40M --l2-qo bypass --format json >"$work/qo_b.json"
 "$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 40M --l2-qo allocate --format json >"$work/qo_a.json"
 check "--l2-qo bypass: recorded, and no more traffic than allocate" python3 -c "
@@ -881,7 +888,7 @@ if command -v gnuplot >/dev/null 2>&1; then
   expect_error "--x without --plot" "--x: needs --plot" model --x seq
   "$bin" sweep --seq 1K:16K:x2 --head-dim 64 --heads 1,32 --device h100 --plot "$work/series.svg" >/dev/null 2>&1
   check "series plot written" grep -q "<svg" "$work/series.svg"
-  "$bin" sweep --seq 512K,1M --head-dim 128 --heads 32 --device h100 --plot - >"$work/pnone" 2>"$work/pnone.err"
+  "$bin" sweep --seq 2M,4M --causal --head-dim 128 --heads 32 --device h100 --plot - >"$work/pnone" 2>"$work/pnone.err"
   check "plot: a variant with no point is named in a note" grep -q "^hbmscope: note: --plot: no points for flash_l2_sim, standard_l2_sim" "$work/pnone.err"
   check "plot: and in the chart" grep -q "Note: no points for flash_l2_sim" "$work/pnone"
   check "plot: no legend entry for it" bash -c "! grep -q 'flash_l2_sim ' '$work/pnone' || grep -q 'Note: no points' '$work/pnone'"

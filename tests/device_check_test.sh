@@ -2,9 +2,13 @@
 # scripts/device-check.sh as a runner, on made-up steps (no GPU, no build): every
 # step runs in order even after one fails or times out, each under its declared
 # limit and the run's cap; summaries are collected; at most 3 files land in OUT,
-# and they exist after every step.
+# and they exist after every step. With a built hbmscope as the second argument
+# and no GPU here, the real measure and sanitizer steps are dry-run: every
+# command line they give hbmscope is well formed (each fails only for want of
+# a device, exit 1, never a usage error), and their summaries say NOT MEASURED.
 set -u
 runner=$1
+hbmscope=${2:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0 fails=0
@@ -62,5 +66,37 @@ check "results travel as one tarball" bash -c "tar -tzf '$work/out/results.tar.g
 STEPS='first|after' OUT=$work/out2 OUT_CHECK=$work/out2 STEPS_DIR=$work/steps BUILD=$work/nobuild RESULTS=$work/results2 PY=python3 \
   bash "$runner" >/dev/null 2>&1
 check "STEPS picks steps by name" bash -c "grep -q 00-first '$work/out2/summary.txt' && ! grep -q 10-fails '$work/out2/summary.txt'"
+if [ -n "$hbmscope" ] && ! "$hbmscope" measure --help 2>/dev/null | grep -q -- "--window"; then
+  echo "note: dry run of the measure and sanitizer steps skipped: $hbmscope has no --window (issue 19's shape options)"
+elif [ -n "$hbmscope" ] && ! nvidia-smi -L >/dev/null 2>&1; then
+  steps=$(dirname "$runner")/device-check.d
+  dry=$work/dry
+  mkdir -p "$dry/results"
+  # A stand-in for hbmscope that logs each call's exit status and stderr.
+  cat >"$dry/hbmscope" <<S
+#!/usr/bin/env bash
+"$hbmscope" "\$@" 2>"$dry/last.err"
+rc=\$?
+echo "rc \$rc: \$(head -1 "$dry/last.err")" >>"$dry/calls.txt"
+cat "$dry/last.err" >&2
+exit \$rc
+S
+  chmod +x "$dry/hbmscope"
+  # compute-sanitizer, where there is none, as a pass-through: --tool T --error-exitcode N PROGRAM ARGS...
+  mkdir -p "$dry/bin"
+  printf '#!/usr/bin/env bash\nshift 4\nexec "$@"\n' >"$dry/bin/compute-sanitizer"
+  chmod +x "$dry/bin/compute-sanitizer"
+  for step in 30-measure 60-sanitizer; do
+    REPO=$(dirname "$(dirname "$runner")") HBMSCOPE=$dry/hbmscope PY=python3 RESULTS=$dry/results \
+      PATH="$dry/bin:$PATH" bash "$steps/$step.sh" >"$dry/$step.log" 2>&1
+  done
+  check "dry run: measure was called (6 measure calls, 6 under the sanitizer)" \
+    test "$(grep -c '' "$dry/calls.txt" 2>/dev/null)" -eq 12
+  check "dry run: every call is well formed and fails only for want of a device" \
+    bash -c "! grep -v 'rc 1: hbmscope: error: no CUDA device' '$dry/calls.txt'"
+  check "dry run: the full and the windowed measurements are NOT MEASURED" \
+    bash -c "grep -q 'MEASURE (hbmscope measure.*NOT MEASURED' '$dry/results/summary-measure.txt' &&
+             grep -q 'MEASURE WINDOW.*NOT MEASURED' '$dry/results/summary-measure.txt'"
+fi
 echo "device_check: $pass passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -89,4 +89,23 @@ with tempfile.TemporaryDirectory() as d:
     lines = [target(out, n) for n in ("FLASH V2 >= 1.0x PYTORCH FLASH", "FLASH V1 >= 1.0x PYTORCH FLASH",
                                       "SOFTMAX >= 0.90 COPY", "FLOOR >= 0.95 COPY")]
     check(all(": NOT MEASURED" in l for l in lines) and " MET " not in out, "nothing measured", out)
-print("device_summary: 5 cases passed")
+    # Windowed reports: shown after the table, each kernel's time and model
+    # bytes over the same kernel's on the full causal mask; not judged.
+    full = report(0.92, 1.0e-3)
+    full["rows"][0]["shape"]["causal"] = True
+    for m in full["rows"][0]["measurements"]:
+        m["model_bytes"] = 1e9
+    win = {"rows": [
+        {"shape": {"seq_q": 4096, "seq_kv": 4096, "head_dim": 64, "causal": True, "window": 1024},
+         "measurements": [meas("flash", 0.4e-3, 0.1, 300.0, model_bytes=3e8),
+                          dict(kernel="flash_v1", status="failed", reason="wrong result")]},
+        {"shape": {"seq_q": 1, "seq_kv": 32768, "head_dim": 128, "causal": True, "window": 4096, "decode": True},
+         "measurements": [meas("decode", 2e-5, 0.5, 0.0, model_bytes=4e7)]}]}
+    out = run(sdpa, write("full-causal.json", full), "--window", write("window.json", win))
+    check("4096x64 causal W=1024        flash" in out and "time 0.40x, bytes 0.30x of the full causal mask" in out,
+          "windowed flash beside the full causal mask", out)
+    check("flash_v1: failed: wrong result" in out, "a windowed kernel that failed is listed", out)
+    check("decode 1x128 causal W=4096" in out and "1.00 TB/s" in out, "windowed decode with its bandwidth", out)
+    out = run(sdpa, write("good3.json", report(0.92, 1.0e-3)), "--window", os.path.join(d, "absent-window.json"))
+    check("missing or unreadable" in out and "Sliding windows" in out, "a missing windowed report is said", out)
+print("device_summary: 7 cases passed")

@@ -132,7 +132,7 @@ TEST_CASE("unmatched rows are listed, schemas and malformed files are refused", 
   auto other = b;
   other["schema"] = "hbmscope.report/9";
   CHECK_THROWS_WITH(compare_reports(a, "a.json", other, "b.json", {}),
-                    "a.json and b.json have different schemas (\"hbmscope.report/2\" vs \"hbmscope.report/9\")");
+                    "a.json and b.json have different schemas (\"hbmscope.report/3\" vs \"hbmscope.report/9\")");
   other["schema"] = "hbmscope.report/1";  // an old report compares with a new one
   CHECK_NOTHROW(compare_reports(a, "a.json", other, "b.json", {}));
   auto broken = b;

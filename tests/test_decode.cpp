@@ -37,16 +37,36 @@ Shape decode_shape(std::uint64_t batch, std::uint64_t h, std::uint64_t hkv, std:
   return s;
 }
 
-// The walk: every CTA of the split kernel and every key block or page it
-// reads, counted one by one from the definitions (docs/model.md), with no
-// closed form and no helper of decode.hpp but context_length.
+// Whether one of sequence b's new tokens sees key k, from the definitions:
+// token r (0-based, of Nq) sits at position p = L - Nq + r; causal: k <= p;
+// window W: p - W < k; chunk C: floor(k / C) == floor(p / C).
+bool seen_by_a_new_token(const Shape& s, std::uint64_t len, std::uint64_t k) {
+  for (std::uint64_t r = 0; r < s.seq_q; ++r) {
+    const std::uint64_t p = len - s.seq_q + r;
+    if (!s.causal) return true;
+    if (k > p) continue;
+    if (s.window != 0 && k + s.window <= p) continue;
+    if (s.chunk != 0 && k / s.chunk != p / s.chunk) continue;
+    return true;
+  }
+  return false;
+}
+
+// The walk: every CTA of the split kernel and every key or page it reads,
+// counted one by one from the definitions (docs/model.md), with no closed form
+// and no helper of decode.hpp but context_length. Q of d, O and the partials of
+// DV in dtype; each cached token d + DV values (d for a latent KV) in kv_dtype.
 DecodeBytes walk(const Shape& s, DecodeVariant v, std::uint64_t splits) {
   const std::uint64_t e = elem_bytes(s.dtype), d = s.head_dim, G = s.heads / s.kv_heads;
+  const std::uint64_t dv = s.head_dim_v ? s.head_dim_v : d;
+  const std::uint64_t token = (s.latent_kv ? d : d + dv) * elem_bytes(s.kv_dtype.value_or(s.dtype));
   DecodeBytes r;
-  r.o = s.batch * s.heads * s.seq_q * d * e;
+  r.o = s.batch * s.heads * s.seq_q * dv * e;
   if (v == DecodeVariant::floor) {
-    for (std::uint64_t b = 0; b < s.batch; ++b) r.kv += 2 * context_length(s, b) * s.kv_heads * d * e;
-    r.q = r.o;
+    for (std::uint64_t b = 0; b < s.batch; ++b)
+      for (std::uint64_t k = 0; k < context_length(s, b); ++k)
+        if (seen_by_a_new_token(s, context_length(s, b), k)) r.kv += s.kv_heads * token;
+    r.q = s.batch * s.heads * s.seq_q * d * e;
     r.total = r.kv + r.q + r.o;
     return r;
   }
@@ -67,15 +87,18 @@ DecodeBytes walk(const Shape& s, DecodeVariant v, std::uint64_t splits) {
           const std::uint64_t len = context_length(s, b);
           const std::uint64_t begin = j * per_split * s.block_cols;
           const std::uint64_t end = std::min(len, (j + 1) * per_split * s.block_cols);
-          if (splits > 1) r.partials += 2 * rows * (4 * d + 4);  // written, then read by the combine
-          if (begin >= end) continue;
-          r.q += rows * d * e;
+          if (splits > 1) r.partials += 2 * rows * (4 * dv + 4);  // written, then read by the combine
           std::set<std::uint64_t> pages;
+          std::uint64_t keys = 0;
           for (std::uint64_t k = begin; k < end; ++k) {
+            if (!seen_by_a_new_token(s, len, k)) continue;  // outside the window or chunk: skipped
+            ++keys;
             if (v == DecodeVariant::paged) pages.insert(k / s.page_size);
-            else r.kv += 2 * d * e;  // this key's K and V row
+            else r.kv += token;  // this key's K and V row
           }
-          r.kv += pages.size() * s.page_size * 2 * d * e;
+          if (keys == 0) continue;
+          r.q += rows * d * e;
+          r.kv += pages.size() * s.page_size * token;
           r.block_table += pages.size() * 4;
         }
   r.total = r.kv + r.q + r.o + r.partials + r.block_table;
@@ -152,6 +175,56 @@ TEST_CASE("decode: ragged batches are summed exactly", "[decode]") {
   CHECK(decode_flops(s) == 4ull * 32 * 128 * (4 * 135680 - 3 * 6));  // 6 pairs masked a sequence
 }
 
+TEST_CASE("decode: windows, chunks, a KV cache in fp8 and MLA, hand counts", "[decode][shapes]") {
+  // Mistral-like: 32 query heads on 8 kv heads, d 128, one token against 10000
+  // keys. A window of 4096 reads the last 4096 keys; a chunk of 8192 the 1808 of
+  // the current chunk (8192..9999); without either, all 10000.
+  Shape s = decode_shape(1, 32, 8, 10000);
+  s.causal = true;
+  const std::uint64_t token = 2 * 8 * 128 * 2;  // K and V of 8 kv heads, bf16
+  CHECK(decode_bytes(s, DecodeVariant::floor, 1).kv == 10000 * token);
+  s.window = 4096;
+  CHECK(decode_bytes(s, DecodeVariant::floor, 1).kv == 4096 * token);
+  CHECK(decode_flops(s) == 4ull * 32 * 128 * 4096);
+  // 79 key blocks in 8 splits of 10 blocks (1280 keys): the window 5904..9999
+  // starts in split 4: splits 0..3 read nothing (no Q) but write partials.
+  const DecodeBytes sp = decode_bytes(s, DecodeVariant::split, 8);
+  CHECK(sp.kv == 4096 * token);
+  CHECK(sp.q == 4ull * 32 * 128 * 2);
+  CHECK(sp.partials == 2ull * 8 * 32 * (4 * 128 + 4));
+  CHECK(split_key_range(s, 8, 0, 3).empty());
+  CHECK(split_key_range(s, 8, 0, 4) == KeyRange{5904, 6400});
+  // Pages of 16: the window's keys 5904..9999 touch pages 369..624; the split
+  // boundaries (6400, 7680, 8960) are page starts, so no page is read twice: 256.
+  CHECK(decode_bytes(s, DecodeVariant::paged, 8).block_table == 256ull * 8 * 4);
+  s.window = 0;
+  s.chunk = 8192;
+  CHECK(decode_bytes(s, DecodeVariant::floor, 1).kv == 1808 * token);
+  CHECK(decode_flops(s) == 4ull * 32 * 128 * 1808);
+  // A cache in fp8 under bf16 Q and O: the KV bytes halve, Q and O do not.
+  Shape k = decode_shape(4, 32, 8, 4096);
+  k.kv_dtype = Dtype::fp8;
+  const DecodeBytes kf = decode_bytes(k, DecodeVariant::floor, 1);
+  CHECK(kf.kv == 4ull * 4096 * 2 * 8 * 128);
+  CHECK(kf.q == 4ull * 32 * 128 * 2);
+  CHECK(kf.o == kf.q);
+  // DeepSeek-V3's absorbed MLA (FlashMLA): 128 query heads over one latent head
+  // of 512 + 64 values, V its first 512; 32K context. The floor reads the latent
+  // once; the packed kernel's 128 query rows are two blocks of 64, each reading it.
+  Shape m = decode_shape(1, 128, 1, 32768, 576);
+  m.head_dim_v = 512;
+  m.latent_kv = true;
+  validate(m);
+  const DecodeBytes mf = decode_bytes(m, DecodeVariant::floor, 1);
+  CHECK(mf.kv == 32768ull * 576 * 2);  // 37,748,736
+  CHECK(mf.q == 128ull * 576 * 2);
+  CHECK(mf.o == 128ull * 512 * 2);
+  CHECK(decode_bytes(m, DecodeVariant::split, 1).kv == 2 * mf.kv);
+  CHECK(decode_bytes(m, DecodeVariant::split_unpacked, 1).kv == 128 * mf.kv);
+  CHECK(decode_flops(m) == 128ull * (2 * 576 + 2 * 512) * 32768);
+  CHECK(decode_bytes(m, DecodeVariant::split, 4).partials == 2ull * 4 * 128 * (4 * 512 + 4));
+}
+
 TEST_CASE("decode: FlashAttention's split heuristic", "[decode]") {
   CHECK(num_splits_heuristic(212, 264, 1000, 128) == 1);  // 212 >= 0.8 * 264: no split
   CHECK(num_splits_heuristic(211, 264, 1000, 128) > 1);
@@ -176,7 +249,8 @@ TEST_CASE("decode: FlashAttention's split heuristic", "[decode]") {
 TEST_CASE("decode: the closed forms equal a key-by-key walk on random shapes", "[decode]") {
   std::mt19937_64 rng(13);
   auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng); };
-  for (int trial = 0; trial < 150; ++trial) {
+  int shapes = 0;
+  for (int trial = 0; trial < 300; ++trial) {
     const std::uint64_t hkv = pick(1, 3), group = std::vector<std::uint64_t>{1, 2, 4, 8, 16}[pick(0, 4)];
     Shape s = decode_shape(pick(1, 4), hkv * group, hkv, 1, std::vector<std::uint64_t>{64, 96, 128}[pick(0, 2)]);
     s.seq_q = pick(1, 8);
@@ -192,7 +266,17 @@ TEST_CASE("decode: the closed forms equal a key-by-key walk on random shapes", "
       s.seq_kv = pick(s.seq_q, 3000);
     }
     s.causal = pick(0, 1) == 1;
+    if (s.causal && pick(0, 1)) (pick(0, 1) ? s.window : s.chunk) = pick(1, 1500);
+    if (pick(0, 2) == 0) s.kv_dtype = static_cast<Dtype>(pick(0, 3));
+    if (pick(0, 2) == 0) s.head_dim_v = pick(1, 160);
+    if (pick(0, 3) == 0) {  // a latent KV (MLA absorbed): one kv head of d values, V its first DV
+      s.kv_heads = 1;
+      s.heads = std::vector<std::uint64_t>{1, 16, 64, 128}[pick(0, 3)];
+      s.latent_kv = true;
+      s.head_dim_v = pick(1, s.head_dim);
+    }
     validate(s);
+    ++shapes;
     const std::uint64_t splits = pick(0, 2) == 0 ? decode_splits(s, DecodeVariant::split, pick(1, 140)) : pick(1, 40);
     INFO(describe(s) << ", " << splits << " splits");
     for (DecodeVariant v : all_decode_variants) {
@@ -200,7 +284,9 @@ TEST_CASE("decode: the closed forms equal a key-by-key walk on random shapes", "
       require_same(decode_bytes(s, v, splits), walk(s, v, splits));
     }
     // The L2 simulation: no L2 is the variant's own count; an L2 never goes
-    // below the floor nor above no L2, and more L2 never costs more.
+    // below the floor nor above no L2, and more L2 never costs more. (Operand
+    // shapes other than d, dtype are the simulation's own issue 20.)
+    if (s.kv_dtype || s.head_dim_v != 0 || s.latent_kv) continue;
     L2SimConfig c;
     c.sm_count = static_cast<std::uint32_t>(pick(1, 16));
     c.ctas_per_sm = static_cast<std::uint32_t>(pick(1, 2));
@@ -228,6 +314,7 @@ TEST_CASE("decode: the closed forms equal a key-by-key walk on random shapes", "
       }());
     }
   }
+  CHECK(shapes == 300);  // each against the walk in all four variants
 }
 
 TEST_CASE("decode: the simulation's GQA re-reads and partials hit a large L2", "[decode][l2sim]") {
@@ -379,6 +466,12 @@ TEST_CASE("decode: walk --decode reaches the closed forms", "[decode][animations
     for (std::uint64_t b = 0; b < s.batch; ++b) lengths.push_back(pick(8, 20000));
     s.context_lengths = lengths;
     s.seq_kv = s.context_lengths.max_kv();
+    if (pick(0, 1)) {
+      s.causal = true;
+      (pick(0, 1) ? s.window : s.chunk) = pick(1, 5000);
+    }
+    if (pick(0, 2) == 0) s.kv_dtype = Dtype::fp8;
+    if (pick(0, 2) == 0) s.head_dim_v = 64;
     const std::uint64_t splits = pick(1, 50);
     for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged}) {
       INFO(describe(s) << ", " << decode_variant_id(v) << ", " << splits << " splits");

@@ -11,6 +11,7 @@
 
 #include "flash_layout.hpp"
 #include "hbmscope/launch_plan.hpp"
+#include "hbmscope/mask.hpp"
 #include "hbmscope/tile_walk.hpp"
 
 using namespace hbmscope;
@@ -280,22 +281,65 @@ TEST_CASE("O staging: fragment writes and 16-byte reads cover the warp's rows on
   }
 }
 
-TEST_CASE("the kernel's key-block count equals the tile walk's", "[flash][mask]") {
+namespace {
+
+Shape mask_shape(int nq, int nkv, int br, int bc, bool causal, int window, int chunk) {
+  Shape s;
+  s.seq_q = static_cast<std::uint64_t>(nq);
+  s.seq_kv = static_cast<std::uint64_t>(nkv);
+  s.block_rows = static_cast<std::uint64_t>(br);
+  s.block_cols = static_cast<std::uint64_t>(bc);
+  s.causal = causal;
+  s.window = static_cast<std::uint64_t>(window);
+  s.chunk = static_cast<std::uint64_t>(chunk);
+  return s;
+}
+
+// (causal, window, chunk) masks of every kind the shapes may carry.
+struct MaskKind {
+  bool causal;
+  int window, chunk;
+};
+constexpr MaskKind mask_kinds[] = {{false, 0, 0}, {true, 0, 0},  {true, 1, 0},   {true, 37, 0}, {true, 64, 0},
+                                   {true, 200, 0}, {true, 2000, 0}, {true, 0, 1}, {true, 0, 50}, {true, 0, 128}};
+
+}  // namespace
+
+TEST_CASE("the kernels' row spans equal mask.hpp's visible keys", "[flash][mask]") {
+  for (const MaskKind& mk : mask_kinds)
+    for (int nq : {1, 63, 200, 1000})
+      for (int nkv : {1, 100, 129, 1000}) {
+        const Shape s = mask_shape(nq, nkv, 64, 64, mk.causal, mk.window, mk.chunk);
+        const KeyMask m = make_key_mask(nq, nkv, mk.causal, mk.window, mk.chunk);
+        INFO(describe(s));
+        for (int r = 0; r < nq; ++r) {
+          const KeyRange want = visible_keys(s, static_cast<std::uint64_t>(r));
+          const KeySpan got = row_keys(r, m);
+          if (want.empty()) {
+            CHECK(got.end <= got.begin);
+          } else {
+            CHECK(static_cast<std::uint64_t>(got.begin) == want.begin);
+            CHECK(static_cast<std::uint64_t>(got.end) == want.end);
+          }
+        }
+      }
+}
+
+TEST_CASE("the kernel's key-block range equals the tile walk's", "[flash][mask]") {
   for (int br : {64, 128})
     for (int bc : {64, 128})
       for (int nq : {1, 63, 64, 65, 200, 1000})
         for (int nkv : {1, 64, 100, 129, 1000, 1024})
-          for (bool causal : {false, true}) {
-            Shape s;
-            s.seq_q = static_cast<std::uint64_t>(nq);
-            s.seq_kv = static_cast<std::uint64_t>(nkv);
-            s.block_rows = static_cast<std::uint64_t>(br);
-            s.block_cols = static_cast<std::uint64_t>(bc);
-            s.causal = causal;
-            const int off = nkv - nq;
-            for (int qb = 0; qb * br < nq; ++qb)
-              CHECK(static_cast<std::uint64_t>(key_blocks(qb * br, br, bc, nq, nkv, causal, off)) ==
-                    visible_key_blocks(s, static_cast<std::uint64_t>(qb)).end);
+          for (const MaskKind& mk : mask_kinds) {
+            const Shape s = mask_shape(nq, nkv, br, bc, mk.causal, mk.window, mk.chunk);
+            const KeyMask m = make_key_mask(nq, nkv, mk.causal, mk.window, mk.chunk);
+            for (int qb = 0; qb * br < nq; ++qb) {
+              const KeySpan got = key_block_range(qb * br, br, bc, nq, m);
+              const KeyRange want = visible_key_blocks(s, static_cast<std::uint64_t>(qb));
+              INFO(describe(s) << " query block " << qb);
+              CHECK(static_cast<std::uint64_t>(std::max(got.end - got.begin, 0)) == want.size());
+              if (!want.empty()) CHECK(static_cast<std::uint64_t>(got.begin) == want.begin);
+            }
           }
 }
 
@@ -304,20 +348,74 @@ TEST_CASE("blocks that skip masking have every key visible to every row", "[flas
     for (int bc : {64, 128})
       for (int nq : {1, 77, 128, 300})
         for (int nkv : {1, 77, 128, 300, 513})
-          for (bool causal : {false, true}) {
-            const int off = nkv - nq;
+          for (const MaskKind& mk : mask_kinds) {
+            const Shape s = mask_shape(nq, nkv, br, bc, mk.causal, mk.window, mk.chunk);
+            const KeyMask m = make_key_mask(nq, nkv, mk.causal, mk.window, mk.chunk);
+            INFO(describe(s));
             for (int q0 = 0; q0 < nq; q0 += br) {
-              const int nb = key_blocks(q0, br, bc, nq, nkv, causal, off);
-              for (int j = 0; j < nb; ++j) {
-                if (block_needs_mask(q0, j, bc, nkv, causal, off)) continue;
+              const KeySpan blocks = key_block_range(q0, br, bc, nq, m);
+              const KeySpan whole = unmasked_blocks(q0, br, bc, nq, m);
+              for (int j = blocks.begin; j < blocks.end; ++j) {
+                const bool needs = block_needs_mask(q0, j, br, bc, nq, m);
+                // mask.hpp decides which tiles are edges; the kernel adds the
+                // keys past the sequence; unmasked_blocks is the same set.
+                CHECK(needs == (tile_needs_mask(s, static_cast<std::uint64_t>(q0 / br), static_cast<std::uint64_t>(j)) ||
+                                (j + 1) * bc > nkv));
+                CHECK(needs == !(whole.begin <= j && j < whole.end));
+                if (needs) continue;
                 bool all = true;
                 for (int r = q0; r < std::min(q0 + br, nq); ++r)
-                  for (int c = j * bc; c < (j + 1) * bc; ++c) all &= key_visible(r, c, nkv, causal, off);
+                  for (int c = j * bc; c < (j + 1) * bc; ++c) all &= key_visible(r, c, m);
                 CHECK(all);
               }
-              // No visible key lies past the visited blocks.
+              // No visible key lies outside the visited blocks.
+              bool outside = false;
               for (int r = q0; r < std::min(q0 + br, nq); ++r)
-                for (int c = nb * bc; c < nkv; ++c) CHECK_FALSE(key_visible(r, c, nkv, causal, off));
+                for (int c = 0; c < nkv; ++c)
+                  if (c < blocks.begin * bc || c >= blocks.end * bc) outside |= key_visible(r, c, m);
+              CHECK_FALSE(outside);
             }
           }
+}
+
+TEST_CASE("division by a launch constant: multiply-high and shift", "[flash][layout]") {
+  // Every divisor up to 2^12 on the numbers around its multiples, then
+  // powers of two and their neighbours on the whole 31-bit range.
+  const auto check = [](int d, long long n) {
+    if (n < 0 || n > 0x7fffffffLL) return;
+    const int got = fast_quotient(static_cast<int>(n), fast_div(d));
+    if (got != static_cast<int>(n / d)) FAIL("d " << d << " n " << n << ": " << got);
+  };
+  for (int d = 1; d <= 4096; ++d)
+    for (long long q : {0LL, 1LL, 2LL, 7LL, 1000LL, 0x7fffffffLL / d - 1, 0x7fffffffLL / d})
+      for (long long e : {-1LL, 0LL, 1LL}) check(d, q * d + e);
+  for (int k = 0; k < 31; ++k)
+    for (long long d : {(1LL << k) - 1, 1LL << k, (1LL << k) + 1})
+      if (d >= 1 && d <= 0x7fffffffLL)
+        for (long long n : {0LL, d - 1, d, d + 1, 0x7fffffffLL - 1, 0x7fffffffLL, 0x7fffffffLL / 3, 12345678LL})
+          check(static_cast<int>(d), n);
+  CHECK(fast_div(1).mul == 0);  // the identity
+  CHECK(fast_quotient(0x7fffffff, fast_div(1)) == 0x7fffffff);
+}
+
+TEST_CASE("v2 launch order: heaviest query blocks first under causal masks and windows", "[flash][mask]") {
+  // Key blocks each query block visits, in the order the CTAs start. Causal:
+  // never more than the block before. With a window: past the first blocks
+  // every block visits about as many (within one key block of any later one).
+  for (int br : {64, 128})
+    for (int bc : {64, 128})
+      for (int n : {100, 1000, 4096})
+        for (int window : {0, 1, 100, 1000, 3000}) {
+          const KeyMask m = make_key_mask(n, n, true, window, 0);
+          const int grid = (n + br - 1) / br;
+          int fewest = 1 << 30;
+          for (int bx = 0; bx < grid; ++bx) {
+            const KeySpan b = key_block_range(v2_query_block(bx, grid, true) * br, br, bc, n, m);
+            const int visits = b.end - b.begin;
+            INFO("n " << n << " window " << window << " Br " << br << " Bc " << bc << " CTA " << bx);
+            if (window == 0) CHECK(visits <= fewest);
+            else CHECK(visits <= fewest + 1);
+            fewest = std::min(fewest, visits);
+          }
+        }
 }

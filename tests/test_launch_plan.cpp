@@ -69,7 +69,7 @@ TEST_CASE("flash v2: defaults, choice, warps", "[plan][flash]") {
 TEST_CASE("CTAs per SM follow registers and shared memory (ptxas, sm_90)", "[plan][flash]") {
   // The figures docs/cuda.md records from ptxas -v.
   CHECK(flash_registers({128, 128, 64, 2}) == 255);
-  CHECK(flash_registers({128, 128, 64, 1}) == 191);
+  CHECK(flash_registers({128, 128, 64, 1}) == 189);
   CHECK(flash_registers({96, 128, 64, 2}) == 0);
   for (const auto& c : flash_configs()) {
     INFO(describe(c));
@@ -84,7 +84,7 @@ TEST_CASE("CTAs per SM follow registers and shared memory (ptxas, sm_90)", "[pla
   CHECK(flash_ctas_per_sm({64, 128, 128, 2}) == 2);
   // v1 128 x 128 at d = 128: 160 KiB of shared memory, 1 CTA.
   CHECK(flash_ctas_per_sm({128, 128, 128, 1}) == 1);
-  // 2-warp CTAs: 64 x 64 at d = 64, 48 KiB and 2 x 8 K registers... (229 -> 232 -> 7424 per warp).
+  // 2-warp CTAs: 64 x 64 at d = 64, 40 KiB and 2 x 7.5 K registers (238 -> 240 -> 7680 per warp).
   CHECK(flash_ctas_per_sm({64, 64, 64, 2}) == 4);
   // An A100's 164 KiB: the 96 KiB CTA fits once.
   CHECK(flash_ctas_per_sm({128, 128, 64, 2}, sm_limits_for_device("A100 80GB SXM")) == 1);
@@ -208,6 +208,68 @@ TEST_CASE("unsupported shapes say why", "[plan]") {
   s = shape(64, 64, 60);
   CHECK_THAT(*unsupported_reason(s, KernelKind::standard), Catch::Contains("multiple of 8"));
   CHECK_FALSE(unsupported_reason(s, KernelKind::copy));
+  // Windows run everywhere, but the floor kernel reads every key: it is left
+  // out where the window hides keys from every query (Nkv > Nq + W - 1).
+  s = shape(1000, 1000, 64, 1, 1, 1, true);
+  s.window = 100;
+  for (KernelKind k : {KernelKind::standard, KernelKind::softmax, KernelKind::flash, KernelKind::flash_v1,
+                       KernelKind::floor})
+    CHECK_FALSE(unsupported_reason(s, k));
+  s.seq_kv = 2000;  // row 0 sits at 1000: keys 0 to 900 are seen by no query
+  CHECK_THAT(*unsupported_reason(s, KernelKind::floor), Catch::Contains("keys 0 to 900 are seen by no query"));
+  CHECK_FALSE(unsupported_reason(s, KernelKind::flash));
+}
+
+TEST_CASE("measure refuses the shapes no kernel of ours runs, one line each", "[plan][measure]") {
+  const KernelKind all[] = {KernelKind::standard, KernelKind::softmax, KernelKind::flash, KernelKind::flash_v1,
+                            KernelKind::floor};
+  const auto refused = [&](const Shape& s, const char* why) {
+    for (KernelKind k : all) {
+      INFO(describe(s));
+      REQUIRE(measure_refusal(s, k).has_value());
+      CHECK_THAT(*measure_refusal(s, k), Catch::Contains(why));
+    }
+    CHECK_THROWS_WITH(check_measurable(s, all), Catch::StartsWith("measure: our kernels do not run ") &&
+                                                    Catch::Contains(why) && !Catch::Contains("\n"));
+  };
+  Shape s = shape(4096, 4096, 128, 1, 16, 16, true);
+  for (KernelKind k : all) CHECK_FALSE(measure_refusal(s, k));
+  CHECK_NOTHROW(check_measurable(s, all));
+  s.window = 1024;  // windows run
+  CHECK_NOTHROW(check_measurable(s, all));
+  Shape dv = s;
+  dv.head_dim_v = 64;
+  refused(dv, "a V head dim other than --head-dim (--head-dim-v 64 against 128)");
+  dv.head_dim_v = 128;  // DV = d: what the kernels run
+  CHECK_NOTHROW(check_measurable(dv, all));
+  Shape mla = shape(1, 4096, 576, 1, 128, 1, false);
+  mla.latent_kv = true;
+  mla.head_dim_v = 512;
+  refused(mla, "a latent KV (MLA)");  // named as MLA, not by its DV
+  mla.decode = true;
+  CHECK_THAT(*measure_refusal(mla, KernelKind::decode), Catch::Contains("a latent KV (MLA)"));
+  Shape kv = s;
+  kv.kv_dtype = Dtype::fp8;
+  refused(kv, "K and V in a dtype of their own (--kv-dtype fp8");
+  kv.kv_dtype = Dtype::bf16;  // the kernels' own
+  CHECK_NOTHROW(check_measurable(kv, all));
+  Shape ragged = shape(4096, 4096, 128, 3, 16, 16, true);
+  ragged.seq_lens = SeqList(std::vector<SeqLen>{{512, 512}, {4096, 4096}, {100, 1000}});
+  ragged.seq_kv = 4096;
+  refused(ragged, "ragged prefill batches (--seq-lens");
+  // Chunks: the flash kernels refuse them, the standard path, the softmax,
+  // the floor kernel and the decode kernels run them.
+  Shape chunk = s;
+  chunk.window = 0;
+  chunk.chunk = 8192;
+  for (KernelKind k : {KernelKind::flash, KernelKind::flash_v1})
+    CHECK_THAT(*measure_refusal(chunk, k), Catch::Contains("chunked attention (--chunk) in the flash kernels"));
+  for (KernelKind k : {KernelKind::standard, KernelKind::softmax, KernelKind::floor, KernelKind::decode,
+                       KernelKind::decode_paged, KernelKind::copy})
+    CHECK_FALSE(measure_refusal(chunk, k));
+  CHECK_THROWS_WITH(check_measurable(chunk, all), Catch::Contains("chunked attention (--chunk) in the flash kernels "
+                                                                  "(the standard path and the decode kernels run it) "
+                                                                  "(kernel flash, shape "));
 }
 
 TEST_CASE("validation shape: cheap shapes as they are, big ones reduced", "[plan][validation]") {
@@ -244,6 +306,22 @@ TEST_CASE("validation shape: cheap shapes as they are, big ones reduced", "[plan
   // The reduced shape is cheap for the CPU reference.
   for (const Shape& s : {v, longer_kv, shorter_kv, kept_q, kept_kv, one_long})
     CHECK(s.batch * s.heads * s.seq_q * s.seq_kv * s.head_dim <= validation_budget);
+  // A window still hides keys once the lengths are cut; one that hid none
+  // (or still fits) is kept.
+  Shape windowed = big;
+  windowed.window = 4096;
+  CHECK(validation_shape(windowed).window == 500);
+  windowed.window = 300;
+  CHECK(validation_shape(windowed).window == 300);
+  windowed.window = 8192;
+  CHECK(validation_shape(windowed).window == 8192);
+  windowed.window = 0;
+  windowed.chunk = 2048;
+  CHECK(validation_shape(windowed).chunk == 500);
+  CHECK(cut_band(0, 100, 10) == 0);
+  CHECK(cut_band(5000, 8192, 1000) == 500);
+  CHECK(cut_band(1, 8192, 1) == 1);
+  for (const Shape& w : {validation_shape(windowed)}) CHECK_NOTHROW(validate(w));
 }
 
 TEST_CASE("flush buffer is at least twice the L2", "[plan][timing]") {

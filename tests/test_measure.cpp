@@ -197,6 +197,38 @@ TEST_CASE("the no-GPU backend refuses with its reason", "[measure][no-gpu]") {
   CHECK_THROWS_AS(b->run(note_shape(), KernelKind::flash, {}), Error);
 }
 
+TEST_CASE("a shape no kernel runs is refused before any device work, by both backends", "[measure][no-gpu]") {
+  // The same check (check_measurable) refuses it in measure_row before the
+  // backend is asked anything, and in either backend's run(): the no-GPU one
+  // says why the shape is refused, not that there is no device.
+  auto none = make_no_gpu_backend("no CUDA device: the driver reports 0 devices");
+  Shape s = note_shape();
+  s.causal = true;
+  s.kv_dtype = Dtype::fp8;
+  CHECK_THROWS_WITH(measure_row(*none, s, {KernelKind::flash}, {}, 0),
+                    Catch::StartsWith("measure: our kernels do not run K and V in a dtype of their own (--kv-dtype fp8"));
+  CHECK_THROWS_WITH(none->run(s, KernelKind::standard, {}), Catch::Contains("--kv-dtype fp8"));
+  FakeBackend fake;
+  CHECK_THROWS_WITH(measure_row(fake, s, parse_kernels("standard,flash"), {}, 4e12), Catch::Contains("fp8"));
+  CHECK(fake.seen.empty());  // nothing ran
+  s.kv_dtype.reset();
+  s.chunk = 1024;
+  CHECK_THROWS_WITH(measure_row(fake, s, parse_kernels("standard,flash_v1"), {}, 4e12),
+                    Catch::Contains("chunked attention (--chunk) in the flash kernels") &&
+                        Catch::Contains("(kernel flash_v1, shape "));
+  CHECK(fake.seen.empty());
+  CHECK(measure_row(fake, s, parse_kernels("standard,softmax"), {}, 4e12).measurements.size() == 2);
+  // A window: every prefill kernel runs it; the rows carry it.
+  s.chunk = 0;
+  s.window = 512;
+  const Row row = measure_row(fake, s, parse_kernels("standard,flash,flash_v1"), {}, 4e12);
+  CHECK(row.shape.window == 512);
+  CHECK(row.measurements.size() == 3);
+  for (const auto& m : row.measurements) CHECK(m.status == MeasureStatus::ok);
+  // Without a device the no-GPU backend still says that first.
+  CHECK_THROWS_WITH(measure_row(*none, s, {KernelKind::flash}, {}, 0), Catch::Contains("no CUDA device"));
+}
+
 namespace {
 // Sets an environment variable for one scope.
 struct ScopedEnv {

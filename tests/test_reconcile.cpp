@@ -3,12 +3,15 @@
 // tests/fixtures/ncu/ are constructed from the documented formats.
 #include <catch2/catch.hpp>
 
+#include "reconcile_fixtures.hpp"
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "hbmscope/decode.hpp"
 #include "hbmscope/device_config.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/json_report.hpp"
@@ -21,27 +24,14 @@
 #include "hbmscope/roofline.hpp"
 
 using namespace hbmscope;
+using hbmscope::testing::fixtures;
+using hbmscope::testing::shape;
+using hbmscope::testing::slurp;
 
 namespace {
 
-const std::string fixtures = HBMSCOPE_NCU_FIXTURES;
-
-std::string slurp(const std::string& name) {
-  std::ifstream f(fixtures + "/" + name, std::ios::binary);
-  REQUIRE(f);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 ImportedFile fixture(const std::string& name) { return read_ncu_csv_text(slurp(name), name); }
 
-Shape shape(std::uint64_t b, std::uint64_t h, std::uint64_t hkv, std::uint64_t nq, std::uint64_t nkv, std::uint64_t d,
-            Dtype t = Dtype::bf16) {
-  Shape s;
-  s.batch = b, s.heads = h, s.kv_heads = hkv, s.seq_q = nq, s.seq_kv = nkv, s.head_dim = d, s.dtype = t;
-  return s;
-}
 
 }  // namespace
 
@@ -185,7 +175,8 @@ TEST_CASE("ncu input is read in a stream: a large generated input is never held 
     }
     return k;
   };
-  const auto f = read_ncu_csv(src, "stream");
+  LaunchStream f;
+  read_ncu_csv(src, "stream", f);
   CHECK(f.launches.size() == rows);
   CHECK(f.launches.back().dram_read == 1000u);
 }
@@ -197,7 +188,8 @@ TEST_CASE("timings: sdpa_peer.py JSON and the timings CSV", "[reconcile][timings
   CHECK(j.launches[0].shape == shape(4, 16, 16, 4096, 4096, 64));
   CHECK(*j.launches[0].seconds == Approx(610.304e-6));
   CHECK(j.launches[0].whole_call == KernelRole::flash_fwd);
-  const auto t = import_measurements(fixtures + "/timings.csv", builtin_kernel_table());
+  LaunchStream t;
+  import_measurements(fixtures + "/timings.csv", builtin_kernel_table(), t);
   CHECK(t.format == "timings-csv");
   REQUIRE(t.launches.size() == 3);
   CHECK(t.launches[0].dram_read == 101187584u);
@@ -214,7 +206,8 @@ TEST_CASE("timings: sdpa_peer.py JSON and the timings CSV", "[reconcile][timings
       return k;
     };
     try {
-      (void)read_timings_csv(src, "t.csv", builtin_kernel_table());
+      LaunchStream into;
+      read_timings_csv(src, "t.csv", builtin_kernel_table(), into);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -269,6 +262,30 @@ TEST_CASE("the built-in kernel table classifies the kernels of the reference lis
       {"softmax_rows_kernel(SoftmaxArgs)", KernelRole::softmax},
       {"floor_kernel(const uint4 *, const uint4 *, const uint4 *, uint4 *, unsigned long, unsigned long)",
        KernelRole::floor},
+      // Issue 18: FlashAttention-1, cuDNN's split-KV reduction, FlashMLA, Triton,
+      // TensorRT-LLM's decode kernels, cuBLAS's split-K reduction.
+      {"void fmha_fwd_loop_kernel<FMHA_kernel_traits<(int)128, (int)64, (int)16, (int)1, (int)4, (unsigned int)8, __half>, "
+       "(bool)0, (bool)0, (bool)0>(FMHA_fprop_params)",
+       KernelRole::flash_fwd},
+      {"void pytorch_fmha::fmha_fwd_loop_kernel<FMHA_kernel_traits<256, 64, 16, 1, 4, 8u, __half>, false, false, false>",
+       KernelRole::flash_fwd},
+      {"void fmha_dgrad_fp16_sm80_loop_kernel<FMHA_kernel_traits<128, 64, 16, 1, 8, 8u, __half>>(FMHA_dgrad_params)",
+       KernelRole::flash_bwd},
+      {"void fmha_bwd_dq_dk_dv_loop_kernel<T>(FMHA_dgrad_params)", KernelRole::flash_bwd},
+      {"void cudnn::fusion::lean_reduction_kernel<__nv_bfloat16, float, 128, 4>(cudnn::fusion::LeanReductionParams)",
+       KernelRole::split_kv_combine},
+      {"void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>, "
+       "true>(Flash_fwd_mla_params)",
+       KernelRole::split_kv},
+      {"void flash::flash_fwd_splitkv_mla_combine_kernel<cutlass::bfloat16_t, 512, 64, 5>(Flash_fwd_mla_params)",
+       KernelRole::split_kv_combine},
+      {"_attn_fwd", KernelRole::flash_fwd},
+      {"void tensorrt_llm::kernels::mmha::masked_multihead_attention_kernel<uint16_t, uint16_t, 128, 4>(Params)",
+       KernelRole::split_kv},
+      {"kernel_mha", KernelRole::split_kv},
+      {"void splitKreduce_kernel<(int)32, (int)16, int, __half, __half, float, __half, (bool)1, (bool)1, (bool)0>"
+       "(cublasSplitKParams<T6>, const T4 *)",
+       KernelRole::gemm_reduce},
   };
   for (const auto& [name, role] : cases) {
     INFO(name);
@@ -365,13 +382,27 @@ TEST_CASE("the vLLM decode data point: 268.4 MB of KV in 272.16 µs is 0.986 TB/
   const auto& c = r.calls[0];
   CHECK(c.kind == CallKind::split_kv);
   CHECK(c.source == "vLLM");
-  REQUIRE(c.model.size() == 1);
-  CHECK(c.model[0].id == "floor");
+  // Held against the decode variants: the grid (32 heads, 1 sequence, 32
+  // partitions of 512 tokens) gives the split count; vLLM pages its cache and
+  // runs one CTA per query head.
+  CHECK(c.splits == 32);
+  CHECK(c.splits_from == "launch grid");
+  CHECK(c.judged_against == "decode_paged");
+  REQUIRE(c.model.size() == 4);
+  CHECK(c.model[0].id == "decode_floor");
+  CHECK(c.model[1].id == "decode_split");
+  CHECK(c.model[2].id == "decode_paged");
+  CHECK(c.model[3].id == "decode_split_unpacked");
+  CHECK(c.model[2].splits == 32);
   const std::uint64_t kv = 2ull * 16384 * 32 * 128 * 2;
   CHECK(kv == 268435456u);  // 268.4 MB
   CHECK(c.model[0].total == kv + 2ull * 32 * 128 * 2);  // plus Q and O
+  Shape ds = opt.shapes[0];
+  ds.decode = true;
+  ds.splits = 32;
+  CHECK(c.model[2].total == decode_bytes(ds, DecodeVariant::paged, 32).total);
   REQUIRE(c.model_bandwidth);
-  CHECK(*c.model_bandwidth == Approx(0.986e12).epsilon(0.001));
+  CHECK(*c.model_bandwidth == Approx(static_cast<double>(c.model[2].total) / 272.16e-6));
   CHECK(static_cast<double>(kv) / *c.seconds == Approx(0.9863e12).epsilon(0.0005));
   CHECK(*c.pct_of_peak == Approx(94.59));  // ncu's own figure, no byte counts in the details page
   CHECK(*c.achieved_bandwidth == Approx(0.9459 * 1008e9));
@@ -442,7 +473,7 @@ TEST_CASE("reconcile reports: schema /2 rows with call objects, read back for co
   add_predictions(rep, *opt.device, 1.0);
   const ReconcileView v{r, {{"raw_sdpa.csv", "ncu-raw", 10}}, "built in", rep};
   const auto j = nlohmann::json::parse(render_reconcile(v, {Format::json}));
-  CHECK(j["schema"] == "hbmscope.report/2");
+  CHECK(j["schema"] == std::string(report_schema));
   CHECK(j["command"] == "reconcile");
   REQUIRE(j["rows"].size() == 4);
   CHECK(j["rows"][0]["label"] == "call 1 (flash)");

@@ -62,9 +62,9 @@ TEST_CASE("varying fields become columns, constant ones go in the title", "[repo
   CHECK_THAT(t, Catch::Contains("FLOP/B"));
 }
 
-TEST_CASE("JSON report follows schema hbmscope.report/2", "[report][json]") {
+TEST_CASE("JSON report follows schema hbmscope.report/3", "[report][json]") {
   const auto j = nlohmann::json::parse(render(note_report(), {Format::json}));
-  CHECK(j["schema"] == "hbmscope.report/2");
+  CHECK(j["schema"] == "hbmscope.report/3");
   CHECK(j["tool"]["name"] == "hbmscope");
   CHECK(j["tool"]["version"].is_string());
   REQUIRE(j["rows"].size() == 3);

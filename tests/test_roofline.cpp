@@ -233,7 +233,7 @@ TEST_CASE("report_from_json names the file and key of a malformed report", "[jso
   auto j = good;
   j["schema"] = "hbmscope.report/9";
   CHECK_THROWS_WITH(report_from_json(j, "a.json"),
-                    Catch::StartsWith("a.json: schema: expected \"hbmscope.report/2\" or \"hbmscope.report/1\""));
+                    Catch::StartsWith("a.json: schema: expected \"hbmscope.report/3\", \"hbmscope.report/2\" or \"hbmscope.report/1\""));
   j["schema"] = "hbmscope.report/1";  // reports written before `reconcile` still read
   CHECK_NOTHROW(report_from_json(j, "a.json"));
   j = good;

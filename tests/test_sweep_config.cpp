@@ -103,7 +103,7 @@ TEST_CASE("config errors name the file, the key and the expected form", "[config
              Catch::StartsWith("s.json: axes.points[0]: expected a pair [seq, head_dim]"));
   CHECK_THAT(error_of(R"({"axes": {"points": [[4096, 64]], "seq": 1}})"),
              Catch::StartsWith("s.json: axes: give 'points' or 'seq' and 'head_dim', not both"));
-  CHECK(error_of(R"({"axes": {"seq": 1024}})") == "s.json: axes: needs both 'seq' and 'head_dim', or 'points'");
+  CHECK(error_of(R"({"axes": {"seq": 1024}})") == "s.json: axes: needs both 'seq' (or 'seq_lens') and 'head_dim', or 'points'");
   CHECK(error_of(R"({"description": "x"})") == "s.json: (top level): needs 'axes', 'groups' or both");
   CHECK(error_of(R"({"groups": []})") == "s.json: groups: expected a non-empty array of objects, got an empty array");
   CHECK_THAT(error_of(R"({"groups": [{"label": 3, "seq": 1, "head_dim": 1}]})"),

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hbmscope/launch_plan.hpp"
+#include "hbmscope/mask.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
@@ -38,11 +39,25 @@ struct DecodePlan {
   LaunchGeometry combine;          // grid (ceil(rows / 4)); unused when splits == 1
 };
 
+// The keys a decode step of a sequence of `len` cached tokens reads: those
+// some new token sees, [first, len) (mask.hpp's visible keys of token 0 to
+// the end): all of them, or with s.window the last min(len, W + Nq - 1), with
+// s.chunk those from the current chunk's start.
+KeyRange decode_read_keys(const Shape& s, std::uint64_t len);
+
+// Tokens per split: the read keys of the longest (ragged batches: of the
+// sequence with the most read keys) cut into whole key blocks of block_cols
+// shared out evenly, ceil(ceil(keys / Bc) / splits) * Bc (FlashAttention-2's
+// n_blocks_per_split); split j of a sequence reads [first + j*T, first +
+// (j+1)*T) of its read keys, clamped to its length. Without a window or a
+// chunk this is the model's blocks_per_split(s, splits) * Bc.
+std::uint64_t decode_split_tokens(const Shape& s, std::uint64_t splits);
+
 // The plan for decode shape `s` (decode.hpp: seq_q new tokens, context
-// lengths, block_cols, page_size) run with `splits` splits, each
-// blocks_per_split(s, splits) * block_cols tokens as the model cuts them;
-// through a block table of s.page_size pages when `paged`. Throws Error past
-// the kernels' limits (32-bit lengths, grid sizes, head dims).
+// lengths, block_cols, page_size, window or chunk) run with `splits` splits of
+// decode_split_tokens(s, splits) tokens; through a block table of s.page_size
+// pages when `paged`. Throws Error past the kernels' limits (32-bit lengths,
+// grid sizes, head dims).
 DecodePlan decode_plan(const Shape& s, bool paged, std::uint64_t splits);
 
 // Dynamic shared memory of the split kernel: Q rows + K and V stages.
@@ -67,7 +82,8 @@ inline constexpr std::uint64_t decode_validation_budget = 1ull << 28;
 // (cost <= decode_validation_budget), else at most 2 sequences and
 // 2 kv heads (the GQA group, Nq, head dim, splits and page size kept), each
 // context cut to 1000 + its length mod 1000 tokens (ragged, and not a multiple
-// of the tile or page) if still too costly. `s.splits` must be set.
+// of the tile or page) if still too costly, a window or chunk with it
+// (cut_band, launch_plan.hpp). `s.splits` must be set.
 Shape decode_validation_shape(const Shape& s);
 
 // Device bytes of the decode kernels for a plan: Q, O, K, V (contiguous or the

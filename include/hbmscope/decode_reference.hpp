@@ -10,16 +10,19 @@
 //     [batch][max_pages] of int32 page indices: token t of sequence b is slot
 //     t % P of page block_table[b][t / P].
 // Token t of the Nq new ones sits at position L_b - Nq + t; with s.causal it
-// sees keys 0 .. L_b - Nq + t, otherwise all L_b.
+// sees keys 0 .. L_b - Nq + t (with s.window or s.chunk only the last of
+// them, mask.hpp), otherwise all L_b.
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "hbmscope/mask.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
 
-// Keys row `token` of sequence b sees.
+// Keys [begin, end) row `token` of sequence b sees, and how many.
+KeyRange decode_visible_range(const Shape& s, std::uint64_t b, std::uint64_t token);
 std::uint64_t decode_visible_keys(const Shape& s, std::uint64_t b, std::uint64_t token);
 
 void decode_attention_reference(const Shape& s, float scale, std::span<const float> q, std::span<const float> k,

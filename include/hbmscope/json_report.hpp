@@ -14,6 +14,8 @@ nlohmann::json shape_to_json(const Shape& s);
 nlohmann::json measurement_to_json(const KernelMeasurement& m);
 nlohmann::json device_to_json(const DeviceReport& d);
 nlohmann::json report_to_json(const Report& r);
+// The optional rows[].model object of whole-model rows (docs/report-schema.md).
+nlohmann::json model_layers_to_json(const ModelLayers& m);
 // The optional rows[].l2_sim object.
 nlohmann::json l2_sim_to_json(const L2SimDetail& d);
 // report_to_json(r).dump(2) + "\n", built row by row (fast for big sweeps).
@@ -47,5 +49,11 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin);
 // checks it: for readers that stream a report's rows.
 Row row_from_json(const nlohmann::json& row, std::string_view origin, std::size_t i);
 Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const std::string& key);
+// What only the printers use, read back after the reader has checked it
+// (json_report_detail.cpp): rows[].l2_sim (a decode row's simulations in the
+// order of `variants`), a measurement, the measured `device`.
+L2SimDetail l2_sim_from_json(const nlohmann::json& l2, const std::vector<VariantResult>& variants);
+KernelMeasurement measurement_from_json(const nlohmann::json& m, std::string_view origin, const std::string& path);
+DeviceReport device_report_from_json(const nlohmann::json& d, std::string_view origin);
 
 }  // namespace hbmscope

@@ -23,6 +23,22 @@ enum class Rasterization {
 std::string_view rasterization_name(Rasterization r);  // "query-block-major", "head-major"
 std::optional<Rasterization> parse_rasterization(std::string_view s);
 
+// How the simulation is evaluated (docs/l2-simulation.md): both give
+// identical results; they differ only in cost.
+enum class L2SimMethod {
+  // Closed forms over the schedule's runs where it has them (waves in
+  // lockstep: no mask, one sequence length; decode with one split; standard
+  // attention), costing O(CTAs); elsewhere the cheaper exact evaluation, the
+  // segment engine (segments of accesses with one predecessor and one
+  // successor) or the enumeration.
+  runs,
+  // Every tile access through the stack-distance LRU, one by one (the
+  // reference the tests hold the runs against).
+  enumeration,
+};
+std::string_view l2_method_name(L2SimMethod m);  // "runs", "enumeration"
+std::optional<L2SimMethod> parse_l2_method(std::string_view s);
+
 struct L2SimConfig {
   std::uint64_t l2_bytes = 0;        // capacity of the simulated L2; 0 = no L2
   std::uint32_t sm_count = 132;      // SMs
@@ -31,6 +47,7 @@ struct L2SimConfig {
   // true: Q tiles read and O tiles written take L2 space as K/V do (loads and
   // write-back stores allocate, as on NVIDIA GPUs). false: they bypass the L2.
   bool q_o_allocate = true;
+  L2SimMethod method = L2SimMethod::runs;
 };
 
 // Throws Error naming the bad field (zero SMs or CTAs per SM).
@@ -54,10 +71,16 @@ struct L2SimResult {
   std::uint64_t steps = 0;  // lockstep steps until the last CTA finishes
 };
 
-// FlashAttention-2 forward on the simulated schedule and L2.
+// FlashAttention-2 on the simulated schedule and L2: the forward pass, the
+// backward pass (--pass bwd: its four kernels, docs/model.md "The backward
+// pass in the L2 simulation"), or both plus the forward's log-sum-exp write
+// (fwdbwd), as s.pass says. heads_per_wave and the figures after it are the
+// forward's (the backward's main loop for --pass bwd).
 L2SimResult flash_l2_sim(const Shape& s, const L2SimConfig& c);
 // Standard three-kernel attention through the same L2 (sm_count, ctas_per_sm
 // and order do not apply: the kernels are modelled as one ordered stream).
+// Forward pass only: Error for a backward row (its five kernels are not
+// simulated, docs/model.md says why).
 L2SimResult standard_l2_sim(const Shape& s, const L2SimConfig& c);
 
 // DRAM bytes (read + write) at each of several L2 capacities in one pass;
@@ -76,8 +99,11 @@ std::uint64_t qo_footprint_bytes(const Shape& s);
 // reused only after a forget of that id), or is l2_once_only for a tile read or
 // written exactly once (Q, O). allocate false: the access bypasses the L2.
 inline constexpr std::uint32_t l2_once_only = 0xffffffffu;
+// write_dirty: a write of an intermediate (the backward's D, dQ accumulator and
+// per-query-head dK, dV): its bytes reach DRAM only if it is evicted before
+// its next write or its death (forget).
 struct L2Access {
-  enum class Kind { read, write, forget } kind = Kind::read;
+  enum class Kind { read, write, forget, write_dirty } kind = Kind::read;
   std::uint32_t obj = l2_once_only;
   std::uint64_t bytes = 0;
   bool allocate = true;
@@ -90,7 +116,8 @@ void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
                                  const std::function<void(const L2Access&)>& on_access);
 
 // Runs both simulations on row.shape and appends variants "flash_l2_sim" and
-// "standard_l2_sim" and the detail row.l2_sim. Errors name the shape.
+// "standard_l2_sim" and the detail row.l2_sim. Errors name the shape. A
+// backward or fwdbwd row gets flash_l2_sim only.
 // A decode row instead gets "ID_l2_sim" for each of its decode_split,
 // decode_split_unpacked and decode_paged variants (with its split count), and
 // row.l2_sim->decode. For a decode shape, flash_l2_sim_accesses counts those
@@ -98,21 +125,28 @@ void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
 // standard_l2_sim_accesses is 0.
 void add_l2_sim(Row& row, const L2SimConfig& c);
 
-// The most L2 accesses one simulation may make; larger shapes are refused.
-// The simulation makes about 20 M accesses a second on one busy core
-// (measured), so this keeps one shape to about 3 s.
-inline constexpr std::uint64_t max_l2_sim_accesses = 1ull << 26;
-// The most accesses one run may simulate, summed over its shapes (both
-// simulations of each): about half a minute, with a progress bar.
-inline constexpr std::uint64_t max_l2_sim_run_accesses = 1ull << 29;
+// What a simulation costs, counted without running it (docs/l2-simulation.md,
+// "Cost"): in work units of about a nanosecond on one core. For the runs
+// method it grows with the CTAs of the grid where the closed forms apply, and
+// otherwise as the cheaper of the segment engine (CTAs times the CTAs
+// resident beside each) and the enumeration (the tile accesses; always for
+// the backward pass). Both simulations of a prefill row (flash and
+// standard), or the three decode variants of a decode row (at their largest
+// split count: --splits, else 128).
+std::uint64_t l2_sim_work(const Shape& s, const L2SimConfig& c);
+// The most work one shape may take (about 10 s): larger ones are refused.
+inline constexpr std::uint64_t max_l2_sim_work = std::uint64_t{1} << 34;
+// The most work one run may take, summed over its shapes (about a minute).
+inline constexpr std::uint64_t max_l2_sim_run_work = std::uint64_t{1} << 36;
+// Whether l2_sim_work(s, c) is within max_l2_sim_work (the one budget that
+// model, sweep and reconcile apply).
+bool l2_sim_within_budget(const Shape& s, const L2SimConfig& c);
+// Throws Error naming the shape, its work, the limit and what to change when
+// the shape is over max_l2_sim_work.
+void check_l2_sim_size(const Shape& s, const L2SimConfig& c);
 
-// Throws Error (naming the shape, the count, the cap and how to get under it)
-// when either simulation of s would make more than max_l2_sim_accesses.
-void check_l2_sim_size(const Shape& s);
-
-// L2 accesses the larger of the two simulations makes on this shape, counted
-// without running it (so that a caller can skip shapes too large to simulate
-// quickly).
+// Accesses the enumeration makes on this shape (the larger of its two
+// simulations; flash and standard alone), counted without running it.
 std::uint64_t l2_sim_accesses(const Shape& s);
 std::uint64_t flash_l2_sim_accesses(const Shape& s);
 std::uint64_t standard_l2_sim_accesses(const Shape& s);
@@ -132,7 +166,7 @@ std::vector<std::uint64_t> decode_l2_curve(const Shape& s, DecodeVariant v, std:
                                            const L2SimConfig& c, const std::vector<std::uint64_t>& capacities);
 void for_each_decode_l2_access(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c,
                                const std::function<void(const L2Access&)>& on_access);
-// Accesses that simulation makes, counted without running it.
+// Accesses the enumeration of that simulation makes, counted without running it.
 std::uint64_t decode_l2_sim_accesses(const Shape& s, DecodeVariant v, std::uint64_t splits);
 
 }  // namespace hbmscope

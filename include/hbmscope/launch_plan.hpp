@@ -114,8 +114,22 @@ enum class KernelKind { standard, flash, floor, copy, softmax, flash_v1, decode,
 std::uint64_t device_footprint(const Shape& s, KernelKind k);
 
 // Why a kernel cannot run a shape (dtype, head dim, cuBLAS's 32-bit sizes), or
-// nothing when it can.
+// nothing when it can. `measure` reports such a kernel skipped, with the reason,
+// and runs the others.
 std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k);
+
+// What of the shape kernel k does not run at all (a phrase after "our
+// kernels do not run"), or nothing: V and O of another head dim than Q and K (head_dim_v), latent KV
+// (MLA), a KV dtype other than the kernels' BF16, ragged prefill (seq_lens),
+// chunked attention for the flash kernels. `measure` and `sweep --measure`
+// refuse such a shape, in one line, before any device work (the model counts
+// it; no kernel of ours would be held against those counts); both backends'
+// run() refuse it the same way (check_measurable).
+std::optional<std::string> measure_refusal(const Shape& s, KernelKind k);
+// Throws Error "measure: our kernels do not run WHAT (kernel K, shape S);
+// `hbmscope model` counts it" for the first kind that refuses the shape
+// (measure_refusal gives WHAT).
+void check_measurable(const Shape& s, std::span<const KernelKind> kinds);
 
 // Does `need` fit in `free_bytes` with a margin (5% and 256 MiB) kept back?
 bool fits_in_memory(std::uint64_t need, std::uint64_t free_bytes);
@@ -124,9 +138,14 @@ bool fits_in_memory(std::uint64_t need, std::uint64_t free_bytes);
 // cheap (batch*heads*Nq*Nkv*d <= validation_budget), else batch <= 2,
 // kv_heads <= 2, group <= 2, and each length over 1024 cut to 1000 (ragged for
 // every block size), keeping head dim, dtype, blocks, causal and the sign of
-// Nkv - Nq. See docs/cuda.md.
+// Nkv - Nq; a window or chunk that hid keys and would not once the keys are
+// cut becomes half the cut keys (cut_band). See docs/cuda.md.
 inline constexpr std::uint64_t validation_budget = 1ull << 30;
 Shape validation_shape(const Shape& s);
+// A window or chunk `band` (0: none) of a problem of `keys` keys cut to
+// `cut_keys`: unchanged when it hides nothing (band >= keys) or still fits
+// (band < cut_keys), else max(1, cut_keys / 2), so that it still hides keys.
+std::uint64_t cut_band(std::uint64_t band, std::uint64_t keys, std::uint64_t cut_keys);
 
 // The L2 flush buffer: at least twice the device's L2, rounded up to 1 MiB.
 std::uint64_t flush_bytes(std::uint64_t l2_bytes);

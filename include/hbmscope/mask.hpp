@@ -40,4 +40,25 @@ KeyRange visible_key_blocks(const Shape& s, std::uint64_t q_block);
 // (the kernels apply the mask element by element only on such tiles).
 bool tile_needs_mask(const Shape& s, std::uint64_t q_block, std::uint64_t k_block);
 
+// Sums over one sequence of nq queries against nkv keys (one head), with s's
+// mask and blocks Br, Bc (docs/model.md, "Masks"): what every variant counts.
+// Exact; an Error when the count passes 2^64. O(log) steps (floor sums), but
+// for a chunk that is neither a multiple nor a divisor of Bc:
+// O(min(Nq/C, Nkv/Bc, Bc/gcd(C, Bc))), at most about sqrt(Nkv) steps.
+
+// (query, key) pairs the mask leaves visible: P.
+std::uint64_t visible_pairs(const Shape& s, std::uint64_t nq, std::uint64_t nkv);
+// The first key some query sees (keys before it are never needed: the floor
+// reads [first_seen_key, nkv)); 0 without a window or chunk.
+std::uint64_t first_seen_key(const Shape& s, std::uint64_t nq, std::uint64_t nkv);
+// (query block, key block) tiles visited, over all query blocks: T.
+std::uint64_t visited_tiles(const Shape& s, std::uint64_t nq, std::uint64_t nkv);
+// Key columns of the visited tiles, summed over the query blocks: C.
+std::uint64_t streamed_key_columns(const Shape& s, std::uint64_t nq, std::uint64_t nkv);
+// Query rows of the visited tiles, summed over the key blocks: R.
+std::uint64_t streamed_query_rows(const Shape& s, std::uint64_t nq, std::uint64_t nkv);
+// Columns of the key blocks that some query block visits (key-block-outer
+// loops read these): nkv less the key blocks wholly before first_seen_key.
+std::uint64_t visited_key_columns(const Shape& s, std::uint64_t nq, std::uint64_t nkv);
+
 }  // namespace hbmscope

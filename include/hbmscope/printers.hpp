@@ -67,11 +67,15 @@ std::string render_grid(const std::vector<std::string>& head,
 
 // `hbmscope devices`: the presets (or one device with its sources, detail).
 std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, Format format);
+// `hbmscope models`: model configs and their layer patterns (one with its sources and notes, detail).
+std::string render_models(const std::vector<ModelConfig>& models, bool detail, Format format);
 
 // Which shape fields differ between rows (each then gets a column; the rest
 // go in a title line).
 struct ShapeVaries {
   bool batch = false, heads = false, dtype = false, blocks = false, causal = false, pass = false;
+  // Attention as served: the mask (window, chunk), DV, the kv dtype, a latent KV.
+  bool mask = false, head_dim_v = false, kv_dtype = false, latent_kv = false;
   void add(const Shape& first, const Shape& s);  // s against the first row's shape
 };
 
@@ -88,6 +92,8 @@ struct RowsLayout {
   bool any_l2_sim = false, any_decode = false, all_decode = false, any_label = false;
   bool any_measurements = false;
   bool any_no_fit = false;  // a prediction that does not fit in the device's memory (†)
+  bool any_model = false;   // whole-model rows (Model, Layers and KV cache columns)
+  bool any_ragged_prefill = false, any_served = false;  // a Sequences column; schema /3's CSV columns
   ShapeVaries varies;
   bool pages_vary = false;  // decode rows of more than one page size
   // The first row (the title's shape, L2 simulation and ridge point) and the

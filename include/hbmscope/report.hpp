@@ -11,15 +11,21 @@
 #include "hbmscope/measurement.hpp"
 #include "hbmscope/decode.hpp"
 #include "hbmscope/device_spec.hpp"
+#include "hbmscope/model_config.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope {
 
-inline constexpr std::string_view report_schema = "hbmscope.report/2";
-// Reports of version 1 (before `reconcile`) are read as well: /2 only adds
-// fields (rows[].call, reconcile).
+inline constexpr std::string_view report_schema = "hbmscope.report/3";
+// Reports of versions 1 (before `reconcile`) and 2 (before attention as
+// served) are read as well: /2 only added fields (rows[].call, reconcile), /3
+// the shape fields window, chunk, head_dim_v, kv_dtype, latent_kv, seq_lens,
+// written only where they are set, so a /2 row reads as the same /3 row.
 inline constexpr std::string_view report_schema_v1 = "hbmscope.report/1";
-inline bool readable_report_schema(std::string_view s) { return s == report_schema || s == report_schema_v1; }
+inline constexpr std::string_view report_schema_v2 = "hbmscope.report/2";
+inline bool readable_report_schema(std::string_view s) {
+  return s == report_schema || s == report_schema_v2 || s == report_schema_v1;
+}
 
 // One variant's traffic on one shape.
 struct VariantResult {
@@ -53,6 +59,7 @@ struct L2SimDetail {
   };
   Variant flash;     // minimum: the floor
   Variant standard;  // minimum: floor + S and P written once
+  bool has_standard = true;  // false for backward rows: standard attention's backward is not simulated
   double heads_per_wave = 0.0;     // mean distinct (batch, head) among resident CTAs
   double kv_heads_per_wave = 0.0;  // the same for (batch, kv head)
   std::uint64_t waves = 0;         // ceil(CTAs / (SMs x CTAs per SM))
@@ -76,6 +83,10 @@ struct Row {
   std::string label;         // optional: which group of a sweep config (e.g. "Llama-3 8B")
   double ridge_point = 0.0;  // device's FLOP/B where memory and compute time meet (0: no device)
   std::uint64_t decode_sm_count = 0;  // decode rows: the SM count the split heuristic used
+  // Whole-model rows (whole_model.hpp): the model, the kind of layer ("total"
+  // for the sum over all layers) and its KV cache; bytes and FLOPs are then
+  // those of all the kind's layers.
+  std::optional<ModelLayers> model_layers;
 
   const VariantResult* variant(std::string_view id) const {
     for (const auto& v : variants)

@@ -62,6 +62,12 @@ struct Shape {
 // Throws Error naming the offending field when the shape cannot be modelled.
 void validate(const Shape& s);
 
+// Whether s sets any field of attention as served: a window, a chunk, DV, a
+// kv dtype, a latent KV or ragged prefill sequences (reports show them).
+inline bool has_served_fields(const Shape& s) {
+  return s.window != 0 || s.chunk != 0 || s.head_dim_v != 0 || s.kv_dtype || s.latent_kv || !s.seq_lens.empty();
+}
+
 // Whether s is a ragged prefill batch (seq_lens given).
 inline bool ragged_prefill(const Shape& s) { return !s.seq_lens.empty(); }
 // One group of equal sequences of a ragged prefill batch as a dense shape:

@@ -51,7 +51,32 @@ struct SweepAxes {
   // (its batch, seq and seq_kv); when non-empty they replace the batch, seq and
   // seq_kv axes. Shared like context_lengths.
   std::vector<SeqList> seq_lens;
+  // Attention as served (shape.hpp; docs/model.md "Masks", "Operand shapes"),
+  // innermost in the product. A combination that sets both a window and a
+  // chunk, or either without the causal mask while the causal axis also holds
+  // true, is left out; DV equal to d and a kv dtype equal to dtype are the
+  // shape's defaults (and left out where the axis also holds the default).
+  std::vector<std::uint64_t> window{0};      // sliding windows W; 0: none
+  std::vector<std::uint64_t> chunk{0};       // attention chunks C; 0: none
+  std::vector<std::uint64_t> head_dim_v{0};  // DV; 0: = head_dim
+  std::vector<std::optional<Dtype>> kv_dtype{std::nullopt};  // unset: = dtype
+  // MLA in its absorbed form (latent_kv): kv_heads defaults to 1, head_dim is
+  // r + p and head_dim_v r (--mla R,P sets all four).
+  bool latent_kv = false;
+  // Whole models (whole_model.hpp): every shape is a step of each model; the
+  // models give heads, head dims, windows, chunks and MLA. A model's
+  // torch_dtype replaces the dtype axis unless dtype_given.
+  std::vector<ModelConfigRef> model_config;
+  bool dtype_given = false;
 };
+
+// An integer axis whose items may be 0 or "none" (no window, no chunk, DV = d).
+std::vector<std::uint64_t> parse_int_axis_or_none(std::string_view text, std::string_view option);
+// Dtype names, or "same" (the kv dtype of --dtype).
+std::vector<std::optional<Dtype>> parse_kv_dtype_axis(std::string_view text, std::string_view option);
+// A ragged prefill batch: items "L" (L queries against themselves), "Q:KV"
+// (Q new tokens against KV keys) or ranges of L, comma-separated.
+std::vector<SeqLen> parse_seq_len_items(std::string_view text, std::string_view option);
 
 // The most context lengths (or prefill sequences) one ragged batch may hold.
 inline constexpr std::size_t max_context_lengths = 1'000'000;
@@ -69,7 +94,8 @@ SweepAxes note_axes();
 std::uint64_t shape_count(const SweepAxes& axes);
 
 // Every combination, outermost first: batch, heads, kv_heads, dtype, causal,
-// block_rows, block_cols, (seq, seq_kv, head_dim), pass. Each shape is validated.
+// block_rows, block_cols, (seq, seq_kv, head_dim), pass, then window, chunk,
+// head_dim_v, kv_dtype. Each shape is validated.
 std::vector<Shape> expand(const SweepAxes& axes);
 // The same shapes in the same order, each handed to visit as it is made and
 // none held: a run's memory does not grow with its number of shapes. The

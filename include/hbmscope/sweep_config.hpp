@@ -57,12 +57,15 @@ SweepConfig find_sweep_config(std::string_view name_or_path);
 struct LabelledShapes {
   std::vector<Shape> shapes;
   std::vector<std::string> labels;  // parallel to shapes
+  // Parallel to shapes: the model of a whole-model point (whole_model.hpp), null for a plain row.
+  std::vector<ModelConfigRef> models;
 };
 LabelledShapes expand(const SweepConfig& config);
-// The same shapes and labels in the same order, each handed to visit as it is
-// made: one group's are never held; several groups' are held in a set only,
-// to drop the repeats.
-void for_each_shape(const SweepConfig& config, const std::function<void(const Shape&, const std::string&)>& visit);
+// The same shapes, labels and models in the same order, each handed to visit
+// as it is made: one group's are never held; several groups' are held in a
+// set only, to drop the repeats.
+using ShapeVisit = std::function<void(const Shape&, const std::string& label, const ModelConfigRef& model)>;
+void for_each_shape(const SweepConfig& config, const ShapeVisit& visit);
 // How many rows the config makes (repeats dropped).
 std::uint64_t shape_count(const SweepConfig& config);
 

@@ -1,7 +1,7 @@
 #pragma once
 // A tile-by-tile walk of FlashAttention-2's loop order, counting the bytes each
 // step moves, as the design note's code does. Tests hold it equal to the closed
-// forms of model.hpp on every shape.
+// forms of model.hpp on every shape: masks, operand shapes, ragged batches.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -48,18 +48,43 @@ struct WalkTotals {
   std::uint64_t tiles = 0;  // (query block, key block) pairs visited
 };
 
-// Calls on_event for every event of FA2's loop order: batch, head, query block
-// (the grid), then key blocks in order inside the CTA. Validates the shape.
+// Sequence b of s as a shape of its own: s when dense, else its ragged
+// batch's item b (batch 1, seq_q and seq_kv its own).
+Shape walk_sequence(const Shape& s, std::uint64_t b);
+
+// The keys some row of query block q_block sees, found row by row: [the
+// smallest first key, the largest end) over the block's rows (one range: the
+// rows' ranges overlap or touch). Empty when no row sees a key.
+KeyRange query_block_keys(const Shape& s, std::uint64_t q_block);
+
+// Element sizes and head dims the walk moves (docs/model.md, "Operand shapes").
+struct WalkOperands {
+  std::uint64_t e = 0, ek = 0, d = 0, dv = 0;
+  std::uint64_t dkv = 0;  // K and V values per key: d + DV, or d for a latent KV
+};
+WalkOperands walk_operands(const Shape& s);
+
+// Keys of [begin, end) of one kv head's sequence not seen before: marks them
+// in `seen` (one flag per key, from `base`) and returns how many were new.
+std::uint64_t mark_new_keys(std::vector<bool>& seen, std::uint64_t base, std::uint64_t begin, std::uint64_t end);
+
+// Calls on_event for every event of FA2's loop order: batch (each sequence of
+// a ragged batch), head, query block (the grid), then key blocks in order
+// inside the CTA. Validates the shape. `once` counts Q and O at their block,
+// and K and V of each key the first time some query block that sees it visits
+// its tile, for each kv head (docs/model.md, "The tile walk").
 template <class OnEvent>
 void for_each_tile_event(const Shape& s, OnEvent&& on_event) {
   validate(s);
-  const std::uint64_t e = elem_bytes(s.dtype);
-  const std::uint64_t nqb = ceil_div(s.seq_q, s.block_rows);
-  const std::uint64_t nkb = ceil_div(s.seq_kv, s.block_cols);
+  const WalkOperands o = walk_operands(s);
   const std::uint64_t group = s.heads / s.kv_heads;
-  std::vector<bool> seen(s.kv_heads * nkb);
+  std::vector<bool> seen, key_seen;
   for (std::uint64_t b = 0; b < s.batch; ++b) {
-    seen.assign(seen.size(), false);
+    const Shape q = walk_sequence(s, b);
+    const std::uint64_t nqb = ceil_div(q.seq_q, q.block_rows);
+    const std::uint64_t nkb = ceil_div(q.seq_kv, q.block_cols);
+    seen.assign(s.kv_heads * nkb, false);
+    key_seen.assign(s.kv_heads * q.seq_kv, false);
     for (std::uint64_t h = 0; h < s.heads; ++h) {
       const std::uint64_t kvh = h / group;
       for (std::uint64_t i = 0; i < nqb; ++i) {
@@ -68,27 +93,31 @@ void for_each_tile_event(const Shape& s, OnEvent&& on_event) {
         ev.head = h;
         ev.kv_head = kvh;
         ev.q_block = i;
-        ev.rows = std::min(s.block_rows, s.seq_q - i * s.block_rows);
+        ev.rows = std::min(q.block_rows, q.seq_q - i * q.block_rows);
         ev.kind = TileEventKind::load_q;
-        ev.moved = ev.once = e * ev.rows * s.head_dim;
+        ev.moved = ev.once = o.e * ev.rows * o.d;
         on_event(ev);
-        const KeyRange visited = visible_key_blocks(s, i);
+        const KeyRange visited = visible_key_blocks(q, i);
+        const KeyRange keys = query_block_keys(q, i);
         for (std::uint64_t j = visited.begin; j < visited.end; ++j) {
           ev.kind = TileEventKind::tile;
           ev.k_block = j;
-          ev.cols = std::min(s.block_cols, s.seq_kv - j * s.block_cols);
-          ev.moved = 2 * e * ev.cols * s.head_dim;
+          const std::uint64_t k0 = j * q.block_cols;
+          ev.cols = std::min(q.block_cols, q.seq_kv - k0);
+          ev.moved = o.ek * ev.cols * o.dkv;
           const std::size_t key = kvh * nkb + j;
           ev.kv_first_visit = !seen[key];
           seen[key] = true;
-          ev.once = ev.kv_first_visit ? ev.moved : 0;
+          const std::uint64_t fresh = mark_new_keys(key_seen, kvh * q.seq_kv, std::max(k0, keys.begin),
+                                                    std::min(k0 + ev.cols, keys.end));
+          ev.once = o.ek * fresh * o.dkv;
           on_event(ev);
         }
         ev.kind = TileEventKind::store_o;
         ev.k_block = 0;
         ev.cols = 0;
         ev.kv_first_visit = false;
-        ev.moved = ev.once = e * ev.rows * s.head_dim;
+        ev.moved = ev.once = o.e * ev.rows * o.dv;
         on_event(ev);
       }
     }
@@ -96,9 +125,11 @@ void for_each_tile_event(const Shape& s, OnEvent&& on_event) {
 }
 
 // Calls on_event for every event of the given loop order. fa2 is the walk above.
-// fa1: batch, head, then O/l/m initialisation of every query block, then key
-// blocks in order, each a load_kv event followed by the tiles of the query
-// blocks that see it, in order.
+// fa1: batch, head, then O/l/m initialisation of every query block, then the
+// key blocks some query block visits, in order, each a load_kv event followed
+// by the tiles of the query blocks that see it, in order. `once` counts Q and
+// O at a query block's first tile and K and V of each key at the first tile
+// whose query block sees it.
 template <class OnEvent>
 void for_each_tile_event(const Shape& s, LoopOrder order, OnEvent&& on_event) {
   if (order == LoopOrder::fa2) {
@@ -106,15 +137,22 @@ void for_each_tile_event(const Shape& s, LoopOrder order, OnEvent&& on_event) {
     return;
   }
   validate(s);
-  const std::uint64_t e = elem_bytes(s.dtype);
-  const std::uint64_t nqb = ceil_div(s.seq_q, s.block_rows);
-  const std::uint64_t nkb = ceil_div(s.seq_kv, s.block_cols);
+  const WalkOperands o = walk_operands(s);
   const std::uint64_t group = s.heads / s.kv_heads;
-  std::vector<KeyRange> visited(nqb);
-  for (std::uint64_t i = 0; i < nqb; ++i) visited[i] = visible_key_blocks(s, i);
-  std::vector<bool> seen(s.kv_heads * nkb);
+  std::vector<bool> seen, key_seen;
   for (std::uint64_t b = 0; b < s.batch; ++b) {
-    seen.assign(seen.size(), false);
+    const Shape q = walk_sequence(s, b);
+    const std::uint64_t nqb = ceil_div(q.seq_q, q.block_rows);
+    const std::uint64_t nkb = ceil_div(q.seq_kv, q.block_cols);
+    std::vector<KeyRange> visited(nqb), keys(nqb);
+    std::vector<bool> block_visited(nkb);
+    for (std::uint64_t i = 0; i < nqb; ++i) {
+      visited[i] = visible_key_blocks(q, i);
+      keys[i] = query_block_keys(q, i);
+      for (std::uint64_t j = visited[i].begin; j < visited[i].end; ++j) block_visited[j] = true;
+    }
+    seen.assign(s.kv_heads * nkb, false);
+    key_seen.assign(s.kv_heads * q.seq_kv, false);
     for (std::uint64_t h = 0; h < s.heads; ++h) {
       TileEvent ev;
       ev.batch = b;
@@ -123,37 +161,41 @@ void for_each_tile_event(const Shape& s, LoopOrder order, OnEvent&& on_event) {
       for (std::uint64_t i = 0; i < nqb; ++i) {
         ev.kind = TileEventKind::init_o;
         ev.q_block = i;
-        ev.rows = std::min(s.block_rows, s.seq_q - i * s.block_rows);
-        ev.moved = e * ev.rows * s.head_dim + 8 * ev.rows;
+        ev.rows = std::min(q.block_rows, q.seq_q - i * q.block_rows);
+        ev.moved = o.e * ev.rows * o.dv + 8 * ev.rows;
         // A block no key is visible to is never loaded: its Q and O count
         // once here. Every other block counts them at its first tile.
-        ev.once = visited[i].empty() ? 2 * e * ev.rows * s.head_dim : 0;
+        ev.once = visited[i].empty() ? o.e * ev.rows * (o.d + o.dv) : 0;
         on_event(ev);
       }
       for (std::uint64_t j = 0; j < nkb; ++j) {
+        if (!block_visited[j]) continue;  // no query sees it: never loaded
         ev.kind = TileEventKind::load_kv;
         ev.q_block = 0;
         ev.rows = 0;
         ev.k_block = j;
-        ev.cols = std::min(s.block_cols, s.seq_kv - j * s.block_cols);
-        ev.moved = 2 * e * ev.cols * s.head_dim;
+        const std::uint64_t k0 = j * q.block_cols;
+        ev.cols = std::min(q.block_cols, q.seq_kv - k0);
+        ev.moved = o.ek * ev.cols * o.dkv;
         const std::size_t key = ev.kv_head * nkb + j;
         ev.kv_first_visit = !seen[key];
         seen[key] = true;
-        ev.once = ev.kv_first_visit ? ev.moved : 0;
+        ev.once = 0;  // counted key by key at the tiles that see them
         on_event(ev);
         ev.kv_first_visit = false;
         for (std::uint64_t i = 0; i < nqb; ++i) {
           if (j < visited[i].begin || j >= visited[i].end) continue;
           ev.kind = TileEventKind::tile;
           ev.q_block = i;
-          ev.rows = std::min(s.block_rows, s.seq_q - i * s.block_rows);
+          ev.rows = std::min(q.block_rows, q.seq_q - i * q.block_rows);
           // Q_i read, O_i read and written (element type), l_i and m_i read
           // and written (fp32).
-          ev.moved = 3 * e * ev.rows * s.head_dim + 16 * ev.rows;
+          ev.moved = o.e * ev.rows * (o.d + 2 * o.dv) + 16 * ev.rows;
           // Visited key blocks are one range, so its first block is the first visit.
           ev.q_first_visit = j == visited[i].begin;
-          ev.once = ev.q_first_visit ? 2 * e * ev.rows * s.head_dim : 0;
+          const std::uint64_t fresh = mark_new_keys(key_seen, ev.kv_head * q.seq_kv, std::max(k0, keys[i].begin),
+                                                    std::min(k0 + ev.cols, keys[i].end));
+          ev.once = (ev.q_first_visit ? o.e * ev.rows * (o.d + o.dv) : 0) + o.ek * fresh * o.dkv;
           on_event(ev);
         }
         ev.q_first_visit = false;

@@ -3,7 +3,9 @@
 # compute-sanitizer on small ragged / causal / GQA shapes, the copy probe
 # skipped and the L2 flush shrunk (--copy-bytes, --flush-bytes): memcheck on
 # every kernel, racecheck and synccheck on both flash kernels (cp.async
-# groups, barriers), each at the default blocks and at 64 x 64.
+# groups, barriers), each at the default blocks and at 64 x 64; the 64 x 64
+# runs with a sliding window (issue 19: the first key block is not block 0,
+# so the first stage is the odd one, and the band's edges are masked).
 set -u
 sum=$RESULTS/summary-sanitizer.txt
 : >"$sum"
@@ -34,11 +36,11 @@ run() { # tool, limit, label, measure args...
 }
 shape=(--seq 300 --seq-kv 513 --head-dim 64,128 --heads 4 --kv-heads 2 --causal)
 run memcheck 20 default "${shape[@]}" --kernels standard,softmax,flash,flash_v1,floor
-run memcheck 8 64x64 "${shape[@]}" --block-rows 64 --block-cols 64 --kernels flash,flash_v1
+run memcheck 8 64x64-window "${shape[@]}" --window 100 --block-rows 64 --block-cols 64 --kernels flash,flash_v1
 tiny=(--seq 200 --seq-kv 333 --head-dim 64,128 --heads 2 --kv-heads 1 --causal --kernels flash,flash_v1)
 run racecheck 10 default "${tiny[@]}"
-run racecheck 6 64x64 "${tiny[@]}" --block-rows 64 --block-cols 64
+run racecheck 6 64x64-window "${tiny[@]}" --window 70 --block-rows 64 --block-cols 64
 run synccheck 8 default "${tiny[@]}"
-run synccheck 6 64x64 "${tiny[@]}" --block-rows 64 --block-cols 64
+run synccheck 6 64x64-window "${tiny[@]}" --window 70 --block-rows 64 --block-cols 64
 cat "$sum"
 exit "$overall"

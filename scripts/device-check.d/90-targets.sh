@@ -8,7 +8,7 @@ shopt -s nullglob
 py=$PY
 command -v "$py" >/dev/null 2>&1 || py=python3
 "$py" "$REPO/scripts/device_summary.py" --sdpa "$RESULTS/sdpa.json" "$RESULTS"/measure-*.json \
-  >"$RESULTS/summary-targets.txt" 2>&1
+  --window "$RESULTS"/window-*.json >"$RESULTS/summary-targets.txt" 2>&1
 rc=$?
 cat "$RESULTS/summary-targets.txt"
 exit "$rc"

@@ -99,8 +99,11 @@ void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
 
 Shape walk_shape(ShapeOptions o) {
   const bool decode = o.decode || o.context_lengths;
+  if (o.seq_lens)
+    throw UsageError("walk draws one sequence; --seq-lens gives a ragged batch (walk one of its sequences "
+                     "with --seq and --seq-kv)");
   if (!o.seq && !decode) o.seq = "1024";
-  if (!o.head_dim && !decode) o.head_dim = "64";
+  if (!o.head_dim && !decode && !o.mla) o.head_dim = "64";
   const auto shapes = expand(to_axes(o));
   if (shapes.size() != 1)
     throw UsageError("walk draws one shape; the options give " + std::to_string(shapes.size()));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "hbmscope/error.hpp"
 #include "hbmscope/printers.hpp"
@@ -40,6 +41,12 @@ std::vector<std::string> split_list(const std::string& text, const char* option)
     pos = comma + 1;
   }
   return out;
+}
+
+std::string absolute_path(const std::string& path) {
+  std::string s = std::filesystem::absolute(path).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
 }
 
 }  // namespace hbmscope::cli

@@ -18,6 +18,9 @@ void emit(const std::string& text, const std::optional<std::string>& output);
 void refuse_input_as_output(const std::optional<std::string>& output, const std::vector<std::string>& inputs,
                             const char* option);
 
+// path made absolute and normal, without a trailing '/' ("runs/./a/" -> "/home/me/runs/a").
+std::string absolute_path(const std::string& path);
+
 // A comma-separated list option: "a,b" -> {a, b}; empty items refused (UsageError).
 std::vector<std::string> split_list(const std::string& text, const char* option);
 

@@ -28,12 +28,14 @@ void SweepCommands::add_compare(CLI::App& app) {
   compare_->add_option("--match", match_,
                        "Match rows on these fields only, e.g. --match seq_q,seq_kv,head_dim when the "
                        "reports differ in dtype (fields: label, batch, heads, kv_heads, seq_q, seq_kv "
-                       "(seq: both), head_dim, dtype, block_rows, block_cols, causal, pass) "
+                       "(seq: both), head_dim, dtype, block_rows, block_cols, causal, pass; decode, "
+                       "splits, page_size, context_lengths; window, chunk, head_dim_v, kv_dtype, latent_kv, "
+                       "seq_lens) "
                        "[default: the label and every shape field]")
       ->type_name("LIST");
   compare_->add_option("--ignore", ignore_,
-                       "Match rows on every field but these, e.g. --ignore dtype (bf16 vs fp8) or "
-                       "--ignore block_rows")
+                       "Match rows on every field but these, e.g. --ignore dtype (bf16 vs fp8), "
+                       "--ignore kv_dtype (a bf16 against an fp8 KV cache) or --ignore window")
       ->type_name("LIST")
       ->excludes(compare_->get_option("--match"));
   compare_->add_option("--metrics", metrics_,

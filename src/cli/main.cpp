@@ -21,7 +21,9 @@
 #include "hbmscope/measure.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/sweep_config.hpp"
+#include "hbmscope/whole_model.hpp"
 #include "../report/json_check.hpp"
+#include "model_configs.hpp"
 #include "options.hpp"
 #include "reconcile_command.hpp"
 #include "run_rows.hpp"
@@ -33,14 +35,21 @@ using namespace hbmscope;
 
 int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
               const cli::OutputOptions& out, ModelOptions variants,
-              const cli::DeviceOptions& dev, const std::optional<std::string>& only = std::nullopt) {
+              const cli::DeviceOptions& dev, const std::optional<std::string>& only,
+              const std::optional<std::string>& model_config) {
   (void)cli::to_print_options(out);
   cli::check_device_options(dev, out);
+  std::vector<ModelConfigRef> models;
+  if (model_config) {  // whole models: the step from the shape options, the rest from the models
+    cli::check_model_config_options(shape, l2_given, shape.decode || shape.context_lengths);
+    models = cli::model_configs(*model_config);
+    cli::refuse_model_files_as_output(models, out.output, dev.plot);
+  }
   // Before the shapes are modelled (--sms alone serves decode rows' split heuristic).
   const bool sims =
       cli::check_l2_options(cli::decode_l2_options(l2_given, dev, shape.decode || shape.context_lengths), dev);
   SweepConfig axes;
-  axes.groups.push_back({"", cli::to_axes(shape)});
+  axes.groups.push_back({"", model_config ? cli::model_config_axes(shape, models) : cli::to_axes(shape)});
   const cli::RunShapes shapes(std::move(axes));  // counted, none made yet
   const cli::ShapeFacts& facts = shapes.facts();
   cli::check_variants(variants, facts);
@@ -89,7 +98,7 @@ int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
   shapes.flash_blocks(shape.block_rows || shape.block_cols);
   cli::RunSpec spec;
   spec.command = "measure";
-  spec.backend = cli::measuring_backend(mo, shapes.facts());  // before the shapes are modelled
+  spec.backend = cli::measuring_backend(mo, shapes);  // before the shapes are modelled
   spec.measure = &mo;
   spec.out = out;
   spec.progress = cli::ProgressMode::never;
@@ -171,7 +180,9 @@ int main(int argc, char** argv) {
                     "Report only these variants, e.g. flash_no_l2,floor (flash_l2_sim and "
                     "standard_l2_sim stay with flash_no_l2 and standard) [default: all]")
       ->type_name("LIST");
-  model->footer(cli::model_columns_help);
+  std::optional<std::string> model_config;
+  cli::add_model_config_option(*model, model_config);
+  model->footer(std::string(cli::model_columns_help) + "\n\n" + cli::whole_models_help);
   cli::DeviceOptions model_device;
   cli::add_device_options(*model, model_device);
   cli::SweepCommands sweep_commands(app);
@@ -200,9 +211,11 @@ int main(int argc, char** argv) {
   cli::add_output_options(*measure, measure_out);
   measure->footer(cli::measure_help);
   cli::ReconcileCommand reconcile_command(app);
+  cli::ModelsCommand models_command(app);
 
   try {
     auto args = with_default_command(argc, argv);
+    sweep_commands.take_submit_sweep(args);
     // CLI11 would only say "A subcommand is required" for a misspelt command.
     std::string names;
     bool known = false;
@@ -230,12 +243,14 @@ int main(int argc, char** argv) {
 
   try {
     int rc = 0;
-    if (model->parsed()) rc = run_model(model_shape, model_l2, model_out, model_variants, model_device, model_only);
+    if (model->parsed())
+      rc = run_model(model_shape, model_l2, model_out, model_variants, model_device, model_only, model_config);
     else if (sweep_commands.run(rc)) (void)0;
     else if (walk->parsed()) rc = run_walk(walk_shape, walk_opts);
     else if (softmax->parsed()) rc = run_softmax(softmax_opts);
     else if (measure->parsed()) rc = run_measure(measure_shape, measure_out, measure_opts);
     else if (reconcile_command.run(rc)) (void)0;
+    else if (models_command.run(rc)) (void)0;
     return finish_stdout(rc);
   } catch (const UsageError& e) {
     // A malformed command line, as CLI11's own errors: exit 2 (README).

@@ -2,6 +2,7 @@
 // read row by row.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 #include <unordered_map>
 
@@ -33,7 +34,11 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
 }
 
 std::string row_key(const nlohmann::json& row) {
-  return row.value("label", std::string()) + "\n" + row["shape"].dump();
+  std::string key = row.value("label", std::string()) + "\n" + row["shape"].dump();
+  // Whole-model rows: one per kind of layer and a total, all of one step.
+  if (const auto m = row.find("model"); m != row.end() && m->is_object())
+    key += "\n" + m->value("config", std::string()) + "\n" + m->value("layer_kind", std::string());
+  return key;
 }
 
 }  // namespace
@@ -41,26 +46,61 @@ std::string row_key(const nlohmann::json& row) {
 void SweepCommands::add_merge(CLI::App& app) {
   merge_ = app.add_subcommand("merge", "Join JSON reports (e.g. the shards of a sweep) into one");
   merge_->add_option("reports", merge_files_, "Reports to join, in order (shards are put in shard order)")
-      ->required()
       ->type_name("FILE...");
-  merge_->add_option("--output", merge_output_, "Write to FILE atomically instead of stdout (- is stdout)")
-      ->type_name("FILE")
+  merge_->add_option("--from", merge_from_,
+                     "Instead of FILE...: the folder of `hbmscope submit`, whose N shards (shard-1.json .. "
+                     "shard-N.json, N from its manifest.json) must all be there; if some are not, one line "
+                     "names them and the sbatch line that re-runs just those tasks")
+      ->type_name("DIR")
       ->check(not_empty());
-  merge_->add_option("--format", merge_format_,
-                     "json, table, csv or md [default: from the --output file's extension, else json]")
-      ->type_name("json|table|csv|md");
+  add_output_options(*merge_, merge_out_);
+  merge_->get_option("--format")
+      ->description("json, table, csv or md [default: from the --output file's extension, else json]");
+  add_plot_options(*merge_, merge_dev_);
   merge_->footer(R"(Refuses reports of another schema, of different devices or bandwidth fractions, and
 any row (label and shape) that two reports both hold. Shards of one sweep are put
 back in shard order; missing shards are named on stderr; shards of different
-splits (another N or sweep) are refused.
+splits (another N or sweep) are refused. --units, --wide, --columns and --plot
+make the table and chart as `sweep` does.
 Example:
   for i in 1 2 3 4; do hbmscope sweep --config llm --shard $i/4 --format json --output p$i.json; done
-  hbmscope merge p1.json p2.json p3.json p4.json --output all.json)");
+  hbmscope merge p1.json p2.json p3.json p4.json --output all.json
+  hbmscope merge --from runs/llm --output all.md --plot all.svg    (after `hbmscope submit`))");
+}
+
+std::vector<std::string> SweepCommands::submitted_shards(const std::string& dir, const SubmitManifest& m) {
+  // The folder is listed (not each of N names tried): its size, not N, bounds the work.
+  std::set<std::uint64_t> have;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto i = shard_file_index(it->path().filename().string());
+    std::error_code ec2;
+    if (i && *i <= m.tasks && it->is_regular_file(ec2)) have.insert(*i);
+  }
+  if (ec) throw Error("merge: --from " + dir + ": cannot list the folder: " + ec.message());
+  if (have.size() != m.tasks) throw Error(missing_shards_message(dir, m.tasks, have));
+  std::vector<std::string> files;
+  for (const std::uint64_t i : have) files.push_back(dir + "/" + shard_file(i));
+  return files;
 }
 
 int SweepCommands::run_merge() {
-  const Format f = resolve_format(merge_format_, merge_output_, Format::json);
-  refuse_input_as_output(merge_output_, merge_files_, "--output");
+  if (merge_from_ && !merge_files_.empty()) throw UsageError("merge: give reports (FILE...) or --from DIR, not both");
+  if (!merge_from_ && merge_files_.empty()) throw UsageError("merge: no reports given: FILE... or --from DIR");
+  const Format f = resolve_format(merge_out_.format, merge_out_.output, Format::json);
+  OutputOptions target = merge_out_;  // as `sweep` takes them, but JSON by default
+  if (target.format.empty() && f == Format::json) target.format = "json";
+  const PrintOptions print = to_print_options(target);
+  check_device_options(merge_dev_, target);
+  std::optional<SubmitManifest> manifest;
+  if (merge_from_) {
+    const std::string dir = absolute_path(*merge_from_);  // the message's commands work from anywhere
+    manifest = read_submit_manifest(dir + "/" + std::string(manifest_file));
+    merge_files_ = submitted_shards(dir, *manifest);
+  }
+  refuse_input_as_output(merge_out_.output, merge_files_, "--output");
+  if (merge_dev_.plot && *merge_dev_.plot != "-") refuse_input_as_output(merge_dev_.plot, merge_files_, "--plot");
+  const bool keep_rows = f != Format::json || merge_dev_.plot.has_value();  // as Rows, for a table or chart
   // Each input is read row by row: every row is checked and kept as the text
   // the merged report will hold (or, for other formats, as a Row), never as a
   // JSON tree, so that memory stays near the size of the output.
@@ -92,9 +132,8 @@ int SweepCommands::run_merge() {
         // into the text: no copy of the row and no second pass to indent it.
         nlohmann::detail::serializer<nlohmann::json> out(nlohmann::detail::output_adapter<char>(x.rows_text), ' ');
         out.dump(row, true, false, 2, 4);
-      } else {
-        x.rows.push_back(std::move(checked));
       }
+      if (keep_rows) x.rows.push_back(std::move(checked));
       ++x.count;
     });
     if (!in.empty() && x.j.is_object() && x.j.contains("schema") && in[0].j.contains("schema") &&
@@ -122,6 +161,12 @@ int SweepCommands::run_merge() {
                   " were predicted for different devices or bandwidth fractions (" +
                   (na != nb ? na + " vs " + nb : first_difference(da, db, "roofline")) + ")");
     }
+    // Measured on another kind of GPU (the shards of a submitted sweep land on
+    // whatever nodes are free): one report would name one of them for all rows.
+    const auto gpu = [](const Input& i) { return i.r.device ? i.r.device->info.name : std::string("no GPU"); };
+    if (gpu(x) != gpu(first))
+      throw Error("merge: " + x.name + " was measured on " + gpu(x) + ", " + first.name + " on " + gpu(first) +
+                  ": refusing to mix them (submit --gpu-type TYPE keeps every task on one kind)");
   }
   // Shards of one sweep go back in shard order; shards of different splits
   // (or a shard with a whole report) would merge into a report that is
@@ -140,6 +185,11 @@ int SweepCommands::run_merge() {
                   ": refusing to mix shards of different splits (merge the N shards of one --shard I/N run)");
   }
   if (overlap) throw Error(*overlap);
+  if (manifest && (!first.r.shard || first.r.shard->count != manifest->tasks ||
+                   first.r.shard->total_rows != manifest->total_rows))
+    throw Error("merge: " + first.name + " is " + shard_name(first) + ", not one of the " +
+                std::to_string(manifest->tasks) + " shards of " + std::to_string(manifest->total_rows) +
+                " rows that " + *merge_from_ + "/manifest.json describes");
   const bool shards = first.r.shard.has_value();
   if (shards)
     std::stable_sort(in.begin(), in.end(),
@@ -151,26 +201,12 @@ int SweepCommands::run_merge() {
     std::set<std::uint64_t> have;
     for (const auto& x : in) have.insert(x.r.shard->index);
     if (have.size() != count || total != in.front().r.shard->total_rows) {
-      // The missing indices as ranges ("2-5, 7"), found from the gaps between
-      // the shards present: a count of 10^18 costs no more than one of 2.
-      std::vector<std::string> ranges;
-      std::uint64_t next = 1;  // the first index not yet accounted for
-      const auto gap = [&](std::uint64_t upto) {  // indices next..upto-1 are missing
-        if (upto > next) ranges.push_back(std::to_string(next) + (upto - 1 > next ? "-" + std::to_string(upto - 1) : ""));
-      };
-      for (const std::uint64_t i : have) {
-        gap(i);
-        next = i + 1;
-      }
-      if (next <= count) gap(count + 1);
-      std::string missing;
-      for (std::size_t k = 0; k < ranges.size(); ++k) {
-        if (k == 20) {
-          missing += ", ... (" + std::to_string(ranges.size() - 20) + " more ranges)";
-          break;
-        }
-        missing += (k ? ", " : "") + ranges[k];
-      }
+      // Named as ranges ("2-5, 7"), at most 20 of them.
+      auto ranges = missing_ranges(have, count);
+      const std::size_t more = ranges.size() > 20 ? ranges.size() - 20 : 0;
+      ranges.resize(ranges.size() - more);
+      std::string missing = format_ranges(ranges, ", ");
+      if (more) missing += ", ... (" + std::to_string(more) + " more ranges)";
       std::fprintf(stderr, "hbmscope: note: merged %zu of %llu shards (%zu of %llu rows)%s\n", have.size(),
                    static_cast<unsigned long long>(count), total,
                    static_cast<unsigned long long>(in.front().r.shard->total_rows),
@@ -208,17 +244,13 @@ int SweepCommands::run_merge() {
     }
     text += h.substr(at + slot.size());
     text += "\n";
-  } else {
-    Report merged = report_from_json(head, "merged report");
-    merged.rows.reserve(total);
-    for (auto& x : in)
-      for (auto& row : x.rows) merged.rows.push_back(std::move(row));
-    PrintOptions p;
-    p.format = f;
-    text = render(merged, p);
   }
-  emit(text, merge_output_);
-  return 0;
+  Report merged = report_from_json(head, "merged report");
+  merged.rows.reserve(total);
+  for (auto& x : in)
+    for (auto& row : x.rows) merged.rows.push_back(std::move(row));
+  if (f != Format::json) text = render(merged, print);
+  return write_report(merged, std::move(text), target, merge_dev_);
 }
 
 }  // namespace hbmscope::cli

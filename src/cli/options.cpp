@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <set>
 
 #include "hbmscope/device_spec.hpp"
 #include "hbmscope/error.hpp"
@@ -35,8 +32,9 @@ forward's; --pass fwdbwd adds both passes (3.5x) and the forward's log-sum-exp w
 that FlashAttention's backward reads. docs/model.md lists every read and write.
 
 With --l2-bytes, or --device (its L2 size and SM count), a simulation of the CTA schedule
-and an LRU L2 adds (docs/model.md; with --device alone, shapes over 2^25 simulated
-accesses are left out, with a note on stderr):
+and an LRU L2 adds (docs/model.md; forward and backward rows; evaluated by closed forms
+over the schedule's runs, in well under a second for 1M tokens x 64 heads x batch 8;
+a shape whose simulation would take more than about 10 s is left out, named in a note):
   FlashAttention, simulated L2  FlashAttention-2's DRAM bytes when CTAs run in launch order on
                                 SMs x CTAs-per-SM slots and re-reads of K, V hit the L2
   Standard, simulated L2        the three kernels through the same L2: S and P reads that hit
@@ -58,6 +56,12 @@ ragged batch, --context-lengths 512,4K,128K or @FILE), head dim 128 by default:
   plus the context tokens, the split counts, the KV bytes of each variant (papers quote KV-only
   bandwidth) and FLOP/B against the ridge point (decode is memory-bound).
 
+Attention as served (docs/model.md, "Masks", "Operand shapes", "Ragged prefill"): --window W
+and --chunk C (with --causal) cut the key blocks each query block visits, the keys the floor
+reads and the keys a decode step reads; --head-dim-v DV, --kv-dtype T and --mla R,P (a latent
+KV, MLA absorbed) change what V, O and the KV cache are made of; --seq-lens gives a ragged
+prefill batch, summed sequence by sequence. Standard attention still materialises all of S and P.
+
 Numbers take K (x1024), M and G suffixes; lists "1024,4096"; ranges
 "1024:65536:x2" (geometric) and "1024:8192:+1024" (arithmetic), inclusive.
 Several list-valued options give every combination.
@@ -71,7 +75,10 @@ Examples:
   hbmscope model --fa1                      the note's table with FlashAttention-1's order
   hbmscope model --seq 4K:32K:x2 --head-dim 128 --heads 32 --l2-bytes 60M --sms 132
   hbmscope model --decode --seq-kv 128K --batch 1,8 --heads 32 --kv-heads 8 --device h200
-  hbmscope model --context-lengths 512,4096,128K --heads 64 --kv-heads 8 --splits 8 --format json)";
+  hbmscope model --context-lengths 512,4096,128K --heads 64 --kv-heads 8 --splits 8 --format json
+  hbmscope model --seq 32K --head-dim 128 --heads 32 --kv-heads 8 --causal --window 0,4096 --kv-dtype same,fp8
+  hbmscope model --decode --mla 512,64 --heads 128 --seq-kv 32K --batch 32 --causal --device h200
+  hbmscope model --seq-lens 512,1K:8K,4K --head-dim 128 --heads 32 --kv-heads 8 --causal)";
 
 const char* const measure_help = R"(Runs real kernels on a CUDA device for each shape, after the model's table:
   standard  cuBLAS S = scale*Q*K^T (BF16 S in HBM), our row softmax (S -> P, causal mask
@@ -198,57 +205,6 @@ void add_measure_options(CLI::App& app, MeasureCliOptions& o) {
                "flush as the timed runs); needs permission to read GPU counters, else timings only");
 }
 
-void add_shape_options(CLI::App& app, ShapeOptions& o) {
-  app.add_option("--seq", o.seq,
-                 "Query sequence length(s) Nq, e.g. 4096 or 1K:64K:x2 [default: the note's rows, "
-                 "4096 when --head-dim is given]")
-      ->type_name("LIST");
-  app.add_option("--seq-kv", o.seq_kv, "Key/value sequence length(s) Nkv, e.g. 8192 [default: = --seq]")
-      ->type_name("LIST");
-  app.add_option("--head-dim", o.head_dim,
-                 "Head dimension(s) d, e.g. 64,128 [default: the note's rows, 64 when --seq is "
-                 "given]")
-      ->type_name("LIST");
-  app.add_option("--batch", o.batch, "Batch size(s), e.g. 8 [default: 1]")->type_name("LIST");
-  app.add_option("--heads", o.heads, "Query heads H, e.g. 32 [default: 1]")->type_name("LIST");
-  app.add_option("--kv-heads", o.kv_heads,
-                 "Key/value heads Hkv (GQA; H a multiple of it), e.g. 8 [default: = --heads]")
-      ->type_name("LIST");
-  app.add_option("--dtype", o.dtype, "Element type(s): fp32 (4 B), fp16, bf16 (2 B), fp8 (1 B) [default: bf16]")
-      ->type_name("LIST");
-  app.add_option("--block-rows", o.block_rows, "FlashAttention query block Br, e.g. 64,128 [default: 128]")
-      ->type_name("LIST");
-  app.add_option("--block-cols", o.block_cols, "FlashAttention key block Bc, e.g. 64 [default: 128]")
-      ->type_name("LIST");
-  app.add_flag("--causal", o.causal,
-               "Causal mask: query row r sees key c iff c <= r + (Nkv - Nq); FLOPs count the "
-               "visible pairs");
-  app.add_option("--pass", o.pass,
-                 "Pass(es) counted: fwd (forward), bwd (backward, from dO), fwdbwd (both, one "
-                 "training step), e.g. fwd,bwd [default: fwd]")
-      ->type_name("LIST");
-  app.add_flag("--decode", o.decode,
-               "Decode rows: --seq new tokens (1-8, default 1) per sequence against a KV cache of "
-               "--seq-kv tokens; variants decode_floor, decode_split, decode_split_unpacked, "
-               "decode_paged (docs/model.md)");
-  app.add_option("--context-lengths", o.context_lengths,
-                 "Decode: one ragged batch, a context length per sequence (summed exactly), e.g. "
-                 "512,4096,128K or @lengths.txt; implies --decode, sets the batch and --seq-kv")
-      ->type_name("LIST|@FILE")
-      ->check(not_empty());
-  app.add_option("--splits", o.splits,
-                 "Decode: KV splits, e.g. 8 or 1,4,16 [default: FlashAttention's heuristic on the "
-                 "SM count of --sms or --device, else 132]")
-      ->type_name("LIST");
-  app.add_option("--page-size", o.page_size,
-                 "Decode: tokens per KV cache page for decode_paged, e.g. 16,256 [default: 16]")
-      ->type_name("LIST");
-}
-
-std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
-  return read_length_list(text, "context-lengths");
-}
-
 void add_l2_options(CLI::App& app, L2Options& o) {
   app.add_option("--l2-bytes", o.l2_bytes,
                  "Simulate an L2 of BYTES (K, M, G = 2^10, 2^20, 2^30; 0 = none) and add the "
@@ -272,6 +228,11 @@ void add_l2_options(CLI::App& app, L2Options& o) {
                  "as NVIDIA's L2 does for loads and write-back stores) or bypass it, leaving it "
                  "all to K and V (as with evict-first or streaming hints) [default: allocate]")
       ->type_name("allocate|bypass");
+  app.add_option("--l2-method", o.method,
+                 "Simulation: how it is evaluated, runs (closed forms over the schedule's runs of "
+                 "accesses) or enumeration (every tile access through the LRU, one by one: the "
+                 "reference, slow on long contexts); both give identical results [default: runs]")
+      ->type_name("runs|enumeration");
 }
 
 void add_output_options(CLI::App& app, OutputOptions& o) {
@@ -295,71 +256,6 @@ void add_output_options(CLI::App& app, OutputOptions& o) {
                  "a device or FIFO is written in place, - is stdout")
       ->type_name("FILE")
       ->check(not_empty());
-}
-
-void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
-  if (o.seq || o.head_dim) {
-    if (!a.seq_head_dim.empty()) {
-      std::set<std::uint64_t> seqs, dims;
-      for (auto [n, d] : a.seq_head_dim) seqs.insert(n), dims.insert(d);
-      a.seq.assign(seqs.begin(), seqs.end());
-      a.head_dim.assign(dims.begin(), dims.end());
-      a.seq_head_dim.clear();
-    }
-    if (o.seq) a.seq = parse_int_axis(*o.seq, "seq");
-    if (o.head_dim) a.head_dim = parse_int_axis(*o.head_dim, "head-dim");
-  }
-  if (o.seq_kv) a.seq_kv = parse_int_axis(*o.seq_kv, "seq-kv");
-  if (o.batch) a.batch = parse_int_axis(*o.batch, "batch");
-  if (o.heads) a.heads = parse_int_axis(*o.heads, "heads");
-  if (o.kv_heads) a.kv_heads = parse_int_axis(*o.kv_heads, "kv-heads");
-  if (o.dtype) a.dtype = parse_dtype_axis(*o.dtype, "dtype");
-  if (o.block_rows) a.block_rows = parse_int_axis(*o.block_rows, "block-rows");
-  if (o.block_cols) a.block_cols = parse_int_axis(*o.block_cols, "block-cols");
-  if (o.causal) a.causal = {true};
-  if (o.pass) a.pass = parse_pass_axis(*o.pass, "pass");
-  if (o.decode || o.context_lengths) a.decode = true;
-  if (o.context_lengths) {
-    const auto lengths = parse_context_lengths(*o.context_lengths);
-    if (lengths.size() > max_context_lengths)
-      throw Error("--context-lengths: more than " + std::to_string(max_context_lengths) + " lengths");
-    if (o.batch || o.seq_kv)
-      throw UsageError("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
-    a.context_lengths = {SeqList(lengths)};
-  }
-  if ((o.splits || o.page_size) && !a.decode)
-    throw UsageError(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");
-  // Decode rows take key blocks only and are one forward pass: these would do nothing.
-  if (a.decode && o.block_rows)
-    throw UsageError("--block-rows: decode rows have no query blocks (their key blocks are --block-cols); drop --block-rows");
-  if (a.decode && o.pass)
-    for (Pass p : a.pass)
-      if (p != Pass::fwd) throw UsageError("--pass: decode rows are a forward pass (--pass fwd)");
-  if (a.decode && o.seq)
-    for (auto n : a.seq)
-      if (n > max_decode_seq_q)
-        throw UsageError("--seq: a decode row has 1 to " + std::to_string(max_decode_seq_q) +
-                         " new tokens per sequence, got " + std::to_string(n));
-  if (o.splits) {
-    a.splits = parse_int_axis(*o.splits, "splits");
-    for (auto s : a.splits)
-      if (s > max_decode_splits)
-        throw UsageError("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
-  }
-  if (o.page_size) a.page_size = parse_int_axis(*o.page_size, "page-size");
-}
-
-SweepAxes to_axes(const ShapeOptions& o) {
-  if (o.decode || o.context_lengths) {  // decode defaults: one new token, d = 128 (Llama, Mistral)
-    SweepAxes a;
-    a.seq = {1};
-    a.head_dim = {128};
-    apply_shape_options(a, o);
-    return a;
-  }
-  SweepAxes a = o.seq || o.head_dim ? SweepAxes{} : note_axes();
-  apply_shape_options(a, o);
-  return a;
 }
 
 namespace {
@@ -387,7 +283,8 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
     for (const auto& [given, name] : {std::pair{o.sms.has_value(), "--sms"},
                                       {o.ctas_per_sm.has_value(), "--ctas-per-sm"},
                                       {o.order.has_value(), "--l2-order"},
-                                      {o.qo.has_value(), "--l2-qo"}})
+                                      {o.qo.has_value(), "--l2-qo"},
+                                      {o.method.has_value(), "--l2-method"}})
       if (given)
         throw UsageError(std::string(name) + " needs --l2-bytes or --device (the L2 simulation is off)");
     return std::nullopt;
@@ -397,7 +294,8 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
     for (const auto& [given, name] : {std::pair{o.sms.has_value(), "--sms"},
                                       {o.ctas_per_sm.has_value(), "--ctas-per-sm"},
                                       {o.order.has_value(), "--l2-order"},
-                                      {o.qo.has_value(), "--l2-qo"}})
+                                      {o.qo.has_value(), "--l2-qo"},
+                                      {o.method.has_value(), "--l2-method"}})
       if (given) throw UsageError(std::string(name) + ": the L2 simulation is off (--l2-bytes 0)");
     return std::nullopt;
   }
@@ -424,6 +322,11 @@ std::optional<L2SimConfig> to_l2_config(const L2Options& o, const DeviceSpec* de
     if (*o.qo != "allocate" && *o.qo != "bypass")
       throw UsageError("--l2-qo: '" + *o.qo + "' is not one of allocate, bypass");
     c.q_o_allocate = *o.qo == "allocate";
+  }
+  if (o.method) {
+    const auto m = parse_l2_method(*o.method);
+    if (!m) throw UsageError("--l2-method: '" + *o.method + "' is not one of runs, enumeration");
+    c.method = *m;
   }
   return c;
 }

@@ -26,12 +26,21 @@ struct ShapeOptions {
   bool decode = false;
   std::optional<std::string> context_lengths;  // "512,4096,131072" or "@FILE"
   std::optional<std::string> splits, page_size;
+  // Attention as served (docs/model.md "Masks", "Operand shapes", "Ragged prefill").
+  std::optional<std::string> window, chunk, head_dim_v, kv_dtype;
+  std::optional<std::string> mla;       // "R,P": latent KV of kv_lora_rank R + qk_rope_head_dim P
+  std::optional<std::string> seq_lens;  // "512,4096,1K:8K" or "@FILE"
+  // Whether any shape option was given (a sweep config's axes are then replaced).
+  bool any() const;
 };
 
 // The lengths of --context-lengths: a list ("512,4K,128K") or @FILE, a file of
 // positive integers separated by commas, spaces or newlines ('#' starts a
 // comment). Throws Error naming the option (and the file and line).
 std::vector<std::uint64_t> parse_context_lengths(const std::string& text);
+// The sequences of --seq-lens: items L or Q:KV (and ranges of L), a list or
+// @FILE as for --context-lengths. Throws Error naming the option (and the file and line).
+std::vector<SeqLen> parse_seq_lens(const std::string& text);
 
 
 struct OutputOptions {
@@ -46,6 +55,7 @@ struct OutputOptions {
 struct L2Options {
   std::optional<std::string> l2_bytes, sms, ctas_per_sm, order;
   std::optional<std::string> qo{};  // --l2-qo allocate|bypass
+  std::optional<std::string> method{};  // --l2-method runs|enumeration
 };
 
 void add_l2_options(CLI::App& app, L2Options& o);

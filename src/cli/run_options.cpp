@@ -46,6 +46,11 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
                  "[default: 1.0]; recorded in the report")
       ->type_name("F")
       ->check(finite_number());
+  add_plot_options(app, o);
+  app.footer(app.get_footer() + "\n" + device_help);
+}
+
+void add_plot_options(CLI::App& app, DeviceOptions& o) {
   app.add_option("--plot", o.plot,
                  "Chart through gnuplot: bytes (and, with --device, time) against sequence "
                  "length, one line per variant: FILE.svg, FILE.png (written as --output is, and "
@@ -56,7 +61,6 @@ void add_device_options(CLI::App& app, DeviceOptions& o) {
                  "The chart's x axis: seq, seq_kv, head_dim, batch or heads; rows that differ "
                  "in another field are separate lines [default: seq]")
       ->type_name("AXIS");
-  app.footer(app.get_footer() + "\n" + device_help);
 }
 
 void check_device_options(const DeviceOptions& d, const OutputOptions& out) {

@@ -11,6 +11,7 @@
 #include "hbmscope/measure.hpp"
 #include "hbmscope/printers.hpp"
 #include "hbmscope/roofline.hpp"
+#include "hbmscope/whole_model.hpp"
 #include "../report/json_check.hpp"
 #include "command_io.hpp"
 
@@ -32,22 +33,32 @@ void RunShapes::flash_blocks(bool blocks_given) {
   facts_.reset();
 }
 
-void RunShapes::for_each(const std::function<void(const Shape&, const std::string&)>& visit) const {
+void RunShapes::for_each(const ShapeVisit& visit) const {
   std::uint64_t i = 0;
-  for_each_shape(config_, [&](const Shape& s, const std::string& label) {
+  for_each_shape(config_, [&](const Shape& s, const std::string& label, const ModelConfigRef& m) {
     const std::uint64_t at = i++;
     if (at < begin_ || at >= end_) return;
-    if (flash_blocks_) visit(with_flash_blocks(s, blocks_given_), label);
-    else visit(s, label);
+    if (flash_blocks_) visit(with_flash_blocks(s, blocks_given_), label, m);
+    else visit(s, label, m);
   });
+}
+
+std::uint64_t RunShapes::total_rows() const {
+  const bool models = std::any_of(config_.groups.begin(), config_.groups.end(),
+                                  [](const SweepGroup& g) { return !g.axes.model_config.empty(); });
+  if (!models) return total_;
+  std::uint64_t rows = 0;
+  for_each_shape(config_, [&](const Shape&, const std::string&, const ModelConfigRef& m) { rows += point_row_count(m); });
+  return rows;
 }
 
 const ShapeFacts& RunShapes::facts() const {
   if (facts_) return *facts_;
   ShapeFacts f;
   std::set<std::pair<Pass, bool>> kinds;  // (pass, decode): a decode row has its own variants
-  for_each([&](const Shape& s, const std::string&) {
+  for_each([&](const Shape& s, const std::string&, const ModelConfigRef& m) {
     ++f.count;
+    f.rows += point_row_count(m);
     f.any_decode |= s.decode;
     f.all_decode &= s.decode;
     f.any_forward_prefill |= s.pass == Pass::fwd && !s.decode;
@@ -102,22 +113,44 @@ struct RowSteps {
   std::optional<DeviceSpec> device;
   double fraction = 1.0;
   MeasureStep* measure = nullptr;
+  std::uint64_t work = 0;  // simulated by the rows made so far (work units)
 
-  // The row of shape s. preview: simulated and measured variants named, not
-  // computed (for the printers' layout and the checks of a first pass).
-  Row make(const Shape& s, const std::string& label, bool preview, std::uint64_t i, std::uint64_t n) {
-    Row row = model_row(s, spec.model);
-    row.label = label;
-    if (l2.take(s)) {
-      if (preview) preview_l2_sim(row, l2.config_for(s));
-      else add_l2_sim(row, l2.config_for(s));
+  // The rows of point s: one, or a whole model's (a row per kind of layer and
+  // the total; not simulated, not measured). preview: simulated and measured
+  // variants named, not computed (for the printers' layout and the checks of
+  // a first pass).
+  std::vector<Row> make(const Shape& s, const std::string& label, const ModelConfigRef& model, bool preview,
+                        std::uint64_t i, std::uint64_t n) {
+    std::vector<Row> rows;
+    if (model) {
+      rows = whole_model_rows(*model, s, spec.model);
+    } else {
+      rows.push_back(model_row(s, spec.model));
+      Row& row = rows.back();
+      if (const std::uint64_t w = l2.take(s)) {
+        if (preview) {
+          preview_l2_sim(row, l2.config_for(s));
+        } else {
+          add_l2_sim(row, l2.config_for(s));
+          work += w;
+        }
+      }
+      if (measure) {
+        if (preview) measure->preview(row);
+        else measure->measure(row, i, n);
+      }
     }
-    if (measure) {
-      if (preview) measure->preview(row);
-      else measure->measure(row, i, n);
+    for (Row& r : rows) r.label = label;
+    if (device) {
+      for (Row& r : rows) add_predictions(r, *device, fraction);
+      if (model) {  // a total's times are the sums of its kinds'
+        Report step;
+        step.rows = std::move(rows);
+        sum_whole_model_predictions(step);
+        rows = std::move(step.rows);
+      }
     }
-    if (device) add_predictions(row, *device, fraction);
-    return row;
+    return rows;
   }
 };
 
@@ -126,12 +159,12 @@ struct RowSteps {
 int run_rows(const RunShapes& shapes, RunSpec spec) {
   check_device_options(spec.dev, spec.out);
   const PrintOptions print = checked_print_options(spec.out, spec.dev);
-  const std::uint64_t n = shapes.size();
+  const std::uint64_t n = shapes.size(), rows = shapes.facts().rows;
   // The terminal table (column widths) and a chart need every row first.
   const bool held = !streams_rows(print.format) || spec.dev.plot;
-  if (held && n > max_held_rows)
+  if (held && rows > max_held_rows)
     throw Error(std::string(spec.dev.plot ? "--plot: a chart" : "the table") + " needs every row before it is drawn: " +
-                std::to_string(n) + " rows, more than " + std::to_string(max_held_rows) +
+                std::to_string(rows) + " rows, more than " + std::to_string(max_held_rows) +
                 (spec.dev.plot ? "; plot fewer shapes, or split the run with --shard I/N"
                                : "; use --format csv, json or md (printed as the rows come), or --shard I/N"));
 
@@ -154,15 +187,18 @@ int run_rows(const RunShapes& shapes, RunSpec spec) {
   RowsLayout layout;
   std::vector<std::string> present;  // variant ids before --variants keeps some
   if (held) {
-    shapes.for_each([&](const Shape& s, const std::string&) { (void)steps.l2.take(s); });
+    shapes.for_each([&](const Shape& s, const std::string&, const ModelConfigRef& m) {
+      if (!m) (void)steps.l2.take(s);  // whole-model rows are not simulated
+    });
   } else {
     steps.measure = measure ? &*measure : nullptr;
-    shapes.for_each([&](const Shape& s, const std::string& label) {
-      Row row = steps.make(s, label, true, 0, n);
-      for (const auto& v : row.variants)
-        if (std::find(present.begin(), present.end(), v.id) == present.end()) present.push_back(v.id);
-      keep_listed_variants(row, spec.variants);
-      layout.add(row);
+    shapes.for_each([&](const Shape& s, const std::string& label, const ModelConfigRef& m) {
+      for (Row& row : steps.make(s, label, m, true, 0, n)) {
+        for (const auto& v : row.variants)
+          if (std::find(present.begin(), present.end(), v.id) == present.end()) present.push_back(v.id);
+        keep_listed_variants(row, spec.variants);
+        layout.add(row);
+      }
     });
     if (!spec.variants.empty() && n > 0) check_listed_variants(present, spec.variants, spec.variants_where);
   }
@@ -172,30 +208,28 @@ int run_rows(const RunShapes& shapes, RunSpec spec) {
     head.device = measure->device();
     steps.measure = &*measure;
   }
-  // The progress of the long passes: simulated accesses where the L2
-  // simulation is most of the work, else rows for a sweep.
-  const bool sim_heavy = steps.l2.accesses() >= (std::uint64_t{1} << 26) ||
-                         (spec.progress == ProgressMode::always && steps.l2.accesses() > 0);
+  // The progress of the long passes: simulated work where the L2 simulation
+  // is most of it (about 2^30 work units take a second: shorter runs show no
+  // bar), else points for a sweep.
+  const std::uint64_t sim_work = steps.l2.work();
+  const bool sim_heavy =
+      sim_work >= (std::uint64_t{1} << 30) || (spec.progress == ProgressMode::always && sim_work > 0);
   std::optional<ProgressBar> bar;
-  if (sim_heavy) bar.emplace(stderr, spec.progress, "hbmscope L2 simulation", std::size_t{1} << 26, 1);
+  if (sim_heavy) bar.emplace(stderr, spec.progress, "hbmscope L2 simulation", std::size_t{1} << 30, 1);
   else if (spec.command == "sweep") bar.emplace(stderr, spec.progress, "hbmscope sweep");
-  std::uint64_t done = 0, work = 0;
-  const auto progress = [&](const Row& row) {
+  std::uint64_t done = 0;
+  const auto progress = [&] {
     ++done;
     if (!bar) return;
-    if (sim_heavy) {
-      if (row.l2_sim) work += L2Plan::cost(row.shape);
-      bar->update(work, steps.l2.accesses());
-    } else {
-      bar->update(done, n);
-    }
+    if (sim_heavy) bar->update(steps.work, sim_work);
+    else bar->update(done, n);
   };
 
   if (held) {
-    head.rows.reserve(n);
-    shapes.for_each([&](const Shape& s, const std::string& label) {
-      head.rows.push_back(steps.make(s, label, false, done + 1, n));
-      progress(head.rows.back());
+    head.rows.reserve(rows);
+    shapes.for_each([&](const Shape& s, const std::string& label, const ModelConfigRef& m) {
+      for (Row& row : steps.make(s, label, m, false, done + 1, n)) head.rows.push_back(std::move(row));
+      progress();
     });
     if (bar) bar->finish();
     if (!spec.variants.empty()) keep_variants(head.rows, spec.variants, spec.variants_where);
@@ -206,11 +240,13 @@ int run_rows(const RunShapes& shapes, RunSpec spec) {
   Output out(spec.out.output);
   auto printer = make_row_printer(print, [&out](std::string_view t) { out.put(t); });
   printer->begin(head, layout);
-  shapes.for_each([&](const Shape& s, const std::string& label) {
-    Row row = steps.make(s, label, false, done + 1, n);
-    progress(row);
-    keep_listed_variants(row, spec.variants);
-    printer->row(row);
+  shapes.for_each([&](const Shape& s, const std::string& label, const ModelConfigRef& m) {
+    std::vector<Row> made = steps.make(s, label, m, false, done + 1, n);
+    progress();
+    for (Row& row : made) {
+      keep_listed_variants(row, spec.variants);
+      printer->row(row);
+    }
   });
   printer->end();
   if (bar) bar->finish();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hbmscope/backend.hpp"
+#include "run_shapes.hpp"
 #include "hbmscope/shard.hpp"
 #include "hbmscope/sweep_config.hpp"
 #include "options.hpp"
@@ -24,38 +25,6 @@ namespace hbmscope::cli {
 // The most rows a run holds, for the terminal table or a chart: about 2-4 kB
 // a row (measured: 180 MB for 100000 rows, 370 MB with a device).
 inline constexpr std::uint64_t max_held_rows = 100'000;
-
-// What the checks made before a run need to know of its shapes, from one pass.
-struct ShapeFacts {
-  std::uint64_t count = 0;
-  bool any_decode = false, all_decode = true;
-  bool any_forward_prefill = false;  // a prefill shape of the forward pass (--fa1 has a column)
-  std::optional<Shape> not_forward;  // a shape of another pass (measure refuses it)
-  // One shape of each kind of row (pass, decode): their variants are those of every row of that kind.
-  std::vector<Shape> kinds;
-};
-
-// The shapes of a run, made as they are visited (a sweep's or the shape
-// options' axes), with their group labels; --shard's slice of them.
-class RunShapes {
- public:
-  explicit RunShapes(SweepConfig config);
-  // Only slice s of the sweep (`--shard I/N`).
-  void shard(Shard s);
-  // `measure`: the flash kernels' instantiation for each shape's head dim.
-  void flash_blocks(bool blocks_given);
-  std::uint64_t total() const { return total_; }  // of the whole sweep
-  std::uint64_t size() const { return end_ - begin_; }  // of this run
-  // One pass over the shapes, made the first time they are asked for.
-  const ShapeFacts& facts() const;
-  void for_each(const std::function<void(const Shape&, const std::string& label)>& visit) const;
-
- private:
-  SweepConfig config_;
-  std::uint64_t total_ = 0, begin_ = 0, end_ = 0;
-  bool flash_blocks_ = false, blocks_given_ = false;
-  mutable std::optional<ShapeFacts> facts_;
-};
 
 // Everything a run needs but its shapes.
 struct RunSpec {

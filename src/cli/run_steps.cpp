@@ -21,75 +21,87 @@
 
 namespace hbmscope::cli {
 
-L2Plan::L2Plan(const L2Options& l2, const DeviceOptions& dev) : automatic_(!l2.l2_bytes), ctas_given_(l2.ctas_per_sm) {
-  if (dev.device) spec_ = find_device(*dev.device);
-  config_ = to_l2_config(l2, spec_ ? &*spec_ : nullptr);
-}
-
-bool L2Plan::take(const Shape& s) {
-  if (!config_ || s.pass != Pass::fwd) return false;  // the simulation models the forward pass
-  if (!finished_) ++forward_;
-  if (refused_) return false;
-  const std::uint64_t largest = l2_sim_accesses(s);
-  if (automatic_ && largest > auto_l2_sim_accesses) {
-    ++too_large_;
-    return false;
-  }
-  // With --l2-bytes a shape over the per-shape cap is left out and named;
-  // the run is refused only when no shape is left to simulate.
-  if (!automatic_ && largest > max_l2_sim_accesses) {
+std::uint64_t L2Budget::take(const Shape& s, const L2SimConfig& c) {
+  // Work is counted by the one budget the core keeps (l2_sim_work), in O(1)
+  // per shape for closed forms (a few passes over the CTAs where they do not
+  // run in lockstep) before any simulation runs, so a run too long is refused
+  // at once. `automatic` (a device alone turned it on): shapes past the
+  // budgets are left out with a note; --l2-bytes: a run over the run's budget
+  // is refused, and so is one with nothing left to simulate.
+  ++shapes_;
+  if (refused_) return 0;
+  const std::uint64_t w = std::max<std::uint64_t>(1, l2_sim_work(s, c));
+  if (w > max_l2_sim_work) {  // left out and named
+    if (over_cap_named_.empty()) first_over_cap_ = c;
     if (over_cap_named_.size() < 5) over_cap_named_.push_back(s);
     ++over_cap_;
-    return false;
+    return 0;
   }
-  const std::uint64_t c = flash_l2_sim_accesses(s) + standard_l2_sim_accesses(s);
-  if (automatic_ && total_ + c > max_l2_sim_run_accesses) {
+  if (total_ + w > max_l2_sim_run_work) {
+    if (!automatic_) {
+      refused_ = std::pair(simulated_ + 1, total_ + w);
+      return 0;
+    }
     ++over_budget_;
-    return false;
+    return 0;
   }
-  total_ += c;  // no overflow: each c is at most 2 x max_l2_sim_accesses
-  ++shapes_;
-  if (!automatic_ && total_ > max_l2_sim_run_accesses) {
-    refused_ = std::pair(shapes_, total_);
-    return false;
-  }
-  return true;
+  total_ += w;  // no overflow: each w is at most max_l2_sim_work
+  ++simulated_;
+  return w;
 }
 
-void L2Plan::finish() {
-  if (finished_) return;
-  finished_ = true;
+void L2Budget::finish() {
   if (refused_)
-    throw Error("L2 simulation: the first " + std::to_string(refused_->first) + " of " + std::to_string(forward_) +
-                " shapes already make " + std::to_string(refused_->second) + " simulated accesses, more than " +
-                std::to_string(max_l2_sim_run_accesses) +
-                " per run; simulate fewer or shorter shapes (--shard I/N splits a sweep) or use "
-                "bigger --block-rows/--block-cols");
-  if (over_cap_ > 0 && shapes_ == 0) check_l2_sim_size(over_cap_named_.front());  // throws
-  if (too_large_)
-    notes_.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses; "
-                                 "--l2-bytes runs it on every shape up to {}",
-                                 too_large_, auto_l2_sim_accesses, max_l2_sim_accesses));
+    throw Error("L2 simulation: the first " + std::to_string(refused_->first) + " of " + std::to_string(shapes_) +
+                " shapes take " + std::to_string(refused_->second) + " work units, more than " +
+                std::to_string(max_l2_sim_run_work) +
+                " (about a minute) per run; simulate fewer or shorter shapes (--shard I/N splits a sweep)");
+  if (over_cap_ > 0 && simulated_ == 0 && !automatic_) {  // --l2-bytes asked for a simulation that cannot run
+    check_l2_sim_size(over_cap_named_.front(), *first_over_cap_);  // throws
+  }
   if (over_cap_ > 0) {
     std::string named;
     for (std::size_t k = 0; k < over_cap_named_.size(); ++k) named += (k ? "; " : "") + describe(over_cap_named_[k]);
     if (over_cap_ > over_cap_named_.size()) named += "; and " + std::to_string(over_cap_ - over_cap_named_.size()) + " more";
-    notes_.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} tile accesses: {} "
-                                 "(bigger --block-rows/--block-cols or shorter sequences simulate them)",
-                                 over_cap_, max_l2_sim_accesses, named));
+    notes_.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} work units (about 10 s "
+                                 "each): {} (bigger --block-rows/--block-cols, fewer heads or shorter sequences "
+                                 "simulate them)",
+                                 over_cap_, max_l2_sim_work, named));
   }
   if (over_budget_)
-    notes_.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} "
-                                 "simulated accesses; --shard I/N splits the sweep",
-                                 over_budget_, max_l2_sim_run_accesses));
-  accesses_ = total_;
-  restart();
+    notes_.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} work "
+                                 "units; --shard I/N splits the sweep",
+                                 over_budget_, max_l2_sim_run_work));
 }
 
-void L2Plan::restart() {
-  total_ = 0;
-  shapes_ = too_large_ = over_budget_ = over_cap_ = 0;
-  over_cap_named_.clear();
+L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic,
+                       const std::function<L2SimConfig(const Shape&)>& config_for) {
+  L2Budget budget(automatic);
+  L2SimPlan plan;
+  plan.cost.assign(shapes.size(), 0);
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    if (shapes[i]) plan.cost[i] = budget.take(*shapes[i], config_for(*shapes[i]));  // a null shape: a row the caller leaves out
+  budget.finish();
+  plan.total = budget.total();
+  plan.notes = budget.notes();
+  return plan;
+}
+
+L2Plan::L2Plan(const L2Options& l2, const DeviceOptions& dev) : automatic_(!l2.l2_bytes), ctas_given_(l2.ctas_per_sm) {
+  if (dev.device) spec_ = find_device(*dev.device);
+  config_ = to_l2_config(l2, spec_ ? &*spec_ : nullptr);
+  budget_.emplace(automatic_);
+}
+
+std::uint64_t L2Plan::take(const Shape& s) { return config_ ? budget_->take(s, config_for(s)) : 0; }
+
+void L2Plan::finish() {
+  if (finished_) return;
+  budget_->finish();
+  finished_ = true;
+  work_ = budget_->total();
+  notes_ = budget_->notes();
+  budget_.emplace(automatic_);  // the next pass's, from zero
 }
 
 L2SimConfig L2Plan::config_for(const Shape& s) const {
@@ -100,8 +112,6 @@ L2SimConfig L2Plan::config_for(const Shape& s) const {
   if (!ctas_given_) c.ctas_per_sm = s.decode ? 2 : shape_ctas_per_sm(s, sm_limits_for_device(spec_ ? spec_->name : ""));
   return c;
 }
-
-std::uint64_t L2Plan::cost(const Shape& s) { return flash_l2_sim_accesses(s) + standard_l2_sim_accesses(s); }
 
 void preview_l2_sim(Row& row, const L2SimConfig& c) {
   L2SimDetail d;
@@ -120,9 +130,12 @@ void preview_l2_sim(Row& row, const L2SimConfig& c) {
     }
     for (auto& a : added) row.variants.push_back(std::move(a));
   } else {
+    // A backward row's simulation is flash's alone (add_l2_sim).
+    const bool forward = row.shape.pass == Pass::fwd;
     d.order = std::string(rasterization_name(c.order));
     row.variants.push_back({"flash_l2_sim", 0, 0.0});
-    row.variants.push_back({"standard_l2_sim", 0, 0.0});
+    if (forward) row.variants.push_back({"standard_l2_sim", 0, 0.0});
+    d.has_standard = forward;
   }
   row.l2_sim = d;
 }
@@ -134,11 +147,23 @@ void require_forward(const Shape& s) {
     throw UsageError("--pass: measure runs forward kernels only (got '" + std::string(pass_name(s.pass)) + "')");
 }
 
+// The kernels a row runs: --kernels, or without it the decode kernels on a
+// decode row (the prefill ones do not take one).
+std::vector<KernelKind> row_kernels(const MeasureCliOptions& mo, const Shape& s) {
+  const bool default_kernels = mo.kernels == MeasureCliOptions{}.kernels;
+  return parse_kernels(default_kernels && s.decode ? "decode,decode_paged" : mo.kernels);
+}
+
 }  // namespace
 
-std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const ShapeFacts& shapes) {
+std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const RunShapes& shapes) {
   (void)parse_kernels(mo.kernels);
-  if (shapes.not_forward) require_forward(*shapes.not_forward);
+  shapes.for_each([&](const Shape& s, const std::string&, const ModelConfigRef&) {
+    require_forward(s);
+    // A shape no kernel of ours runs (DV != d, MLA, a KV dtype, ragged
+    // prefill, chunks for flash) is refused before the device is opened.
+    check_measurable(s, row_kernels(mo, s));
+  });
   MeasureOptions sizes;
   apply_measure_sizes(mo, sizes);  // --copy-bytes, --flush-bytes refused before the device is opened
   auto backend = make_backend(mo.device_index);
@@ -200,7 +225,11 @@ int finish_report(Report& report, const OutputOptions& out, const DeviceOptions&
                   const std::vector<std::string>& notes) {
   check_device_options(dev, out);
   const PrintOptions print = to_print_options(out);
-  std::string text = render(report, print);
+  return write_report(report, render(report, print), out, dev, notes);
+}
+
+int write_report(const Report& report, std::string text, const OutputOptions& out, const DeviceOptions& dev,
+                 const std::vector<std::string>& notes) {
   // The chart and both files' temporary files first: a plot or a target that
   // fails does so with nothing written.
   std::optional<Plot> plot;

@@ -1,10 +1,11 @@
 #pragma once
-// The commands of issue 3: sweep, devices, compare, merge (one file each:
-// sweep_command.cpp ...); and what `model`, `measure` and `reconcile` share
+// The commands of issue 3 (sweep, devices, compare, merge) and issue 21
+// (submit), one file each (sweep_command.cpp ...); and what `model`, `measure` and `reconcile` share
 // with them: the device, roofline and plot options and the run's checks
 // (run_options.cpp), the L2 and measurement steps and finish_report
 // (run_steps.cpp); the run's rows made and printed one at a time are
 // run_rows.hpp.
+#include <functional>
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
@@ -16,8 +17,12 @@
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/measurement.hpp"
 #include "hbmscope/report.hpp"
+#include "hbmscope/shard.hpp"
+#include "hbmscope/slurm.hpp"
+#include "hbmscope/sweep_config.hpp"
 #include "options.hpp"
 #include "progress.hpp"
+#include "run_shapes.hpp"
 
 namespace hbmscope::cli {
 
@@ -29,48 +34,79 @@ struct DeviceOptions {
 };
 
 void add_device_options(CLI::App& app, DeviceOptions& o);
+// --plot and --x alone (add_device_options adds them too): for `merge`.
+void add_plot_options(CLI::App& app, DeviceOptions& o);
 
 // Checks the device and plot options before any work is done.
 void check_device_options(const DeviceOptions& d, const OutputOptions& out);
 
 struct ShapeFacts;
+class RunShapes;
 
-// The L2 simulation runs with --l2-bytes, or with a device (its L2 size and SM
-// count). With only a device, shapes whose simulation would exceed
-// auto_l2_sim_accesses are left out (a note on stderr says how many).
-inline constexpr std::uint64_t auto_l2_sim_accesses = std::uint64_t{1} << 25;
-
-// Which rows of a run the L2 simulation runs on, decided shape by shape in the
-// run's order from access counts alone (cheap), before anything is simulated:
-// the run's first pass calls take() on every shape, then finish() (which
-// refuses a run over its budget with --l2-bytes, or with nothing left to
-// simulate, and makes the notes); later passes take() the same shapes again
-// and get the same answers. The sum over shapes is capped
-// (max_l2_sim_run_accesses): with --l2-bytes a run over it is refused; with
-// only a device the shapes past it are left out, with a note.
-class L2Plan {
+// Which shapes of a run the L2 simulation runs on, decided shape by shape in
+// the run's order before anything is simulated. Work is counted by the core's
+// one budget (l2_sim_work): a shape over max_l2_sim_work is left out and named
+// in a note (the run is refused when no shape is left and --l2-bytes asked
+// for it); past max_l2_sim_run_work in all, a run with --l2-bytes is refused
+// (at finish), and with only a device (`automatic`) the shapes past it are
+// left out, with a note.
+class L2Budget {
  public:
-  L2Plan(const L2Options& l2, const DeviceOptions& dev);
-  bool on() const { return config_.has_value(); }
-  bool take(const Shape& s);
+  explicit L2Budget(bool automatic) : automatic_(automatic) {}
+  // The work units s takes with configuration c; 0: left out.
+  std::uint64_t take(const Shape& s, const L2SimConfig& c);
+  // Throws for a run refused; makes the notes.
   void finish();
-  // The simulation's parameters for s (its CTAs per SM).
-  L2SimConfig config_for(const Shape& s) const;
-  // Accesses simulated by the run (after finish), and by one shape taken.
-  std::uint64_t accesses() const { return accesses_; }
-  static std::uint64_t cost(const Shape& s);
+  std::uint64_t total() const { return total_; }
   // Without "hbmscope: note: ", for the end of a run that succeeded.
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
-  void restart();
+  bool automatic_;
+  std::uint64_t total_ = 0;
+  std::size_t shapes_ = 0, simulated_ = 0, over_budget_ = 0, over_cap_ = 0;
+  std::vector<Shape> over_cap_named_;  // the first few, for the note
+  std::optional<L2SimConfig> first_over_cap_;  // the first's configuration
+  std::optional<std::pair<std::size_t, std::uint64_t>> refused_;  // (shapes, work) when over the run's budget
+  std::vector<std::string> notes_;
+};
+
+// The run-level budget for a list of shapes (`reconcile`): which shapes the
+// simulation runs on (cost[i] work units; 0: left out; a null shape is left
+// out too) and the notes that say what was left out.
+struct L2SimPlan {
+  std::vector<std::uint64_t> cost;
+  std::uint64_t total = 0;
+  std::vector<std::string> notes;
+};
+L2SimPlan plan_l2_sims(const std::vector<const Shape*>& shapes, bool automatic,
+                       const std::function<L2SimConfig(const Shape&)>& config_for);
+
+// The L2 simulation of a run that streams its rows (model, sweep): the run's
+// first pass calls take() on every simulated shape, then finish() (which
+// refuses a run over its budget with --l2-bytes, or with nothing left to
+// simulate, and makes the notes); later passes take() the same shapes again
+// and get the same answers. Whole-model rows are not simulated (one kernel's
+// traffic, not a model's: docs/models.md).
+class L2Plan {
+ public:
+  L2Plan(const L2Options& l2, const DeviceOptions& dev);
+  bool on() const { return config_.has_value(); }
+  // The work units of s's simulation; 0: not simulated.
+  std::uint64_t take(const Shape& s);
+  void finish();
+  // The simulation's parameters for s (its CTAs per SM).
+  L2SimConfig config_for(const Shape& s) const;
+  // Work units the run simulates (after finish).
+  std::uint64_t work() const { return work_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
   std::optional<L2SimConfig> config_;
   std::optional<DeviceSpec> spec_;
   bool automatic_ = true, ctas_given_ = false, finished_ = false;
-  std::uint64_t total_ = 0, accesses_ = 0;
-  std::size_t shapes_ = 0, too_large_ = 0, over_budget_ = 0, over_cap_ = 0, forward_ = 0;
-  std::vector<Shape> over_cap_named_;  // the first few, for the note
-  std::optional<std::pair<std::size_t, std::uint64_t>> refused_;  // (shapes, accesses) when over budget
+  std::optional<L2Budget> budget_;
+  std::uint64_t work_ = 0;
   std::vector<std::string> notes_;
 };
 
@@ -81,7 +117,7 @@ void preview_l2_sim(Row& row, const L2SimConfig& c);
 
 // The measuring backend, or Error saying why there is none (or why the shapes
 // cannot be measured): made before any shape is modelled.
-std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const ShapeFacts& shapes);
+std::unique_ptr<Backend> measuring_backend(const MeasureCliOptions& mo, const RunShapes& shapes);
 
 // Runs the kernels of --kernels on each row (`measure`, `sweep --measure`):
 // device() once before the first row (the copy probe), measure() per row.
@@ -136,15 +172,40 @@ PrintOptions checked_print_options(const OutputOptions& out, const DeviceOptions
 // stderr. The rows have their predictions. Returns the exit code.
 int finish_report(Report& report, const OutputOptions& out, const DeviceOptions& dev,
                   const std::vector<std::string>& notes = {});
+// finish_report's last step, for a report already rendered as `text`: writes
+// it and the chart of dev.plot (both on disk before either is renamed), then
+// the notes. Returns the exit code.
+int write_report(const Report& report, std::string text, const OutputOptions& out, const DeviceOptions& dev,
+                 const std::vector<std::string>& notes = {});
 
 // `compare --fail-on`: a verdict said so (1 is bad input, 2 usage, 3 internal error).
 inline constexpr int compare_fail_exit = 4;
+
+// A sweep with every option checked, its shapes counted and visited once for
+// the checks (none held; cut to --shard): what `sweep` runs and `submit`
+// hands to Slurm.
+struct SweepPlan {
+  SweepConfig cfg;
+  std::optional<RunShapes> shapes;  // of cfg, with --shard and --measure's flash blocks
+  std::vector<std::string> variant_list;  // --variants
+  std::optional<Shard> shard;
+  ProgressMode mode = ProgressMode::auto_;
+  bool sims = false;  // the L2 simulation will run
+};
+
+// The report rows of points [b, e) of a plan: a whole-model point makes a row
+// per kind of layer and a total, any other point one row.
+std::size_t plan_rows(const LabelledShapes& all, std::size_t b, std::size_t e);
 
 class SweepCommands {
  public:
   explicit SweepCommands(CLI::App& app);
   // When one of these commands was parsed: runs it, sets rc, returns true.
   bool run(int& rc);
+  // `submit ... -- SWEEP-OPTIONS`: takes the words after the first "--" out of
+  // CLI11's (reversed) argument vector as the sweep's, before CLI11 parses the
+  // rest, so that they are never read as submit's own.
+  void take_submit_sweep(std::vector<std::string>& reversed_args);
 
  private:
   // Each subcommand's options, help and run: in its own file.
@@ -152,15 +213,24 @@ class SweepCommands {
   void add_devices(CLI::App& app);
   void add_compare(CLI::App& app);
   void add_merge(CLI::App& app);
+  void add_submit(CLI::App& app);
+  SweepPlan plan_sweep();
+  // The plan's points, held (`submit`: the tasks' ranges and the fingerprint).
+  LabelledShapes plan_points(const SweepPlan& plan) const;
   int run_sweep();
   int run_devices();
   int run_compare();
   int run_merge();
+  int run_submit();
+  // merge --from DIR: the shard files of a submitted sweep (Error naming the
+  // missing ones); merge_command.cpp.
+  std::vector<std::string> submitted_shards(const std::string& dir, const SubmitManifest& m);
 
   CLI::App* sweep_ = nullptr;
   CLI::App* devices_ = nullptr;
   CLI::App* compare_ = nullptr;
   CLI::App* merge_ = nullptr;
+  CLI::App* submit_ = nullptr;
 
   ShapeOptions shape_;
   OutputOptions out_;
@@ -170,6 +240,7 @@ class SweepCommands {
   bool measure_ = false;
   MeasureCliOptions measure_opts_;
   std::optional<std::string> config_, shard_, variants_;
+  std::optional<std::string> model_config_;  // --model-config: whole models
   std::string progress_ = "auto";
 
   std::optional<std::string> devices_which_;
@@ -184,8 +255,15 @@ class SweepCommands {
   bool compare_wide_ = false;
 
   std::vector<std::string> merge_files_;
-  std::string merge_format_;  // empty: from --output's extension, else json
-  std::optional<std::string> merge_output_;
+  OutputOptions merge_out_;  // format empty: from --output's extension, else json
+  DeviceOptions merge_dev_;  // --plot and --x only
+  std::optional<std::string> merge_from_;
+
+  SlurmJobs submit_jobs_;  // submit's own options (submit_command.cpp)
+  std::string submit_dir_;
+  std::optional<std::string> submit_program_;
+  bool submit_dry_run_ = false;
+  std::vector<std::string> submit_sweep_args_;
 };
 
 }  // namespace hbmscope::cli

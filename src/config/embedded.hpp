@@ -14,5 +14,7 @@ extern const File devices[];
 extern const std::size_t device_count;
 extern const File sweeps[];
 extern const std::size_t sweep_count;
+extern const File models[];  // configs/models/: Hugging Face config.json files
+extern const std::size_t model_count;
 
 }  // namespace hbmscope::embedded

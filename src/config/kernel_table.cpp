@@ -24,7 +24,7 @@ KernelTable kernel_table_from_json(const nlohmann::json& j, std::string_view ori
     const std::string k = "kernels[" + std::to_string(i) + "]";
     const auto& e = ks[i];
     if (!e.is_object()) jc::fail(origin, k, "an object {\"match\", \"role\", \"source\"}", e);
-    jc::only_keys(e, origin, k, {"match", "role", "source"});
+    jc::only_keys(e, origin, k, {"match", "role", "source", "family", "grid", "paged", "per_query_head"});
     KernelPattern p;
     if (!e.contains("match")) jc::fail_text(origin, k + ".match", "missing");
     const auto& m = e["match"];
@@ -44,13 +44,28 @@ KernelTable kernel_table_from_json(const nlohmann::json& j, std::string_view ori
                                                                   : std::nullopt;
     if (!role || *role == KernelRole::unknown)
       jc::fail(origin, k + ".role",
-               "one of flash_fwd, flash_bwd, split_kv, split_kv_combine, gemm, softmax, elementwise, floor, other",
+               "one of flash_fwd, flash_bwd, split_kv, split_kv_combine, gemm, gemm_reduce, softmax, elementwise, floor, "
+               "other",
                e.value("role", nlohmann::json()));
     p.role = *role;
     if (e.contains("source")) {
       if (!e["source"].is_string()) jc::fail(origin, k + ".source", "a string", e["source"]);
       p.source = e["source"].get<std::string>();
     }
+    if (e.contains("family")) {
+      if (!e["family"].is_string()) jc::fail(origin, k + ".family", "a string", e["family"]);
+      p.family = e["family"].get<std::string>();
+    }
+    if (e.contains("grid")) {
+      const auto g = e["grid"].is_string() ? parse_grid_layout(e["grid"].get<std::string>()) : std::nullopt;
+      if (!g) jc::fail(origin, k + ".grid", "one of fa2, fa2_splitkv, fa1, vllm (docs/reconcile.md)", e["grid"]);
+      p.grid = *g;
+    }
+    for (const char* key : {"paged", "per_query_head"})
+      if (e.contains(key)) {
+        if (!e[key].is_boolean()) jc::fail(origin, k + "." + key, "true or false", e[key]);
+        (std::string_view(key) == "paged" ? p.paged : p.per_query_head) = e[key].get<bool>();
+      }
     t.patterns.push_back(std::move(p));
   }
   return t;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "hbmscope/error.hpp"
@@ -16,14 +17,19 @@ namespace {
 
 constexpr std::string_view separators = ",# \t\r\n";
 
-}  // namespace
+// A refusal of the whole file (too many values), not of one of its lines.
+struct TooMany : Error {
+  using Error::Error;
+};
 
-std::vector<std::uint64_t> parse_length_list(std::string_view content, std::string_view origin,
-                                             std::string_view option) {
+// The items of a list file, each handed to add (which returns how many values
+// it made) with the refusals named by origin and line. `noun`: "lengths",
+// "sequences".
+void parse_items(std::string_view content, std::string_view origin, std::string_view option, std::string_view noun,
+                 const std::function<std::size_t(std::string_view)>& add) {
   const std::string opt = "--" + std::string(option);
   const std::string where = json_check::printable(origin);
-  std::vector<std::uint64_t> out;
-  std::size_t line = 1;
+  std::size_t line = 1, count = 0;
   for (std::size_t pos = 0; pos < content.size();) {
     const char c = content[pos];
     if (c == '#') {
@@ -43,25 +49,36 @@ std::vector<std::uint64_t> parse_length_list(std::string_view content, std::stri
     // other control bytes would reach the terminal. Such an item is named escaped.
     if (json_check::has_control(item))
       throw Error(opt + ": '" + json_check::printable(item) + "' is not a length" + at);
-    std::vector<std::uint64_t> v;
     try {
-      v = parse_int_axis(item, option);
+      count += add(item);
+    } catch (const TooMany&) {
+      throw;
     } catch (const Error& e) {
       throw Error(json_check::printable(e.what()) + at);
     }
-    if (v.size() > max_context_lengths - out.size())
-      throw Error(opt + ": '" + where + "' holds more than " + std::to_string(max_context_lengths) + " lengths");
-    out.insert(out.end(), v.begin(), v.end());
     pos = end;
   }
-  if (out.empty()) throw Error(opt + ": '" + where + "' holds no lengths");
+  if (count == 0) throw Error(opt + ": '" + where + "' holds no " + std::string(noun));
+}
+
+template <class T, class ParseItem>
+std::vector<T> parse_list(std::string_view content, std::string_view origin, std::string_view option,
+                          std::string_view noun, ParseItem&& parse_item) {
+  std::vector<T> out;
+  parse_items(content, origin, option, noun, [&](std::string_view item) {
+    const std::vector<T> v = parse_item(item, option);
+    if (v.size() > max_context_lengths - out.size())
+      throw TooMany("--" + std::string(option) + ": '" + json_check::printable(origin) + "' holds more than " +
+                  std::to_string(max_context_lengths) + " " + std::string(noun));
+    out.insert(out.end(), v.begin(), v.end());
+    return v.size();
+  });
   return out;
 }
 
-std::vector<std::uint64_t> read_length_list(std::string_view text, std::string_view option) {
-  if (text.empty() || text[0] != '@') return parse_int_axis(text, option);
+// The text of list file `path` (at most max_length_file_bytes).
+std::string read_list_file(const std::string& path, std::string_view option) {
   const std::string opt = "--" + std::string(option);
-  const std::string path(text.substr(1));
   const std::string shown = json_check::printable(path);
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw Error(opt + ": cannot read '" + shown + "': " + std::strerror(errno));
@@ -77,7 +94,30 @@ std::vector<std::uint64_t> read_length_list(std::string_view text, std::string_v
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed) throw Error(opt + ": error reading '" + shown + "'");
-  return parse_length_list(content, path, option);
+  return content;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> parse_length_list(std::string_view content, std::string_view origin,
+                                             std::string_view option) {
+  return parse_list<std::uint64_t>(content, origin, option, "lengths", parse_int_axis);
+}
+
+std::vector<SeqLen> parse_seq_len_list(std::string_view content, std::string_view origin, std::string_view option) {
+  return parse_list<SeqLen>(content, origin, option, "sequences", parse_seq_len_items);
+}
+
+std::vector<std::uint64_t> read_length_list(std::string_view text, std::string_view option) {
+  if (text.empty() || text[0] != '@') return parse_int_axis(text, option);
+  const std::string path(text.substr(1));
+  return parse_length_list(read_list_file(path, option), path, option);
+}
+
+std::vector<SeqLen> read_seq_len_list(std::string_view text, std::string_view option) {
+  if (text.empty() || text[0] != '@') return parse_seq_len_items(text, option);
+  const std::string path(text.substr(1));
+  return parse_seq_len_list(read_list_file(path, option), path, option);
 }
 
 }  // namespace hbmscope

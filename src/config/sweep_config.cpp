@@ -1,10 +1,13 @@
 #include "hbmscope/sweep_config.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <unordered_set>
 
 #include "embedded.hpp"
+#include "hbmscope/hf_config.hpp"
+#include "hbmscope/whole_model.hpp"
 #include "../report/json_check.hpp"
 
 namespace hbmscope {
@@ -130,19 +133,84 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> points_axis(const nlohmann:
   return out;
 }
 
+// window, chunk, head_dim_v: an integer axis whose values may be 0 or "none"
+// (no window, no chunk, DV = d).
+std::vector<std::uint64_t> int_axis_or_none(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  constexpr const char* form = "a non-negative integer (0: none), a string such as \"0,4096\", or a non-empty array of them";
+  auto items = [&](const nlohmann::json& x, const std::string& k) -> std::vector<std::uint64_t> {
+    if (x.is_number_unsigned() || (x.is_number_integer() && x.get<std::int64_t>() == 0))
+      return {x.get<std::uint64_t>()};
+    if (!x.is_string()) jc::fail(origin, k, form, x);
+    try {
+      return parse_int_axis_or_none(x.get<std::string>(), k);
+    } catch (const Error& e) {
+      rethrow_as_key(e, origin);
+    }
+  };
+  if (!v.is_array()) return items(v, key);
+  if (v.empty()) jc::fail(origin, key, form, v);
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto x = items(v[i], key + "[" + std::to_string(i) + "]");
+    out.insert(out.end(), x.begin(), x.end());
+    if (out.size() > max_sweep_shapes)
+      jc::fail_text(origin, key, "has too many values (a sweep has at most " + std::to_string(max_sweep_shapes) +
+                                     " shapes)");
+  }
+  return out;
+}
+
+// seq_lens: ragged prefill batches, each an array of items L (a number or a
+// string such as "4K") or "Q:KV".
+std::vector<SeqList> seq_lens_axis(const nlohmann::json& v, std::string_view origin, const std::string& key) {
+  constexpr const char* form = "a non-empty array of ragged batches such as [[512, \"4K\", \"1K:8K\"]]";
+  if (!v.is_array() || v.empty()) jc::fail(origin, key, form, v);
+  std::vector<SeqList> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string p = key + "[" + std::to_string(i) + "]";
+    if (!v[i].is_array() || v[i].empty()) jc::fail(origin, p, "a non-empty array of sequences (L or \"Q:KV\")", v[i]);
+    if (v[i].size() > max_context_lengths)
+      jc::fail_text(origin, p, "more than " + std::to_string(max_context_lengths) + " sequences");
+    std::vector<SeqLen> batch;
+    for (std::size_t n = 0; n < v[i].size(); ++n) {
+      const std::string k = p + "[" + std::to_string(n) + "]";
+      const auto& x = v[i][n];
+      if (x.is_number_unsigned()) {
+        const std::uint64_t l = single_count(x, origin, k);
+        batch.push_back({l, l});
+        continue;
+      }
+      if (!x.is_string()) jc::fail(origin, k, "a sequence length such as 4096, \"4K\" or \"1K:8K\" (Q:KV)", x);
+      try {
+        const auto items = parse_seq_len_items(x.get<std::string>(), k);
+        batch.insert(batch.end(), items.begin(), items.end());
+      } catch (const Error& e) {
+        rethrow_as_key(e, origin);
+      }
+    }
+    out.emplace_back(std::move(batch));
+  }
+  return out;
+}
+
 const std::initializer_list<std::string_view> axis_keys = {
     "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "points",
     "dtype", "block_rows", "block_cols", "causal", "pass",
-    "decode", "context_lengths", "splits", "page_size"};
+    "decode", "context_lengths", "splits", "page_size", "model_config",
+    "window", "chunk", "head_dim_v", "kv_dtype", "latent_kv", "seq_lens"};
+
+SweepAxes model_axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
+                          std::string_view origin, const std::string& where);
 
 // `fields` maps each axis key to (value, path of the key for messages).
 SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
                     std::string_view origin, const std::string& where) {
   SweepAxes a;
   const bool has_points = fields.count("points") != 0;
-  if (!has_points && (fields.count("seq") == 0 || fields.count("head_dim") == 0))
+  if (fields.count("model_config")) return model_axes_from(fields, origin, where);
+  if (!has_points && ((fields.count("seq") == 0 && fields.count("seq_lens") == 0) || fields.count("head_dim") == 0))
     jc::fail_text(origin, where.empty() ? "(top level)" : where,
-                  "needs both 'seq' and 'head_dim', or 'points'");
+                  "needs both 'seq' (or 'seq_lens') and 'head_dim', or 'points'");
   for (const auto& [k, vp] : fields) {
     const auto& [v, path] = vp;
     if (k == "batch") a.batch = int_axis(v, origin, path);
@@ -173,7 +241,27 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
       }
     } else if (k == "splits") a.splits = int_axis(v, origin, path);
     else if (k == "page_size") a.page_size = int_axis(v, origin, path);
+    else if (k == "window") a.window = int_axis_or_none(v, origin, path);
+    else if (k == "chunk") a.chunk = int_axis_or_none(v, origin, path);
+    else if (k == "head_dim_v") a.head_dim_v = int_axis_or_none(v, origin, path);
+    else if (k == "kv_dtype")
+      a.kv_dtype = string_axis<std::optional<Dtype>>(
+          v, origin, path, "a dtype (\"fp32\", \"fp16\", \"bf16\", \"fp8\"), \"same\", or a non-empty array of them",
+          parse_kv_dtype_axis);
+    else if (k == "latent_kv") {
+      if (!v.is_boolean()) jc::fail(origin, path, "true or false", v);
+      a.latent_kv = v.get<bool>();
+    } else if (k == "seq_lens") a.seq_lens = seq_lens_axis(v, origin, path);
   }
+  if (!a.seq_lens.empty()) {
+    if (a.decode)
+      jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                    "seq_lens are prefill sequences; a decode batch is context_lengths");
+    if (fields.count("batch") || fields.count("seq") || fields.count("seq_kv"))
+      jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                    "seq_lens gives the batch, seq and seq_kv: drop 'batch', 'seq' and 'seq_kv'");
+  }
+  a.dtype_given = fields.count("dtype") != 0;
   if (!a.context_lengths.empty() || fields.count("splits") || fields.count("page_size")) {
     if (!a.decode)
       jc::fail_text(origin, where.empty() ? "(top level)" : where,
@@ -188,6 +276,49 @@ SweepAxes axes_from(const std::map<std::string, std::pair<nlohmann::json, std::s
 bool looks_like_path(std::string_view s) {
   return s.find('/') != std::string_view::npos ||
          (s.size() > 5 && s.substr(s.size() - 5) == ".json");
+}
+
+// A group of whole models (docs/sweep-config.md): "model_config" names shipped
+// models or config.json files (relative to the sweep config's folder); the
+// models give heads and head dims, so those keys are refused; the step is
+// "seq" (prefill) or "decode" with "seq_kv" or "context_lengths".
+SweepAxes model_axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
+                          std::string_view origin, const std::string& where) {
+  const auto& [mv, mpath] = fields.at("model_config");
+  for (const char* k : {"heads", "kv_heads", "head_dim", "points"})
+    if (fields.count(k))
+      jc::fail_text(origin, fields.at(k).second, "the model config gives it (model_config): drop the key");
+  const bool decode = fields.count("decode") && fields.at("decode").first == true;
+  if (!decode && !fields.count("seq"))
+    jc::fail_text(origin, where.empty() ? "(top level)" : where,
+                  "a model_config group needs 'seq' (a prefill) or \"decode\": true (a decode step)");
+  auto rest = fields;
+  rest.erase("model_config");
+  if (!rest.count("seq")) rest["seq"] = {nlohmann::json(std::uint64_t{1}), where + ".seq"};  // a decode step's one new token
+  rest["head_dim"] = {nlohmann::json(std::uint64_t{128}), where + ".head_dim"};  // unused: each layer's comes from its model
+  SweepAxes a = axes_from(rest, origin, where);
+  std::vector<std::string> names;
+  if (mv.is_string()) names.push_back(mv.get<std::string>());
+  else if (mv.is_array() && !mv.empty() && mv.size() <= 64 && std::all_of(mv.begin(), mv.end(), [](const auto& x) { return x.is_string(); }))
+    for (const auto& x : mv) names.push_back(x.get<std::string>());
+  else
+    jc::fail(origin, mpath, "a model (a shipped name or a config.json path) or a non-empty array of at most 64", mv);
+  const std::filesystem::path folder = std::filesystem::path(std::string(origin)).parent_path();
+  for (const auto& n : names) {
+    std::string arg = n;
+    if (looks_like_path(n) && std::filesystem::path(n).is_relative() && !folder.empty()) arg = (folder / n).string();
+    try {
+      auto m = std::make_shared<const ModelConfig>(find_model_config(arg, mpath));
+      for (const auto& x : a.model_config)
+        if (x->id == m->id) jc::fail_text(origin, mpath, "'" + jc::printable(m->id) + "' is named twice");
+      a.model_config.push_back(std::move(m));
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (msg.rfind(std::string(origin), 0) == 0) throw;
+      throw Error(std::string(origin) + ": " + msg);
+    }
+  }
+  return a;
 }
 
 struct ShapeHash {
@@ -255,7 +386,7 @@ SweepConfig sweep_config_from_json(const nlohmann::json& j, std::string_view ori
         jc::fail_text(origin, where + "." + k, "unknown key (known: label and the axes: batch, heads, "
                                                "kv_heads, seq, seq_kv, head_dim, points, dtype, "
                                                "block_rows, block_cols, causal, pass, decode, "
-                                               "context_lengths, splits, page_size)");
+                                               "context_lengths, splits, page_size, model_config)");
     }
     if (g[i].contains("points") && (g[i].contains("seq") || g[i].contains("head_dim")))
       jc::fail_text(origin, where, "give 'points' or 'seq' and 'head_dim', not both");
@@ -284,7 +415,7 @@ SweepConfig load_sweep_config_file(const std::filesystem::path& path) {
   // Shapes that fail validation (heads not a multiple of kv_heads...) are
   // reported now, naming the file (each made and dropped: none is held).
   try {
-    for_each_shape(c, [](const Shape&, const std::string&) {});
+    for_each_shape(c, [](const Shape&, const std::string&, const ModelConfigRef&) {});
   } catch (const Error& e) {
     throw Error(jc::printable(path.string()) + ": " + e.what());
   }
@@ -358,7 +489,8 @@ namespace {
 std::uint64_t counted_shapes(const SweepConfig& config) {
   std::uint64_t total = 0;
   for (const auto& g : config.groups) {
-    const std::uint64_t n = shape_count(g.axes);
+    std::uint64_t n = shape_count(g.axes);
+    if (!g.axes.model_config.empty() && __builtin_mul_overflow(n, g.axes.model_config.size(), &n)) n = UINT64_MAX;
     total = n > UINT64_MAX - total ? UINT64_MAX : total + n;
   }
   if (total > max_sweep_shapes && config.groups.size() > 1)  // one group: for_each_shape(axes) says it
@@ -371,30 +503,29 @@ std::uint64_t counted_shapes(const SweepConfig& config) {
 
 }  // namespace
 
-void for_each_shape(const SweepConfig& config, const std::function<void(const Shape&, const std::string&)>& visit) {
+void for_each_shape(const SweepConfig& config, const ShapeVisit& visit) {
   (void)counted_shapes(config);
   if (config.groups.size() == 1) {  // nothing to drop: no shape is held
     const SweepGroup& g = config.groups.front();
-    for_each_shape(g.axes, [&](const Shape& s) { visit(s, g.label); });
+    for_each_model_step(g.axes, [&](const Shape& s, const ModelConfigRef& m) { visit(s, g.label, m); });
     return;
   }
   // Rows are identified by (label, shape): two models with the same attention
   // shape both keep their rows, a shape repeated under one label is dropped
-  // (the shapes of a config of several groups are held in a set for that).
+  // (the shapes of a config of several groups are held in a set for that). A
+  // whole-model point is its (label, model, shape).
   std::map<std::string, std::unordered_set<Shape, ShapeHash>> seen;
-  for (const auto& g : config.groups) {
-    auto& seen_here = seen[g.label];
-    for_each_shape(g.axes, [&](const Shape& s) {
-      if (seen_here.insert(s).second) visit(s, g.label);
+  for (const auto& g : config.groups)
+    for_each_model_step(g.axes, [&](const Shape& s, const ModelConfigRef& m) {
+      if (seen[g.label + (m ? "\x1f" + m->id : std::string())].insert(s).second) visit(s, g.label, m);
     });
-  }
 }
 
 std::uint64_t shape_count(const SweepConfig& config) {
   const std::uint64_t total = counted_shapes(config);
   if (config.groups.size() == 1) return total;
   std::uint64_t n = 0;
-  for_each_shape(config, [&n](const Shape&, const std::string&) { ++n; });
+  for_each_shape(config, [&n](const Shape&, const std::string&, const ModelConfigRef&) { ++n; });
   return n;
 }
 
@@ -405,9 +536,10 @@ LabelledShapes expand(const SweepConfig& config) {
     out.shapes.reserve(static_cast<std::size_t>(total));
     out.labels.reserve(static_cast<std::size_t>(total));
   }
-  for_each_shape(config, [&out](const Shape& s, const std::string& label) {
+  for_each_shape(config, [&out](const Shape& s, const std::string& label, const ModelConfigRef& m) {
     out.shapes.push_back(s);
     out.labels.push_back(label);
+    out.models.push_back(m);
   });
   return out;
 }

@@ -76,51 +76,92 @@ void append_range(std::vector<std::uint64_t>& out, std::string_view item, std::s
   }
 }
 
-}  // namespace
-
-std::vector<std::uint64_t> parse_int_axis(std::string_view text, std::string_view option) {
-  std::vector<std::uint64_t> out;
+// Calls on_item(item) for each comma-separated item of a list (items as
+// given, untrimmed); an empty list is refused.
+template <class OnItem>
+void for_each_item(std::string_view text, std::string_view option, OnItem&& on_item) {
   if (trim(text).empty()) bad(option, text, "is an empty list");
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const std::size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string_view item = text.substr(pos, comma - pos);
+    on_item(text.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> parse_int_axis(std::string_view text, std::string_view option) {
+  std::vector<std::uint64_t> out;
+  for_each_item(text, option, [&](std::string_view item) {
     if (item.find(':') != std::string_view::npos)
       append_range(out, item, option, text);
     else
       out.push_back(parse_count(item, option, text));
-    pos = comma + 1;
-  }
+  });
   return out;
 }
 
 std::vector<Dtype> parse_dtype_axis(std::string_view text, std::string_view option) {
   std::vector<Dtype> out;
-  if (trim(text).empty()) bad(option, text, "is an empty list");
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string_view item = trim(text.substr(pos, comma - pos));
-    const auto d = parse_dtype(item);
-    if (!d) bad(option, item, "is not a dtype (fp32, fp16, bf16, fp8)");
+  for_each_item(text, option, [&](std::string_view item) {
+    const auto d = parse_dtype(trim(item));
+    if (!d) bad(option, trim(item), "is not a dtype (fp32, fp16, bf16, fp8)");
     out.push_back(*d);
-    pos = comma + 1;
-  }
+  });
   return out;
 }
 
 std::vector<Pass> parse_pass_axis(std::string_view text, std::string_view option) {
   std::vector<Pass> out;
-  if (trim(text).empty()) bad(option, text, "is an empty list");
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string_view item = trim(text.substr(pos, comma - pos));
-    const auto p = parse_pass(item);
-    if (!p) bad(option, item, "is not a pass (fwd, bwd, fwdbwd)");
+  for_each_item(text, option, [&](std::string_view item) {
+    const auto p = parse_pass(trim(item));
+    if (!p) bad(option, trim(item), "is not a pass (fwd, bwd, fwdbwd)");
     out.push_back(*p);
-    pos = comma + 1;
-  }
+  });
+  return out;
+}
+
+std::vector<std::uint64_t> parse_int_axis_or_none(std::string_view text, std::string_view option) {
+  std::vector<std::uint64_t> out;
+  for_each_item(text, option, [&](std::string_view item) {
+    if (trim(item) == "0" || trim(item) == "none") {
+      out.push_back(0);
+      return;
+    }
+    const auto v = parse_int_axis(item, option);
+    out.insert(out.end(), v.begin(), v.end());
+  });
+  return out;
+}
+
+std::vector<std::optional<Dtype>> parse_kv_dtype_axis(std::string_view text, std::string_view option) {
+  std::vector<std::optional<Dtype>> out;
+  for_each_item(text, option, [&](std::string_view item) {
+    const auto d = parse_dtype(trim(item));
+    if (!d && trim(item) != "same") bad(option, trim(item), "is not a dtype (fp32, fp16, bf16, fp8) or same");
+    out.push_back(d);
+  });
+  return out;
+}
+
+std::vector<SeqLen> parse_seq_len_items(std::string_view text, std::string_view option) {
+  std::vector<SeqLen> out;
+  for_each_item(text, option, [&](std::string_view given) {
+    const std::string_view item = trim(given);
+    const std::size_t colon = item.find(':');
+    if (colon != std::string_view::npos && item.find(':', colon + 1) == std::string_view::npos) {
+      // Q:KV: Q new tokens against KV keys (a cached prefix of KV - Q, then themselves).
+      const std::uint64_t q = parse_count(item.substr(0, colon), option, text);
+      const std::uint64_t kv = parse_count(item.substr(colon + 1), option, text);
+      if (q > kv) bad(option, item, "has more new tokens (Q) than keys (KV); Q:KV counts the Q new tokens in KV");
+      out.push_back({q, kv});
+    } else {
+      for (const std::uint64_t l : parse_int_axis(item, option)) out.push_back({l, l});
+    }
+    if (out.size() > max_context_lengths)
+      throw Error("--" + std::string(option) + ": more than " + std::to_string(max_context_lengths) + " sequences");
+  });
   return out;
 }
 

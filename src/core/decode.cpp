@@ -91,12 +91,16 @@ std::uint64_t blocks_per_split(const Shape& s, std::uint64_t splits) {
 }
 
 namespace {
+// Split j's share of a sequence of len keys, cut to the keys its new tokens
+// see (a window's last keys, the current chunk): [max(j*beta*Bc, first seen), ...).
 KeyRange split_key_range_of(const Shape& s, std::uint64_t splits, std::uint64_t len, std::uint64_t j) {
   const std::uint64_t keys = checked_mul(blocks_per_split(s, splits), s.block_cols, "decode split keys");
   // j * keys can pass 2^64 only for splits far beyond the sequence: then empty.
   std::uint64_t begin = 0;
   if (__builtin_mul_overflow(j, keys, &begin) || begin >= len) return {len, len};
-  return {begin, begin + std::min(keys, len - begin)};
+  const std::uint64_t end = begin + std::min(keys, len - begin);
+  begin = std::max(begin, first_seen_key(s, s.seq_q, len));
+  return begin < end ? KeyRange{begin, end} : KeyRange{end, end};
 }
 }  // namespace
 
@@ -110,9 +114,11 @@ std::uint64_t context_pages(const Shape& s, std::uint64_t b) {
 
 namespace {
 
-// Splits of a sequence of len keys that read at least one key.
+// Splits of a sequence of len keys that read at least one key: the shares
+// from the one holding its first seen key to the one holding its last key.
 std::uint64_t nonempty_splits(const Shape& s, std::uint64_t splits, std::uint64_t len) {
-  return std::min(splits, ceil_div(ceil_div(len, s.block_cols), blocks_per_split(s, splits)));
+  const std::uint64_t keys = checked_mul(blocks_per_split(s, splits), s.block_cols, "decode split keys");
+  return std::min(splits, ceil_div(len, keys)) - first_seen_key(s, s.seq_q, len) / keys;
 }
 
 // Calls f(L, count) for each context length: once with count = batch when the
@@ -131,18 +137,25 @@ void for_each_length(const Shape& s, F&& f) {
 
 DecodeBytes decode_bytes(const Shape& s, DecodeVariant v, std::uint64_t splits) {
   const char* what = "decode bytes";
-  const std::uint64_t e = elem_bytes(s.dtype);
-  const std::uint64_t kv_row = checked_product(what, 2, s.kv_heads, s.head_dim, e);  // K and V of one token
-  const std::uint64_t q_all = checked_product(what, s.batch, s.heads, s.seq_q, s.head_dim, e);
+  // Q of head_dim d and O of DV in dtype; the cache in kv_dtype, d + DV values
+  // per token and kv head, or d for a latent KV that serves as K and V (MLA).
+  const std::uint64_t e = elem_bytes(s.dtype), d = s.head_dim, dv = value_head_dim(s);
+  const std::uint64_t kv_row = checked_product(what, s.kv_heads, s.latent_kv ? d : d + dv,
+                                               elem_bytes(key_value_dtype(s)));  // one token's cache
+  const std::uint64_t q_all = checked_product(what, s.batch, s.heads, s.seq_q, d, e);
   DecodeBytes r;
-  r.o = q_all;
+  r.o = checked_product(what, s.batch, s.heads, s.seq_q, dv, e);
   if (v == DecodeVariant::floor) {
-    r.kv = checked_mul(kv_row, total_context(s), what);
+    std::uint64_t seen = 0;  // the keys some new token sees, each once
+    for_each_length(s, [&](std::uint64_t len, std::uint64_t count) {
+      seen = checked_add(seen, checked_mul(len - first_seen_key(s, s.seq_q, len), count, what), what);
+    });
+    r.kv = checked_mul(kv_row, seen, what);
     r.q = q_all;
   } else {
     if (splits == 0) throw Error("decode: the split count must be positive");
     // Q rows of one (sequence, split): all H heads' Nq rows, whichever CTAs hold them.
-    const std::uint64_t q_split = checked_product(what, s.heads, s.seq_q, s.head_dim, e);
+    const std::uint64_t q_split = checked_product(what, s.heads, s.seq_q, d, e);
     std::uint64_t kv_tokens = 0, q_reads = 0, table_entries = 0;
     for_each_length(s, [&](std::uint64_t len, std::uint64_t count) {
       q_reads = checked_add(q_reads, checked_mul(nonempty_splits(s, splits, len), count, what), what);
@@ -153,13 +166,13 @@ DecodeBytes decode_bytes(const Shape& s, DecodeVariant v, std::uint64_t splits) 
         std::uint64_t pages = 0;
         for (std::uint64_t j = 0; j < splits; ++j) {
           const KeyRange k = split_key_range_of(s, splits, len, j);
-          if (k.empty()) break;
+          if (k.empty()) continue;
           pages = checked_add(pages, (k.end - 1) / s.page_size - k.begin / s.page_size + 1, what);
         }
         kv_tokens = checked_add(kv_tokens, checked_product(what, pages, s.page_size, count), what);
         table_entries = checked_add(table_entries, checked_mul(pages, count, what), what);
       } else {
-        kv_tokens = checked_add(kv_tokens, checked_mul(len, count, what), what);
+        kv_tokens = checked_add(kv_tokens, checked_mul(len - first_seen_key(s, s.seq_q, len), count, what), what);
       }
     });
     // Each CTA of a split reads its keys: per kv head, the G query heads' CTAs
@@ -169,9 +182,9 @@ DecodeBytes decode_bytes(const Shape& s, DecodeVariant v, std::uint64_t splits) 
     r.q = checked_mul(q_split, q_reads, what);
     // Every CTA that reads a page reads its block-table entry.
     r.block_table = checked_product(what, table_entries, s.kv_heads, readers, 4);
-    if (splits > 1)  // fp32 partial O (d) and LSE (1) per split and query row, written then read
+    if (splits > 1)  // fp32 partial O (DV) and LSE (1) per split and query row, written then read
       r.partials = checked_product(what, 2, splits, s.batch, s.heads, s.seq_q,
-                                   checked_add(checked_mul(4, s.head_dim, what), 4, what));
+                                   checked_add(checked_mul(4, dv, what), 4, what));
   }
   r.total = checked_add(checked_add(checked_add(r.kv, r.q, what), checked_add(r.o, r.partials, what), what),
                         r.block_table, what);
@@ -180,12 +193,15 @@ DecodeBytes decode_bytes(const Shape& s, DecodeVariant v, std::uint64_t splits) 
 
 std::uint64_t decode_flops(const Shape& s) {
   const char* what = "decode FLOPs";
-  const std::uint64_t masked = s.causal ? s.seq_q * (s.seq_q - 1) / 2 : 0;
+  // The Nq new tokens of a sequence of L keys are its last Nq rows: the
+  // prefill mask's visible pairs (mask.hpp) of Nq queries against L keys.
   std::uint64_t pairs = 0;
   for_each_length(s, [&](std::uint64_t len, std::uint64_t count) {
-    pairs = checked_add(pairs, checked_mul(checked_mul(s.seq_q, len, what) - masked, count, what), what);
+    pairs = checked_add(pairs, checked_mul(visible_pairs(s, s.seq_q, len), count, what), what);
   });
-  return checked_product(what, 4, s.heads, s.head_dim, pairs);
+  // 2d (QK^T) + 2DV (PV) per pair and query head.
+  const std::uint64_t per_pair = checked_add(checked_mul(2, s.head_dim, what), checked_mul(2, value_head_dim(s), what), what);
+  return checked_product(what, per_pair, s.heads, pairs);
 }
 
 }  // namespace hbmscope

@@ -11,6 +11,7 @@
 #include "hbmscope/checked.hpp"
 #include "hbmscope/decode.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/mask.hpp"
 #include "hbmscope/reference.hpp"
 
 namespace hbmscope {
@@ -39,25 +40,25 @@ void decode_naive(const Shape& s, float scale, std::span<const float> q, std::sp
         const std::uint64_t row = pair * s.seq_q + t;
         const float* qr = q.data() + row * d;
         float* out = o.data() + row * d;
-        const std::uint64_t vis = decode_visible_keys(s, b, t);
-        if (vis == 0) {
+        const KeyRange vis = decode_visible_range(s, b, t);
+        if (vis.empty()) {
           std::fill(out, out + d, 0.f);
           lse[row] = neg_inf;
           continue;
         }
-        p.resize(vis);
+        p.resize(vis.size());
         float m = neg_inf;
-        for (std::uint64_t c = 0; c < vis; ++c) {
+        for (std::uint64_t c = vis.begin; c < vis.end; ++c) {
           const float* kr = k.data() + row_of(b, kvh, c);
           float dot = 0.f;
           for (std::uint64_t x = 0; x < d; ++x) dot += qr[x] * kr[x];
-          p[c] = scale * dot;
-          m = std::max(m, p[c]);
+          p[c - vis.begin] = scale * dot;
+          m = std::max(m, p[c - vis.begin]);
         }
         double l = 0.0;
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (std::uint64_t c = 0; c < vis; ++c) {
-          const double pc = std::exp(static_cast<double>(p[c] - m));
+        for (std::uint64_t c = vis.begin; c < vis.end; ++c) {
+          const double pc = std::exp(static_cast<double>(p[c - vis.begin] - m));
           l += pc;
           const float* vr = v.data() + row_of(b, kvh, c);
           for (std::uint64_t x = 0; x < d; ++x) acc[x] += pc * vr[x];
@@ -106,11 +107,12 @@ void check_table(const Shape& s, std::span<const std::int32_t> table, std::uint6
 
 }  // namespace
 
+KeyRange decode_visible_range(const Shape& s, std::uint64_t b, std::uint64_t token) {
+  return visible_keys(s, s.seq_q, context_length(s, b), token);
+}
+
 std::uint64_t decode_visible_keys(const Shape& s, std::uint64_t b, std::uint64_t token) {
-  const std::uint64_t len = context_length(s, b);
-  if (!s.causal) return len;
-  const std::uint64_t last = len + token + 1;  // keys < len - Nq + token + 1
-  return last > s.seq_q ? std::min(len, last - s.seq_q) : 0;
+  return decode_visible_range(s, b, token).size();
 }
 
 void decode_attention_reference(const Shape& s, float scale, std::span<const float> q, std::span<const float> k,

@@ -45,11 +45,13 @@ void decode_walk_frames(const Shape& s, DecodeVariant v, std::uint64_t splits, b
   while (f.sequence < s.batch && context_length(s, f.sequence) != s.seq_kv) ++f.sequence;
   for (std::uint64_t j = 0; j < splits; ++j) f.ranges.push_back(split_key_range(s, splits, f.sequence, j));
 
-  const std::uint64_t e = elem_bytes(s.dtype), d = s.head_dim;
+  const std::uint64_t e = elem_bytes(s.dtype), d = s.head_dim, dv = value_head_dim(s);
+  // One token's K and V (a latent KV's d values serve as both) in the cache's type.
+  const std::uint64_t kv_token = checked_mul(s.latent_kv ? d : d + dv, elem_bytes(key_value_dtype(s)), what);
   const std::uint64_t readers = checked_mul(s.kv_heads, decode_kv_readers(s, v), what);  // CTAs per kv range
   const std::uint64_t q_split = checked_product(what, s.heads, s.seq_q, d, e);
-  const std::uint64_t part_split = checked_product(what, s.heads, s.seq_q, checked_add(4 * d, 4, what));
-  const std::uint64_t o_seq = checked_product(what, s.heads, s.seq_q, d, e);
+  const std::uint64_t part_split = checked_product(what, s.heads, s.seq_q, checked_add(4 * dv, 4, what));
+  const std::uint64_t o_seq = checked_product(what, s.heads, s.seq_q, dv, e);
   const std::uint64_t bc = s.block_cols;
   auto add = [&](std::uint64_t& x, std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) {
     x = checked_add(x, checked_product(what, a, b, c), what);
@@ -57,7 +59,8 @@ void decode_walk_frames(const Shape& s, DecodeVariant v, std::uint64_t splits, b
   for (std::uint64_t k = 0; k < f.blocks_per_split; ++k) {
     for (const auto& [len, count] : seqs) {
       for (std::uint64_t j = 0; j < splits; ++j) {
-        const std::uint64_t begin = j * f.blocks_per_split * bc;
+        // The split's share, from the first key a new token sees (window, chunk).
+        const std::uint64_t begin = std::max(j * f.blocks_per_split * bc, first_seen_key(s, s.seq_q, len));
         const std::uint64_t end = std::min(len, (j + 1) * f.blocks_per_split * bc);
         if (begin >= end) {  // no keys: the CTA writes its empty partial at once
           if (k == 0 && splits > 1) add(f.moved.partials, part_split, count);
@@ -69,10 +72,10 @@ void decode_walk_frames(const Shape& s, DecodeVariant v, std::uint64_t splits, b
         if (k == 0) add(f.moved.q, q_split, count);
         if (v == DecodeVariant::paged) {
           const std::uint64_t fresh = pages_touched(begin, to, s.page_size) - pages_touched(begin, from, s.page_size);
-          add(f.moved.kv, checked_product(what, fresh, s.page_size, 2 * d * e), readers, count);
+          add(f.moved.kv, checked_product(what, fresh, s.page_size, kv_token), readers, count);
           add(f.moved.block_table, checked_mul(fresh, 4, what), readers, count);
         } else {
-          add(f.moved.kv, checked_product(what, to - from, 2 * d * e), readers, count);
+          add(f.moved.kv, checked_product(what, to - from, kv_token), readers, count);
         }
         if (to == end) {  // the split's last key block: its partial (or, unsplit, O) goes out
           if (splits > 1) add(f.moved.partials, part_split, count);

@@ -1,6 +1,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/model.hpp"
 #include "hbmscope/roofline.hpp"
+#include "hbmscope/whole_model.hpp"
 
 namespace hbmscope {
 
@@ -24,6 +25,7 @@ void add_predictions(Row& row, const DeviceSpec& device, double bandwidth_fracti
 void add_predictions(Report& report, const DeviceSpec& device, double bandwidth_fraction) {
   validate(device);
   for (Row& row : report.rows) add_predictions(row, device, bandwidth_fraction);
+  sum_whole_model_predictions(report);
   report.roofline = RooflineInfo{device, bandwidth_fraction};
 }
 

@@ -75,6 +75,61 @@ void check_sequences(const std::vector<SeqList>& lists, std::uint64_t per_batch)
                 "); sweep fewer values or shorter batches");
 }
 
+// The served axes (window, chunk, DV, kv dtype) of a sweep, repeats dropped.
+struct Served {
+  std::vector<std::uint64_t> window, chunk, head_dim_v;
+  std::vector<std::optional<Dtype>> kv_dtype;
+  bool latent_kv = false;
+  bool causal_too = false;  // the causal axis holds true: window/chunk rows skip its false
+  std::size_t combos() const { return window.size() * chunk.size() * head_dim_v.size() * kv_dtype.size(); }
+};
+
+template <class T>
+bool holds(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+Served served_axes(const SweepAxes& a) {
+  Served v{a.window, a.chunk, a.head_dim_v, a.kv_dtype, a.latent_kv, holds(a.causal, true)};
+  drop_repeats(v.window);
+  drop_repeats(v.chunk);
+  drop_repeats(v.head_dim_v);
+  drop_repeats(v.kv_dtype);
+  require_nonempty(v.window, "window");
+  require_nonempty(v.chunk, "chunk");
+  require_nonempty(v.head_dim_v, "head_dim_v");
+  require_nonempty(v.kv_dtype, "kv_dtype");
+  if (!holds(v.window, std::uint64_t{0}) && !holds(v.chunk, std::uint64_t{0}))
+    throw Error("window and chunk cannot be combined on one shape (give one of them, or 0 among the values)");
+  return v;
+}
+
+// Calls f(shape) for base with each served combination, in order (window,
+// chunk, head_dim_v, kv_dtype), leaving out the combinations the axes'
+// other values already give or that cannot be (SweepAxes).
+template <class F>
+void for_each_served(const Shape& base, const Served& v, F&& f) {
+  for (auto w : v.window)
+    for (auto c : v.chunk) {
+      if (w != 0 && c != 0) continue;
+      if ((w != 0 || c != 0) && !base.causal && v.causal_too) continue;
+      for (auto dv : v.head_dim_v) {
+        if (dv == base.head_dim && holds(v.head_dim_v, std::uint64_t{0})) continue;
+        for (auto kvd : v.kv_dtype) {
+          if (kvd == base.dtype && holds(v.kv_dtype, std::optional<Dtype>{})) continue;
+          Shape s = base;
+          s.window = w;
+          s.chunk = c;
+          s.head_dim_v = dv == base.head_dim ? 0 : dv;
+          s.kv_dtype = kvd == base.dtype ? std::nullopt : kvd;
+          s.latent_kv = v.latent_kv;
+          validate(s);
+          f(std::move(s));
+        }
+      }
+    }
+}
+
 // Decode rows: every combination, outermost first: batch (or ragged batch),
 // heads, kv_heads, dtype, causal, block_cols, (seq, head_dim), seq_kv, splits,
 // page_size. block_rows and pass do not apply to decode.
@@ -103,10 +158,11 @@ void visit_decode(SweepAxes a, const std::function<void(const Shape&)>& visit) {
   const std::size_t n_batches = batches.empty() ? dense.size() : batches.size();
   const std::vector<std::uint64_t> same{0};
   const auto& kv_heads = a.kv_heads.empty() ? same : a.kv_heads;
+  const Served served = served_axes(a);
   std::uint64_t total = 1;
   bool wrapped = false;
   for (std::size_t n : {n_batches, a.heads.size(), kv_heads.size(), a.dtype.size(), a.causal.size(),
-                        a.block_cols.size(), points.size(), a.splits.size(), a.page_size.size()})
+                        a.block_cols.size(), points.size(), a.splits.size(), a.page_size.size(), served.combos()})
     wrapped = wrapped || __builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total);
   if (wrapped || total > max_sweep_shapes)
     throw Error("sweep too large: " + (wrapped ? std::string("more than 2^64") : std::to_string(total)) +
@@ -134,7 +190,7 @@ void visit_decode(SweepAxes a, const std::function<void(const Shape&)>& visit) {
                       if (!l.uniform()) s.context_lengths = l;
                     }
                     s.heads = h;
-                    s.kv_heads = hkv == 0 ? h : hkv;
+                    s.kv_heads = hkv == 0 ? (a.latent_kv ? 1 : h) : hkv;
                     s.dtype = dt;
                     s.causal = causal;
                     s.block_rows = a.block_rows.empty() ? 128 : a.block_rows.front();
@@ -143,8 +199,7 @@ void visit_decode(SweepAxes a, const std::function<void(const Shape&)>& visit) {
                     s.head_dim = d;
                     s.splits = sp;
                     s.page_size = ps;
-                    validate(s);
-                    visit(s);
+                    for_each_served(s, served, [&](const Shape& x) { visit(x); });
                   }
 }
 
@@ -162,6 +217,10 @@ SweepAxes without_repeats(const SweepAxes& axes) {
   drop_repeats(a.block_cols);
   drop_repeats(a.causal);
   drop_repeats(a.pass);
+  drop_repeats(a.window);
+  drop_repeats(a.chunk);
+  drop_repeats(a.head_dim_v);
+  drop_repeats(a.kv_dtype);
   return a;
 }
 
@@ -169,8 +228,11 @@ SweepAxes without_repeats(const SweepAxes& axes) {
 
 std::uint64_t shape_count(const SweepAxes& axes) {
   SweepAxes a = without_repeats(axes);
-  const std::size_t points = a.seq_head_dim.empty() ? 0 : a.seq_head_dim.size();
+  // The served axes multiply every product (an upper bound: some combinations are left out).
   std::uint64_t total = 1;
+  for (std::size_t n : {a.window.size(), a.chunk.size(), a.head_dim_v.size(), a.kv_dtype.size()})
+    if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total)) return UINT64_MAX;
+  const std::size_t points = a.seq_head_dim.empty() ? 0 : a.seq_head_dim.size();
   if (a.decode) {  // expand_decode's product: (batch, seq_kv) or ragged batches; no block_rows, pass
     drop_repeats(a.context_lengths);
     drop_repeats(a.splits);
@@ -275,6 +337,7 @@ void for_each_shape(const SweepAxes& axes, const std::function<void(const Shape&
   const auto& seq_kv = a.seq_kv.empty() || ragged_batches ? same : a.seq_kv;
   const std::size_t n_batches = ragged_batches ? a.seq_lens.size() : a.batch.size();
   const std::size_t n_points = !points.empty() ? points.size() : a.seq.size() * a.head_dim.size();
+  const Served served = served_axes(a);
 
   // Size first, so that an enormous product is refused before it is built.
   // The exact count while it fits in 64 bits; past that a power of two, as
@@ -283,7 +346,8 @@ void for_each_shape(const SweepAxes& axes, const std::function<void(const Shape&
   long double approx = 1;
   bool wrapped = false;
   for (std::size_t n : {n_batches, a.heads.size(), kv_heads.size(), a.dtype.size(), a.causal.size(),
-                        a.block_rows.size(), a.block_cols.size(), n_points, seq_kv.size(), a.pass.size()}) {
+                        a.block_rows.size(), a.block_cols.size(), n_points, seq_kv.size(), a.pass.size(),
+                        served.combos()}) {
     wrapped = wrapped || __builtin_mul_overflow(total, static_cast<std::uint64_t>(n), &total);
     approx *= static_cast<long double>(n);
   }
@@ -322,14 +386,13 @@ void for_each_shape(const SweepAxes& axes, const std::function<void(const Shape&
                         s.seq_kv = nkv == 0 ? n : nkv;
                       }
                       s.heads = h;
-                      s.kv_heads = hkv == 0 ? h : hkv;
+                      s.kv_heads = hkv == 0 ? (a.latent_kv ? 1 : h) : hkv;
                       s.dtype = dt;
                       s.causal = causal;
                       s.block_rows = br;
                       s.block_cols = bc;
                       s.head_dim = d;
-                      validate(s);
-                      visit(s);
+                      for_each_served(s, served, [&](const Shape& x) { visit(x); });
                     }
 }
 

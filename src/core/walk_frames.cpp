@@ -18,6 +18,8 @@ void walk_frames(const Shape& s, LoopOrder order, bool every_tile,
   f.order = order;
   f.q_blocks = query_blocks(s);
   f.k_blocks = key_blocks(s);
+  if (ragged_prefill(s))
+    throw Error("walk draws one sequence; a ragged batch (--seq-lens) has several: walk one of them with --seq and --seq-kv");
   f.steps = checked_product("walked tiles", visited_tiles(s), s.heads, s.batch);
   if (f.steps > max_walk_tiles)
     throw Error("walk: " + describe(s) + " has " + std::to_string(f.steps) +

@@ -38,33 +38,6 @@ struct Buffers {
 
 constexpr double bf16_threshold = 1e-2;
 
-std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
-  std::vector<std::uint16_t> r(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) r[i] = float_to_bf16_bits(x[i]);
-  return r;
-}
-
-std::vector<float> from_bf16(const std::vector<std::uint16_t>& x) {
-  std::vector<float> r(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) r[i] = bf16_bits_to_float(x[i]);
-  return r;
-}
-
-// Error of the row log-sum-exp: rows the mask hides completely must be -inf
-// in both; the rest compare by relative L2.
-double lse_error(const std::vector<float>& out, const std::vector<float>& ref) {
-  std::vector<float> a, b;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (std::isinf(ref[i]) && ref[i] < 0) {
-      if (!(std::isinf(out[i]) && out[i] < 0)) return std::numeric_limits<double>::quiet_NaN();
-      continue;
-    }
-    a.push_back(out[i]);
-    b.push_back(ref[i]);
-  }
-  return relative_l2_error(a, b);
-}
-
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int index) {
@@ -108,6 +81,7 @@ class CudaBackend final : public Backend {
   DeviceInfo device() const override { return info_; }
 
   KernelMeasurement run(const Shape& shape, KernelKind kind, const MeasureOptions& opt) override {
+    check_measurable(shape, std::span<const KernelKind>(&kind, 1));  // as the no-GPU backend
     if (kind == KernelKind::decode || kind == KernelKind::decode_paged) {
       cuda::DecodeContext ctx;
       ctx.stream = stream_;
@@ -248,7 +222,7 @@ class CudaBackend final : public Backend {
   // On stream_, which does not wait for the legacy default stream; the
   // synchronisation keeps `bits` alive until the copy has landed.
   void upload(DeviceBuffer& dst, const std::vector<float>& x) {
-    const auto bits = to_bf16(x);
+    const auto bits = to_bf16_bits(x);
     HBMSCOPE_CUDA_CHECK(
         cudaMemcpyAsync(dst.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice, stream_));
     HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -269,7 +243,7 @@ class CudaBackend final : public Backend {
     HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
     std::vector<std::uint16_t> o_bits(q_elements(s));
     HBMSCOPE_CUDA_CHECK(cudaMemcpy(o_bits.data(), b.o.get(), o_bits.size() * 2, cudaMemcpyDeviceToHost));
-    const std::vector<float> o = from_bf16(o_bits);
+    const std::vector<float> o = from_bf16_bits(o_bits);
 
     std::vector<float> ref(q_elements(s)), ref_lse(lse_elements(s));
     if (kind == KernelKind::floor) {
@@ -281,7 +255,7 @@ class CudaBackend final : public Backend {
     if (kind == KernelKind::flash || kind == KernelKind::flash_v1) {
       std::vector<float> lse(lse_elements(s));
       HBMSCOPE_CUDA_CHECK(cudaMemcpy(lse.data(), b.lse.get(), lse.size() * 4, cudaMemcpyDeviceToHost));
-      m.lse_rel_error = lse_error(lse, ref_lse);
+      m.lse_rel_error = lse_relative_error(lse, ref_lse);
     }
   }
 
@@ -298,10 +272,13 @@ class CudaBackend final : public Backend {
         p.lse = b.lse.get<float>();
         p.heads = static_cast<int>(s.heads);
         p.kv_heads = static_cast<int>(s.kv_heads);
+        p.group_div = flash::fast_div(p.heads / p.kv_heads);
         p.seq_q = static_cast<int>(s.seq_q);
         p.seq_kv = static_cast<int>(s.seq_kv);
         p.causal = s.causal ? 1 : 0;
         p.causal_offset = static_cast<int>(causal_offset(s));
+        // No chunk: measure refuses chunked shapes for the flash kernels.
+        p.window = flash::make_key_mask(p.seq_q, p.seq_kv, s.causal, static_cast<long long>(s.window), 0).window;
         p.scale = default_scale(s);
         p.scale_log2 = p.scale * 1.4426950408889634f;
         cuda::launch_flash(cfg, p, flash_geometry(s, cfg), stream_);
@@ -365,6 +342,10 @@ class CudaBackend final : public Backend {
     a.row_stride = static_cast<int>(score_row_stride(s));
     a.causal = s.causal ? 1 : 0;
     a.causal_offset = static_cast<int>(causal_offset(s));
+    const flash::KeyMask mask = flash::make_key_mask(a.cols, a.cols, s.causal, static_cast<long long>(s.window),
+                                                     static_cast<long long>(s.chunk));
+    a.window = mask.window;
+    a.chunk = mask.chunk;
     cuda::launch_softmax(softmax_plan(s), a, stream_);
   }
 

@@ -25,6 +25,7 @@
 
 #include "decode_layout.hpp"
 #include "decode_params.hpp"
+#include "online_softmax.cuh"
 #include "ptx.cuh"
 
 namespace hbmscope::decode {
@@ -127,7 +128,10 @@ __global__ void __launch_bounds__(threads, 2) decode_split_kernel(const DecodePa
   const int row0 = row_block * Sh::rows;
   const int rows = min(Sh::rows, group * p.seq_q - row0);
   const long long len = p.seq_lens ? p.seq_lens[batch] : p.seq_kv;
-  const Range range = split_range(split, p.split_tokens, len);
+  // With a window or a chunk the splits share out only the keys some new
+  // token sees; none before them is read.
+  const Range range = split_range(split, p.split_tokens,
+                                  first_visible_key(sequence_mask(len, p.seq_q, p.causal != 0, p.window, p.chunk)), len);
   const int n_tiles = range_tiles(range);
   const long long out_row0 = first_group_row(batch, kv_head, p.heads, group, p.seq_q) + row0;
   const bool causal = p.causal != 0;
@@ -200,53 +204,32 @@ __global__ void __launch_bounds__(threads, 2) decode_split_kernel(const DecodePa
       }
 
     const long long k0 = range.begin + static_cast<long long>(j) * tile_keys;
-    if (tile_needs_mask(k0, range.end, len, p.seq_q, causal)) {
+    const flash::KeyMask mask = sequence_mask(len, p.seq_q, causal, p.window, p.chunk);
+    if (tile_needs_mask(k0, range.end, p.seq_q, mask)) {
 #pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t)
+      for (int r = 0; r < 2; ++r) {
+        // This lane's row r: its token's visible keys, cut at the split's end.
+        const int token = packed_row(row0 + role.m_tile * 16 + flash::c_fragment(lane, 2 * r).row, p.seq_q).token;
+        const flash::KeySpan span = flash::row_keys(token, mask);
+        const long long end = span.end < range.end ? span.end : range.end;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const RowCol rc = flash::c_fragment(lane, e);
-          const long long key = k0 + first_key + t * 8 + rc.col;
-          const int token = packed_row(row0 + role.m_tile * 16 + rc.row, p.seq_q).token;
-          if (!key_visible(key, range.end, token, len, p.seq_q, causal)) s[t][e] = -INFINITY;
-        }
-    }
-
-    // Online softmax per row over the quad (as in flash_attention.cuh).
+        for (int t = 0; t < Sh::n_tiles_s; ++t)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t) mx = fmaxf(mx, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // Only masked keys so far: subtract 0, so exp2(-inf) = 0, not NaN.
-      const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-      const float alpha = exp2_approx(row_max[r] * p.scale_log2 - m_scaled);
-      row_max[r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float e = exp2_approx(fmaf(s[t][2 * r + h], p.scale_log2, -m_scaled));
-          s[t][2 * r + h] = e;
-          sum += e;
-        }
-      row_sum[r] = row_sum[r] * alpha + sum;
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_o; ++t) {
-        o_acc[t][2 * r] *= alpha;
-        o_acc[t][2 * r + 1] *= alpha;
+          for (int h = 0; h < 2; ++h) {
+            const long long key = k0 + first_key + t * 8 + flash::c_fragment(lane, 2 * r + h).col;
+            if (key < span.begin || key >= end) s[t][2 * r + h] = -INFINITY;
+          }
       }
     }
+
+    // Online softmax over this block: m, l and O rescaled, S turned into P.
+    online_softmax_step(s, o_acc, row_max, row_sum, p.scale_log2);
 
     // O += P V, P repacked from the S accumulators as the A fragment.
 #pragma unroll
     for (int kk = 0; kk < Sh::k_steps_p; ++kk) {
-      const std::uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                                  pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                  pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      std::uint32_t a[4];
+      p_fragment(s, kk, a);
 #pragma unroll
       for (int dp = 0; dp < Sh::n_tiles_o / 2; ++dp) {
         std::uint32_t b[4];

@@ -31,10 +31,26 @@ HBMSCOPE_HD constexpr long long split_tokens(long long max_len, int splits) {
   return (per_split > 0 ? per_split : 1) * tile_keys;
 }
 
-// The keys split `split` of a sequence of `len` tokens reads: [begin, end),
-// end clamped to len (empty when the sequence ends before the split starts).
-HBMSCOPE_HD constexpr Range split_range(int split, long long tokens_per_split, long long len) {
-  const long long b = static_cast<long long>(split) * tokens_per_split;
+// The mask of sequence b's new tokens (flash_layout.hpp's KeyMask): token t
+// of seq_q sits at position len - seq_q + t, the keys are the len cached
+// tokens; causal, with a sliding window or a chunk (0: none).
+HBMSCOPE_HD constexpr flash::KeyMask sequence_mask(long long len, int seq_q, bool causal, int window, int chunk) {
+  return {static_cast<int>(len), causal, static_cast<int>(len) - seq_q, window, chunk};
+}
+
+// The first key some new token sees: token 0's first (spans only move right
+// as the token grows). A decode step reads keys [first, len) only: the last
+// min(len, W + seq_q - 1) with a window, the current chunk with a chunk.
+HBMSCOPE_HD constexpr long long first_visible_key(const flash::KeyMask& m) {
+  const flash::KeySpan r = flash::row_keys(0, m);
+  return r.end > r.begin ? r.begin : 0;
+}
+
+// The keys split `split` of a sequence reads: the visible keys [first, len)
+// cut into splits of tokens_per_split from `first`, the last one clamped to
+// len (empty when the visible keys end before the split starts).
+HBMSCOPE_HD constexpr Range split_range(int split, long long tokens_per_split, long long first, long long len) {
+  const long long b = first + static_cast<long long>(split) * tokens_per_split;
   const long long e = b + tokens_per_split < len ? b + tokens_per_split : len;
   return {b, e};
 }
@@ -57,18 +73,18 @@ HBMSCOPE_HD constexpr long long first_group_row(int batch, int kv_head, int head
   return (static_cast<long long>(batch) * heads + static_cast<long long>(kv_head) * group) * seq_q;
 }
 
-// Query token t of seq_q new tokens sits at position len - seq_q + t; under
-// the causal mask it sees keys up to that position. A split sees only its own
-// keys [range.begin, range.end).
-HBMSCOPE_HD constexpr bool key_visible(long long key, long long split_end, int token, long long len, int seq_q,
-                                       bool causal) {
-  return key < split_end && (!causal || key <= len - seq_q + token);
+// Whether token `token` sees key `key` (sequence_mask) inside a split that
+// reads keys before split_end.
+HBMSCOPE_HD constexpr bool key_visible(long long key, long long split_end, int token, const flash::KeyMask& m) {
+  return key < split_end && flash::key_visible(token, static_cast<int>(key), m);
 }
 // Whether the tile starting at key k0 needs per-element masking: it runs past
-// the split, or (causal) past the first token's last visible key.
-HBMSCOPE_HD constexpr bool tile_needs_mask(long long k0, long long split_end, long long len, int seq_q, bool causal) {
+// the split, past the first token's last visible key (causal), or starts
+// before the last token's first visible key (a window or a chunk, with
+// several new tokens).
+HBMSCOPE_HD constexpr bool tile_needs_mask(long long k0, long long split_end, int seq_q, const flash::KeyMask& m) {
   const long long last = k0 + tile_keys - 1;
-  return last >= split_end || (causal && last > len - seq_q);
+  return last >= split_end || last >= flash::row_keys(0, m).end || k0 < flash::row_keys(seq_q - 1, m).begin;
 }
 
 // Element offset of the first value of a token's K (or V) row.

@@ -21,9 +21,11 @@ struct DecodeParams {
   long long kv_stride;     // contiguous: token rows per (batch, kv head)
   int page_size, max_pages;
   int splits;
-  long long split_tokens;  // decode::split_tokens(seq_kv, splits)
+  long long split_tokens;  // tokens per split of the visible keys (DecodePlan::split_tokens)
   int row_blocks;          // CTAs per kv head along the packed rows
   int causal;
+  int window;              // causal: token at position q sees keys c > q - window; 0: none
+  int chunk;               // causal: token at position q sees keys c >= floor(q / chunk) * chunk; 0: none
   float scale;             // softmax scale (1/sqrt(d))
   float scale_log2;        // scale * log2(e)
 };

@@ -8,6 +8,7 @@
 #include "hbmscope/checked.hpp"
 #include "hbmscope/decode.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/mask.hpp"
 
 namespace hbmscope {
 
@@ -35,6 +36,25 @@ std::optional<std::string> decode_unsupported_reason(const Shape& s) {
   return std::nullopt;
 }
 
+KeyRange decode_read_keys(const Shape& s, std::uint64_t len) {
+  if (len == 0) return {0, 0};
+  const KeyRange first = visible_keys(s, s.seq_q, len, 0);  // spans only move right: token 0's is the first
+  return {first.empty() ? 0 : first.begin, len};
+}
+
+std::uint64_t decode_split_tokens(const Shape& s, std::uint64_t splits) {
+  if (splits == 0) throw Error("decode kernel: the split count must be positive");
+  std::uint64_t longest = 0;
+  if (s.context_lengths.empty()) {
+    longest = decode_read_keys(s, s.seq_kv).size();
+  } else {
+    for (const SeqGroup& g : s.context_lengths.groups())
+      longest = std::max(longest, decode_read_keys(s, g.item.kv).size());
+  }
+  const std::uint64_t blocks = std::max<std::uint64_t>(ceil_div(ceil_div(longest, s.block_cols), splits), 1);
+  return checked_mul(blocks, s.block_cols, "decode split tokens");
+}
+
 DecodePlan decode_plan(const Shape& s, bool paged, std::uint64_t splits) {
   if (auto why = decode_unsupported_reason(s)) throw Error("decode kernel: " + *why);
   if (splits == 0 || splits > int_max) throw Error("decode kernel: split count must be 1 to 2^31 - 1");
@@ -42,7 +62,7 @@ DecodePlan decode_plan(const Shape& s, bool paged, std::uint64_t splits) {
   p.head_dim = s.head_dim;
   p.paged = paged;
   p.splits = splits;
-  p.split_tokens = checked_mul(blocks_per_split(s, splits), s.block_cols, "decode split tokens");
+  p.split_tokens = decode_split_tokens(s, splits);
   const std::uint64_t group_rows = checked_mul(group_size(s), s.seq_q, "decode rows");
   // Fewest m-tiles that hold the group's rows (1, 2 or 4); past 64 rows, more
   // CTAs per kv head, each reading the KV again.
@@ -132,6 +152,8 @@ Shape decode_validation_shape(const Shape& s) {
     v.seq_kv = v.context_lengths.max_kv();
     if (v.batch == 1 || v.context_lengths.uniform()) v.context_lengths.clear();
   }
+  v.window = cut_band(s.window, s.seq_kv, v.seq_kv);
+  v.chunk = cut_band(s.chunk, s.seq_kv, v.seq_kv);
   return v;
 }
 

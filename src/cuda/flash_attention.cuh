@@ -16,6 +16,7 @@
 
 #include "flash_layout.hpp"
 #include "flash_params.hpp"
+#include "online_softmax.cuh"
 #include "ptx.cuh"
 
 namespace hbmscope::flash {
@@ -54,6 +55,14 @@ __device__ __forceinline__ void load_tile(__nv_bfloat16* tile, const __nv_bfloat
 
 // --- 3. The kernel ---------------------------------------------------------------
 
+// The mask of flash_layout.hpp from the kernel's arguments (they stay in the
+// parameter bank: no registers until a mask is evaluated). No chunks: the
+// divide that a chunk's first key needs made v2 spill (docs/cuda.md), so
+// `measure` refuses chunked shapes for the flash kernels.
+__device__ __forceinline__ KeyMask key_mask(const FlashParams& p) {
+  return {p.seq_kv, p.causal != 0, p.causal_offset, p.window, 0};
+}
+
 template <int D, int Br, int Bc>
 struct FlashShape {
   static_assert(D % 64 == 0, "the swizzle needs rows of at least 8 chunks");
@@ -91,13 +100,14 @@ __global__ void __launch_bounds__(FlashShape<D, Br, Bc>::threads, 1)
   const __nv_bfloat16* k = p.k + kv_head_row * D;
   const __nv_bfloat16* v = p.v + kv_head_row * D;
 
-  const bool causal = p.causal != 0;
-  const int n_blocks = key_blocks(q0, Br, Bc, p.seq_q, p.seq_kv, causal, p.causal_offset);
+  // Key blocks outside the mask's band (before a window, after the causal
+  // diagonal) are never loaded. Stages go by the block's parity.
+  const KeySpan blocks = key_block_range(q0, Br, Bc, p.seq_q, key_mask(p));
 
   load_tile<Br, D, Sh::threads>(s_q, q, q0, p.seq_q);
-  if (n_blocks > 0) {
-    load_tile<Bc, D, Sh::threads>(s_k, k, 0, p.seq_kv);
-    load_tile<Bc, D, Sh::threads>(s_v, v, 0, p.seq_kv);
+  if (blocks.begin < blocks.end) {
+    load_tile<Bc, D, Sh::threads>(s_k + (blocks.begin & 1) * Sh::kv_elems, k, blocks.begin * Bc, p.seq_kv);
+    load_tile<Bc, D, Sh::threads>(s_v + (blocks.begin & 1) * Sh::kv_elems, v, blocks.begin * Bc, p.seq_kv);
   }
   cp_async_commit();
 
@@ -119,11 +129,11 @@ __global__ void __launch_bounds__(FlashShape<D, Br, Bc>::threads, 1)
   const int k_lane = lane_bytes(ka.row, ka.col, D);
   const int v_lane = lane_bytes(va.row, va.col, D);
 
-  for (int j = 0; j < n_blocks; ++j) {
+  for (int j = blocks.begin; j < blocks.end; ++j) {
     const int stage = j & 1;
     // Issue the next K and V tiles before the math on this pair, then wait
     // for this pair only.
-    if (j + 1 < n_blocks) {
+    if (j + 1 < blocks.end) {
       load_tile<Bc, D, Sh::threads>(s_k + (stage ^ 1) * Sh::kv_elems, k, (j + 1) * Bc, p.seq_kv);
       load_tile<Bc, D, Sh::threads>(s_v + (stage ^ 1) * Sh::kv_elems, v, (j + 1) * Bc, p.seq_kv);
       cp_async_commit();
@@ -157,59 +167,31 @@ __global__ void __launch_bounds__(FlashShape<D, Br, Bc>::threads, 1)
       }
     }
 
-    // Mask keys past the sequence and, under the causal mask, keys after the
-    // row's last visible one. Only blocks that reach past either need it.
-    const int key0 = j * Bc;
-    if (block_needs_mask(q0, j, Bc, p.seq_kv, causal, p.causal_offset)) {
+    // Mask keys past the sequence and those outside each row's span (after
+    // the causal diagonal, before the window). Only the blocks at the band's
+    // edges need it.
+    if (block_needs_mask(q0, j, Br, Bc, p.seq_q, key_mask(p))) {
 #pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t)
+      for (int r = 0; r < 2; ++r) {
+        const KeySpan span = row_keys(q0 + warp * 16 + c_fragment(lane, 2 * r).row, key_mask(p));
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const RowCol rc = c_fragment(lane, e);
-          const int key = key0 + t * 8 + rc.col;
-          const int row = q0 + warp * 16 + rc.row;
-          if (!key_visible(row, key, p.seq_kv, causal, p.causal_offset)) s[t][e] = -INFINITY;
-        }
-    }
-
-    // Online softmax, per row: new max over the quad, rescale, exponentiate.
+        for (int t = 0; t < Sh::n_tiles_s; ++t)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t) mx = fmaxf(mx, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // A row that has seen only masked keys keeps m = -inf: subtract 0 then,
-      // so exp2(-inf - 0) = 0 rather than exp2(-inf + inf) = NaN.
-      const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-      const float alpha = exp2_approx(row_max[r] * p.scale_log2 - m_scaled);
-      row_max[r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float e = exp2_approx(fmaf(s[t][2 * r + h], p.scale_log2, -m_scaled));
-          s[t][2 * r + h] = e;
-          sum += e;
-        }
-      row_sum[r] = row_sum[r] * alpha + sum;
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_o; ++t) {
-        o_acc[t][2 * r] *= alpha;
-        o_acc[t][2 * r + 1] *= alpha;
+          for (int h = 0; h < 2; ++h) {
+            const int key = j * Bc + t * 8 + c_fragment(lane, 2 * r + h).col;
+            if (key < span.begin || key >= span.end) s[t][2 * r + h] = -INFINITY;
+          }
       }
     }
 
-    // O += P V: the accumulators of S tiles 2kk and 2kk+1 are, converted to
-    // bf16 pairs, the A fragment of k step kk (no shared memory needed).
+    // Online softmax over this block: m, l and O rescaled, S turned into P.
+    online_softmax_step(s, o_acc, row_max, row_sum, p.scale_log2);
+
+    // O += P V, P's A fragments straight from the S accumulators.
 #pragma unroll
     for (int kk = 0; kk < Sh::k_steps_p; ++kk) {
-      const std::uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]),
-                                  pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                                  pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                  pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      std::uint32_t a[4];
+      p_fragment(s, kk, a);
 #pragma unroll
       for (int dp = 0; dp < Sh::n_tiles_o / 2; ++dp) {
         std::uint32_t b[4];
@@ -221,7 +203,7 @@ __global__ void __launch_bounds__(FlashShape<D, Br, Bc>::threads, 1)
     // Every warp is done with this stage before the next iteration refills it.
     __syncthreads();
   }
-  if (n_blocks == 0) {
+  if (blocks.begin >= blocks.end) {
     // The Q copy must land before its shared memory is reused below.
     cp_async_wait<0>();
     __syncthreads();

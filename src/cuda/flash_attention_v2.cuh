@@ -63,6 +63,14 @@ __device__ __forceinline__ int fresh_sreg_nctaid_x() {
   return v;
 }
 
+// Element offset of this CTA's K/V head, read afresh from the special
+// registers (two registers fewer held through the key loop; the kv head by a
+// multiply-high, not a divide, whose temporaries spilled).
+__device__ __forceinline__ std::size_t fresh_kv_offset(const FlashParams& p, int d) {
+  const int kv_head = fast_quotient(fresh_sreg_ctaid(1), p.group_div);
+  return ((static_cast<std::size_t>(fresh_sreg_ctaid(2)) * p.kv_heads + kv_head) * p.seq_kv) * d;
+}
+
 template <int D, int Br, int Bc>
 struct FlashShapeV2 {
   static_assert(D % 64 == 0, "the swizzle needs rows of at least 8 chunks");
@@ -102,15 +110,19 @@ __global__ void __launch_bounds__(FlashShapeV2<D, Br, Bc>::threads, FlashShapeV2
   const std::size_t q_head = (static_cast<std::size_t>(batch) * p.heads + head) * p.seq_q;
   const std::size_t kv_head_row = (static_cast<std::size_t>(batch) * p.kv_heads + kv_head) * p.seq_kv;
   const __nv_bfloat16* q = p.q + q_head * D;
-  // One offset for K and V (their bases stay in the parameter bank): two
-  // registers fewer live through the loop than two pointers.
+  // One offset for K and V (their bases stay in the parameter bank); the key
+  // loop reads it afresh (fresh_kv_offset) rather than holding it.
   const std::size_t kv_off = kv_head_row * D;
 
-  const int n_blocks = key_blocks(q0, Br, Bc, p.seq_q, p.seq_kv, causal, p.causal_offset);
+  // Key blocks outside the mask's band (before a window, after the causal
+  // diagonal) are never loaded. Stages go by the block's parity.
+  const KeySpan blocks = key_block_range(q0, Br, Bc, p.seq_q, key_mask(p));
 
-  // Group 0: Q and K[0].
+  // Group 0: Q and K[first block].
   load_tile_v2<Br, D, Sh::threads>(s_q, q, q0, p.seq_q);
-  if (n_blocks > 0) load_tile_v2<Bc, D, Sh::threads>(s_k, p.k + kv_off, 0, p.seq_kv);
+  if (blocks.begin < blocks.end)
+    load_tile_v2<Bc, D, Sh::threads>(s_k + (blocks.begin & 1) * Sh::kv_elems, p.k + kv_off, blocks.begin * Bc,
+                                     p.seq_kv);
   cp_async_commit();
 
   float o_acc[MT][Sh::n_tiles_o][4];
@@ -138,11 +150,11 @@ __global__ void __launch_bounds__(FlashShapeV2<D, Br, Bc>::threads, FlashShapeV2
   const int k_lane = lane_bytes(ka.row, ka.col, D);
   const int v_lane = lane_bytes(va.row, va.col, D);
 
-  for (int j = 0; j < n_blocks; ++j) {
+  for (int j = blocks.begin; j < blocks.end; ++j) {
     const int stage = j & 1;
     // V[j] into its stage: last read by P V[j-2], which every warp finished
     // before the previous iteration's first barrier.
-    load_tile_v2<Bc, D, Sh::threads>(s_v + stage * Sh::kv_elems, p.v + kv_off, j * Bc, p.seq_kv);
+    load_tile_v2<Bc, D, Sh::threads>(s_v + stage * Sh::kv_elems, p.v + fresh_kv_offset(p, D), j * Bc, p.seq_kv);
     cp_async_commit();
     cp_async_wait<1>();  // all but V[j]: Q and K[j] have landed
     __syncthreads();
@@ -178,56 +190,37 @@ __global__ void __launch_bounds__(FlashShapeV2<D, Br, Bc>::threads, FlashShapeV2
     // finished before the barrier above; it overlaps the softmax and P V.
     // Always a group (empty on the last block) so that the wait before P V
     // counts the same every time.
-    if (j + 1 < n_blocks)
-      load_tile_v2<Bc, D, Sh::threads>(s_k + (stage ^ 1) * Sh::kv_elems, p.k + kv_off, (j + 1) * Bc, p.seq_kv);
+    if (j + 1 < blocks.end)
+      load_tile_v2<Bc, D, Sh::threads>(s_k + (stage ^ 1) * Sh::kv_elems, p.k + fresh_kv_offset(p, D), (j + 1) * Bc,
+                                       p.seq_kv);
     cp_async_commit();
 
-    const int key0 = j * Bc;
-    if (block_needs_mask(q0, j, Bc, p.seq_kv, causal, p.causal_offset)) {
+    // Keys past the sequence and outside each row's span (after the causal
+    // diagonal, before the window): only the band's edge blocks. The query
+    // block is read afresh: the test's loop-invariant parts (the first and
+    // last rows' spans) would otherwise be hoisted, held through the loop, and
+    // spill.
+    const int mq0 = v2_query_block(fresh_sreg_ctaid(0), fresh_sreg_nctaid_x(), p.causal != 0) * Br;
+    if (block_needs_mask(mq0, j, Br, Bc, p.seq_q, key_mask(p))) {
       const int m_lane = fresh_sreg_tid() % 32;
-      const int row0 = q0 + fresh_sreg_tid() / 32 * Sh::rows_per_warp;
+      const int row0 = mq0 + fresh_sreg_tid() / 32 * Sh::rows_per_warp;
 #pragma unroll
       for (int m = 0; m < MT; ++m)
 #pragma unroll
-        for (int t = 0; t < Sh::n_tiles_s; ++t)
+        for (int r = 0; r < 2; ++r) {
+          const KeySpan span = row_keys(row0 + m * 16 + c_fragment(m_lane, 2 * r).row, key_mask(p));
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const RowCol rc = c_fragment(m_lane, e);
-            const int key = key0 + t * 8 + rc.col;
-            const int row = row0 + m * 16 + rc.row;
-            if (!key_visible(row, key, p.seq_kv, causal, p.causal_offset)) s[m][t][e] = -INFINITY;
-          }
+          for (int t = 0; t < Sh::n_tiles_s; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int key = j * Bc + t * 8 + c_fragment(m_lane, 2 * r + h).col;
+              if (key < span.begin || key >= span.end) s[m][t][2 * r + h] = -INFINITY;
+            }
+        }
     }
 
 #pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = row_max[m][r];
-#pragma unroll
-        for (int t = 0; t < Sh::n_tiles_s; ++t) mx = fmaxf(mx, fmaxf(s[m][t][2 * r], s[m][t][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // m = -inf (only masked keys so far): subtract 0, so exp2(-inf) = 0.
-        const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-        const float alpha = exp2_approx(row_max[m][r] * p.scale_log2 - m_scaled);
-        row_max[m][r] = mx;
-        float sum = 0.f;
-#pragma unroll
-        for (int t = 0; t < Sh::n_tiles_s; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float e = exp2_approx(fmaf(s[m][t][2 * r + h], p.scale_log2, -m_scaled));
-            s[m][t][2 * r + h] = e;
-            sum += e;
-          }
-        row_sum[m][r] = row_sum[m][r] * alpha + sum;
-#pragma unroll
-        for (int t = 0; t < Sh::n_tiles_o; ++t) {
-          o_acc[m][t][2 * r] *= alpha;
-          o_acc[m][t][2 * r + 1] *= alpha;
-        }
-      }
+    for (int m = 0; m < MT; ++m) online_softmax_step(s[m], o_acc[m], row_max[m], row_sum[m], p.scale_log2);
 
     cp_async_wait<1>();  // all but K[j+1]: V[j] has landed
     __syncthreads();
@@ -237,12 +230,7 @@ __global__ void __launch_bounds__(FlashShapeV2<D, Br, Bc>::threads, FlashShapeV2
     for (int kk = 0; kk < Sh::k_steps_p; ++kk) {
       std::uint32_t pa[MT][4];
 #pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        pa[m][0] = pack_bf16x2(s[m][2 * kk][0], s[m][2 * kk][1]);
-        pa[m][1] = pack_bf16x2(s[m][2 * kk][2], s[m][2 * kk][3]);
-        pa[m][2] = pack_bf16x2(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
-        pa[m][3] = pack_bf16x2(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
-      }
+      for (int m = 0; m < MT; ++m) p_fragment(s[m], kk, pa[m]);
 #pragma unroll
       for (int dp = 0; dp < Sh::n_tiles_o / 2; ++dp) {
         std::uint32_t b[4];
@@ -256,8 +244,8 @@ __global__ void __launch_bounds__(FlashShapeV2<D, Br, Bc>::threads, FlashShapeV2
     }
   }
   // Every thread's share of the Q copy has landed before any warp reuses its
-  // rows of the Q tile below (with n_blocks > 0 the loop's barriers did this).
-  if (n_blocks == 0) {
+  // rows of the Q tile below (with a block visited the loop's barriers did this).
+  if (blocks.begin >= blocks.end) {
     cp_async_wait<0>();
     __syncthreads();
   }

@@ -103,35 +103,123 @@ HBMSCOPE_HD constexpr RowCol ldmatrix_v_address(int lane) {
   return {((lane / 8) % 2) * 8 + lane % 8, (lane / 16) * 8};
 }
 
-// --- causal mask and ragged lengths ----------------------------------------------
-// Row r sees key c iff c < seq_kv and, when causal, c <= r + offset
-// (offset = seq_kv - seq_q).
-HBMSCOPE_HD constexpr bool key_visible(int row, int key, int seq_kv, bool causal, int offset) {
-  return key < seq_kv && (!causal || key <= row + offset);
+// --- division by a divisor fixed for the launch --------------------------------
+// floor(n / d) for 0 <= n < 2^31 with a multiply-high and a shift instead of a
+// divide (the kernels' registers go to the tiles; a divide's temporaries in the
+// key loop spilled): for d >= 2, l = ceil(log2 d), mul = ceil(2^(31 + l) / d) <
+// 2^32 and shift = l - 1; exact because mul * d - 2^(31 + l) < d <= 2^l
+// (Granlund and Montgomery, "Division by invariant integers using
+// multiplication", PLDI 1994, Theorem 4.2). d = 1: mul = 0, the identity.
+struct FastDiv {
+  unsigned mul = 0;
+  int shift = 0;
+};
+HBMSCOPE_HD constexpr FastDiv fast_div(int d) {
+  if (d <= 1) return {};
+  int l = 1;
+  while (l < 31 && (1u << l) < static_cast<unsigned>(d)) ++l;
+  return {static_cast<unsigned>(((1ull << (31 + l)) + static_cast<unsigned long long>(d) - 1) /
+                                static_cast<unsigned long long>(d)),
+          l - 1};
 }
-// Key blocks the query block starting at row q0 visits: all of them, or under
-// the causal mask up to its last real row's last visible key (0 if none).
-HBMSCOPE_HD constexpr int key_blocks(int q0, int block_rows, int block_cols, int seq_q, int seq_kv, bool causal,
-                                     int offset) {
-  int end = seq_kv;
-  if (causal) {
-    const int last_row = (q0 + block_rows < seq_q ? q0 + block_rows : seq_q) - 1;
-    end = last_row + offset + 1;
-    end = end < 0 ? 0 : (end > seq_kv ? seq_kv : end);
-  }
-  return (end + block_cols - 1) / block_cols;
+HBMSCOPE_HD constexpr int fast_quotient(int n, const FastDiv& f) {
+  return f.mul == 0 ? n
+                    : static_cast<int>(static_cast<unsigned>((static_cast<unsigned long long>(n) * f.mul) >> 32) >>
+                                       f.shift);
+}
+
+// --- masks (causal, sliding window, chunk) and ragged lengths -------------------
+// mask.hpp's masks in the kernels' int arithmetic (tests/test_flash_layout.cpp
+// holds the two equal): query row r of seq_q rows against seq_kv keys sits at
+// position p = r + offset (offset = seq_kv - seq_q, bottom-right aligned).
+// Without the causal mask it sees every key; with it, keys c <= p, and with a
+// window W > 0 only c > p - W, with a chunk C > 0 only c >= floor(p / C) * C.
+//
+struct KeyMask {
+  int seq_kv = 0;
+  bool causal = false;
+  int offset = 0;  // seq_kv - seq_q
+  int window = 0;  // 0: none
+  int chunk = 0;   // 0: none
+};
+// The mask of a seq_q x seq_kv problem as the kernels take it (window and
+// chunk 0: none); a window or a chunk of at least seq_kv keys hides nothing
+// and is dropped (so that it fits an int).
+HBMSCOPE_HD constexpr KeyMask make_key_mask(int seq_q, int seq_kv, bool causal, long long window, long long chunk) {
+  KeyMask m{seq_kv, causal, seq_kv - seq_q, 0, 0};
+  if (!causal) return m;
+  if (window > 0 && window < seq_kv) m.window = static_cast<int>(window);
+  if (chunk > 0 && chunk < seq_kv) m.chunk = static_cast<int>(chunk);
+  return m;
+}
+
+// Keys [begin, end) one row or one block sees; empty when end <= begin.
+struct KeySpan {
+  int begin = 0;
+  int end = 0;
+  friend constexpr bool operator==(const KeySpan&, const KeySpan&) = default;
+};
+
+// The keys row `row` sees (mask.hpp's visible_keys). Empty when p < 0.
+HBMSCOPE_HD constexpr KeySpan row_keys(int row, const KeyMask& m) {
+  if (!m.causal) return {0, m.seq_kv};
+  const int p = row + m.offset;
+  KeySpan r{0, p + 1 < m.seq_kv ? p + 1 : m.seq_kv};
+  if (m.window > 0 && p + 1 - m.window > r.begin) r.begin = p + 1 - m.window;
+  if (m.chunk > 0 && p >= 0 && p / m.chunk * m.chunk > r.begin) r.begin = p / m.chunk * m.chunk;
+  return r;
+}
+HBMSCOPE_HD constexpr bool key_visible(int row, int key, const KeyMask& m) {
+  const KeySpan r = row_keys(row, m);
+  return r.begin <= key && key < r.end;
+}
+// Key blocks [begin, end) the query block of rows [q0, q0 + block_rows) visits
+// (mask.hpp's visible_key_blocks): from the block of its first row's first
+// visible key (rows' spans only move right as the row grows; a first row that
+// sees nothing sits before key 0) to the block of its last real row's last
+// visible key. Empty when no row sees a key.
+HBMSCOPE_HD constexpr KeySpan key_block_range(int q0, int block_rows, int block_cols, int seq_q, const KeyMask& m) {
+  const int last_row = (q0 + block_rows < seq_q ? q0 + block_rows : seq_q) - 1;
+  const KeySpan hi = row_keys(last_row, m);
+  if (hi.end <= hi.begin) return {0, 0};
+  const KeySpan lo = row_keys(q0, m);
+  const int begin = lo.end > lo.begin ? lo.begin : 0;
+  return {begin / block_cols, (hi.end + block_cols - 1) / block_cols};
+}
+// Key blocks [begin, end) that every row of the query block sees whole: past
+// the last real row's first visible key and before the first row's last one
+// (and inside the sequence). The visited blocks outside it are the band's
+// edges, masked element by element.
+HBMSCOPE_HD constexpr KeySpan unmasked_blocks(int q0, int block_rows, int block_cols, int seq_q, const KeyMask& m) {
+  if (!m.causal) return {0, m.seq_kv / block_cols};
+  const KeySpan first = row_keys(q0, m);
+  if (first.end <= first.begin) return {0, 0};
+  const int last_row = (q0 + block_rows < seq_q ? q0 + block_rows : seq_q) - 1;
+  const int begin = (row_keys(last_row, m).begin + block_cols - 1) / block_cols;
+  const int end = first.end / block_cols;
+  return {begin, end > begin ? end : begin};
 }
 // Whether key block j needs per-element masking: it runs past the sequence,
-// or (causal) past the first row's last visible key. Otherwise every key of it
-// is visible to every row of the query block.
-HBMSCOPE_HD constexpr bool block_needs_mask(int q0, int j, int block_cols, int seq_kv, bool causal, int offset) {
-  const int key_end = (j + 1) * block_cols;
-  return key_end > seq_kv || (causal && key_end - 1 > q0 + offset);
+// or some row of the query block does not see all of it (mask.hpp's
+// tile_needs_mask: the first row's span ends first, the last real row's span
+// begins last). Otherwise every key of it is visible to every row.
+HBMSCOPE_HD constexpr bool block_needs_mask(int q0, int j, int block_rows, int block_cols, int seq_q,
+                                            const KeyMask& m) {
+  const int key0 = j * block_cols, key_end = key0 + block_cols;
+  if (key_end > m.seq_kv) return true;
+  if (!m.causal) return false;
+  const KeySpan first = row_keys(q0, m);
+  const int last_row = (q0 + block_rows < seq_q ? q0 + block_rows : seq_q) - 1;
+  return first.end <= first.begin || first.end < key_end || row_keys(last_row, m).begin > key0;
 }
 
 // The query block CTA blockIdx.x takes in the v2 kernel: causal grids run the
 // last (heaviest: they see the most keys) first, so that the launch's tail is
-// made of short blocks.
+// made of short blocks. A window or a chunk narrows a causal mask: with a
+// window a row sees min(p + 1, W) keys, so the last blocks are still the
+// heaviest (blocks past the first W rows differ by at most one key block);
+// with chunks every block sees at most a chunk and a block of keys
+// (tests/test_flash_layout.cpp checks both orders).
 HBMSCOPE_HD constexpr int v2_query_block(int block_x, int grid_x, bool causal) {
   return causal ? grid_x - 1 - block_x : block_x;
 }

@@ -3,6 +3,8 @@
 // the host code that fills them (cuda_backend.cpp).
 #include <cuda_bf16.h>
 
+#include "flash_layout.hpp"
+
 namespace hbmscope::flash {
 
 struct FlashParams {
@@ -12,8 +14,10 @@ struct FlashParams {
   __nv_bfloat16* o;        // [batch][heads][seq_q][d]
   float* lse;              // [batch][heads][seq_q], natural log
   int heads, kv_heads, seq_q, seq_kv;
+  FastDiv group_div;       // fast_div(heads / kv_heads): query head -> kv head without a divide
   int causal;
   int causal_offset;       // seq_kv - seq_q: row r sees key c iff c <= r + offset
+  int window;              // causal only: row r also needs c > r + offset - window; 0: none
   float scale;             // softmax scale (1/sqrt(d))
   float scale_log2;        // scale * log2(e): exp(x*scale) = exp2(x*scale_log2)
 };

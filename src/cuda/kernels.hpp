@@ -17,7 +17,8 @@ void launch_flash(const FlashConfig& config, const flash::FlashParams& p, const 
 
 // softmax.cu: P = softmax(S) row by row, S already scaled; rows of `row_stride`
 // values of which the first `cols` are real. Row r of a head (r = row % rows_per_head)
-// sees keys c <= r + causal_offset when causal; masked and padding entries of P are 0.
+// sees keys c <= r + causal_offset when causal, and with a window (or a chunk)
+// only those flash_layout.hpp's row_keys gives; masked and padding entries of P are 0.
 struct SoftmaxArgs {
   const __nv_bfloat16* s;
   __nv_bfloat16* p;
@@ -27,6 +28,8 @@ struct SoftmaxArgs {
   int row_stride;
   int causal;
   int causal_offset;
+  int window;  // 0: none
+  int chunk;   // 0: none
 };
 void launch_softmax(const SoftmaxPlan& plan, const SoftmaxArgs& a, cudaStream_t stream);
 

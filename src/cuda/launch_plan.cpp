@@ -8,6 +8,8 @@
 #include "hbmscope/decode.hpp"
 #include "hbmscope/decode_plan.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/mask.hpp"
+#include "hbmscope/measure.hpp"
 #include "hbmscope/reference.hpp"
 
 namespace hbmscope {
@@ -21,14 +23,14 @@ struct ConfigEntry {
   int registers;
 };
 constexpr std::array<ConfigEntry, 10> entries{{
-    {{64, 64, 64, 1}, 155},
-    {{64, 128, 64, 1}, 147},
-    {{64, 128, 128, 1}, 204},  // v1 default for d = 64 (80 KiB of shared memory): 1 CTA per SM
-    {{128, 64, 64, 1}, 208},
-    {{128, 128, 64, 1}, 191},  // v1 default for d = 128 (96 KiB): 1 CTA per SM (8 warps x 192)
-    {{128, 128, 128, 1}, 248},
-    {{64, 64, 64, 2}, 229},
-    {{64, 128, 64, 2}, 225},
+    {{64, 64, 64, 1}, 157},
+    {{64, 128, 64, 1}, 144},
+    {{64, 128, 128, 1}, 201},  // v1 default for d = 64 (80 KiB of shared memory): 1 CTA per SM
+    {{128, 64, 64, 1}, 205},
+    {{128, 128, 64, 1}, 189},  // v1 default for d = 128 (96 KiB): 1 CTA per SM (8 warps x 192)
+    {{128, 128, 128, 1}, 247},
+    {{64, 64, 64, 2}, 238},
+    {{64, 128, 64, 2}, 238},
     {{64, 128, 128, 2}, 255},  // default for d = 64: 80 KiB, 2 CTAs per SM
     {{128, 128, 64, 2}, 255},  // default for d = 128: 96 KiB, 2 CTAs per SM
     // No v2 64 x 64 or 128 x 128 at d = 128: ptxas spills (flash_v2_d128.cu).
@@ -258,6 +260,13 @@ std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
         return "flash kernel compiled for head dim 64 and 128 only (shape has " +
                std::to_string(s.head_dim) + ")";
       break;
+    case KernelKind::floor:
+      // The floor kernel reads every key; the floor the model counts reads
+      // only the keys some query sees (row 0 sees the first of them).
+      if (const KeyRange first = visible_keys(s, 0); !first.empty() && first.begin > 0)
+        return "the floor kernel reads every key, and keys 0 to " + std::to_string(first.begin - 1) +
+               " are seen by no query under this mask";
+      break;
     case KernelKind::softmax:
     case KernelKind::standard: {
       const std::uint64_t rows = s.heads / s.kv_heads * s.seq_q;
@@ -271,9 +280,36 @@ std::optional<std::string> unsupported_reason(const Shape& s, KernelKind k) {
   return std::nullopt;
 }
 
+std::optional<std::string> measure_refusal(const Shape& s, KernelKind k) {
+  if (k == KernelKind::copy) return std::nullopt;
+  if (s.latent_kv) return "a latent KV (MLA): they read K and V heads of their own";
+  if (s.head_dim_v != 0 && s.head_dim_v != s.head_dim)
+    return "a V head dim other than --head-dim (--head-dim-v " + std::to_string(s.head_dim_v) + " against " +
+           std::to_string(s.head_dim) + ")";
+  if (s.kv_dtype && *s.kv_dtype != Dtype::bf16)
+    return "K and V in a dtype of their own (--kv-dtype " + std::string(dtype_name(*s.kv_dtype)) +
+           "; they read bf16)";
+  if (!s.seq_lens.empty()) return "ragged prefill batches (--seq-lens; one length per launch)";
+  if (s.chunk != 0 && (k == KernelKind::flash || k == KernelKind::flash_v1))
+    return "chunked attention (--chunk) in the flash kernels (the standard path and the decode kernels run it)";
+  return std::nullopt;
+}
+
+void check_measurable(const Shape& s, std::span<const KernelKind> kinds) {
+  for (const KernelKind k : kinds)
+    if (auto why = measure_refusal(s, k))
+      throw Error("measure: our kernels do not run " + *why + " (kernel " + std::string(kernel_name(k)) + ", shape " +
+                  describe(s) + "); `hbmscope model` counts it");
+}
+
 bool fits_in_memory(std::uint64_t need, std::uint64_t free_bytes) {
   const std::uint64_t margin = std::max<std::uint64_t>(free_bytes / 20, 256ull << 20);
   return free_bytes > margin && need <= free_bytes - margin;
+}
+
+std::uint64_t cut_band(std::uint64_t band, std::uint64_t keys, std::uint64_t cut_keys) {
+  if (band == 0 || band >= keys || band < cut_keys) return band;
+  return std::max<std::uint64_t>(1, cut_keys / 2);
 }
 
 Shape validation_shape(const Shape& s) {
@@ -296,6 +332,8 @@ Shape validation_shape(const Shape& s) {
     if (s.seq_kv > s.seq_q) v.seq_kv = v.seq_q + 24;
     else v.seq_q = v.seq_kv + 24;
   }
+  v.window = cut_band(s.window, s.seq_kv, v.seq_kv);
+  v.chunk = cut_band(s.chunk, s.seq_kv, v.seq_kv);
   return v;
 }
 

@@ -144,6 +144,7 @@ double copy_bandwidth(const KernelMeasurement& copy) {
 
 Row measure_row(Backend& backend, const Shape& shape, const std::vector<KernelKind>& kinds,
                 const MeasureOptions& opt, double copy_bw) {
+  check_measurable(shape, kinds);  // before anything touches a device
   if (!backend.available()) throw Error(backend.unavailable_reason());
   // Decode rows: the split heuristic with the device's own SM count, and each
   // decode kernel run with its model variant's split count, so that the bytes

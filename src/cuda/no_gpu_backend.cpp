@@ -1,5 +1,7 @@
 // The backend with no device: it answers what it is asked with the reason
 // there is no device, so that `measure` can say it in one line.
+#include <span>
+
 #include "hbmscope/backend.hpp"
 #include "hbmscope/error.hpp"
 
@@ -13,7 +15,12 @@ class NoGpuBackend final : public Backend {
   bool available() const override { return false; }
   std::string unavailable_reason() const override { return reason_; }
   DeviceInfo device() const override { return {}; }
-  KernelMeasurement run(const Shape&, KernelKind, const MeasureOptions&) override { throw Error(reason_); }
+  // A shape no kernel of ours runs is refused for that reason first, as the
+  // CUDA backend refuses it.
+  KernelMeasurement run(const Shape& s, KernelKind k, const MeasureOptions&) override {
+    check_measurable(s, std::span<const KernelKind>(&k, 1));
+    throw Error(reason_);
+  }
   KernelMeasurement copy_probe(const MeasureOptions&) override { throw Error(reason_); }
 
  private:

@@ -1,15 +1,16 @@
 // The standard path's middle kernel: P = softmax(S), one CTA per row of S.
 // Single pass: each thread loads its 16-byte chunks of the row into registers
 // (several loads in flight), the CTA reduces max and sum, and P is written
-// from the registers, so S is read once and P written once. The causal mask is
-// applied here (cuBLAS computed the whole S). A row the mask hides completely
-// becomes zeros. Rows too long for registers (over 8 * 8 * 256 values) take the
+// from the registers, so S is read once and P written once. The mask (causal,
+// sliding window, chunk) is applied here (cuBLAS computed the whole S). A row
+// the mask hides completely becomes zeros. Rows too long for registers (over 8 * 8 * 256 values) take the
 // two-pass kernel below.
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
 #include "check.hpp"
+#include "flash_layout.hpp"
 #include "hbmscope/error.hpp"
 #include "kernels.hpp"
 
@@ -45,11 +46,12 @@ __device__ float block_reduce(float x, float* scratch) {
   return x;
 }
 
-__device__ __forceinline__ int visible_cols(const SoftmaxArgs& a, std::uint64_t row) {
-  if (!a.causal) return a.cols;
-  const long long r = static_cast<long long>(row % static_cast<std::uint64_t>(a.rows_per_head));
-  const long long last = r + a.causal_offset;
-  return static_cast<int>(max(0LL, min(static_cast<long long>(a.cols), last + 1)));
+// The columns [begin, end) row `row` of S sees (flash_layout.hpp's row span;
+// empty: begin == end == 0).
+__device__ __forceinline__ flash::KeySpan visible_cols(const SoftmaxArgs& a, std::uint64_t row) {
+  const int r = static_cast<int>(row % static_cast<std::uint64_t>(a.rows_per_head));
+  const flash::KeySpan span = flash::row_keys(r, {a.cols, a.causal != 0, a.causal_offset, a.window, a.chunk});
+  return span.end > span.begin ? span : flash::KeySpan{0, 0};
 }
 
 union Chunk {
@@ -61,8 +63,8 @@ union Chunk {
 // chunks): a predicate per element, and exp2 computed twice (for the sum,
 // then for the output) rather than kept.
 template <int ChunksPerThread>
-__device__ __forceinline__ void softmax_row_masked(const SoftmaxArgs& a, const uint4* s, uint4* p, int chunks,
-                                                   int visible, float* scratch) {
+__device__ __forceinline__ void softmax_row_masked(const uint4* s, uint4* p, int chunks, flash::KeySpan visible,
+                                                   float* scratch) {
 
   Chunk c[ChunksPerThread];
 #pragma unroll
@@ -77,7 +79,7 @@ __device__ __forceinline__ void softmax_row_masked(const SoftmaxArgs& a, const u
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const float x = e % 2 ? __high2float(c[i].h[e / 2]) : __low2float(c[i].h[e / 2]);
-      if (col0 + e < visible) mx = fmaxf(mx, x);
+      if (col0 + e >= visible.begin && col0 + e < visible.end) mx = fmaxf(mx, x);
     }
   }
   mx = block_reduce<true>(mx, scratch);
@@ -91,7 +93,7 @@ __device__ __forceinline__ void softmax_row_masked(const SoftmaxArgs& a, const u
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const float x = e % 2 ? __high2float(c[i].h[e / 2]) : __low2float(c[i].h[e / 2]);
-      sum += col0 + e < visible ? exp2_approx(fmaf(x, log2e, -m2)) : 0.f;
+      sum += col0 + e >= visible.begin && col0 + e < visible.end ? exp2_approx(fmaf(x, log2e, -m2)) : 0.f;
     }
   }
   sum = block_reduce<false>(sum, scratch);
@@ -107,7 +109,8 @@ __device__ __forceinline__ void softmax_row_masked(const SoftmaxArgs& a, const u
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const float x = h ? __high2float(c[i].h[e]) : __low2float(c[i].h[e]);
-          v[h] = idx * 8 + 2 * e + h < visible ? exp2_approx(fmaf(x, log2e, -m2)) * inv : 0.f;
+          const int col = idx * 8 + 2 * e + h;
+          v[h] = col >= visible.begin && col < visible.end ? exp2_approx(fmaf(x, log2e, -m2)) * inv : 0.f;
         }
         out.h[e] = __floats2bfloat162_rn(v[0], v[1]);
       }
@@ -171,12 +174,12 @@ __global__ void __launch_bounds__(256, softmax_min_ctas<ChunksPerThread>) softma
   const uint4* s = reinterpret_cast<const uint4*>(a.s + row * static_cast<std::uint64_t>(a.row_stride));
   uint4* p = reinterpret_cast<uint4*>(a.p + row * static_cast<std::uint64_t>(a.row_stride));
   const int chunks = a.row_stride / 8;
-  const int visible = visible_cols(a, row);
+  const flash::KeySpan visible = visible_cols(a, row);
   // Uniform over the CTA (one row per CTA).
-  if (visible == a.row_stride && chunks == static_cast<int>(blockDim.x) * ChunksPerThread)
+  if (visible.begin == 0 && visible.end == a.row_stride && chunks == static_cast<int>(blockDim.x) * ChunksPerThread)
     softmax_row_full<ChunksPerThread>(s, p, scratch);
   else
-    softmax_row_masked<ChunksPerThread>(a, s, p, chunks, visible, scratch);
+    softmax_row_masked<ChunksPerThread>(s, p, chunks, visible, scratch);
 }
 
 // Rows longer than 8 * 8 * 256 values: an online max/sum pass, then a pass
@@ -187,14 +190,15 @@ __global__ void __launch_bounds__(1024) softmax_rows_two_pass_kernel(const Softm
   const uint4* s = reinterpret_cast<const uint4*>(a.s + row * static_cast<std::uint64_t>(a.row_stride));
   uint4* p = reinterpret_cast<uint4*>(a.p + row * static_cast<std::uint64_t>(a.row_stride));
   const int chunks = a.row_stride / 8;
-  const int visible = visible_cols(a, row);
+  const flash::KeySpan visible = visible_cols(a, row);
   float m = -INFINITY, l = 0.f;
   for (int idx = static_cast<int>(threadIdx.x); idx < chunks; idx += static_cast<int>(blockDim.x)) {
     Chunk c;
     c.raw = __ldcg(s + idx);  // not evict-first: the second pass reads S again
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      if (idx * 8 + e >= visible) break;
+      if (idx * 8 + e >= visible.end) break;
+      if (idx * 8 + e < visible.begin) continue;
       const float x = (e % 2 ? __high2float(c.h[e / 2]) : __low2float(c.h[e / 2])) * log2e;
       if (x == -INFINITY) continue;  // adds nothing; e^(-inf - -inf) would be NaN
       if (x > m) {
@@ -218,7 +222,8 @@ __global__ void __launch_bounds__(1024) softmax_rows_two_pass_kernel(const Softm
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float x = h ? __high2float(c.h[e]) : __low2float(c.h[e]);
-        v[h] = idx * 8 + 2 * e + h < visible ? exp2_approx(fmaf(x, log2e, -gm)) * inv : 0.f;
+        const int col = idx * 8 + 2 * e + h;
+        v[h] = col >= visible.begin && col < visible.end ? exp2_approx(fmaf(x, log2e, -gm)) * inv : 0.f;
       }
       out.h[e] = __floats2bfloat162_rn(v[0], v[1]);
     }

@@ -183,7 +183,12 @@ std::string render_walk_frame(const WalkFrame& f, const TermStyle& st) {
   const std::string what = fa2 ? "K_j, V_j" : "Q_i, O_i, l_i, m_i";
   lines.push_back(cell(tile_glyph(TileState::on_chip), 2, st) + "on chip   " +
                   cell(tile_glyph(TileState::todo), 2, st) + "to come" +
-                  (f.shape.causal ? "   (blank) hidden by the causal mask" : ""));
+                  (!f.shape.causal            ? std::string()
+                   : f.shape.window != 0      ? "   (blank) hidden by the causal mask and the window of " +
+                                              std::to_string(f.shape.window)
+                   : f.shape.chunk != 0       ? "   (blank) hidden by the causal mask and the chunks of " +
+                                              std::to_string(f.shape.chunk)
+                                              : std::string("   (blank) hidden by the causal mask")));
   lines.push_back(cell(tile_glyph(TileState::done_first), 2, st) + "done: first read of " + what +
                   "   " + cell(tile_glyph(TileState::done_reread), 2, st) + "done: " +
                   (fa2 ? what + " " : std::string()) + "re-read (L2 hit if cached)");

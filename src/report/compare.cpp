@@ -130,7 +130,25 @@ const Field shape_fields[] = {
     {"page_size", [](const Shape& s) { return std::to_string(s.page_size); }},
     {"context_lengths",
      [](const Shape& s) { return s.context_lengths.text(';'); }},
+    // Attention as served (schema /3; absent from rows that do not set them).
+    {"window", [](const Shape& s) { return std::to_string(s.window); }},
+    {"chunk", [](const Shape& s) { return std::to_string(s.chunk); }},
+    // As written: absent (empty) where DV = d and the kv dtype is dtype.
+    {"head_dim_v", [](const Shape& s) { return s.head_dim_v ? std::to_string(s.head_dim_v) : std::string(); }},
+    {"kv_dtype", [](const Shape& s) { return s.kv_dtype ? std::string(dtype_name(*s.kv_dtype)) : std::string(); }},
+    {"kv_elem_bytes",
+     [](const Shape& s) { return s.kv_dtype ? std::to_string(elem_bytes(*s.kv_dtype)) : std::string(); }},
+    {"latent_kv", [](const Shape& s) { return std::string(s.latent_kv ? "true" : "false"); }},
+    {"seq_lens", [](const Shape& s) { return s.seq_lens.text(';'); }},
+    {"query_tokens", [](const Shape& s) {
+       const auto q = s.seq_lens.total_q();
+       return ragged_prefill(s) && q ? std::to_string(*q) : std::string();
+     }},
 };
+
+// Fields that follow another (elem_bytes dtype, kv_elem_bytes kv_dtype,
+// query_tokens seq_lens): matched with it, never named apart from it.
+bool derived_field(std::string_view f) { return f == "elem_bytes" || f == "kv_elem_bytes" || f == "query_tokens"; }
 
 // What a row's key is made of.
 struct KeySpec {
@@ -167,22 +185,27 @@ KeySpec key_spec(const CompareOptions& opt) {
     k.all = false;
     k.fields = expand_names(opt.match, "--match");
     k.label = k.fields.erase("label") > 0;
-    // elem_bytes follows dtype: matching one means the other.
+    // elem_bytes follows dtype, kv_elem_bytes kv_dtype, query_tokens seq_lens:
+    // matching one means the other.
     if (k.fields.count("dtype")) k.fields.insert("elem_bytes");
+    if (k.fields.count("kv_dtype")) k.fields.insert("kv_elem_bytes");
+    if (k.fields.count("seq_lens")) k.fields.insert("query_tokens");
     if (k.label) k.names.push_back("label");
     for (const auto& f : known)
-      if (k.fields.count(f) && f != "elem_bytes") k.names.push_back(f);
+      if (k.fields.count(f) && !derived_field(f)) k.names.push_back(f);
   } else {
     k.fields = expand_names(opt.ignore, "--ignore");
     k.label = k.fields.erase("label") == 0;
     if (k.fields.count("dtype")) k.fields.insert("elem_bytes");
+    if (k.fields.count("kv_dtype")) k.fields.insert("kv_elem_bytes");
+    if (k.fields.count("seq_lens")) k.fields.insert("query_tokens");
     if (k.fields.empty() && k.label) {
       k.names.push_back("label and every shape field");
     } else {
       std::string but;
       if (!k.label) but = "label";
       for (const auto& f : known)
-        if (k.fields.count(f) && f != "elem_bytes") but += (but.empty() ? "" : ", ") + f;
+        if (k.fields.count(f) && !derived_field(f)) but += (but.empty() ? "" : ", ") + f;
       k.names.push_back("every field but " + but);
     }
   }
@@ -220,6 +243,13 @@ struct Side {
         append_scalar(key, v);
         key += '\x1f';
       }
+    // Whole-model rows: the model and the kind of layer are part of the key.
+    if (checked.model_layers) {
+      for (const auto& [f, v] : {std::pair<const char*, const std::string*>{"model_config", &checked.model_layers->config},
+                                 {"layer_kind", &checked.model_layers->kind}})
+        if (spec.uses(f)) key.append(f).append("=").append(*v).append(1, '\x1f');
+      r.label += (r.label.empty() ? "" : " ") + checked.model_layers->config + " " + checked.model_layers->kind;
+    }
     const auto [it, fresh] = by_key.try_emplace(std::move(key), rows.size());
     if (!fresh) {
       if (spec.all && spec.fields.empty() && spec.label)
@@ -404,7 +434,7 @@ Comparison compare_sides(Side& sa, Side& sb, const KeySpec& spec, const CompareO
     }
     for (const auto& f : shape_fields) {
       const std::string u = f.text(row.shape), v = f.text(row.b_shape);
-      if (u != v && std::string_view(f.name) != "elem_bytes" && axis_diffs[f.name].size() < 4)
+      if (u != v && !derived_field(f.name) && axis_diffs[f.name].size() < 4)
         axis_diffs[f.name].insert(u + " vs " + v);
     }
     if (row.label != row.b_label && axis_diffs["label"].size() < 4)
@@ -431,7 +461,7 @@ Comparison compare_sides(Side& sa, Side& sb, const KeySpec& spec, const CompareO
   if (pairs.empty() && !sa.rows.empty() && !sb.rows.empty()) {
     std::string apart;
     for (std::size_t f = 0; f < std::size(shape_fields); ++f) {
-      if (!spec.uses(shape_fields[f].name) || std::string_view(shape_fields[f].name) == "elem_bytes") continue;
+      if (!spec.uses(shape_fields[f].name) || derived_field(shape_fields[f].name)) continue;
       const auto& x = sa.field_values[f];
       const auto& y = sb.field_values[f];
       if (x.size() >= 64 || y.size() >= 64) continue;
@@ -480,6 +510,7 @@ const std::vector<std::string>& compare_match_fields() {
   static const std::vector<std::string> f = [] {
     std::vector<std::string> v{"label"};
     for (const auto& x : shape_fields) v.push_back(x.name);
+    v.insert(v.end(), {"model_config", "layer_kind"});  // whole-model rows (rows[].model)
     return v;
   }();
   return f;

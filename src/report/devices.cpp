@@ -3,6 +3,7 @@
 
 #include "hbmscope/csv.hpp"
 #include "hbmscope/printers.hpp"
+#include "printers_internal.hpp"
 
 namespace hbmscope {
 
@@ -39,25 +40,7 @@ std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, 
           "sources)\n\n";
   // Wider than a 120-column terminal: the memory figures and the peaks in two
   // tables, each with the device column.
-  const auto pick = [&](const std::vector<std::size_t>& cols) {
-    std::vector<std::string> h;
-    std::vector<bool> rt;
-    std::vector<std::vector<std::string>> rs(rows.size());
-    for (std::size_t c : cols) {
-      h.push_back(head[c]);
-      rt.push_back(right[c]);
-      for (std::size_t r = 0; r < rows.size(); ++r) rs[r].push_back(rows[r][c]);
-    }
-    return render_grid(h, rs, rt, format);
-  };
-  const std::string one = render_grid(head, rows, right, format);
-  std::size_t widest = 0, line = 0;
-  for (const unsigned char c : one) {
-    if (c == '\n') widest = std::max(widest, line), line = 0;
-    else if ((c & 0xC0) != 0x80) ++line;
-  }
-  if (format == Format::md || widest <= 120) out += one;
-  else out += pick({0, 1, 2, 3, 4, 5}) + "\n" + pick({0, 6, 7, 8, 9, 10});
+  out += printing::render_grid_parts(head, rows, right, format, 120, {{0, 1, 2, 3, 4, 5}, {0, 6, 7, 8, 9, 10}});
   if (detail && !devices.empty()) {
     out += "\nSources:\n";
     for (const auto& [k, v] : devices.front().sources) out += "  " + k + ": " + v + "\n";

@@ -62,6 +62,26 @@ std::string md_line(const std::vector<std::string>& cells) {
   return out + "\n";
 }
 
+std::string render_grid_parts(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+                              const std::vector<bool>& right, Format format, std::size_t max_width,
+                              const std::vector<std::vector<std::size_t>>& parts) {
+  if (format == Format::md || grid_width(head, rows) <= max_width) return render_grid(head, rows, right, format);
+  std::string out;
+  for (const auto& cols : parts) {
+    std::vector<std::string> h;
+    std::vector<bool> rt;
+    std::vector<std::vector<std::string>> rs(rows.size());
+    for (std::size_t c : cols) {
+      h.push_back(head[c]);
+      rt.push_back(right[c]);
+      for (std::size_t r = 0; r < rows.size(); ++r) rs[r].push_back(rows[r][c]);
+    }
+    if (!out.empty()) out += "\n";
+    out += render_grid(h, rs, rt, format);
+  }
+  return out;
+}
+
 }  // namespace printing
 
 using printing::pad;

@@ -25,6 +25,22 @@ nlohmann::json shape_to_json(const Shape& s) {
       {"causal", s.causal},
       {"pass", std::string(pass_name(s.pass))},
   };
+  // Attention as served (schema /3): only where set, so that other rows keep
+  // the keys they had (compare and merge match rows on the keys written).
+  if (s.window != 0) j["window"] = s.window;
+  if (s.chunk != 0) j["chunk"] = s.chunk;
+  if (s.head_dim_v != 0) j["head_dim_v"] = s.head_dim_v;
+  if (s.kv_dtype) {
+    j["kv_dtype"] = std::string(dtype_name(*s.kv_dtype));
+    j["kv_elem_bytes"] = elem_bytes(*s.kv_dtype);
+  }
+  if (s.latent_kv) j["latent_kv"] = true;
+  if (ragged_prefill(s)) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const SeqLen& x : s.seq_lens) items.push_back({x.q, x.kv});
+    j["seq_lens"] = std::move(items);
+    if (const auto q = s.seq_lens.total_q()) j["query_tokens"] = *q;
+  }
   if (s.decode) {  // decode rows only: prefill shapes keep their keys
     j["decode"] = true;
     j["splits"] = s.splits;
@@ -56,13 +72,14 @@ nlohmann::json l2_sim_to_json(const L2SimDetail& d) {
   flash["heads_per_wave"] = d.heads_per_wave;
   flash["kv_heads_per_wave"] = d.kv_heads_per_wave;
   flash["waves"] = d.waves;
-  return {{"l2_bytes", d.l2_bytes},
-          {"sm_count", d.sm_count},
-          {"ctas_per_sm", d.ctas_per_sm},
-          {"order", d.order},
-          {"q_o_allocate", d.q_o_allocate},
-          {"flash", flash},
-          {"standard", variant(d.standard, "l2_bytes_to_min")}};
+  nlohmann::json j = {{"l2_bytes", d.l2_bytes},
+                      {"sm_count", d.sm_count},
+                      {"ctas_per_sm", d.ctas_per_sm},
+                      {"order", d.order},
+                      {"q_o_allocate", d.q_o_allocate},
+                      {"flash", flash}};
+  if (d.has_standard) j["standard"] = variant(d.standard, "l2_bytes_to_min");
+  return j;
 }
 
 nlohmann::json measurement_to_json(const KernelMeasurement& m) {
@@ -147,6 +164,12 @@ nlohmann::json device_spec_to_json(const DeviceSpec& d) {
   };
 }
 
+nlohmann::json model_layers_to_json(const ModelLayers& m) {
+  nlohmann::json kv = {{"bytes_per_token", m.kv_bytes_per_token}, {"bytes", m.kv_cache_bytes}};
+  if (m.kind != total_kind) kv["tokens"] = m.kv_cache_tokens;
+  return {{"config", m.config}, {"layer_kind", m.kind}, {"layers", m.layers}, {"kv_cache", kv}};
+}
+
 namespace {
 
 nlohmann::json row_to_json(const Row& row, bool with_measurements) {
@@ -188,6 +211,7 @@ nlohmann::json row_to_json(const Row& row, bool with_measurements) {
       j["kv_bytes"] = kv;
       j["decode"] = {{"sm_count", row.decode_sm_count}, {"variants", per}};
     }
+    if (row.model_layers) j["model"] = model_layers_to_json(*row.model_layers);
     if (row.l2_sim) j["l2_sim"] = l2_sim_to_json(*row.l2_sim);
     if (with_measurements || !row.measurements.empty()) {
       nlohmann::json ms = nlohmann::json::array();

@@ -10,6 +10,7 @@
 
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
+#include "hbmscope/sweep.hpp"
 #include "json_check.hpp"
 
 namespace hbmscope {
@@ -226,6 +227,62 @@ void read_decode_detail(const nlohmann::json& rj, std::string_view origin, const
   }
 }
 
+// The shape fields of attention as served (schema /3), each optional: absent
+// in /1 and /2 reports and wherever unset. DV equal to d and a kv dtype equal
+// to dtype are the defaults, read as unset (one form per shape).
+void read_served_fields(const nlohmann::json& j, std::string_view origin, const std::string& key, Shape& s) {
+  if (member(j, "window")) s.window = get_u64(j, origin, key, "window");
+  if (member(j, "chunk")) s.chunk = get_u64(j, origin, key, "chunk");
+  if (member(j, "head_dim_v")) {
+    s.head_dim_v = get_u64(j, origin, key, "head_dim_v");
+    if (s.head_dim_v == s.head_dim) s.head_dim_v = 0;
+  }
+  if (const auto* k = member(j, "kv_dtype")) {
+    const auto d = k->is_string() ? parse_dtype(k->get<std::string>()) : std::nullopt;
+    if (!d) jc::fail(origin, key + ".kv_dtype", "one of \"fp32\", \"fp16\", \"bf16\", \"fp8\"", *k);
+    if (*d != s.dtype) s.kv_dtype = d;
+  }
+  opt_u64(j, origin, key, "kv_elem_bytes");
+  if (const auto* l = member(j, "latent_kv")) {
+    if (!l->is_boolean()) jc::fail(origin, key + ".latent_kv", "true or false", *l);
+    s.latent_kv = l->get<bool>();
+  }
+  opt_u64(j, origin, key, "query_tokens");
+  if (const auto* q = member(j, "seq_lens")) {
+    constexpr const char* pair = "a [queries, keys] pair of positive integers";
+    if (!q->is_array()) jc::fail(origin, key + ".seq_lens", "an array of [queries, keys] pairs", *q);
+    if (q->size() > max_context_lengths)
+      jc::fail_text(origin, key + ".seq_lens", "more than " + std::to_string(max_context_lengths) + " sequences");
+    std::vector<SeqLen> items;
+    items.reserve(q->size());
+    for (std::size_t i = 0; i < q->size(); ++i) {
+      const auto& x = (*q)[i];
+      const std::string k = key + ".seq_lens[" + std::to_string(i) + "]";
+      if (!x.is_array() || x.size() != 2 || !non_negative_integer(x[0]) || !non_negative_integer(x[1]))
+        jc::fail(origin, k, pair, x);
+      items.push_back({x[0].get<std::uint64_t>(), x[1].get<std::uint64_t>()});
+    }
+    s.seq_lens = SeqList(std::move(items));
+  }
+}
+
+// rows[].model of a whole-model row.
+ModelLayers read_model_layers(const nlohmann::json& m, std::string_view origin, const std::string& p) {
+  ModelLayers ml;
+  const auto config = opt_string(m, origin, p, "config");
+  const auto kind = opt_string(m, origin, p, "layer_kind");
+  if (!config || config->empty()) jc::fail_text(origin, p + ".config", "missing (a model config's id)");
+  if (!kind || kind->empty()) jc::fail_text(origin, p + ".layer_kind", "missing (a kind of layer, or \"total\")");
+  ml.config = *config;
+  ml.kind = *kind;
+  ml.layers = get_u64(m, origin, p, "layers");
+  const auto& kv = get_object(m, origin, p, "kv_cache");
+  ml.kv_bytes_per_token = get_u64(kv, origin, p + ".kv_cache", "bytes_per_token");
+  ml.kv_cache_bytes = get_u64(kv, origin, p + ".kv_cache", "bytes");
+  if (member(kv, "tokens")) ml.kv_cache_tokens = get_u64(kv, origin, p + ".kv_cache", "tokens");
+  return ml;
+}
+
 }  // namespace
 
 Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const std::string& key) {
@@ -252,6 +309,7 @@ Shape shape_from_json(const nlohmann::json& j, std::string_view origin, const st
     if (!p) jc::fail(origin, key + ".pass", "one of \"fwd\", \"bwd\", \"fwdbwd\"", j["pass"]);
     s.pass = *p;
   }
+  read_served_fields(j, origin, key, s);
   if (const auto* dec = member(j, "decode")) {
     if (!dec->is_boolean()) jc::fail(origin, key + ".decode", "true or false", *dec);
     s.decode = dec->get<bool>();
@@ -283,7 +341,9 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
   if (!j.is_object()) jc::fail(origin, "(top level)", "a JSON object (an hbmscope report)", j);
   if (!j.contains("schema")) jc::fail_text(origin, "schema", "missing: not an hbmscope report");
   if (!j["schema"].is_string() || !readable_report_schema(j["schema"].get<std::string>()))
-    jc::fail(origin, "schema", "\"" + std::string(report_schema) + "\" or \"" + std::string(report_schema_v1) + "\"",
+    jc::fail(origin, "schema",
+             "\"" + std::string(report_schema) + "\", \"" + std::string(report_schema_v2) + "\" or \"" +
+                 std::string(report_schema_v1) + "\"",
              j["schema"]);
   Report r;
   if (const auto c = opt_string(j, origin, "", "command")) r.command = *c;
@@ -298,7 +358,10 @@ Report report_from_json(const nlohmann::json& j, std::string_view origin) {
     opt_number(*rl, origin, "roofline", "effective_bandwidth_bytes_per_s");
     r.roofline = RooflineInfo{spec, f};
   }
-  if (const auto* d = opt_object(j, origin, "", "device")) check_measured_device(*d, origin);
+  if (const auto* d = opt_object(j, origin, "", "device")) {
+    check_measured_device(*d, origin);
+    r.device = device_report_from_json(*d, origin);
+  }
   if (const auto* sh = opt_object(j, origin, "", "shard")) {
     const auto& s = *sh;
     r.shard = ShardInfo{get_u64(s, origin, "shard", "index"), get_u64(s, origin, "shard", "count"),
@@ -369,11 +432,15 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       row.variants.push_back(std::move(v));
     }
     if (row.shape.decode) read_decode_detail(rj, origin, k, row);
+    if (const auto* m = opt_object(rj, origin, k, "model")) row.model_layers = read_model_layers(*m, origin, k + ".model");
     check_l2_sim(rj, origin, k);
     if (const auto* ms = member(rj, "measurements")) {
       if (!ms->is_array()) jc::fail(origin, k + ".measurements", "an array of measurements", *ms);
-      for (std::size_t m = 0; m < ms->size(); ++m)
-        check_measurement((*ms)[m], origin, k + ".measurements[" + std::to_string(m) + "]");
+      for (std::size_t m = 0; m < ms->size(); ++m) {
+        const std::string mk = k + ".measurements[" + std::to_string(m) + "]";
+        check_measurement((*ms)[m], origin, mk);
+        row.measurements.push_back(measurement_from_json((*ms)[m], origin, mk));
+      }
     }
     // JSON objects come back in key order: restore the model's variant order.
     const auto rank = [](const std::string& id) {
@@ -381,12 +448,18 @@ Row row_from_json(const nlohmann::json& rj, std::string_view origin, std::size_t
       if (id == "flash_no_l2") return 1;
       if (id == "floor") return 2;
       if (const auto d = parse_decode_variant(id)) return 3 + static_cast<int>(*d);
-      if (id.rfind("decode_", 0) == 0) return 7;  // the decode simulations
+      if (id.rfind("decode_", 0) == 0) {  // the decode simulations, in their variants' order
+        constexpr std::string_view sim = "_l2_sim";
+        if (id.size() > sim.size() && id.compare(id.size() - sim.size(), sim.size(), sim) == 0)
+          if (const auto d = parse_decode_variant(id.substr(0, id.size() - sim.size()))) return 7 + static_cast<int>(*d);
+        return 11;
+      }
       return 3;
     };
     std::stable_sort(row.variants.begin(), row.variants.end(),
                      [&](const auto& a, const auto& b) { return rank(a.id) < rank(b.id); });
     if (const auto* rp = member(rj, "ridge_point")) row.ridge_point = get_number(*rp, origin, k + ".ridge_point");
+    if (const auto* l2 = member(rj, "l2_sim")) row.l2_sim = l2_sim_from_json(*l2, row.variants);
     return row;
   }
 }

@@ -79,7 +79,8 @@ std::vector<std::pair<std::string, std::function<std::string(const MeasureRow&)>
                     return timed(r) && r.m->copy_fraction > 0 ? g3(100.0 * r.m->copy_fraction) + " %" : std::string("-");
                   }});
   cols.push_back({"TFLOP/s", [timed](const MeasureRow& r) {
-                    return timed(r) && r.m->flops > 0 ? g3(r.m->tflops) : std::string("-");
+                    // tflops, not flops, which a report read back does not hold: 0 for the same kernels.
+                    return timed(r) && r.m->tflops > 0 ? g3(r.m->tflops) : std::string("-");
                   }});
   cols.push_back({"Predicted", [timed](const MeasureRow& r) {
                     return timed(r) ? format_seconds(r.m->predicted_copy) : std::string("-");

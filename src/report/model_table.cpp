@@ -57,7 +57,7 @@ void add_decode_columns(std::vector<Column>& cols, const RowsLayout& layout, con
     if (!v || *v == DecodeVariant::floor) continue;
     cols.push_back({"Splits: " + id, true, [id](const Row& r) {
                       const auto* var = r.variant(id);
-                      return var && var->decode ? std::to_string(var->splits) : std::string("-");
+                      return var && var->decode && var->splits ? std::to_string(var->splits) : std::string("-");
                     }, "bytes"});
   }
   for (const auto& id : ids) {
@@ -84,8 +84,12 @@ void add_decode_columns(std::vector<Column>& cols, const RowsLayout& layout, con
                     if (!var) return std::string("-");
                     std::string t = format_intensity(var->intensity);
                     if (r.ridge_point > 0 && var->intensity > 0) {
+                      // Far below the ridge as a divisor; at or above it (MLA's many heads per
+                      // latent) as a multiple, never "ridge/0".
                       char buf[64];
-                      std::snprintf(buf, sizeof buf, " = ridge/%.0f", r.ridge_point / var->intensity);
+                      const double below = r.ridge_point / var->intensity;
+                      if (below >= 1.5) std::snprintf(buf, sizeof buf, " = ridge/%.0f", below);
+                      else std::snprintf(buf, sizeof buf, " = %.2g × ridge", 1 / below);
                       t += buf;
                     }
                     return t;
@@ -99,6 +103,11 @@ std::vector<Column> model_columns(const Report& rep, const RowsLayout& layout, c
   const ShapeVaries& v = layout.varies;
   std::vector<Column> cols;
   if (layout.any_label) cols.push_back({"Group", false, [](const Row& r) { return r.label; }});
+  const bool models = layout.any_model;
+  if (models) {
+    cols.push_back({"Model", false, [](const Row& r) { return r.model_layers ? r.model_layers->config : std::string("-"); }});
+    cols.push_back({"Layers", false, [](const Row& r) { return model_layers_label(r); }});
+  }
   cols.push_back({"Sequence × head dim", false, [](const Row& r) { return seq_label(r.shape); }});
   if (v.batch)
     cols.push_back({"Batch", true, [](const Row& r) { return std::to_string(r.shape.batch); }});
@@ -109,6 +118,16 @@ std::vector<Column> model_columns(const Report& rep, const RowsLayout& layout, c
   if (v.causal)
     cols.push_back({"Causal", false, [](const Row& r) { return std::string(r.shape.causal ? "yes" : "no"); }});
   if (v.pass) cols.push_back({"Pass", false, [](const Row& r) { return pass_label(r.shape.pass); }});
+  if (v.mask) cols.push_back({"Mask", false, [](const Row& r) { return mask_label(r.shape); }});
+  if (v.head_dim_v)
+    cols.push_back({"DV", true, [](const Row& r) { return std::to_string(value_head_dim(r.shape)); }});
+  if (v.kv_dtype)
+    cols.push_back({"KV dtype", false,
+                    [](const Row& r) { return std::string(dtype_name(key_value_dtype(r.shape))); }});
+  if (v.latent_kv)
+    cols.push_back({"Latent KV", false, [](const Row& r) { return std::string(r.shape.latent_kv ? "yes" : "no"); }});
+  if (layout.any_ragged_prefill)
+    cols.push_back({"Sequences", false, [](const Row& r) { return sequences_label(r.shape); }});
   const auto& ids = layout.ids;
   for (const auto& id : ids)
     cols.push_back({variant_label(id), true,
@@ -133,8 +152,17 @@ std::vector<Column> model_columns(const Report& rep, const RowsLayout& layout, c
   }
   if (layout.any_l2_sim && shown("standard_l2_sim"))
     cols.push_back({"L2 hit (standard)", true, [](const Row& r) {
-                      return r.l2_sim ? format_percent(r.l2_sim->standard.hit_rate) : std::string("-");
+                      return r.l2_sim && r.l2_sim->has_standard ? format_percent(r.l2_sim->standard.hit_rate)
+                                                                 : std::string("-");
                     }, "l2"});
+  if (models) {
+    cols.push_back({"KV cache", true, [units = opt.units](const Row& r) {
+                      return r.model_layers ? format_bytes(r.model_layers->kv_cache_bytes, units) : std::string("-");
+                    }, "bytes"});
+    cols.push_back({"KV/token", true, [units = opt.units](const Row& r) {
+                      return r.model_layers ? format_bytes(r.model_layers->kv_bytes_per_token, units) : std::string("-");
+                    }, "bytes"});
+  }
   add_decode_columns(cols, layout, ids, opt);
   if (rep.roofline)
     for (const auto& id : ids)

@@ -45,20 +45,62 @@ std::string decode_title(const Report& head, const RowsLayout& l) {
   return t;
 }
 
+// A line for whole-model rows: what a kind row and the total hold.
+std::string models_title(const RowsLayout& layout) {
+  if (!layout.any_model) return {};
+  return "\nWhole models: a row per kind of layer (bytes, FLOPs and time of all its layers) and their total; "
+         "KV cache = the keys the step's queries see (a window layer at most W + Nq - 1 per sequence) for the whole "
+         "batch, KV/token = one token's K and V in those layers";
+}
+
 }  // namespace
+
+std::string model_layers_label(const Row& r) {
+  if (!r.model_layers) return "-";
+  const ModelLayers& m = *r.model_layers;
+  std::string t = std::to_string(m.layers) + " " + m.kind;
+  if (r.shape.window != 0 && m.kind != total_kind) t += " (W " + std::to_string(r.shape.window) + ")";
+  if (r.shape.chunk != 0 && m.kind != total_kind) t += " (C " + std::to_string(r.shape.chunk) + ")";
+  return t;
+}
 
 std::string seq_label(const Shape& s) {
   if (s.decode)  // "1/≤131072 × 128": Nq new tokens against the (longest) context
     return std::to_string(s.seq_q) + "/" + (ragged(s) ? "≤" : "") + std::to_string(s.seq_kv) + " × " +
            std::to_string(s.head_dim);
-  std::string r = std::to_string(s.seq_q);
-  if (s.seq_kv != s.seq_q) {
+  // A ragged prefill batch: its longest sequence's queries and keys, "≤4096/≤8192 × 128".
+  const std::string up_to = ragged_prefill(s) ? "≤" : "";
+  std::string r = up_to + std::to_string(s.seq_q);
+  const bool cross = ragged_prefill(s) ? std::any_of(s.seq_lens.begin(), s.seq_lens.end(),
+                                                     [](const SeqLen& x) { return x.q != x.kv; })
+                                       : s.seq_kv != s.seq_q;
+  if (cross) {
     r += '/';
-    r += std::to_string(s.seq_kv);
+    r += up_to + std::to_string(s.seq_kv);
   }
   r += " × ";
   r += std::to_string(s.head_dim);
   return r;
+}
+
+std::string mask_label(const Shape& s) {
+  if (s.window != 0) return "window " + std::to_string(s.window);
+  if (s.chunk != 0) return "chunk " + std::to_string(s.chunk);
+  return "-";
+}
+
+std::string sequences_label(const Shape& s) {
+  if (!ragged_prefill(s)) return "-";
+  const SeqList& l = s.seq_lens;
+  const auto range = [](std::uint64_t lo, std::uint64_t hi) {
+    return lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
+  };
+  std::string t = std::to_string(l.size()) + " seqs";
+  const bool self = std::all_of(l.begin(), l.end(), [](const SeqLen& x) { return x.q == x.kv; });
+  if (self) t += " of " + range(l.min_q(), l.max_q());
+  else t += ", q " + range(l.min_q(), l.max_q()) + " of kv " + range(l.min_kv(), l.max_kv());
+  if (const auto q = l.total_q()) t += std::string(self ? " (Σ " : " (Σq ") + std::to_string(*q) + ")";
+  return t;
 }
 
 std::string heads_label(const Shape& s) {
@@ -107,6 +149,11 @@ std::string title(const Report& rep, const RowsLayout& layout) {
     if (s.block_cols != s.block_rows) t += " × " + std::to_string(s.block_cols);
   }
   if (!v.causal && s.causal) t += ", causal";
+  if (!v.mask && s.window != 0) t += ", window " + std::to_string(s.window);
+  if (!v.mask && s.chunk != 0) t += ", chunk " + std::to_string(s.chunk);
+  if (!v.head_dim_v && s.head_dim_v != 0) t += ", V and O of head dim " + std::to_string(s.head_dim_v);
+  if (!v.kv_dtype && s.kv_dtype) t += ", K and V in " + upper(dtype_name(*s.kv_dtype));
+  if (!v.latent_kv && s.latent_kv) t += ", latent KV (MLA, absorbed)";
   t += ")";
   if (const auto& l2 = layout.first->l2_sim)
     t += "; simulated L2 of " + format_bytes(l2->l2_bytes, Units::binary) + ", " +
@@ -128,7 +175,7 @@ std::string title(const Report& rep, const RowsLayout& layout) {
     }
     t += "; time = max(bytes / bandwidth, FLOPs / peak)";
   }
-  return t + decode_title(rep, layout);
+  return t + decode_title(rep, layout) + models_title(layout);
 }
 
 }  // namespace hbmscope::printing

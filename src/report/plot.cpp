@@ -90,7 +90,8 @@ struct SeriesKey {
     const Shape& s = shape;
     return std::tuple(label, s.seq_q, s.seq_kv, s.batch, s.heads, s.kv_heads, s.head_dim,
                       static_cast<int>(s.dtype), s.block_rows, s.block_cols, s.causal,
-                      static_cast<int>(s.pass), s.decode, s.page_size, s.splits);
+                      static_cast<int>(s.pass), s.decode, s.page_size, s.splits, s.window, s.chunk,
+                      s.head_dim_v, s.kv_dtype ? static_cast<int>(*s.kv_dtype) : -1, s.latent_kv);
   }
   bool operator<(const SeriesKey& o) const { return tuple() < o.tuple(); }
 };
@@ -105,7 +106,10 @@ PlotAxis axis_of(const Report& rep, const PlotOptions& opt) {
 }
 
 SeriesKey key_of(const Row& r, PlotAxis x) {
-  SeriesKey k{r.label, r.shape};
+  // A whole-model row's series is its model and kind of layer (a line per kind, one for the total).
+  SeriesKey k{r.model_layers ? (r.label.empty() ? "" : r.label + " ") + r.model_layers->config + " " + r.model_layers->kind
+                             : r.label,
+              r.shape};
   Shape& s = k.shape;
   if (x != PlotAxis::seq && x != PlotAxis::seq_kv && s.seq_kv == s.seq_q) s.seq_kv = 0;  // "Nkv = Nq"
   switch (x) {
@@ -132,6 +136,7 @@ SeriesKey key_of(const Row& r, PlotAxis x) {
 struct Varies {
   bool label = false, seq = false, seq_kv = false, d = false, batch = false, heads = false,
        dtype = false, blocks = false, causal = false, pass = false;
+  bool mask = false, dv = false, kv_dtype = false, latent = false;  // attention as served
 };
 
 Varies varies(const std::vector<SeriesKey>& keys) {
@@ -149,6 +154,10 @@ Varies varies(const std::vector<SeriesKey>& keys) {
     v.blocks |= a.block_rows != b.block_rows || a.block_cols != b.block_cols;
     v.causal |= a.causal != b.causal;
     v.pass |= a.pass != b.pass;
+    v.mask |= a.window != b.window || a.chunk != b.chunk;
+    v.dv |= a.head_dim_v != b.head_dim_v;
+    v.kv_dtype |= a.kv_dtype != b.kv_dtype;
+    v.latent |= a.latent_kv != b.latent_kv;
   }
   return v;
 }
@@ -169,6 +178,10 @@ std::string series_name(const SeriesKey& k, const Varies& v, PlotAxis x) {
   if (v.blocks) add("Br×Bc=" + std::to_string(s.block_rows) + "×" + std::to_string(s.block_cols));
   if (v.causal) add(s.causal ? "causal" : "full");
   if (v.pass) add(std::string(pass_name(s.pass)));
+  if (v.mask) add(s.window ? "window " + std::to_string(s.window) : s.chunk ? "chunk " + std::to_string(s.chunk) : "no window");
+  if (v.dv) add("DV=" + std::to_string(s.head_dim_v ? s.head_dim_v : s.head_dim));
+  if (v.kv_dtype) add("KV " + std::string(dtype_name(s.kv_dtype.value_or(s.dtype))));
+  if (v.latent) add(s.latent_kv ? "latent KV" : "no latent KV");
   return n;
 }
 
@@ -191,6 +204,11 @@ std::string shape_title(const SeriesKey& k, const Varies& v, PlotAxis x) {
   if (!v.d && x != PlotAxis::head_dim) parts.push_back("d " + std::to_string(s.head_dim));
   if (!v.dtype) parts.push_back(std::string(dtype_name(s.dtype)));
   if (!v.causal) parts.push_back(s.causal ? "causal" : "no mask");
+  if (!v.mask && s.window) parts.push_back("window " + std::to_string(s.window));
+  if (!v.mask && s.chunk) parts.push_back("chunk " + std::to_string(s.chunk));
+  if (!v.dv && s.head_dim_v) parts.push_back("DV " + std::to_string(s.head_dim_v));
+  if (!v.kv_dtype && s.kv_dtype) parts.push_back("KV " + std::string(dtype_name(*s.kv_dtype)));
+  if (!v.latent && s.latent_kv) parts.push_back("latent KV (MLA)");
   if (!v.pass)
     parts.push_back(s.pass == Pass::fwd   ? "forward pass"
                     : s.pass == Pass::bwd ? "backward pass"

@@ -18,13 +18,24 @@ namespace hbmscope::printing {
 std::size_t width(std::string_view s);
 std::string pad(const std::string& s, std::size_t w, bool right);
 std::size_t grid_width(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows);
+// One grid when it fits max_width columns (or in Markdown), else one grid per
+// set of column indices in parts, a blank line apart.
+std::string render_grid_parts(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+                              const std::vector<bool>& right, Format format, std::size_t max_width,
+                              const std::vector<std::vector<std::size_t>>& parts);
 
 // model_title.cpp: "4096 × 64", "1/≤131072 × 128" (decode), "32/8" (heads/kv-heads).
 std::string seq_label(const Shape& s);
 std::string heads_label(const Shape& s);
 std::string blocks_label(const Shape& s);
 std::string pass_label(Pass p);
+// "52 sliding (W 1024)", "62 total": the Layers cell of a whole-model row.
+std::string model_layers_label(const Row& r);
 
+// model_title.cpp: "window 4096", "chunk 8192" or "-"; "3: 512..4096" (a
+// ragged prefill batch's sequences) or "-".
+std::string mask_label(const Shape& s);
+std::string sequences_label(const Shape& s);
 // The model table's title lines (shape, model, L2 simulation, roofline,
 // decode): rep for its device and roofline, the rows' layout for the rest.
 std::string title(const Report& rep, const RowsLayout& layout);

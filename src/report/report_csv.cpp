@@ -49,7 +49,7 @@ class CsvPrinter : public RowPrinter {
   TextSink out_;
   std::optional<RooflineInfo> roofline_;
   std::vector<std::string> ids_, kernels_, decode_ids_, fit_ids_;
-  bool any_pass_ = false, l2_ = false, labels_ = false, decode_ = false;
+  bool any_pass_ = false, l2_ = false, labels_ = false, decode_ = false, models_ = false, served_ = false;
   std::string line_;
 };
 
@@ -97,6 +97,13 @@ void CsvPrinter::begin(const Report& rep, const RowsLayout& layout) {
   // where that is modelled (the † of the table).
   fit_ids_ = layout.footprint_ids();
   for (const auto& id : fit_ids_) out += ",fits_in_memory_" + id;
+  // Whole-model rows: the model, the kind of layer and its KV cache, last.
+  models_ = layout.any_model;
+  if (models_) out += ",model_config,layer_kind,layers,kv_bytes_per_token,kv_cache_tokens,kv_cache_bytes";
+  // Attention as served (schema /3): only when some row sets one, after every
+  // other column, so that other reports keep theirs.
+  served_ = layout.any_served;
+  if (served_) out += ",window,chunk,head_dim_v,kv_dtype,kv_elem_bytes,latent_kv,query_tokens,seq_lens";
   out += "\n";
   out_(out);
 }
@@ -133,8 +140,9 @@ void CsvPrinter::row(const Row& r) {
     out += std::to_string(d.l2_bytes) + "," + std::to_string(d.sm_count) + "," +
            std::to_string(d.ctas_per_sm) + "," + csv_field(d.order) + "," + csv_number(d.flash.hit_rate) + "," +
            csv_number(d.heads_per_wave) + "," + csv_number(d.kv_heads_per_wave) + "," +
-           std::to_string(d.flash.l2_bytes_to_min) + "," + csv_number(d.standard.hit_rate) + "," +
-           std::to_string(d.standard.l2_bytes_to_min);
+           std::to_string(d.flash.l2_bytes_to_min) + ",";
+    if (d.has_standard) out += csv_number(d.standard.hit_rate) + "," + std::to_string(d.standard.l2_bytes_to_min);
+    else out += ',';
   } else if (l2) {
     out += ",,,,,,,,,,";
   }
@@ -194,6 +202,29 @@ void CsvPrinter::row(const Row& r) {
     out += ",";
     if (v && v->prediction && v->prediction->footprint_bytes > 0)
       out += v->prediction->fits_in_memory ? "true" : "false";
+  }
+  if (models_ && r.model_layers) {
+    const ModelLayers& m = *r.model_layers;
+    // Field by field: GCC 12 warns wrongly on "," + ... here (-Wrestrict).
+    for (const std::string& f : {csv_field(m.config), csv_field(m.kind), std::to_string(m.layers),
+                                 std::to_string(m.kv_bytes_per_token),
+                                 m.kind == total_kind ? std::string() : std::to_string(m.kv_cache_tokens),
+                                 std::to_string(m.kv_cache_bytes)}) {
+      out += ',';
+      out += f;
+    }
+  } else if (models_) {
+    out += ",,,,,,";
+  }
+  if (served_) {
+    const Dtype kv = key_value_dtype(s);
+    const auto q = s.seq_lens.total_q();
+    // Appends, not one "," + ... chain: GCC 12 warns wrongly on that (-Wrestrict).
+    for (const std::string& f : {std::to_string(s.window), std::to_string(s.chunk), std::to_string(value_head_dim(s)),
+                                 std::string(dtype_name(kv)), std::to_string(elem_bytes(kv)),
+                                 std::string(s.latent_kv ? "true" : "false"),
+                                 ragged_prefill(s) && q ? std::to_string(*q) : std::string(), s.seq_lens.text(';')})
+      out.append(",").append(f);
   }
   out += "\n";
   out_(out);

@@ -21,6 +21,10 @@ void ShapeVaries::add(const Shape& f, const Shape& s) {
   blocks |= s.block_rows != f.block_rows || s.block_cols != f.block_cols;
   causal |= s.causal != f.causal;
   pass |= s.pass != f.pass;
+  mask |= s.window != f.window || s.chunk != f.chunk;
+  head_dim_v |= s.head_dim_v != f.head_dim_v;  // set or not: DV = d is no column of its own
+  kv_dtype |= s.kv_dtype != f.kv_dtype;
+  latent_kv |= s.latent_kv != f.latent_kv;
 }
 
 void RowsLayout::add(const Row& r) {
@@ -32,6 +36,9 @@ void RowsLayout::add(const Row& r) {
   }
   varies.add(first->shape, s);
   any_pass |= s.pass != Pass::fwd;
+  any_model |= r.model_layers.has_value();
+  any_ragged_prefill |= ragged_prefill(s);
+  any_served |= has_served_fields(s);
   any_l2_sim |= r.l2_sim.has_value();
   any_decode |= s.decode;
   all_decode &= s.decode;

@@ -1,6 +1,6 @@
 // Kernel correctness on a real device: each kernel family against the CPU
-// reference on many shapes (ragged lengths, causal, GQA, Nq != Nkv, d = 64 and
-// 128, every flash instantiation), through the same Backend::run that
+// reference on many shapes (ragged lengths, causal, sliding windows, chunks,
+// GQA, Nq != Nkv, d = 64 and 128, every flash instantiation), through the same Backend::run that
 // `hbmscope measure` uses, with the output poisoned first and the whole shape
 // validated. Exits 77 (CTest: skipped) with the reason when there is no device.
 //
@@ -23,6 +23,7 @@ namespace {
 struct Case {
   std::uint64_t batch, heads, kv_heads, seq_q, seq_kv, head_dim;
   bool causal;
+  std::uint64_t window = 0, chunk = 0;  // causal only
 };
 
 // Chosen to hit: one token; lengths below, at and just past block sizes;
@@ -37,6 +38,18 @@ const Case cases[] = {
     // Full rows for the softmax's fast path at 1, 4 and 8 chunks per thread
     // (2048, 8192 and 16384 keys; the causal 4096 above mixes both paths).
     {1, 2, 1, 256, 2048, 64, false}, {1, 1, 1, 64, 8192, 64, false},  {1, 1, 1, 32, 16384, 128, false},
+    // Sliding windows (issue 19): narrower than a block, of one key, not
+    // dividing the blocks, several blocks wide, Nq < Nkv (keys no query
+    // sees: the flash kernels never load their blocks), Nq > Nkv (rows that
+    // see nothing), GQA, batch > 1, a long row of 16384 keys (the softmax's
+    // two-pass kernel and a window inside it).
+    {1, 2, 1, 300, 300, 64, true, 37},       {1, 1, 1, 200, 200, 128, true, 1},
+    {2, 4, 2, 1000, 1000, 128, true, 256},   {1, 2, 2, 513, 2000, 64, true, 300},
+    {1, 3, 1, 700, 257, 128, true, 100},     {2, 4, 2, 2048, 2048, 64, true, 512},
+    {1, 2, 1, 129, 4099, 128, true, 4000},   {1, 1, 1, 16, 16384, 64, true, 5000},
+    // Chunks (Llama 4's attention_chunk_size): the standard path and the
+    // softmax only; measure refuses them for the flash kernels.
+    {1, 2, 1, 1000, 1000, 64, true, 0, 128}, {1, 2, 2, 300, 777, 128, true, 0, 100},
 };
 
 Shape to_shape(const Case& c) {
@@ -48,6 +61,8 @@ Shape to_shape(const Case& c) {
   s.seq_kv = c.seq_kv;
   s.head_dim = c.head_dim;
   s.causal = c.causal;
+  s.window = c.window;
+  s.chunk = c.chunk;
   return s;
 }
 
@@ -61,6 +76,7 @@ struct DecodeCase {
   std::uint64_t head_dim;
   bool causal;
   std::uint64_t splits, page_size;
+  std::uint64_t window = 0, chunk = 0;  // causal only: the step reads the last W + Nq - 1 keys, or the chunk
 };
 
 const DecodeCase decode_cases[] = {
@@ -74,6 +90,15 @@ const DecodeCase decode_cases[] = {
     {5, 8, 8, 2, {300, 1, 2, 900, 65}, 128, false, 4, 1},
     {1, 28, 4, 4, {9999}, 128, true, 11, 64},
     {2, 16, 16, 1, {2048}, 64, false, 1, 32},
+    // Windows: Mistral-like 4096 over 40000 keys with the heuristic's splits,
+    // splits that do not divide the window, ragged with sequences shorter
+    // than the window, several tokens, pages of 7; chunks.
+    {2, 32, 8, 1, {40000}, 128, true, 0, 16, 4096},
+    {3, 32, 8, 1, {513, 9000, 64}, 128, true, 3, 16, 1000},
+    {2, 32, 2, 8, {3000, 17}, 64, true, 5, 7, 300},
+    {1, 8, 8, 2, {2500}, 128, true, 0, 1, 1},
+    {2, 40, 8, 1, {20000, 8192}, 128, true, 0, 16, 0, 8192},
+    {1, 16, 4, 4, {1234}, 64, true, 3, 5, 0, 100},
 };
 
 Shape to_shape(const DecodeCase& c) {
@@ -89,6 +114,8 @@ Shape to_shape(const DecodeCase& c) {
   s.causal = c.causal;
   s.splits = c.splits;
   s.page_size = c.page_size;
+  s.window = c.window;
+  s.chunk = c.chunk;
   return s;
 }
 
@@ -104,6 +131,10 @@ int run_family(Backend& b, KernelKind kind) {
   for (const Case& c : cases) {
     if (decode) break;  // decode rows below
     const Shape base = to_shape(c);
+    // The floor kernel moves every value whatever the mask; the flash
+    // kernels do not run chunks (measure refuses them).
+    if (kind == KernelKind::floor && (c.window != 0 || c.chunk != 0)) continue;
+    if ((kind == KernelKind::flash || kind == KernelKind::flash_v1) && c.chunk != 0) continue;
     std::vector<Shape> shapes;
     if (kind == KernelKind::flash || kind == KernelKind::flash_v1) {
       const int version = kind == KernelKind::flash ? 2 : 1;

@@ -1,0 +1,61 @@
+#pragma once
+// FlashAttention-2's backward pass through the simulated L2 (docs/model.md,
+// "The backward pass in the L2 simulation"): the preprocessing (D and the dQ
+// accumulator), the main loop (one CTA per key block on the schedule's slots,
+// the query blocks streamed past it), the dQ conversion and, with GQA, the dK,
+// dV reduction, as one trace. Internal to src/core.
+#include <cstdint>
+#include <functional>
+
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/mask.hpp"
+#include "hbmscope/tile_bytes.hpp"
+#include "l2_flash.hpp"
+#include "l2_tally.hpp"
+
+namespace hbmscope::l2 {
+
+// The backward grid: one CTA per (sequence, head, key block) in launch order
+// (key block fastest, then head, then sequence; head-major: head fastest).
+struct BackwardCta {
+  std::uint64_t seq = 0, head = 0, k_block = 0;
+  std::uint64_t cols = 0;          // real keys of the key block
+  std::uint64_t first = 0, end = 0;  // query blocks [first, end) that see the key block
+  std::uint64_t head_key = 0, pair = 0;
+  std::uint64_t steps() const { return end > first ? end - first : 1; }
+};
+
+class BackwardGrid {
+ public:
+  BackwardGrid(const Shape& s, Rasterization order);
+  std::uint64_t ctas() const { return ctas_; }
+  BackwardCta cta(std::uint64_t id) const;
+  const FlashGrid& forward() const { return fwd_; }
+  // Per-row and per-key bytes of the backward's operands.
+  std::uint64_t ql_row() const { return ob_.q_row + 4; }  // Q and the fp32 log-sum-exp
+  std::uint64_t do_row() const { return ob_.o_row; }      // dO (as O)
+  std::uint64_t o_row() const { return ob_.o_row; }
+  std::uint64_t acc_row() const { return 4 * s_.head_dim; }  // fp32 dQ accumulator
+  std::uint64_t dq_row() const { return ob_.q_row; }
+  std::uint64_t kv_col() const { return ob_.kv_col(); }   // K and V (and dK, dV)
+  // Query blocks [first, end) whose rows see some key of key block j of sequence b.
+  KeyRange query_blocks_seeing(std::uint64_t b, std::uint64_t j) const;
+
+ private:
+  const Shape& s_;
+  Rasterization order_;
+  FlashGrid fwd_;
+  OperandBytes ob_;
+  std::uint64_t ctas_ = 0;
+  std::vector<std::uint64_t> first_cta_;  // ragged: CTAs before sequence b
+};
+
+FlashStats enumerate_backward(const Shape& s, const L2SimConfig& c, Tally& t);
+void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f);
+// The backward pass by either method: its trace is enumerated (docs/model.md
+// says why the runs do not cover it yet), so both methods are the same.
+FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t);
+std::uint64_t backward_enum_accesses(const Shape& s);
+std::uint64_t backward_work(const Shape& s);
+
+}  // namespace hbmscope::l2

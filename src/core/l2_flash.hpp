@@ -1,0 +1,97 @@
+#pragma once
+// The FlashAttention-2 forward grid of the L2 simulation (docs/model.md, "The
+// FlashAttention schedule"): its CTAs in launch order, what each reads, and
+// the tile sizes; shared by the enumeration (l2_flash_enum.cpp) and the runs
+// (l2_flash_runs.cpp). Internal to src/core.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/mask.hpp"
+#include "hbmscope/shape.hpp"
+#include "hbmscope/tile_bytes.hpp"
+#include "l2_tally.hpp"
+
+namespace hbmscope::l2 {
+
+struct FlashCta {
+  std::uint64_t seq = 0;      // batch element (a sequence of a ragged batch)
+  std::uint64_t head = 0;     // query head
+  std::uint64_t q_block = 0;  // query block of its sequence
+  std::uint64_t rows = 0;     // real rows of the query block
+  std::uint64_t first = 0;    // visited key blocks [first, end); first == end: none
+  std::uint64_t end = 0;
+  std::uint64_t head_key = 0;  // (sequence, head), dense
+  std::uint64_t pair = 0;      // (sequence, kv head), dense: names its K/V objects
+  std::uint64_t blocks() const { return end - first; }
+  std::uint64_t steps() const { return end > first ? end - first : 1; }
+};
+
+// One sequence's geometry (every sequence of a dense batch is the same).
+struct FlashSeq {
+  Shape shape;                 // dense, batch 1: the mask functions' view of it
+  std::uint64_t q_blocks = 0;  // ceil(q / Br)
+  std::uint64_t k_blocks = 0;  // ceil(kv / Bc)
+  std::uint64_t first_cta = 0; // launch index of its first CTA
+  std::uint64_t first_pair = 0, first_head = 0;
+};
+
+class FlashGrid {
+ public:
+  FlashGrid(const Shape& s, Rasterization order);
+
+  std::uint64_t ctas() const { return ctas_; }
+  std::uint64_t pairs() const { return pairs_; }
+  std::uint64_t heads() const { return heads_; }
+  // The CTA launched id-th (0-based).
+  FlashCta cta(std::uint64_t id) const;
+  const FlashSeq& sequence(std::uint64_t b) const { return seqs_.size() == 1 ? seqs_[0] : seqs_[b]; }
+  std::uint64_t sequences() const { return sequences_; }
+  bool dense() const { return seqs_.size() == 1; }
+  std::uint64_t max_key_blocks() const { return max_kb_; }
+
+  // Bytes of K_j and V_j (one object) of sequence b, of a Q and an O tile of
+  // `rows` rows.
+  std::uint64_t kv_bytes(std::uint64_t b, std::uint64_t j) const;
+  std::uint64_t q_bytes(std::uint64_t rows) const { return ob_.q_row * rows; }
+  std::uint64_t o_bytes(std::uint64_t rows) const { return ob_.o_row * rows; }
+  const Shape& shape() const { return s_; }
+  Rasterization order() const { return order_; }
+  std::uint64_t group() const { return group_; }
+
+ private:
+  const Shape& s_;
+  Rasterization order_;
+  OperandBytes ob_;
+  std::uint64_t group_ = 1, ctas_ = 0, pairs_ = 0, heads_ = 0, sequences_ = 0, max_kb_ = 0;
+  std::vector<FlashSeq> seqs_;  // one (dense) or one per sequence
+};
+
+struct FlashStats {
+  double heads = 0, kv_heads = 0;
+  std::uint64_t waves = 0, steps = 0;
+};
+
+// The enumeration of the forward pass into a tally (l2_flash_enum.cpp).
+FlashStats enumerate_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+void trace_flash(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f);
+// The runs of the forward pass (l2_flash_runs.cpp): identical results.
+FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+// Whether every CTA of the forward grid takes the same steps (no mask, one
+// sequence length), so that waves of slots run in lockstep: the waves' closed
+// form (l2_flash_waves.cpp) applies.
+bool flash_in_waves(const Shape& s);
+FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+std::uint64_t waves_flash_work(const FlashGrid& grid, std::uint64_t slots);
+// The segment engine alone on the forward pass (tests hold it against the
+// enumeration on shapes where runs_flash would enumerate).
+FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+// Work of the runs on the forward pass (docs/model.md, "Cost").
+std::uint64_t flash_runs_work(const Shape& s, const L2SimConfig& c);
+// (query block, key block) tiles one head of a dense one-sequence shape visits.
+std::uint64_t visited_tiles_of(const Shape& one);
+// Accesses the enumeration of the forward pass makes.
+std::uint64_t flash_enum_accesses(const Shape& s);
+
+}  // namespace hbmscope::l2

@@ -1,0 +1,131 @@
+// The runs of the forward pass (docs/model.md, "How it is evaluated"): the
+// waves' closed form where every CTA takes the same steps (no mask, one
+// sequence length: l2_flash_waves.cpp), the segment engine otherwise.
+#include <algorithm>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
+#include "l2_flash.hpp"
+#include "l2_segments.hpp"
+
+namespace hbmscope::l2 {
+
+namespace {
+
+// The forward trace for the segment engine: per CTA its Q tile (step 0), its
+// K/V stream (one key block a step; the last, partial block apart) and its O
+// tile (last step).
+void add_forward(SegmentEngine& e, const FlashGrid& grid, const L2SimConfig& c) {
+  const std::uint64_t n = grid.ctas();
+  std::vector<std::uint64_t> lengths(n);
+  std::vector<FlashCta> ctas(n);
+  for (std::uint64_t id = 0; id < n; ++id) {
+    ctas[id] = grid.cta(id);
+    lengths[id] = ctas[id].steps();
+  }
+  const std::uint64_t first = e.add_kernel(std::uint64_t{c.sm_count} * c.ctas_per_sm, std::move(lengths));
+  const bool qo = c.q_o_allocate;
+  for (std::uint64_t id = 0; id < n; ++id) {
+    const FlashCta& t = ctas[id];
+    const std::uint64_t cta = first + id;
+    e.add_stream(cta, 0, 0, 1, SegmentEngine::unique, 0, grid.q_bytes(t.rows), Op::read, qo);
+    if (t.blocks() > 0) {
+      const std::uint64_t nkb = grid.sequence(t.seq).k_blocks;
+      const std::uint64_t full = grid.kv_bytes(t.seq, 0);
+      const bool partial = grid.kv_bytes(t.seq, nkb - 1) != full;
+      const std::uint64_t split = partial ? std::min(t.end, nkb - 1) : t.end;
+      if (split > t.first) e.add_stream(cta, 1, 0, split - t.first, t.pair, t.first, full, Op::read);
+      if (split < t.end)
+        e.add_stream(cta, 1, split - t.first, t.end - split, t.pair, split, grid.kv_bytes(t.seq, split), Op::read);
+    }
+    e.add_stream(cta, 2, t.steps() - 1, 1, SegmentEngine::unique, 0, grid.o_bytes(t.rows), Op::write, qo);
+  }
+}
+
+}  // namespace
+
+// Mean over steps of the distinct keys among resident CTAs: each key's steps
+// are the union of its CTAs' [start, start + steps), CTAs of one key starting
+// in launch order.
+double mean_distinct(const std::vector<std::uint64_t>& key, const SegmentEngine& e, std::uint64_t first,
+                     std::uint64_t keys, std::uint64_t steps) {
+  std::vector<std::uint64_t> until(keys, 0);  // one past the last step covered
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const std::uint64_t s = e.start(first + i), f = s + e.length(first + i);
+    std::uint64_t& u = until[key[i]];
+    if (f > u) {
+      sum += f - std::max(s, u);
+      u = f;
+    }
+  }
+  return static_cast<double>(sum) / static_cast<double>(steps);
+}
+
+namespace {
+
+// The segment engine's cost (docs/model.md, "Cost"): each segment meets the
+// segments of the CTAs resident beside it (about 5 S of them, S the slots,
+// sorted), at about 100 units each; with GQA in query-block-major order the
+// first reads of a head's key blocks reach back over the previous head of its
+// group. The enumeration's: about 30 units an access.
+std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
+  const Shape& s = grid.shape();
+  const std::uint64_t beside = 5 * std::min(grid.ctas(), slots) + 8;
+  std::uint64_t w = 0;
+  if (__builtin_mul_overflow(grid.ctas(), beside * 100, &w)) return ~std::uint64_t{0};
+  if (grid.group() > 1 && grid.order() == Rasterization::query_block_major) {
+    std::uint64_t extra = 0;
+    const FlashSeq& f = grid.sequence(0);
+    if (__builtin_mul_overflow(grid.ctas(), f.k_blocks * 100, &extra) || __builtin_add_overflow(w, extra, &w))
+      return ~std::uint64_t{0};
+  }
+  (void)s;
+  return w;
+}
+
+std::uint64_t enumeration_work(const Shape& s) {
+  std::uint64_t w = 0;
+  return __builtin_mul_overflow(flash_enum_accesses(s), 30, &w) ? ~std::uint64_t{0} : w;
+}
+
+}  // namespace
+
+FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
+  if (flash_in_waves(s)) return waves_flash(s, c, t);
+  const FlashGrid grid(s, c.order);
+  const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+  // Not in lockstep: whichever exact evaluation costs less.
+  if (enumeration_work(s) <= segment_work(grid, slots)) return enumerate_flash(s, c, t);
+  return segments_flash(s, c, t);
+}
+
+FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
+  const FlashGrid grid(s, c.order);
+  SegmentEngine e;
+  add_forward(e, grid, c);
+  e.run(t);
+  FlashStats st;
+  st.steps = e.kernel_steps(0);
+  st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
+  std::vector<std::uint64_t> head(grid.ctas()), pair(grid.ctas());
+  for (std::uint64_t id = 0; id < grid.ctas(); ++id) {
+    const FlashCta ct = grid.cta(id);
+    head[id] = ct.head_key;
+    pair[id] = ct.pair;
+  }
+  st.heads = mean_distinct(head, e, 0, grid.heads(), st.steps);
+  st.kv_heads = mean_distinct(pair, e, 0, grid.pairs(), st.steps);
+  return st;
+}
+
+std::uint64_t flash_runs_work(const Shape& s, const L2SimConfig& c) {
+  validate(s);
+  validate(c);
+  const FlashGrid grid(s, c.order);
+  const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+  if (flash_in_waves(s)) return waves_flash_work(grid, slots);
+  return std::min(enumeration_work(s), segment_work(grid, slots));
+}
+
+}  // namespace hbmscope::l2

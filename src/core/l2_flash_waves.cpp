@@ -1,0 +1,218 @@
+// The waves' closed form of the forward pass (docs/model.md, "Waves in
+// lockstep"): with no mask and one sequence length every CTA visits every key
+// block, so wave w (CTAs [wS, wS + S)) runs its n key blocks in steps
+// [wn, wn + n). A K/V read then has its previous access either earlier in the
+// same step (the same kv head's previous CTA of the wave) or in the last wave
+// that held its kv head, and the distinct tiles in between are counted from
+// the waves' sets of kv heads. One pass over the CTAs, O(1) each.
+#include <algorithm>
+#include <vector>
+
+#include "hbmscope/checked.hpp"
+#include "l2_flash.hpp"
+
+namespace hbmscope::l2 {
+
+namespace {
+
+// A set of keys as sorted, disjoint, half-open intervals.
+struct Keys {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> iv;
+  void add(std::uint64_t a, std::uint64_t b) {
+    if (a < b) iv.push_back({a, b});
+  }
+  void normalize() {
+    std::sort(iv.begin(), iv.end());
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+    for (const auto& p : iv) {
+      if (!out.empty() && p.first <= out.back().second) out.back().second = std::max(out.back().second, p.second);
+      else out.push_back(p);
+    }
+    iv.swap(out);
+  }
+  std::uint64_t size() const {
+    std::uint64_t n = 0;
+    for (const auto& p : iv) n += p.second - p.first;
+    return n;
+  }
+  // |this \ other|
+  std::uint64_t size_minus(const Keys& o) const {
+    std::uint64_t n = size(), common = 0;
+    std::size_t k = 0;
+    for (const auto& p : iv) {
+      while (k < o.iv.size() && o.iv[k].second <= p.first) ++k;
+      for (std::size_t m = k; m < o.iv.size() && o.iv[m].first < p.second; ++m)
+        common += std::min(p.second, o.iv[m].second) - std::max(p.first, o.iv[m].first);
+    }
+    return n - common;
+  }
+  static Keys unite(const Keys& a, const Keys& b) {
+    Keys u;
+    u.iv = a.iv;
+    u.iv.insert(u.iv.end(), b.iv.begin(), b.iv.end());
+    u.normalize();
+    return u;
+  }
+};
+
+// The dense grid's ids, in either launch order.
+struct Ids {
+  std::uint64_t H, nqb, ctas;
+  bool qbm;
+  // Keys (sequence, head / grp) of the CTAs with ids in [x, y).
+  Keys keys(std::uint64_t x, std::uint64_t y, std::uint64_t grp) const {
+    Keys k;
+    if (x >= y) return k;
+    const std::uint64_t per_b = H / grp;  // keys per sequence
+    if (qbm) {  // id = (b H + h) nqb + i: key = id / (nqb grp)
+      k.add(x / (nqb * grp), (y - 1) / (nqb * grp) + 1);
+      return k;
+    }
+    // id = (b nqb + i) H + h
+    const std::uint64_t per = nqb * H;
+    const std::uint64_t bx = x / per, by = (y - 1) / per;
+    auto within = [&](std::uint64_t b, std::uint64_t lo, std::uint64_t hi) {  // ids [lo, hi) of sequence b
+      if (hi - lo >= H) {
+        k.add(b * per_b, (b + 1) * per_b);
+        return;
+      }
+      const std::uint64_t h0 = lo % H, len = hi - lo;
+      if (h0 + len <= H) {
+        k.add(b * per_b + h0 / grp, b * per_b + (h0 + len - 1) / grp + 1);
+      } else {
+        k.add(b * per_b + h0 / grp, (b + 1) * per_b);
+        k.add(b * per_b, b * per_b + (h0 + len - H - 1) / grp + 1);
+      }
+    };
+    if (bx == by) {
+      within(bx, x, y);
+    } else {
+      within(bx, x, (bx + 1) * per);
+      if (by > bx + 1) k.add((bx + 1) * per_b, by * per_b);
+      within(by, by * per, y);
+    }
+    k.normalize();
+    return k;
+  }
+};
+
+// Rows of the CTAs with ids in [x, y): Br each but the last query block's.
+struct Rows {
+  std::uint64_t Br, last_rows, nqb, H;
+  bool qbm;
+  // ids in [0, n) whose query block is the last
+  std::uint64_t lasts_below(std::uint64_t n) const {
+    if (qbm) return n / nqb;  // id = (b H + h) nqb + i: one per nqb ids, the last
+    const std::uint64_t period = nqb * H, base = (nqb - 1) * H;  // rows b nqb + nqb - 1
+    const std::uint64_t full = n / period, rem = n % period;
+    return full * H + (rem > base ? rem - base : 0);
+  }
+  std::uint64_t sum(std::uint64_t x, std::uint64_t y) const {
+    if (x >= y) return 0;
+    const std::uint64_t lasts = lasts_below(y) - lasts_below(x);
+    return (y - x - lasts) * Br + lasts * last_rows;
+  }
+};
+
+}  // namespace
+
+bool flash_in_waves(const Shape& s) { return !masked(s) && s.seq_lens.empty(); }
+
+std::uint64_t waves_flash_work(const FlashGrid& grid, std::uint64_t slots) {
+  (void)slots;
+  // About 40 ns a CTA (a few tally runs), plus the waves.
+  std::uint64_t w = 0;
+  return __builtin_mul_overflow(grid.ctas(), 40, &w) ? ~std::uint64_t{0} : w;
+}
+
+FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
+  const FlashGrid grid(s, c.order);
+  const FlashSeq& seq = grid.sequence(0);
+  const std::uint64_t N = grid.ctas(), n = seq.k_blocks, G = grid.group();
+  const std::uint64_t S = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+  const bool qo = c.q_o_allocate;
+  const Ids ids{s.heads, seq.q_blocks, N, c.order == Rasterization::query_block_major};
+  const Rows rows{s.block_rows, seq.shape.seq_q - (seq.q_blocks - 1) * s.block_rows, seq.q_blocks, s.heads, ids.qbm};
+  const std::uint64_t z = grid.kv_bytes(0, 0), zl = grid.kv_bytes(0, n - 1);
+  const std::uint64_t qr = qo ? grid.q_bytes(1) : 0, orow = qo ? grid.o_bytes(1) : 0;  // per row, in the stack
+  auto zj = [&](std::uint64_t j) { return j + 1 == n ? zl : z; };
+  auto Z = [&](std::uint64_t a, std::uint64_t b) {  // bytes of blocks [a, b)
+    if (a >= b) return std::uint64_t{0};
+    return (b - a) * z - (a <= n - 1 && n - 1 < b ? z - zl : 0);
+  };
+  auto Q = [&](std::uint64_t x, std::uint64_t y) { return qr * rows.sum(x, y); };
+  auto O = [&](std::uint64_t x, std::uint64_t y) { return orow * rows.sum(x, y); };
+
+  FlashStats st;
+  st.waves = ceil_div(N, S);
+  st.steps = st.waves * n;
+  std::uint64_t heads_sum = 0, kv_sum = 0;
+  // Q tiles: first accesses; O tiles: written once.
+  {
+    const std::uint64_t all_rows = rows.sum(0, N);
+    t.reads(infinite, 0, 1, checked_mul(grid.q_bytes(1), all_rows, "L2 simulation bytes"));
+    t.write(checked_mul(grid.o_bytes(1), all_rows, "L2 simulation bytes"));
+  }
+  std::vector<std::uint64_t> last_in_wave(grid.pairs(), ~std::uint64_t{0});
+  for (std::uint64_t w = 0; w < st.waves; ++w) {
+    const std::uint64_t L = w * S, U = std::min(N, L + S);
+    const Keys pairs_w = ids.keys(L, U, G);
+    heads_sum += ids.keys(L, U, 1).size() * n;
+    kv_sum += pairs_w.size() * n;
+    for (std::uint64_t cta = L; cta < U; ++cta) {
+      const FlashCta f = grid.cta(cta);
+      const std::uint64_t prev = last_in_wave[f.pair];
+      last_in_wave[f.pair] = cta;
+      if (prev != ~std::uint64_t{0} && prev >= L) {
+        // Within the step: this kv head's previous CTA of the wave read it just before.
+        const std::uint64_t X = ids.keys(prev + 1, cta, G).size();
+        const std::uint64_t q = Q(prev + 1, cta + 1), o = O(prev, cta);
+        if (n == 1) {
+          t.read(zl * (1 + X) + q + o, zl);
+        } else {
+          t.read(z * (1 + X) + q, z);
+          t.reads(z * (1 + X), 0, n - 2, z);
+          t.read(zl * (1 + X) + o, zl);
+        }
+        continue;
+      }
+      const std::uint64_t c1 = prev;  // the kv head's last CTA before this wave
+      if (c1 == ~std::uint64_t{0}) {  // the kv head's first CTA: first reads
+        t.reads(infinite, 0, n - 1, z);
+        t.read(infinite, zl);
+        continue;
+      }
+      // The kv head's last CTA c1 of wave w1, n (w - w1) steps before.
+      const std::uint64_t w1 = c1 / S, L1 = w1 * S, U1 = L1 + S;
+      const Keys mid = ids.keys(U1, L, G);
+      const Keys a = ids.keys(L1, U1, G), b = pairs_w;
+      const std::uint64_t nm = mid.size(), na = a.size_minus(mid), nb = b.size_minus(mid);
+      const std::uint64_t nj = Keys::unite(ids.keys(c1 + 1, U1, G), ids.keys(L, cta, G)).size_minus(mid);
+      const std::uint64_t qo_mid = Q(U1, L) + O(U1, L);
+      auto D = [&](std::uint64_t j) {
+        std::uint64_t d = zj(j) + nm * Z(0, n) + na * Z(j + 1, n) + nb * Z(0, j) + nj * zj(j) + qo_mid;
+        d += j + 1 < n ? O(L1, U1) : O(c1, U1);
+        if (j == 0) d += Q(c1 + 1, U1) + Q(L, cta + 1);
+        else d += Q(L, U);
+        if (j + 1 == n) d += O(L, cta);
+        return d;
+      };
+      if (n == 1) {
+        t.read(D(0), zl);
+        continue;
+      }
+      t.read(D(0), z);
+      if (n > 2) {
+        const std::uint64_t d1 = D(1);
+        const auto step = static_cast<std::int64_t>(nb * z) - static_cast<std::int64_t>(na * z);
+        t.reads(d1, step, n - 2, z);
+      }
+      t.read(D(n - 1), zl);
+    }
+  }
+  st.heads = static_cast<double>(heads_sum) / static_cast<double>(st.steps);
+  st.kv_heads = static_cast<double>(kv_sum) / static_cast<double>(st.steps);
+  return st;
+}
+
+}  // namespace hbmscope::l2

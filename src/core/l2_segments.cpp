@@ -1,0 +1,285 @@
+// The segment engine (docs/model.md, "Segments: schedules not in lockstep").
+#include "l2_segments.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <queue>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
+
+namespace hbmscope::l2 {
+
+namespace {
+constexpr std::uint32_t no_stream = ~0u;
+}
+
+std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n,
+                                      std::uint64_t* start) {
+  // A CTA finishing at step t frees its slot for the next CTA in launch order
+  // from step t + 1 (the CTAs of one step leave before any enters).
+  std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> finish;
+  std::uint64_t steps = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::uint64_t s = 0;
+    if (finish.size() == slots) {
+      s = finish.top() + 1;
+      finish.pop();
+    }
+    start[i] = s;
+    finish.push(s + len[i] - 1);
+    steps = std::max(steps, s + len[i]);
+  }
+  return steps;
+}
+
+std::uint64_t SegmentEngine::add_kernel(std::uint64_t slots, std::vector<std::uint64_t> lengths) {
+  Kernel k;
+  k.slots = std::max<std::uint64_t>(1, slots);
+  k.first = len_.size();
+  k.count = lengths.size();
+  kernels_.push_back(k);
+  len_.insert(len_.end(), lengths.begin(), lengths.end());
+  return k.first;
+}
+
+void SegmentEngine::add_stream(std::uint64_t cta, std::uint32_t sub, std::uint64_t k0, std::uint64_t count,
+                               std::uint64_t ns, std::uint64_t x0, std::uint64_t bytes, Op op, bool allocate) {
+  if (count == 0) return;
+  if (streams_.size() >= no_stream) throw Error("L2 simulation: too many streams for the segment engine");
+  streams_.push_back({cta, k0, count, ns, x0, bytes, 0, sub, op, allocate});
+}
+
+namespace {
+
+// The accessor of each object of one namespace as streams are added in
+// access order: an interval map from object to stream.
+class Painting {
+ public:
+  struct Piece {
+    std::uint64_t lo, hi;  // [lo, hi)
+    std::uint32_t owner;
+  };
+  // The owners over [lo, hi) (no_stream where none), then [lo, hi) -> s.
+  void paint(std::uint64_t lo, std::uint64_t hi, std::uint32_t s, std::vector<Piece>& out) {
+    out.clear();
+    auto it = split(lo);
+    const auto end = split(hi);
+    std::uint64_t at = lo;
+    for (auto i = it; i != end; ++i) {
+      if (i->first > at) out.push_back({at, i->first, no_stream});
+      out.push_back({i->first, i->second.first, i->second.second});
+      at = i->second.first;
+    }
+    if (at < hi) out.push_back({at, hi, no_stream});
+    m_.erase(it, end);
+    m_.emplace(lo, std::make_pair(hi, s));
+  }
+  void clear() { m_.clear(); }
+
+ private:
+  using Map = std::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>>;
+  // The first interval starting at or after x, splitting one that holds x.
+  Map::iterator split(std::uint64_t x) {
+    auto it = m_.lower_bound(x);
+    if (it != m_.end() && it->first == x) return it;
+    if (it == m_.begin()) return it;
+    auto prev = std::prev(it);
+    if (prev->second.first <= x) return it;
+    const auto tail = std::make_pair(prev->second.first, prev->second.second);
+    prev->second.first = x;
+    return m_.emplace_hint(it, x, tail);
+  }
+  Map m_;
+};
+
+}  // namespace
+
+void SegmentEngine::link() {
+  // Kernels one after another; streams' phases from their CTAs' starts.
+  start_.assign(len_.size(), 0);
+  std::uint64_t offset = 0;
+  for (Kernel& k : kernels_) {
+    k.offset = offset;
+    k.steps = schedule(k.slots, len_.data() + k.first, k.count, start_.data() + k.first);
+    for (std::uint64_t i = k.first; i < k.first + k.count; ++i) start_[i] += offset;
+    offset = checked_add(offset, k.steps, "L2 simulation steps");
+  }
+  for (Stream& s : streams_)
+    s.phase = static_cast<std::int64_t>(start_[s.cta] + s.k0) - static_cast<std::int64_t>(s.x0);
+
+  // Streams of shared objects, each namespace in access order: by step of
+  // any common object (phase), then CTA, then position in the step.
+  std::vector<std::uint32_t> order;
+  for (std::uint32_t i = 0; i < streams_.size(); ++i) {
+    const Stream& s = streams_[i];
+    if (s.allocate && s.ns != unique) order.push_back(i);
+    else if (s.allocate) segs_.push_back({i, s.x0, s.x0 + s.count});
+  }
+  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+    const Stream &a = streams_[x], &b = streams_[y];
+    if (a.ns != b.ns) return a.ns < b.ns;
+    if (a.phase != b.phase) return a.phase < b.phase;
+    if (a.cta != b.cta) return a.cta < b.cta;
+    return a.sub < b.sub;
+  });
+  std::vector<Painting::Piece> pieces;
+  std::vector<std::vector<Painting::Piece>> succ(order.size());
+  Painting paint;
+  for (std::size_t lo = 0; lo < order.size();) {
+    std::size_t hi = lo;
+    while (hi < order.size() && streams_[order[hi]].ns == streams_[order[lo]].ns) ++hi;
+    paint.clear();
+    for (std::size_t k = hi; k-- > lo;) {  // successors: the next accessor, painting backwards
+      const Stream& s = streams_[order[k]];
+      paint.paint(s.x0, s.x0 + s.count, order[k], succ[k]);
+    }
+    paint.clear();
+    for (std::size_t k = lo; k < hi; ++k) {  // predecessors, and segments where both are constant
+      const Stream& s = streams_[order[k]];
+      paint.paint(s.x0, s.x0 + s.count, order[k], pieces);
+      std::size_t a = 0, b = 0;
+      std::uint64_t at = s.x0;
+      while (at < s.x0 + s.count) {
+        const std::uint64_t end = std::min(pieces[a].hi, succ[k][b].hi);
+        segs_.push_back({order[k], at, end, pieces[a].owner, succ[k][b].owner});
+        at = end;
+        if (pieces[a].hi == at) ++a;
+        if (succ[k][b].hi == at) ++b;
+      }
+      std::vector<Painting::Piece>().swap(succ[k]);
+    }
+    lo = hi;
+  }
+}
+
+namespace {
+
+// Lexicographic (cta, sub) comparisons: the order of accesses in one step.
+inline bool before(std::uint64_t c1, std::uint32_t s1, std::uint64_t c2, std::uint32_t s2) {
+  return c1 < c2 || (c1 == c2 && s1 < s2);
+}
+
+}  // namespace
+
+void SegmentEngine::evaluate(Tally& t) {
+  constexpr std::string_view what = "L2 simulation bytes";
+  // Accesses that bypass the L2: misses and writes, nothing more.
+  for (const Stream& s : streams_) {
+    if (s.allocate) continue;
+    if (s.op == Op::read) t.reads(infinite, 0, s.count, s.bytes);
+    else t.write(checked_mul(s.count, s.bytes, what));
+  }
+  // Events: every segment that touches the stack, by its first step.
+  struct Event {
+    std::int64_t A, B;
+    std::uint32_t seg;
+  };
+  std::vector<Event> ev;
+  ev.reserve(segs_.size());
+  for (std::uint32_t i = 0; i < segs_.size(); ++i) {
+    const Segment& g = segs_[i];
+    const Stream& s = streams_[g.stream];
+    ev.push_back({s.phase + static_cast<std::int64_t>(g.a), s.phase + static_cast<std::int64_t>(g.b) - 1, i});
+  }
+  std::sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.A < y.A; });
+  // Max of B over each node's range: overlapping events found in O(log + k).
+  std::size_t size = 1;
+  while (size < ev.size()) size *= 2;
+  std::vector<std::int64_t> maxb(2 * size, std::numeric_limits<std::int64_t>::min());
+  for (std::size_t i = 0; i < ev.size(); ++i) maxb[size + i] = ev[i].B;
+  for (std::size_t i = size; i-- > 1;) maxb[i] = std::max(maxb[2 * i], maxb[2 * i + 1]);
+
+  std::vector<std::uint32_t> hits;
+  std::vector<std::pair<std::size_t, std::pair<std::size_t, std::size_t>>> stack;
+  auto overlapping = [&](std::int64_t lo, std::int64_t hi) {  // events with A <= hi and B >= lo
+    hits.clear();
+    const std::size_t n = static_cast<std::size_t>(
+        std::upper_bound(ev.begin(), ev.end(), hi, [](std::int64_t v, const Event& e) { return v < e.A; }) -
+        ev.begin());
+    if (n == 0) return;
+    // Descend over [0, n), pruning subtrees whose B never reaches lo.
+    stack.assign(1, {1, {0, size}});
+    while (!stack.empty()) {
+      const auto [node, range] = stack.back();
+      stack.pop_back();
+      if (range.first >= n || maxb[node] < lo) continue;
+      if (range.second - range.first == 1) {
+        hits.push_back(static_cast<std::uint32_t>(range.first));
+        continue;
+      }
+      const std::size_t mid = (range.first + range.second) / 2;
+      stack.push_back({2 * node + 1, {mid, range.second}});
+      stack.push_back({2 * node, {range.first, mid}});
+    }
+  };
+
+  std::vector<std::pair<std::int64_t, std::int64_t>> slope_ev;
+
+  for (const Segment& q : segs_) {
+    const Stream& sq = streams_[q.stream];
+    const std::uint64_t count = q.b - q.a;
+    if (sq.op == Op::write) {
+      t.write(checked_mul(count, sq.bytes, what));
+      continue;
+    }
+    if (q.pred == no_stream) {  // first accesses
+      t.reads(infinite, 0, count, sq.bytes);
+      continue;
+    }
+    const Stream& sp = streams_[q.pred];
+    const std::int64_t g = sq.phase - sp.phase;
+    const std::int64_t T0 = sq.phase + static_cast<std::int64_t>(q.a);
+    const std::int64_t T1 = sq.phase + static_cast<std::int64_t>(q.b) - 1;
+    // D(b) = own bytes + sum over events R of z_R |[A_R, B_R] n [b - m, b - gamma]|.
+    std::uint64_t d0 = sq.bytes;
+    slope_ev.clear();
+    overlapping(T0 - g, T1);
+    for (std::uint32_t k : hits) {
+      const Event& e = ev[k];
+      const Segment& r = segs_[e.seg];
+      const Stream& sr = streams_[r.stream];
+      const std::int64_t alpha = before(sp.cta, sp.sub, sr.cta, sr.sub) ? 0 : 1;  // (c_R, s_R) <= (c_p, s_p)
+      const std::int64_t gamma = before(sr.cta, sr.sub, sq.cta, sq.sub) ? 0 : 1;  // (c_R, s_R) >= (c_q, s_q)
+      std::int64_t m = g - alpha;
+      if (r.succ != no_stream) {
+        const Stream& sn = streams_[r.succ];
+        const std::int64_t beta = before(sq.cta, sq.sub, sn.cta, sn.sub) ? 1 : 0;  // successor after q
+        m = std::min(m, sn.phase - sr.phase - 1 + beta);
+      }
+      if (m < gamma) continue;
+      const auto z = static_cast<std::int64_t>(sr.bytes);
+      const std::int64_t lo = std::max(e.A, T0 - m), hi = std::min(e.B, T0 - gamma);
+      if (hi >= lo) d0 += static_cast<std::uint64_t>(z * (hi - lo + 1));
+      slope_ev.push_back({e.A + gamma, z});
+      slope_ev.push_back({e.B + gamma + 1, -z});
+      slope_ev.push_back({e.A + m + 1, -z});
+      slope_ev.push_back({e.B + m + 2, z});
+    }
+    std::sort(slope_ev.begin(), slope_ev.end());
+    // Sweep the pieces of D over [T0, T1].
+    std::size_t i = 0;
+    std::int64_t slope = 0, pos = T0;
+    std::uint64_t d = d0;
+    while (i < slope_ev.size() && slope_ev[i].first <= pos) slope += slope_ev[i++].second;
+    for (;;) {
+      const std::int64_t next = i < slope_ev.size() ? slope_ev[i].first : std::numeric_limits<std::int64_t>::max();
+      const std::int64_t end = std::min(next - 1, T1);
+      const auto len = static_cast<std::uint64_t>(end - pos + 1);
+      t.reads(d, slope, len, sq.bytes);
+      if (end == T1) break;
+      d += static_cast<std::uint64_t>(slope * (end - pos));
+      pos = next;
+      while (i < slope_ev.size() && slope_ev[i].first <= pos) slope += slope_ev[i++].second;
+      d += static_cast<std::uint64_t>(slope);
+    }
+  }
+}
+
+void SegmentEngine::run(Tally& t) {
+  link();
+  evaluate(t);
+}
+
+}  // namespace hbmscope::l2

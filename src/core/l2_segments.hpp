@@ -1,0 +1,69 @@
+#pragma once
+// The segment engine (docs/model.md, "Segments: schedules not in lockstep"):
+// the exact stack distances of a lockstep trace in which each CTA reads one
+// object of a stream per step, computed per segment (a run of one stream's
+// accesses whose objects all have the same predecessor and the same successor
+// access) instead of per access. Kernels run one after another; in each, CTAs
+// take the slots in launch order. Internal to src/core.
+#include <cstdint>
+#include <vector>
+
+#include "l2_tally.hpp"
+
+namespace hbmscope::l2 {
+
+enum class Op : std::uint8_t {
+  read,   // a read
+  write,  // a write of an output: allocates, and reaches DRAM whatever the L2
+};
+
+class SegmentEngine {
+ public:
+  static constexpr std::uint64_t unique = ~std::uint64_t{0};  // a namespace of objects accessed once
+
+  // A kernel of `slots` slots whose CTAs, in launch order, take these many
+  // steps each (at least 1); returns the index of its first CTA.
+  std::uint64_t add_kernel(std::uint64_t slots, std::vector<std::uint64_t> lengths);
+
+  // CTA cta accesses objects x0, x0 + 1, ... of namespace ns at its local
+  // steps k0, k0 + 1, ... (count of them), `bytes` each, at position `sub` in
+  // its step. ns == unique: each access is of its own object (no reuse).
+  void add_stream(std::uint64_t cta, std::uint32_t sub, std::uint64_t k0, std::uint64_t count, std::uint64_t ns,
+                  std::uint64_t x0, std::uint64_t bytes, Op op, bool allocate = true);
+
+  // Runs the schedule and the distances into t. Afterwards: the schedule.
+  void run(Tally& t);
+  std::uint64_t start(std::uint64_t cta) const { return start_[cta]; }
+  std::uint64_t length(std::uint64_t cta) const { return len_[cta]; }
+  std::uint64_t kernel_steps(std::size_t k) const { return kernels_[k].steps; }
+
+  // Schedules one kernel: start steps (from 0) of CTAs of these lengths on
+  // `slots` slots; returns the steps until the last finishes.
+  static std::uint64_t schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n, std::uint64_t* start);
+
+ private:
+  struct Kernel {
+    std::uint64_t slots = 1, first = 0, count = 0, offset = 0, steps = 0;
+  };
+  struct Stream {
+    std::uint64_t cta, k0, count, ns, x0, bytes;
+    std::int64_t phase = 0;  // object x accessed at step phase + x (after scheduling)
+    std::uint32_t sub;
+    Op op;
+    bool allocate;
+  };
+  struct Segment {
+    std::uint32_t stream;
+    std::uint64_t a, b;  // objects [a, b)
+    std::uint32_t pred = ~0u, succ = ~0u;  // streams
+  };
+  void link();
+  void evaluate(Tally& t);
+
+  std::vector<Kernel> kernels_;
+  std::vector<std::uint64_t> len_, start_;
+  std::vector<Stream> streams_;
+  std::vector<Segment> segs_;
+};
+
+}  // namespace hbmscope::l2

@@ -1,0 +1,129 @@
+#pragma once
+// What both evaluations of the L2 simulation produce (docs/model.md, "How it
+// is evaluated"): for every read, its stack distance in bytes, kept only as
+// the bytes that miss at each capacity asked for; the writes; and the largest
+// finite distance. The enumeration (l2_stack.hpp) adds one access at a time,
+// the closed forms and the segment engine add runs of accesses whose
+// distances are an arithmetic progression. Internal to src/core.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/l2_sim.hpp"
+
+namespace hbmscope::l2 {
+
+inline constexpr std::uint64_t infinite = std::numeric_limits<std::uint64_t>::max();
+
+class Tally {
+ public:
+  explicit Tally(const std::vector<std::uint64_t>& capacities) : caps_(capacities) {
+    std::sort(caps_.begin(), caps_.end());
+    caps_.erase(std::unique(caps_.begin(), caps_.end()), caps_.end());
+    read_add_.assign(caps_.size() + 1, 0);
+    wb_add_.assign(caps_.size() + 1, 0);
+  }
+
+  // One read of `bytes` at stack distance d (infinite: a first access, or one
+  // that bypasses the L2). It misses at every capacity below d.
+  void read(std::uint64_t d, std::uint64_t bytes) { reads(d, 0, 1, bytes); }
+
+  // `count` reads of `bytes` each, at distances d0, d0 + step, ... (all finite
+  // unless d0 is infinite, then step must be 0).
+  void reads(std::uint64_t d0, std::int64_t step, std::uint64_t count, std::uint64_t bytes) {
+    if (count == 0) return;
+    const std::uint64_t total = mul(count, bytes);
+    request_ = add(request_, total);
+    if (d0 == infinite) {
+      read_add_.back() = add(read_add_.back(), total);
+      first_reads_ = add(first_reads_, total);
+      return;
+    }
+    spread(read_add_, d0, step, count, bytes);
+  }
+
+  // A write that reaches DRAM whatever the capacity (outputs: write-back
+  // stores reach DRAM once, when evicted or later).
+  void write(std::uint64_t bytes) { writes_ = add(writes_, bytes); }
+
+  // Dirty bytes of an intermediate that are written back only where the L2 is
+  // smaller than d (the largest stack distance of the accesses while dirty):
+  // `count` of them at distances d0, d0 + step, ...
+  void writebacks(std::uint64_t d0, std::int64_t step, std::uint64_t count, std::uint64_t bytes) {
+    if (count == 0) return;
+    if (d0 == infinite) {
+      wb_add_.back() = add(wb_add_.back(), mul(count, bytes));
+      return;
+    }
+    spread(wb_add_, d0, step, count, bytes);
+  }
+
+  std::uint64_t dram_reads(std::uint64_t capacity) const { return above(read_add_, capacity); }
+  std::uint64_t dram_writes(std::uint64_t capacity) const { return add(writes_, above(wb_add_, capacity)); }
+  std::uint64_t requested() const { return request_; }
+  std::uint64_t first_access_reads() const { return first_reads_; }
+  std::uint64_t writes_always() const { return writes_; }
+  std::uint64_t max_reuse_distance() const { return max_reuse_; }
+  const std::vector<std::uint64_t>& capacities() const { return caps_; }
+
+ private:
+  static std::uint64_t add(std::uint64_t a, std::uint64_t b) { return checked_add(a, b, "L2 simulation bytes"); }
+  static std::uint64_t mul(std::uint64_t a, std::uint64_t b) { return checked_mul(a, b, "L2 simulation bytes"); }
+
+  std::size_t bucket(std::uint64_t d) const {
+    return static_cast<std::size_t>(std::lower_bound(caps_.begin(), caps_.end(), d) - caps_.begin());
+  }
+
+  // Bytes that miss at `capacity`: everything in the buckets above it.
+  std::uint64_t above(const std::vector<std::uint64_t>& v, std::uint64_t capacity) const {
+    const std::size_t m = bucket(capacity);
+    std::uint64_t r = 0;
+    for (std::size_t k = m + 1; k < v.size(); ++k) r = add(r, v[k]);
+    return r;
+  }
+
+  // How many of d0 + t*step, t in [0, count), are <= c.
+  static std::uint64_t count_le(std::uint64_t d0, std::int64_t step, std::uint64_t count, std::uint64_t c) {
+    if (step == 0) return d0 <= c ? count : 0;
+    if (step > 0) {
+      if (d0 > c) return 0;
+      const std::uint64_t t = (c - d0) / static_cast<std::uint64_t>(step) + 1;
+      return std::min(count, t);
+    }
+    const std::uint64_t s = static_cast<std::uint64_t>(-step);
+    if (d0 <= c) return count;
+    const std::uint64_t t0 = (d0 - c + s - 1) / s;  // first t with d <= c
+    return t0 >= count ? 0 : count - t0;
+  }
+
+  // Adds `count` items of `bytes` at distances d0 + t*step to the buckets
+  // (bucket k holds distances in (caps[k-1], caps[k]]), and the largest
+  // distance to max_reuse_.
+  void spread(std::vector<std::uint64_t>& v, std::uint64_t d0, std::int64_t step, std::uint64_t count,
+              std::uint64_t bytes) {
+    const std::uint64_t last = step >= 0 ? d0 + static_cast<std::uint64_t>(step) * (count - 1)
+                                         : d0 - static_cast<std::uint64_t>(-step) * (count - 1);
+    const std::uint64_t lo = std::min(d0, last), hi = std::max(d0, last);
+    max_reuse_ = std::max(max_reuse_, hi);
+    const std::size_t k0 = bucket(lo), k1 = bucket(hi);
+    std::uint64_t below = 0;  // items at distances <= caps[k - 1]
+    for (std::size_t k = k0; k <= k1; ++k) {
+      const std::uint64_t le = k < caps_.size() ? count_le(d0, step, count, caps_[k]) : count;
+      v[k] = add(v[k], mul(le - below, bytes));
+      below = le;
+    }
+  }
+
+  std::vector<std::uint64_t> caps_;
+  std::vector<std::uint64_t> read_add_;  // [k]: read bytes that miss at caps_[0..k-1]
+  std::vector<std::uint64_t> wb_add_;    // [k]: write-back bytes at caps_[0..k-1]
+  std::uint64_t request_ = 0, writes_ = 0, first_reads_ = 0, max_reuse_ = 0;
+};
+
+// The result at one capacity, and the curve at every capacity of the tally.
+L2SimResult result_at(const Tally& t, std::uint64_t capacity);
+std::vector<std::uint64_t> curve(const Tally& t, const std::vector<std::uint64_t>& capacities);
+
+}  // namespace hbmscope::l2

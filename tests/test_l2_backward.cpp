@@ -1,0 +1,128 @@
+// The backward pass in the L2 simulation (docs/model.md, "The backward pass in
+// the L2 simulation"): with no L2 it is FlashAttention-2's backward count, with
+// an L2 holding everything the backward floor; monotone in between; fwdbwd is
+// the forward simulation plus the backward plus the forward's log-sum-exp.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/model.hpp"
+
+using namespace hbmscope;
+
+namespace {
+
+std::uint64_t pick(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi) {
+  return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+}
+
+Shape random_training(std::mt19937_64& rng) {
+  Shape s;
+  s.kv_heads = pick(rng, 1, 3);
+  s.heads = s.kv_heads * pick(rng, 1, 3);
+  s.batch = pick(rng, 1, 2);
+  s.seq_q = pick(rng, 1, 400);
+  s.seq_kv = pick(rng, 1, 400);
+  s.head_dim = pick(rng, 1, 80);
+  s.block_rows = pick(rng, 8, 96);
+  s.block_cols = pick(rng, 8, 96);
+  s.causal = pick(rng, 0, 1) == 1;
+  s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+  s.pass = Pass::bwd;
+  return s;
+}
+
+constexpr std::uint64_t everything = std::uint64_t{1} << 62;
+
+// The backward floor counts Q and the log-sum-exp of every query row; the
+// backward never reads those of a query block that no key sees (causal, more
+// queries than keys): the simulation's floor is lower by exactly those.
+std::uint64_t unread_query_bytes(const Shape& s) {
+  if (!s.causal || s.seq_q <= s.seq_kv) return 0;
+  std::uint64_t rows = 0;  // rows of the query blocks whose last row sees no key
+  for (std::uint64_t i = 0; (i + 1) * s.block_rows <= s.seq_q; ++i)
+    if ((i + 1) * s.block_rows - 1 + s.seq_kv < s.seq_q) rows += s.block_rows;
+  return rows * s.batch * s.heads * (elem_bytes(s.dtype) * s.head_dim + 4);
+}
+
+}  // namespace
+
+TEST_CASE("L2 sim backward: no L2 gives flash_no_l2, an L2 holding everything the floor", "[l2sim][backward]") {
+  std::mt19937_64 rng(41);
+  for (int k = 0; k < 120; ++k) {
+    const Shape s = random_training(rng);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo);
+        L2SimConfig c;
+        c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 5));
+        c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 2));
+        c.order = order;
+        c.q_o_allocate = qo;
+        ModelBytes m = evaluate(s);
+        m.floor -= unread_query_bytes(s);
+        c.l2_bytes = 0;
+        const L2SimResult none = flash_l2_sim(s, c);
+        CHECK(none.dram_bytes == m.flash_no_l2);
+        CHECK(none.min_dram_bytes == m.floor);
+        c.l2_bytes = everything;
+        CHECK(flash_l2_sim(s, c).dram_bytes == m.floor);
+        // The L2 size that reaches the floor is exact.
+        c.l2_bytes = none.l2_bytes_to_min;
+        CHECK(flash_l2_sim(s, c).dram_bytes == m.floor);
+        if (none.l2_bytes_to_min > 0) {
+          c.l2_bytes = none.l2_bytes_to_min - 1;
+          CHECK(flash_l2_sim(s, c).dram_bytes > m.floor);
+        }
+        // floor <= sim <= no-L2, non-increasing in the L2 size.
+        std::vector<std::uint64_t> ladder{0, 1};
+        for (std::uint64_t j = 1; j <= 24; ++j) ladder.push_back(none.l2_bytes_to_min * j / 16);
+        const auto bytes = flash_l2_curve(s, c, ladder);
+        for (std::size_t j = 0; j < bytes.size(); ++j) {
+          CHECK(bytes[j] >= m.floor);
+          CHECK(bytes[j] <= m.flash_no_l2);
+          if (j > 0) CHECK(bytes[j] <= bytes[j - 1]);
+        }
+      }
+  }
+}
+
+TEST_CASE("L2 sim backward: fwdbwd is the forward plus the backward plus the log-sum-exp", "[l2sim][backward]") {
+  std::mt19937_64 rng(43);
+  for (int k = 0; k < 40; ++k) {
+    Shape s = random_training(rng);
+    s.pass = Pass::fwdbwd;
+    Shape f = s, b = s;
+    f.pass = Pass::fwd;
+    b.pass = Pass::bwd;
+    INFO(describe(s));
+    L2SimConfig c;
+    c.sm_count = 3;
+    const std::vector<std::uint64_t> caps{0, 1000, 100000, 1000000, everything};
+    const auto both = flash_l2_curve(s, c, caps);
+    const auto fw = flash_l2_curve(f, c, caps), bw = flash_l2_curve(b, c, caps);
+    for (std::size_t j = 0; j < caps.size(); ++j) CHECK(both[j] == fw[j] + bw[j] + forward_lse_bytes(f));
+    CHECK(both.front() == evaluate(s).flash_no_l2);
+    CHECK(both.back() == evaluate(s).floor - unread_query_bytes(s));
+    c.l2_bytes = 100000;
+    const L2SimResult r = flash_l2_sim(s, c);
+    c.method = L2SimMethod::enumeration;
+    CHECK(flash_l2_sim(s, c).dram_bytes == r.dram_bytes);
+  }
+}
+
+TEST_CASE("L2 sim backward: the schedule's figures are the main loop's", "[l2sim][backward]") {
+  Shape s;
+  s.heads = s.kv_heads = 4;
+  s.seq_q = s.seq_kv = 512;  // 4 key blocks per head, each visited by 4 query blocks
+  s.head_dim = 64;
+  s.pass = Pass::bwd;
+  L2SimConfig c;
+  c.sm_count = 4;
+  c.ctas_per_sm = 2;  // 8 slots: two heads' key blocks per wave
+  c.l2_bytes = 1 << 20;
+  const L2SimResult r = flash_l2_sim(s, c);
+  CHECK(r.waves == 2);
+  CHECK(r.steps == 2 * 4);
+  CHECK(r.heads_per_wave == 2.0);
+}

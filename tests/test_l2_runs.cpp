@@ -1,0 +1,309 @@
+// The runs method against the enumeration (the reference): identical results
+// on every shape where the enumeration runs (docs/model.md, "How it is
+// evaluated"). Hundreds of random shapes, both launch orders, both --l2-qo
+// modes, ladders of L2 sizes.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "hbmscope/decode.hpp"
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/mask.hpp"
+#include "hbmscope/model.hpp"
+#include "hbmscope/tile_bytes.hpp"
+#include "../src/core/l2_flash.hpp"
+
+using namespace hbmscope;
+
+namespace {
+
+std::uint64_t pick(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi) {
+  return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+}
+
+// Prefill shapes of every kind the schedule has: dense or ragged, unmasked,
+// causal, windowed or chunked, GQA, Nq != Nkv, every dtype, DV != d, a KV
+// dtype of its own.
+Shape random_prefill(std::mt19937_64& rng, bool masked_only = false) {
+  Shape s;
+  s.kv_heads = pick(rng, 1, 3);
+  s.heads = s.kv_heads * pick(rng, 1, 3);
+  s.batch = pick(rng, 1, 3);
+  s.seq_q = pick(rng, 1, 600);
+  s.seq_kv = pick(rng, 1, 600);
+  s.head_dim = pick(rng, 1, 96);
+  s.block_rows = pick(rng, 8, 128);
+  s.block_cols = pick(rng, 8, 128);
+  s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+  const std::uint64_t mask = masked_only ? pick(rng, 1, 3) : pick(rng, 0, 3);
+  s.causal = mask > 0;
+  if (mask == 2) s.window = pick(rng, 1, 300);
+  if (mask == 3) s.chunk = pick(rng, 1, 300);
+  if (pick(rng, 0, 3) == 0) s.head_dim_v = pick(rng, 1, 96);
+  if (pick(rng, 0, 3) == 0) s.kv_dtype = static_cast<Dtype>(pick(rng, 0, 3));
+  if (pick(rng, 0, 3) == 0) {  // ragged: sequences of their own lengths
+    std::vector<SeqLen> items;
+    const std::uint64_t n = pick(rng, 1, 4);
+    for (std::uint64_t b = 0; b < n; ++b) {
+      const std::uint64_t kv = pick(rng, 1, 500);
+      items.push_back({pick(rng, 1, kv), kv});
+    }
+    s.seq_lens = SeqList(items);
+    s.batch = n;
+    s.seq_q = s.seq_lens.max_q();
+    s.seq_kv = s.seq_lens.max_kv();
+  }
+  return s;
+}
+
+L2SimConfig config(std::mt19937_64& rng, Rasterization order, bool qo) {
+  L2SimConfig c;
+  c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 6));
+  c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+  c.order = order;
+  c.q_o_allocate = qo;
+  return c;
+}
+
+std::vector<std::uint64_t> ladder(std::uint64_t all) {
+  std::vector<std::uint64_t> l{0, 1};
+  for (std::uint64_t k = 1; k <= 40; ++k) l.push_back(all * k / 32);
+  return l;
+}
+
+void same_flash(const Shape& s, L2SimConfig c) {
+  const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
+  const auto caps = ladder(all);
+  c.method = L2SimMethod::enumeration;
+  const auto ce = flash_l2_curve(s, c, caps);
+  c.method = L2SimMethod::runs;
+  const auto cr = flash_l2_curve(s, c, caps);
+  CHECK(ce == cr);
+  for (std::uint64_t cap : {caps[3], caps[17], caps[30]}) {
+    c.l2_bytes = cap;
+    c.method = L2SimMethod::enumeration;
+    const L2SimResult e = flash_l2_sim(s, c);
+    c.method = L2SimMethod::runs;
+    const L2SimResult r = flash_l2_sim(s, c);
+    CHECK(e.dram_bytes == r.dram_bytes);
+    CHECK(e.dram_read_bytes == r.dram_read_bytes);
+    CHECK(e.dram_write_bytes == r.dram_write_bytes);
+    CHECK(e.read_request_bytes == r.read_request_bytes);
+    CHECK(e.l2_hit_rate == r.l2_hit_rate);
+    CHECK(e.l2_bytes_to_min == r.l2_bytes_to_min);
+    CHECK(e.min_dram_bytes == r.min_dram_bytes);
+    CHECK(e.heads_per_wave == r.heads_per_wave);
+    CHECK(e.kv_heads_per_wave == r.kv_heads_per_wave);
+    CHECK(e.waves == r.waves);
+    CHECK(e.steps == r.steps);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {
+  std::mt19937_64 rng(GENERATE(2024, 7, 99));
+  for (int k = 0; k < 160; ++k) {
+    const Shape s = random_prefill(rng);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        const L2SimConfig c = config(rng, order, qo);
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        same_flash(s, c);
+      }
+  }
+}
+
+TEST_CASE("L2 runs: the segment engine equals the enumeration on random shapes", "[l2runs]") {
+  // runs_flash enumerates where that is cheaper; the engine is held to it directly.
+  std::mt19937_64 rng(GENERATE(11, 12));
+  for (int k = 0; k < 160; ++k) {
+    const Shape s = random_prefill(rng, true);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        const L2SimConfig c = config(rng, order, qo);
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
+        const auto caps = ladder(all);
+        l2::Tally te(caps), ts(caps);
+        const l2::FlashStats se = l2::enumerate_flash(s, c, te);
+        const l2::FlashStats ss = l2::segments_flash(s, c, ts);
+        CHECK(l2::curve(te, caps) == l2::curve(ts, caps));
+        CHECK(te.max_reuse_distance() == ts.max_reuse_distance());
+        CHECK(te.requested() == ts.requested());
+        CHECK(te.first_access_reads() == ts.first_access_reads());
+        CHECK(se.heads == ss.heads);
+        CHECK(se.kv_heads == ss.kv_heads);
+        CHECK(se.steps == ss.steps);
+        CHECK(se.waves == ss.waves);
+      }
+  }
+}
+
+TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and narrow grids", "[l2runs]") {
+  std::mt19937_64 rng(31);
+  for (int k = 0; k < 300; ++k) {
+    Shape s;
+    s.kv_heads = pick(rng, 1, 4);
+    s.heads = s.kv_heads * pick(rng, 1, 4);
+    s.batch = pick(rng, 1, 4);
+    s.seq_q = pick(rng, 1, 300);
+    s.seq_kv = pick(rng, 1, 300);
+    s.head_dim = pick(rng, 1, 64);
+    s.block_rows = pick(rng, 8, 96);
+    s.block_cols = pick(rng, 8, 96);
+    s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+    if (pick(rng, 0, 2) == 0) s.head_dim_v = pick(rng, 1, 64);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c = config(rng, order, qo);
+        c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 9));  // fewer slots than heads, and more
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        same_flash(s, c);
+      }
+  }
+}
+
+TEST_CASE("L2 runs: decode rows equal the enumeration", "[l2runs][decode]") {
+  std::mt19937_64 rng(5150);
+  for (int k = 0; k < 150; ++k) {
+    Shape s;
+    s.decode = true;
+    s.kv_heads = pick(rng, 1, 4);
+    s.heads = s.kv_heads * pick(rng, 1, 20);
+    s.batch = pick(rng, 1, 6);
+    s.seq_q = pick(rng, 1, 4);
+    s.seq_kv = pick(rng, s.seq_q, 2000);
+    s.head_dim = pick(rng, 8, 128);
+    s.block_cols = 8 * pick(rng, 1, 16);
+    s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+    s.page_size = pick(rng, 0, 2) == 0 ? pick(rng, 1, 40) : s.block_cols / (1 + pick(rng, 0, 3) % 2);
+    if (s.block_cols % s.page_size != 0 && pick(rng, 0, 1)) s.page_size = 8;
+    if (pick(rng, 0, 3) == 0) {  // ragged contexts: enumerated
+      std::vector<std::uint64_t> l;
+      for (std::uint64_t b = 0; b < s.batch; ++b) l.push_back(pick(rng, s.seq_q, 2000));
+      s.context_lengths = l;
+      s.seq_kv = s.context_lengths.max_kv();
+    }
+    s.splits = pick(rng, 0, 2) == 0 ? pick(rng, 2, 9) : 1;
+    for (DecodeVariant v : {DecodeVariant::split, DecodeVariant::split_unpacked, DecodeVariant::paged})
+      for (bool qo : {true, false}) {
+        L2SimConfig c = config(rng, Rasterization::query_block_major, qo);
+        c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 8));
+        INFO(describe(s) << " " << decode_variant_id(v) << " splits " << s.splits << " qo " << qo << " slots "
+                         << c.sm_count << "x" << c.ctas_per_sm << " page " << s.page_size);
+        const std::uint64_t all = decode_bytes(s, v, s.splits).total;
+        const auto caps = ladder(all);
+        c.method = L2SimMethod::enumeration;
+        const auto ce = decode_l2_curve(s, v, s.splits, c, caps);
+        c.method = L2SimMethod::runs;
+        const auto cr = decode_l2_curve(s, v, s.splits, c, caps);
+        CHECK(ce == cr);
+        c.l2_bytes = caps[9];
+        c.method = L2SimMethod::enumeration;
+        const L2SimResult e = decode_l2_sim(s, v, s.splits, c);
+        c.method = L2SimMethod::runs;
+        const L2SimResult r = decode_l2_sim(s, v, s.splits, c);
+        CHECK(e.dram_bytes == r.dram_bytes);
+        CHECK(e.l2_hit_rate == r.l2_hit_rate);
+        CHECK(e.l2_bytes_to_min == r.l2_bytes_to_min);
+        CHECK(e.min_dram_bytes == r.min_dram_bytes);
+        CHECK(e.waves == r.waves);
+        CHECK(e.steps == r.steps);
+      }
+  }
+}
+
+TEST_CASE("L2 runs: standard attention's closed form equals the enumeration", "[l2runs][standard]") {
+  std::mt19937_64 rng(808);
+  for (int k = 0; k < 300; ++k) {
+    const Shape s = random_prefill(rng);
+    for (bool qo : {true, false}) {
+      L2SimConfig c = config(rng, Rasterization::query_block_major, qo);
+      INFO(describe(s) << " qo " << qo);
+      const std::uint64_t e = elem_bytes(s.dtype);
+      const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s) +
+                                4 * e * s.batch * s.heads * s.seq_q * s.seq_kv;
+      const auto caps = ladder(all);
+      c.method = L2SimMethod::enumeration;
+      const auto ce = standard_l2_curve(s, c, caps);
+      c.method = L2SimMethod::runs;
+      const auto cr = standard_l2_curve(s, c, caps);
+      CHECK(ce == cr);
+      c.l2_bytes = caps[7];
+      c.method = L2SimMethod::enumeration;
+      const L2SimResult a = standard_l2_sim(s, c);
+      c.method = L2SimMethod::runs;
+      const L2SimResult b = standard_l2_sim(s, c);
+      CHECK(a.dram_bytes == b.dram_bytes);
+      CHECK(a.l2_hit_rate == b.l2_hit_rate);
+      CHECK(a.l2_bytes_to_min == b.l2_bytes_to_min);
+      CHECK(a.min_dram_bytes == b.min_dram_bytes);
+    }
+  }
+}
+
+namespace {
+// Issue 19's shapes at the two ends, counted here from the masks and the
+// operand sizes alone: with no L2 every CTA's Q, O and visited K/V tiles;
+// with an L2 holding everything Q and O once and each K/V tile some query
+// block visits once (whole tiles: a window that starts inside a key block
+// still reads the block).
+struct Ends {
+  std::uint64_t none = 0, all = 0;
+};
+Ends forward_ends(const Shape& s) {
+  const OperandBytes ob = operand_bytes(s);
+  Ends e;
+  auto one = [&](std::uint64_t q, std::uint64_t kv, std::uint64_t count) {
+    Shape t = s;
+    t.seq_lens = {};
+    t.batch = 1;
+    t.seq_q = q;
+    t.seq_kv = kv;
+    const std::uint64_t nqb = (q + s.block_rows - 1) / s.block_rows, nkb = (kv + s.block_cols - 1) / s.block_cols;
+    std::vector<bool> seen(nkb, false);
+    std::uint64_t none = (ob.q_row + ob.o_row) * q * s.heads, kv_once = 0;
+    for (std::uint64_t i = 0; i < nqb; ++i) {
+      const KeyRange r = visible_key_blocks(t, i);
+      for (std::uint64_t j = r.begin; j < r.end; ++j) {
+        const std::uint64_t bytes = ob.kv_col() * std::min(s.block_cols, kv - j * s.block_cols);
+        none += s.heads * bytes;
+        if (!seen[j]) kv_once += bytes;
+        seen[j] = true;
+      }
+    }
+    e.none += count * none;
+    e.all += count * ((ob.q_row + ob.o_row) * q * s.heads + s.kv_heads * kv_once);
+  };
+  if (s.seq_lens.empty()) one(s.seq_q, s.seq_kv, s.batch);
+  else
+    for (const SeqLen& x : s.seq_lens) one(x.q, x.kv, 1);
+  return e;
+}
+}  // namespace
+
+TEST_CASE("L2 runs: windows, chunks, DV, KV dtype and ragged batches at no L2 and at an L2 holding all", "[l2runs]") {
+  std::mt19937_64 rng(1919);
+  for (int k = 0; k < 200; ++k) {
+    const Shape s = random_prefill(rng);
+    INFO(describe(s));
+    const Ends e = forward_ends(s);
+    for (auto m : {L2SimMethod::runs, L2SimMethod::enumeration}) {
+      L2SimConfig c = config(rng, Rasterization::query_block_major, true);
+      c.method = m;
+      CHECK(flash_l2_sim(s, c).dram_bytes == e.none);
+      c.l2_bytes = std::uint64_t{1} << 62;
+      CHECK(flash_l2_sim(s, c).dram_bytes == e.all);
+      c.q_o_allocate = false;
+      c.l2_bytes = kv_footprint_bytes(s);  // every K/V tile fits when Q and O bypass
+      CHECK(flash_l2_sim(s, c).dram_bytes == e.all);
+    }
+    if (s.window == 0 && s.chunk == 0 && s.seq_lens.empty() && s.head_dim_v == 0 && !s.kv_dtype) {  // what model.cpp counts today
+      CHECK(e.none == flash_no_l2_bytes(s));
+      CHECK(e.all == floor_bytes(s));
+    }
+  }
+}
