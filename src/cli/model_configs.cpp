@@ -87,24 +87,11 @@ void check_model_shape_options(const ShapeOptions& o) {
     if (given) throw UsageError(std::string(name) + ": the model config gives it (--model-config); drop " + name);
 }
 
-void check_model_config_options(const ShapeOptions& o, const L2Options& l2, bool decode) {
-  check_model_shape_options(o);
-  for (const auto& [given, name] : {std::pair{l2.l2_bytes.has_value(), "--l2-bytes"},
-                                    {l2.ctas_per_sm.has_value(), "--ctas-per-sm"},
-                                    {l2.order.has_value(), "--l2-order"},
-                                    {l2.qo.has_value(), "--l2-qo"},
-                                    {l2.sms.has_value() && !decode, "--sms"}})
-    if (given)
-      throw UsageError(std::string(name) +
-                       ": the L2 simulation runs on one kernel's shape, not on whole-model rows; simulate a "
-                       "layer's shape with `hbmscope model` (its shape options)");
-}
-
 SweepAxes model_config_axes(const ShapeOptions& o, std::vector<ModelConfigRef> models) {
   const bool decode = o.decode || o.context_lengths;
-  if (!o.seq && !decode)
-    throw UsageError("--model-config: give the step, --seq N for a prefill of N tokens, or --decode with "
-                     "--seq-kv (or --context-lengths) for a decode step");
+  if (!o.seq && !o.seq_lens && !decode)
+    throw UsageError("--model-config: give the step, --seq N (or a ragged batch, --seq-lens) for a prefill, or "
+                     "--decode with --seq-kv (or --context-lengths) for a decode step");
   SweepAxes a = to_axes(o);
   a.model_config = std::move(models);  // to_axes set dtype_given when --dtype was given
   return a;
