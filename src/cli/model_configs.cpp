@@ -29,8 +29,8 @@ Examples:
 }  // namespace
 
 const char* const whole_models_help = R"(With --model-config (whole models, docs/models.md), each step of each model (a prefill
-of --seq tokens, or a decode step: --decode with --seq-kv or --context-lengths, and
---batch) is a row per kind of layer and a total:
+of --seq tokens or a ragged batch, --seq-lens; or a decode step: --decode with --seq-kv
+or --context-lengths, and --batch) is a row per kind of layer and a total:
   Model, Layers        the model config, the kind of layer and how many (sliding layers
                        with their window W, chunked with their chunk C, mla: latent KV)
   bytes, FLOPs, time   of all the kind's layers (one layer's times their number); the
@@ -41,7 +41,9 @@ of --seq tokens, or a decode step: --decode with --seq-kv or --context-lengths, 
   KV/token             one token's K and V over those layers (in --kv-dtype, else the dtype)
 The model gives heads, head dims, windows, chunks and MLA (--heads, --kv-heads and
 --head-dim are refused) and its torch_dtype unless --dtype; every layer is causal.
-The L2 simulation runs on single kernels only, not on whole-model rows.
+A total over layers of different masks (sliding and full) has the mask "mixed".
+With --device (or --l2-bytes) each kind's layer is simulated once, its simulated bytes
+times its layers; the total's are their sum.
   hbmscope model --model-config llama-3.1-8b,gemma-3-27b,deepseek-v3 --decode --batch 32 --seq-kv 32K --device h200
   hbmscope model --model-config gpt-oss-120b --seq 8K --device h100
   hbmscope model --model-config ./config.json --decode --context-lengths 512,4K,32K --format json)";
