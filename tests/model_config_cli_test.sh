@@ -204,6 +204,17 @@ check "a kind over the budget: noted" grep -q "note: L2 simulation left out for 
 check "a kind over the budget: its total noted" grep -q "gemma-3-27b's total .* has no simulated bytes: its full layers were left out" "$work/err"
 check "a kind over the budget: the other simulated" python3 -c "
 import csv; r=list(csv.DictReader(open('$work/l2o.csv'))); assert r[0]['bytes_flash_l2_sim'] and not r[1]['bytes_flash_l2_sim'] and not r[2]['bytes_flash_l2_sim']"
+# The README's serving table is this binary's output (the command of its generated: comment).
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$bin" model --model-config llama-3.1-8b,gemma-3-27b,deepseek-v3 --decode --batch 32 --seq-kv 32K --device h200 \
+  --variants decode_split --columns bytes,time --format md >"$work/serve.md" 2>/dev/null
+check "README serving table is current" python3 -c "
+import sys
+readme = open('$root/README.md', encoding='utf-8').read().split('\n')
+got = [l for l in open('$work/serve.md', encoding='utf-8').read().split('\n') if l.startswith(('|', '**'))]
+at = readme.index(got[0])
+exp = [l for l in readme[at:at + len(got) + 1] if l]
+assert exp == got, (exp, got)"
 "$bin" model --help >"$work/help"
 check "model --help explains whole models" grep -q "With --model-config (whole models" "$work/help"
 
