@@ -115,26 +115,55 @@ struct RowSteps {
   MeasureStep* measure = nullptr;
   std::uint64_t work = 0;  // simulated by the rows made so far (work units)
 
+  std::vector<std::string> notes;  // whole-model totals left without simulated bytes (the first few)
+  std::uint64_t notes_left_out = 0;
+
+  // The L2 simulation of a row: taken (within the run's budget) and run, or
+  // previewed. A whole model's kind row is one layer's kernel (its shape), its
+  // total the sum of its kinds' (docs/models.md): totals are not simulated.
+  void simulate(Row& row, bool preview) {
+    if (row.model_layers && row.model_layers->kind == total_kind) return;
+    const std::uint64_t w = l2.take(row.shape);
+    if (w == 0) return;
+    if (preview) {
+      preview_l2_sim(row, l2.config_for(row.shape));
+    } else {
+      add_layers_l2_sim(row, l2.config_for(row.shape));
+      work += w;
+    }
+  }
+
+  // The first pass of a run that holds its rows: the L2 simulation planned only.
+  void plan(const Shape& s, const ModelConfigRef& model) {
+    if (!l2.on()) return;
+    if (!model) {
+      (void)l2.take(s);
+      return;
+    }
+    for (const Row& r : whole_model_rows(*model, s, spec.model))
+      if (r.model_layers->kind != total_kind) (void)l2.take(r.shape);
+  }
+
   // The rows of point s: one, or a whole model's (a row per kind of layer and
-  // the total; not simulated, not measured). preview: simulated and measured
-  // variants named, not computed (for the printers' layout and the checks of
-  // a first pass).
+  // the total; not measured). preview: simulated and measured variants named,
+  // not computed (for the printers' layout and the checks of a first pass).
   std::vector<Row> make(const Shape& s, const std::string& label, const ModelConfigRef& model, bool preview,
                         std::uint64_t i, std::uint64_t n) {
     std::vector<Row> rows;
     if (model) {
       rows = whole_model_rows(*model, s, spec.model);
+      if (l2.on()) {
+        for (Row& r : rows) simulate(r, preview);
+        for (auto& note : sum_whole_model_l2_sims(rows)) {
+          if (preview) continue;
+          if (notes.size() < 5) notes.push_back(std::move(note));
+          else ++notes_left_out;
+        }
+      }
     } else {
       rows.push_back(model_row(s, spec.model));
       Row& row = rows.back();
-      if (const std::uint64_t w = l2.take(s)) {
-        if (preview) {
-          preview_l2_sim(row, l2.config_for(s));
-        } else {
-          add_l2_sim(row, l2.config_for(s));
-          work += w;
-        }
-      }
+      if (l2.on()) simulate(row, preview);
       if (measure) {
         if (preview) measure->preview(row);
         else measure->measure(row, i, n);
@@ -151,6 +180,14 @@ struct RowSteps {
       }
     }
     return rows;
+  }
+
+  // The run's notes: the L2 simulation's, then the whole models'.
+  std::vector<std::string> all_notes() const {
+    std::vector<std::string> out = l2.notes();
+    out.insert(out.end(), notes.begin(), notes.end());
+    if (notes_left_out) out.push_back("and " + std::to_string(notes_left_out) + " more such total(s)");
+    return out;
   }
 };
 
@@ -187,9 +224,7 @@ int run_rows(const RunShapes& shapes, RunSpec spec) {
   RowsLayout layout;
   std::vector<std::string> present;  // variant ids before --variants keeps some
   if (held) {
-    shapes.for_each([&](const Shape& s, const std::string&, const ModelConfigRef& m) {
-      if (!m) (void)steps.l2.take(s);  // whole-model rows are not simulated
-    });
+    shapes.for_each([&](const Shape& s, const std::string&, const ModelConfigRef& m) { steps.plan(s, m); });
   } else {
     steps.measure = measure ? &*measure : nullptr;
     shapes.for_each([&](const Shape& s, const std::string& label, const ModelConfigRef& m) {
@@ -234,7 +269,7 @@ int run_rows(const RunShapes& shapes, RunSpec spec) {
     if (bar) bar->finish();
     if (!spec.variants.empty()) keep_variants(head.rows, spec.variants, spec.variants_where);
     if (measure) measure->finish();
-    return finish_report(head, spec.out, spec.dev, steps.l2.notes());
+    return finish_report(head, spec.out, spec.dev, steps.all_notes());
   }
 
   Output out(spec.out.output);
@@ -253,7 +288,7 @@ int run_rows(const RunShapes& shapes, RunSpec spec) {
   out.finish();
   if (measure) measure->finish();
   // Notes last, so that a run that fails prints its error alone.
-  for (const auto& note : steps.l2.notes()) std::fprintf(stderr, "hbmscope: note: %s\n", note.c_str());
+  for (const auto& note : steps.all_notes()) std::fprintf(stderr, "hbmscope: note: %s\n", note.c_str());
   return 0;
 }
 

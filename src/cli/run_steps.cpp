@@ -13,6 +13,7 @@
 #include "hbmscope/measure.hpp"
 #include "hbmscope/plot.hpp"
 #include "hbmscope/roofline.hpp"
+#include "hbmscope/whole_model.hpp"
 #include "../report/json_check.hpp"
 #include "command_io.hpp"
 #include "plot_run.hpp"

@@ -35,6 +35,7 @@ std::string model_layers_label(const Row& r);
 // model_title.cpp: "window 4096", "chunk 8192" or "-"; "3: 512..4096" (a
 // ragged prefill batch's sequences) or "-".
 std::string mask_label(const Shape& s);
+std::string mask_label(const Row& r);  // "mixed" on a whole model's total whose kinds' masks differ
 std::string sequences_label(const Shape& s);
 // The model table's title lines (shape, model, L2 simulation, roofline,
 // decode): rep for its device and roofline, the rows' layout for the rest.

@@ -99,7 +99,7 @@ void CsvPrinter::begin(const Report& rep, const RowsLayout& layout) {
   for (const auto& id : fit_ids_) out += ",fits_in_memory_" + id;
   // Whole-model rows: the model, the kind of layer and its KV cache, last.
   models_ = layout.any_model;
-  if (models_) out += ",model_config,layer_kind,layers,kv_bytes_per_token,kv_cache_tokens,kv_cache_bytes";
+  if (models_) out += ",model_config,layer_kind,layers,kv_bytes_per_token,kv_cache_tokens,kv_cache_bytes,mask";
   // Attention as served (schema /3): only when some row sets one, after every
   // other column, so that other reports keep theirs.
   served_ = layout.any_served;
@@ -209,12 +209,12 @@ void CsvPrinter::row(const Row& r) {
     for (const std::string& f : {csv_field(m.config), csv_field(m.kind), std::to_string(m.layers),
                                  std::to_string(m.kv_bytes_per_token),
                                  m.kind == total_kind ? std::string() : std::to_string(m.kv_cache_tokens),
-                                 std::to_string(m.kv_cache_bytes)}) {
+                                 std::to_string(m.kv_cache_bytes), std::string(m.mixed_masks ? "mixed" : "")}) {
       out += ',';
       out += f;
     }
   } else if (models_) {
-    out += ",,,,,,";
+    out += ",,,,,,,";
   }
   if (served_) {
     const Dtype kv = key_value_dtype(s);
