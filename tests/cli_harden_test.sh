@@ -112,6 +112,9 @@ exit_is 0 model --context-lengths 5,6 --block-cols 64
 printf '512\n12\0003,4\n' >"$work/nul.txt"
 exit_is 1 model --context-lengths "@$work/nul.txt"
 check "NUL in @FILE: escaped, file and line named" grep -qF "'12\\x003' is not a length ($work/nul.txt, line 2)" "$work/err"
+printf '512\n12\0003,4\n' >"$work/nul_seq.txt"
+exit_is 1 model --seq-lens "@$work/nul_seq.txt" --head-dim 64
+check "NUL in --seq-lens @FILE: the same parser, escaped" grep -qF "'12\\x003' is not a length ($work/nul_seq.txt, line 2)" "$work/err"
 printf '1\n\033]0;x\a7\n' >"$work/esc.txt"
 exit_is 1 model --context-lengths "@$work/esc.txt"
 check "escape in @FILE: no control byte on stderr" test "$(tr -d '\n' <"$work/err" | tr -d '[:print:]' | wc -c)" -eq 0
@@ -254,6 +257,11 @@ sweep --config llm --seq 4K,8K --device h100
 sweep --config decode --seq-kv 4K,32K --device h200
 sweep --config llm --seq 4K:32K:x2 --shard 2/3 --device h100
 model --seq 1K,4K --device a100 --dtype fp16,fp32
+model --model-config mistral-7b-v0.1,gemma-2-9b --seq 4K,16K --device h100
+sweep --model-config llama-3.1-8b,gemma-2-9b --seq 1K,4K --causal --l2-bytes 40M --sms 132 --device h100 --shard 1/2
+model --seq 4K,8K --causal --window 0,1K --kv-dtype same,fp8 --head-dim-v 64,128 --device h100
+model --seq-lens 512,1K:4K,300 --head-dim 128 --causal --device h100 --l2-bytes 50M
+model --mla 512,64 --heads 16 --decode --seq-kv 4K,32K --device h200
 EOF2
 fi
 

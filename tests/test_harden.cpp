@@ -81,6 +81,24 @@ TEST_CASE("length lists: items, comments, ranges, and bytes escaped in errors", 
   CHECK_THROWS_AS(read_length_list("5,,6", "context-lengths"), UsageError);
 }
 
+TEST_CASE("seq-lens lists: the same parser, items L or Q:KV", "[harden][length_list]") {
+  CHECK(parse_seq_len_list("512, 1K:4K\n# comment\n300\n", "f", "seq-lens") ==
+        std::vector<SeqLen>{{512, 512}, {1024, 4096}, {300, 300}});
+  const auto message = [](std::string_view text) {
+    try {
+      (void)parse_seq_len_list(text, "f.txt", "seq-lens");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(message(std::string_view("1\n12\0003\n", 7)) == "--seq-lens: '12\\x003' is not a length (f.txt, line 2)");
+  CHECK(message("# nothing\n") == "--seq-lens: 'f.txt' holds no sequences");
+  CHECK(message("512\n8K:1K\n").find("(f.txt, line 2)") != std::string::npos);
+  CHECK(read_seq_len_list("5,6:8", "seq-lens") == std::vector<SeqLen>{{5, 5}, {6, 8}});
+  CHECK_THROWS_AS(read_seq_len_list("5,,6", "seq-lens"), UsageError);
+}
+
 namespace {
 
 std::size_t entries(const std::filesystem::path& dir) {
