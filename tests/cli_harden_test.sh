@@ -187,6 +187,20 @@ done
 check "compare --format md: a Markdown table with units" grep -qE "^\| Llama-3 8B \| 4096 × 128 \| 32/8 \| [0-9.]+ µs \| [0-9.]+ µs \| 1.43 \| SLOWER \|$" "$work/cmp-md"
 check "compare --format md: the legend as a list" grep -qE "^- \[1\] " "$work/cmp-md"
 exit_is 2 compare "$work/llm-h200.json" "$work/llm-h100.json" --wide --format json
+# Attention as served and whole models: the fields that tell rows apart are columns.
+for dev in h100 h200; do
+  "$bin" model --seq 4K,8K --causal --window 0,1K --kv-dtype same,fp8 --device $dev --format json \
+    --output "$work/srv-$dev.json" 2>/dev/null
+  "$bin" model --model-config gemma-2-9b,qwen3-8b --seq 4K,16K --device $dev --format json \
+    --output "$work/wm-$dev.json" 2>/dev/null
+done
+"$bin" compare "$work/srv-h200.json" "$work/srv-h100.json" >"$work/cmp-srv" 2>"$work/err"
+check "compare of windows and kv dtypes: at most 120 columns" width_ok "$work/cmp-srv" 120
+check "compare of windows and kv dtypes: Mask and KV dtype columns" grep -qE "^Sequence × head dim +Mask +KV dtype +A +B +B/A +Verdict$" "$work/cmp-srv"
+check "compare of windows and kv dtypes: a row of each" grep -qE "^4096 × 64 +window 1024 +fp8 " "$work/cmp-srv"
+"$bin" compare "$work/wm-h200.json" "$work/wm-h100.json" >"$work/cmp-wm" 2>"$work/err"
+check "compare of whole models: at most 120 columns" width_ok "$work/cmp-wm" 120
+check "compare of whole models: model and kind of layer named" grep -qE "^gemma-2-9b sliding " "$work/cmp-wm"
 
 # ---- cost bounded by the input: refused in one line, or run in bounded memory ----
 # The memory a small run needs (a CUDA build maps cuBLAS at load time); the

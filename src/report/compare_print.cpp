@@ -70,7 +70,7 @@ std::string with_unit(const std::string& path, double v) {
 // Which shape fields differ among the matched rows: those get a column, the
 // rest one line above the table.
 struct Vary : ShapeVaries {
-  bool label = false, splits = false, pages = false, b_shape = false;
+  bool label = false, splits = false, pages = false, b_shape = false, ragged_prefill = false;
 };
 
 Vary vary_of(const Comparison& c) {
@@ -84,6 +84,7 @@ Vary vary_of(const Comparison& c) {
     v.splits |= a.decode && a.splits != b.splits;
     v.pages |= a.decode && a.page_size != b.page_size;
     v.b_shape |= !(r.b_shape == r.shape) || r.b_label != r.label;
+    v.ragged_prefill |= ragged_prefill(a);
   }
   return v;
 }
@@ -105,6 +106,10 @@ std::string shared_line(const Comparison& c, const Vary& v) {
                              : "blocks " + printing::blocks_label(s));
   if (!v.causal && s.causal) parts.push_back("causal");
   if (!v.pass) parts.push_back(s.decode ? "decode" : printing::pass_label(s.pass) + " pass");
+  if (!v.mask && (s.window != 0 || s.chunk != 0)) parts.push_back(printing::mask_label(s));
+  if (!v.head_dim_v && s.head_dim_v != 0) parts.push_back("DV " + std::to_string(s.head_dim_v));
+  if (!v.kv_dtype && s.kv_dtype) parts.push_back("K and V in " + std::string(dtype_name(*s.kv_dtype)));
+  if (!v.latent_kv && s.latent_kv) parts.push_back("latent KV");
   return "Shapes: " + join(parts, ", ") + "\n";
 }
 
@@ -166,6 +171,12 @@ Grid shape_columns(const Comparison& c, const Vary& v) {
   if (v.pass) col("Pass", false, [](const ComparedRow& r) { return printing::pass_label(r.shape.pass); });
   if (v.splits) col("Splits", true, [](const ComparedRow& r) { return std::to_string(r.shape.splits); });
   if (v.pages) col("Page", true, [](const ComparedRow& r) { return std::to_string(r.shape.page_size); });
+  if (v.mask) col("Mask", false, [](const ComparedRow& r) { return printing::mask_label(r.shape); });
+  if (v.head_dim_v) col("DV", true, [](const ComparedRow& r) { return std::to_string(value_head_dim(r.shape)); });
+  if (v.kv_dtype)
+    col("KV dtype", false, [](const ComparedRow& r) { return std::string(dtype_name(key_value_dtype(r.shape))); });
+  if (v.latent_kv) col("Latent KV", false, [](const ComparedRow& r) { return std::string(r.shape.latent_kv ? "yes" : "no"); });
+  if (v.ragged_prefill) col("Sequences", false, [](const ComparedRow& r) { return printing::sequences_label(r.shape); });
   if (v.b_shape) col("B's shape", false, [](const ComparedRow& r) { return b_delta(r); });
   return g;
 }
