@@ -5,17 +5,7 @@
 # by a generous wall-clock ceiling that only a runaway would reach: speed
 # itself lives in bench/), outputs that a kill leaves no trace of, plots with
 # many series, and a compare table a person can read.
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
-
-check() {  # check NAME COMMAND...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
+source "$(dirname "$0")/lib.sh"
 
 # exit_is CODE ARGS...: that exit code; on an error one stderr line and empty stdout
 exit_is() {

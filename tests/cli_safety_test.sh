@@ -3,31 +3,7 @@
 # 14's compare (--match/--ignore, the header, --metrics, --fail-on), as a user
 # meets them. No timing: what is checked is that each case ends with the
 # right answer (the bench measures speed: bench/report_io.sh).
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
-
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
-
-# expect_error NAME 'stderr substring' ARGS...: non-zero exit, one stderr line, empty stdout
-expect_error() {
-  local name=$1 want=$2; shift 2
-  "$bin" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  check "$name: non-zero exit" test "$rc" -ne 0
-  check "$name: not an internal error" test "$rc" -ne 3
-  check "$name: stdout empty" test ! -s "$work/out"
-  check "$name: one stderr line" test "$(wc -l <"$work/err")" -eq 1
-  if ! grep -qF -- "$want" "$work/err"; then
-    echo "FAIL: $name: stderr lacks '$want': $(cat "$work/err")"; fails=$((fails + 1))
-  else pass=$((pass + 1)); fi
-}
+source "$(dirname "$0")/lib.sh"
 
 # ---- merge: a shard count read from input costs nothing in proportion ----
 "$bin" sweep --seq 1K --head-dim 64 --format json --output "$work/s.json" 2>/dev/null

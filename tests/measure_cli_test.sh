@@ -6,12 +6,7 @@
 # device" line); a sliding window is taken by every kernel (without a device:
 # the no-device line; with one: a measured table whose shape names the window).
 # Exits 77 (skipped) when this hbmscope has no --window yet.
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0 pass=0
-check() { local name=$1; shift; if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi; }
+source "$(dirname "$0")/lib.sh"
 
 if ! "$bin" measure --help 2>/dev/null | grep -q -- "--window"; then
   echo "SKIPPED: this hbmscope has no --window (issue 19's shape options)"

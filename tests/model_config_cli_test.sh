@@ -1,30 +1,7 @@
 #!/usr/bin/env bash
 # Whole models on the command line: `models`, --model-config on model and
 # sweep, every format, shards and merge, compare, and one-line refusals.
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
-
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
-
-# expect_error NAME RC 'stderr substring' ARGS...: exit RC, one stderr line, empty stdout
-expect_error() {
-  local name=$1 rc_want=$2 want=$3; shift 3
-  "$bin" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  check "$name: exit $rc_want (got $rc)" test "$rc" -eq "$rc_want"
-  check "$name: stdout empty" test ! -s "$work/out"
-  check "$name: one stderr line" test "$(wc -l <"$work/err")" -eq 1
-  if ! grep -qF -- "$want" "$work/err"; then
-    echo "FAIL: $name: stderr lacks '$want': $(cat "$work/err")"; fails=$((fails + 1))
-  else pass=$((pass + 1)); fi
-}
+source "$(dirname "$0")/lib.sh"
 
 # `hbmscope models`: every shipped model and its pattern, one in full.
 "$bin" models >"$work/models"
@@ -131,28 +108,28 @@ check "--model-config replaces a config's models" python3 -c "
 import json; r=json.load(open('$work/sd.json'))['rows']; assert r and all(x['model']['config']=='qwen3-8b' for x in r)"
 
 # Refusals: one line, exit 2 for a malformed command line, 1 for a file or name refused.
-expect_error "unknown model" 1 "--model-config: 'llama-9' is not a shipped model" model --model-config llama-9 --seq 1K
-expect_error "--heads with a model" 2 "--heads: the model config gives it" model --model-config llama-3.1-8b --seq 1K --heads 8
-expect_error "--head-dim with a model" 2 "--head-dim: the model config gives it" model --model-config qwen3-8b --seq 1K --head-dim 64
-expect_error "no step" 2 "--model-config: give the step" model --model-config qwen3-8b
-expect_error "model named twice" 2 "'qwen3-8b' is named twice" model --model-config qwen3-8b,Qwen3-8B --seq 1K
-expect_error "sweep --measure" 2 "--measure: whole-model rows" sweep --model-config qwen3-8b --seq 1K --measure
-expect_error "models: unknown" 1 "models: 'nope' is not a shipped model" models nope
-expect_error "models --format" 2 "--format: 'yaml'" models --format yaml
+expect_exit "unknown model" 1 "--model-config: 'llama-9' is not a shipped model" model --model-config llama-9 --seq 1K
+expect_exit "--heads with a model" 2 "--heads: the model config gives it" model --model-config llama-3.1-8b --seq 1K --heads 8
+expect_exit "--head-dim with a model" 2 "--head-dim: the model config gives it" model --model-config qwen3-8b --seq 1K --head-dim 64
+expect_exit "no step" 2 "--model-config: give the step" model --model-config qwen3-8b
+expect_exit "model named twice" 2 "'qwen3-8b' is named twice" model --model-config qwen3-8b,Qwen3-8B --seq 1K
+expect_exit "sweep --measure" 2 "--measure: whole-model rows" sweep --model-config qwen3-8b --seq 1K --measure
+expect_exit "models: unknown" 1 "models: 'nope' is not a shipped model" models nope
+expect_exit "models --format" 2 "--format: 'yaml'" models --format yaml
 printf '{"model_type": "qwen3_next", "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64, "layer_types": ["linear_attention", "full_attention"]}' >"$work/next.json"
-expect_error "unknown layer type" 1 "layer_types[0]: 'linear_attention' is not a layer type" model --model-config "$work/next.json" --seq 1K
+expect_exit "unknown layer type" 1 "layer_types[0]: 'linear_attention' is not a layer type" model --model-config "$work/next.json" --seq 1K
 printf '{"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 3, "head_dim": 64}' >"$work/bad.json"
-expect_error "inconsistent heads" 1 "num_key_value_heads: 3 does not divide num_attention_heads (8)" models "$work/bad.json"
+expect_exit "inconsistent heads" 1 "num_key_value_heads: 3 does not divide num_attention_heads (8)" models "$work/bad.json"
 printf '{"num_hidden_layers": 2, "num_hidden_layers": 3}' >"$work/dup.json"
-expect_error "repeated key" 1 "num_hidden_layers" models "$work/dup.json"
+expect_exit "repeated key" 1 "num_hidden_layers" models "$work/dup.json"
 printf '{"schema": "hbmscope.sweep/1", "groups": [{"model_config": "qwen3-8b", "seq": 1024, "heads": 8}]}' >"$work/sh.json"
-expect_error "sweep config: heads in a model group" 1 "groups[0].heads: the model config gives it" sweep --config "$work/sh.json"
+expect_exit "sweep config: heads in a model group" 1 "groups[0].heads: the model config gives it" sweep --config "$work/sh.json"
 printf '{"schema": "hbmscope.sweep/1", "groups": [{"model_config": ["qwen3-8b"]}]}' >"$work/ns.json"
-expect_error "sweep config: no step" 1 "needs 'seq' or 'seq_lens' (a prefill) or" sweep --config "$work/ns.json"
+expect_exit "sweep config: no step" 1 "needs 'seq' or 'seq_lens' (a prefill) or" sweep --config "$work/ns.json"
 cp "$work/my.json" "$work/keep.json"
-expect_error "--output is the model's config.json" 1 "is also an input of this run" model --model-config "$work/my.json" --seq 1K --output "$work/my.json"
+expect_exit "--output is the model's config.json" 1 "is also an input of this run" model --model-config "$work/my.json" --seq 1K --output "$work/my.json"
 check "the config.json is untouched" cmp -s "$work/my.json" "$work/keep.json"
-expect_error "sweep --output is a model file" 1 "is also an input of this run" sweep --config "$work/s.json" --output "$work/my.json"
+expect_exit "sweep --output is a model file" 1 "is also an input of this run" sweep --config "$work/s.json" --output "$work/my.json"
 "$bin" model --model-config gemma-3-27b --seq 4K --output "$work/x.json" 2>/dev/null
 check "--output json" python3 -c "import json; json.load(open('$work/x.json'))"
 # A ragged prefill batch through whole models (--seq-lens): a row per kind, the total their sum.
@@ -173,8 +150,8 @@ printf '{"schema": "hbmscope.sweep/1", "groups": [{"model_config": "qwen3-8b", "
 "$bin" sweep --config "$work/rgc.json" --format csv >"$work/rgc.csv" 2>/dev/null
 check "sweep config: seq_lens in a model group" grep -q "qwen3-8b,total" "$work/rgc.csv"
 printf '{"schema": "hbmscope.sweep/1", "groups": [{"model_config": "qwen3-8b", "seq": 1024, "window": 128}]}' >"$work/wc.json"
-expect_error "sweep config: window in a model group" 1 "groups[0].window: the model config gives it" sweep --config "$work/wc.json"
-expect_error "--window with a model" 2 "--window: the model config gives it" model --model-config qwen3-8b --seq 1K --window 128 --causal
+expect_exit "sweep config: window in a model group" 1 "groups[0].window: the model config gives it" sweep --config "$work/wc.json"
+expect_exit "--window with a model" 2 "--window: the model config gives it" model --model-config qwen3-8b --seq 1K --window 128 --causal
 # The total's mask: mixed where its kinds differ, in every format.
 "$bin" model --model-config gemma-3-27b --seq 32K --device h200 >"$work/mx" 2>/dev/null
 check "table: total's mask is mixed" grep -qE "^gemma-3-27b +62 total +32768 × 128 +mixed " "$work/mx"

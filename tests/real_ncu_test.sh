@@ -5,22 +5,13 @@
 # origin and licences in the folder's SOURCES.md) and stay outside this
 # repository: where the folder is missing the test is skipped, saying so.
 #   real_ncu_test.sh HBMSCOPE [FOLDER]   (FOLDER: $HBMSCOPE_REAL_NCU, else ../shared/real-ncu)
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+source "$(dirname "$0")/lib.sh"
 dir=${HBMSCOPE_REAL_NCU:-${2:-$(dirname "$0")/../../shared/real-ncu}}
 if [ ! -d "$dir" ]; then
   echo "SKIPPED: no folder of real captures at '$dir' (set HBMSCOPE_REAL_NCU or -DHBMSCOPE_REAL_NCU_DIR)"
   exit 77
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
 files=0
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
 
 # The shapes SOURCES.md gives for the captures it describes (by file name).
 shape_of() {

@@ -2,33 +2,9 @@
 # `hbmscope reconcile` as a user meets it: the fixtures of tests/fixtures/ncu
 # (constructed from the documented Nsight Compute formats), one-line errors,
 # non-zero exits, no half-written files, and a 1 GB input read in a stream.
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+source "$(dirname "$0")/lib.sh"
+no_file_after_error=$work/report.json
 fx=$(cd "$(dirname "$0")" && pwd)/fixtures/ncu
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
-
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
-
-# expect_error NAME 'stderr substring' ARGS...: non-zero exit, one stderr line, empty stdout, no --output file
-expect_error() {
-  local name=$1 want=$2; shift 2
-  rm -f "$work/report.json"
-  "$bin" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  check "$name: non-zero exit" test "$rc" -ne 0
-  check "$name: stdout empty" test ! -s "$work/out"
-  check "$name: one stderr line" test "$(wc -l <"$work/err")" -eq 1
-  check "$name: no report file" test ! -e "$work/report.json"
-  if ! grep -qF -- "$want" "$work/err"; then
-    echo "FAIL: $name: stderr lacks '$want': $(cat "$work/err")"; fails=$((fails + 1))
-  else pass=$((pass + 1)); fi
-}
 
 shape=(--seq 4096 --head-dim 64 --batch 4 --heads 16)
 

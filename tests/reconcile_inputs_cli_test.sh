@@ -5,31 +5,8 @@
 # a second header, a byte-order mark, text after a quote, repeated IDs, a
 # denormal duration, a file given twice, an option product, the L2 budget).
 # Fixtures: tests/fixtures/ncu (constructed).
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+source "$(dirname "$0")/lib.sh"
 fx=$(cd "$(dirname "$0")" && pwd)/fixtures/ncu
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
-
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
-
-# expect_error NAME RC 'stderr substring' ARGS...: exit RC, one stderr line, empty stdout
-expect_error() {
-  local name=$1 want_rc=$2 want=$3; shift 3
-  timeout 60 "$bin" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  check "$name: exit $want_rc (got $rc)" test "$rc" -eq "$want_rc"
-  check "$name: stdout empty" test ! -s "$work/out"
-  check "$name: one stderr line" test "$(wc -l <"$work/err")" -eq 1
-  if ! grep -qF -- "$want" "$work/err"; then
-    echo "FAIL: $name: stderr lacks '$want': $(cat "$work/err")"; fails=$((fails + 1))
-  else pass=$((pass + 1)); fi
-}
 
 # ncu 2021 details page: dram__bytes.sum, time from cycles, cast-style names.
 "$bin" reconcile "$fx/details_2021_fa1.csv" --seq 32 --head-dim 64 --batch 2 --heads 12 --dtype fp16 --device a100 \
@@ -73,8 +50,8 @@ assert [i['format'] for i in d['reconcile']['inputs']] == ['nsys-trace', 'nsys-n
 check "nsys: memory copies noted" grep -q "2 memory copies and sets left out" "$work/e"
 "$bin" reconcile "$fx/nsys_trace_2023.csv" --seq 4096 --head-dim 64 --batch 2 --heads 16 >"$work/t" 2>"$work/e"
 check "nsys 2023: a contradicting grid is one warning" test "$(grep -c "warning: call 1: the launch grid (32, 4, 16)" "$work/e")" -eq 1
-expect_error "nvtx alone" 1 "only NVTX ranges" reconcile "$fx/nsys_decode_nvtx.csv"
-expect_error "nsys summary" 1 "a summary report" reconcile "$fx/bad/nsys_summary.csv"
+expect_exit "nvtx alone" 1 "only NVTX ranges" reconcile "$fx/nsys_decode_nvtx.csv"
+expect_exit "nsys summary" 1 "a summary report" reconcile "$fx/bad/nsys_summary.csv"
 
 # B200 raw page: decode calls of three libraries, times only.
 "$bin" reconcile "$fx/raw_b200_decode.csv" --decode --seq-kv 32768 --batch 8 --heads 32 --kv-heads 8 --head-dim 128 \
@@ -87,13 +64,13 @@ check "b200: --splits named" grep -q "4 split(s) from --splits" "$work/t"
 check "--splits without a decode call: said" grep -q "note: --splits: no decode call in the inputs; it did nothing" "$work/e"
 
 # Nothing profiled, or an application that failed: one line saying so.
-expect_error "prof only" 1 "no kernel was profiled" reconcile "$fx/bad/prof_only.txt"
-expect_error "prof error" 1 "the profiler reported an error" reconcile "$fx/bad/prof_error.txt"
+expect_exit "prof only" 1 "no kernel was profiled" reconcile "$fx/bad/prof_only.txt"
+expect_exit "prof error" 1 "the profiler reported an error" reconcile "$fx/bad/prof_error.txt"
 
 # Issue 22's reproducers.
-expect_error "text after a closing quote" 1 "text after a closing quote" reconcile "$fx/bad/after_quote.csv"
-expect_error "repeated launch IDs" 1 "launch ID 0 of process '1' again" reconcile "$fx/bad/duplicate_ids.csv"
-expect_error "denormal duration" 1 "is not a kernel's duration" reconcile "$fx/bad/denormal_duration.csv"
+expect_exit "text after a closing quote" 1 "text after a closing quote" reconcile "$fx/bad/after_quote.csv"
+expect_exit "repeated launch IDs" 1 "launch ID 0 of process '1' again" reconcile "$fx/bad/duplicate_ids.csv"
+expect_exit "denormal duration" 1 "is not a kernel's duration" reconcile "$fx/bad/denormal_duration.csv"
 "$bin" reconcile "$fx/raw_two_captures.csv" --seq 4096 --head-dim 64 --batch 4 --heads 16 >"$work/t" 2>"$work/e"
 check "second header with its units row: read" grep -q "^2 attention call(s) from 2 launch(es)" "$work/t"
 printf '\xEF\xBB\xBF' >"$work/bom.csv"
@@ -112,13 +89,13 @@ done
 # The same file twice (by device and inode), or standard input twice.
 cp "$fx/raw_two_captures.csv" "$work/a.csv"
 ln -s "$work/a.csv" "$work/b.csv"
-expect_error "same file twice" 2 "is given twice" reconcile "$work/a.csv" "$work/a.csv"
-expect_error "same file by another name" 2 "(also as '$work/a.csv')" reconcile "$work/a.csv" "$work/b.csv"
-expect_error "stdin twice" 2 "given twice" reconcile - -
+expect_exit "same file twice" 2 "is given twice" reconcile "$work/a.csv" "$work/a.csv"
+expect_exit "same file by another name" 2 "(also as '$work/a.csv')" reconcile "$work/a.csv" "$work/b.csv"
+expect_exit "stdin twice" 2 "given twice" reconcile - -
 many=()
 for _ in $(seq 4900); do many+=("$work/a.csv"); done
 start=$(date +%s)
-expect_error "a file 4,900 times" 2 "is given twice" reconcile "${many[@]}"
+expect_exit "a file 4,900 times" 2 "is given twice" reconcile "${many[@]}"
 check "a file 4,900 times: refused at once" test $(($(date +%s) - start)) -lt 10
 # An option product much larger than the calls: counted, not built.
 start=$(date +%s)
@@ -134,7 +111,7 @@ start=$(date +%s)
 check "a million context lengths: exit 0" test "$rc" -eq 0
 check "a million context lengths: two decode calls" grep -q "^2 attention call(s)" "$work/out"
 check "a million context lengths: at once" test $(($(date +%s) - start)) -lt 20
-expect_error "--splits as a list" 2 "--splits: reconcile takes one value" reconcile "$fx/raw_two_captures.csv" \
+expect_exit "--splits as a list" 2 "--splits: reconcile takes one value" reconcile "$fx/raw_two_captures.csv" \
   --context-lengths 1:1000000:+1 --splits 1:100:+1
 # The L2 simulation within the run's budget (sweep's rule): 100 calls of shapes
 # over the per-shape budget (causal at 1M tokens: enumerated) are left out at

@@ -4,8 +4,9 @@
 #                   build/sanitize (scripts/sanitize-build.sh): a fixture the
 #                   others need, so `ctest -R model` does not pay for it
 #   sanitize_unit   every Catch2 test under the sanitizers
-#   sanitize_cli    tests/cli_test.sh and cli_safety_test.sh against the
-#   sanitize_cli_safety  sanitized hbmscope
+#   sanitize_cli, sanitize_cli_sweep, sanitize_cli_limits, sanitize_cli_safety
+#                   tests/cli_test.sh, cli_sweep_test.sh, cli_limits_test.sh
+#                   and cli_safety_test.sh against the sanitized hbmscope
 #   fuzz_NAME       each harness of tests/fuzz/ for HBMSCOPE_FUZZ_SECONDS
 # -DHBMSCOPE_SANITIZER_SUITE=OFF leaves them out (no clang, or in a hurry).
 option(HBMSCOPE_SANITIZER_SUITE "Run the ASan + UBSan suite and the fuzzers from ctest (needs clang)" ON)
@@ -28,8 +29,10 @@ if(HBMSCOPE_SANITIZER_SUITE)
   endif()
   add_test(NAME sanitize_unit COMMAND ${san_dir}/tests/hbmscope_tests)
   add_test(NAME sanitize_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_test.sh ${san_dir}/hbmscope)
+  add_test(NAME sanitize_cli_sweep COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_sweep_test.sh ${san_dir}/hbmscope)
+  add_test(NAME sanitize_cli_limits COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_limits_test.sh ${san_dir}/hbmscope)
   add_test(NAME sanitize_cli_safety COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_safety_test.sh ${san_dir}/hbmscope)
-  set_tests_properties(sanitize_unit sanitize_cli sanitize_cli_safety PROPERTIES FIXTURES_REQUIRED sanitize LABELS sanitize TIMEOUT 1800
+  set_tests_properties(sanitize_unit sanitize_cli sanitize_cli_sweep sanitize_cli_limits sanitize_cli_safety PROPERTIES FIXTURES_REQUIRED sanitize LABELS sanitize TIMEOUT 1800
                                                          ENVIRONMENT "${san_env}")
   file(GLOB fuzzers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_*.cpp)
   foreach(src ${fuzzers})

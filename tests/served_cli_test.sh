@@ -3,30 +3,7 @@
 # --head-dim-v, --kv-dtype, --mla, --seq-lens in model, sweep, walk, measure,
 # compare and merge; exit 2 for a malformed command line, 1 for a value the
 # model refuses, one stderr line and nothing on stdout either way.
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
-
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
-
-# expect_exit NAME RC 'stderr substring' ARGS...: exit RC, one stderr line, empty stdout
-expect_exit() {
-  local name=$1 want_rc=$2 want=$3; shift 3
-  "$bin" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  check "$name: exit $want_rc (got $rc)" test "$rc" -eq "$want_rc"
-  check "$name: stdout empty" test ! -s "$work/out"
-  check "$name: one stderr line" test "$(wc -l <"$work/err")" -eq 1
-  if ! grep -qF -- "$want" "$work/err"; then
-    echo "FAIL: $name: stderr lacks '$want': $(cat "$work/err")"; fails=$((fails + 1))
-  else pass=$((pass + 1)); fi
-}
+source "$(dirname "$0")/lib.sh"
 
 # --help teaches every new option.
 "$bin" model --help >"$work/help"
@@ -143,5 +120,4 @@ for cmd in "model --seq 32K --head-dim 128 --heads 32 --kv-heads 8 --causal --wi
   check "README example is the output: ${cmd:0:40}..." cmp -s "$work/readme" "$work/now"
 done
 
-echo "$pass passed, $fails failed"
-test "$fails" -eq 0
+finish

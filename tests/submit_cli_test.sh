@@ -5,28 +5,8 @@
 # afternotok, so the whole path from submit to the merged report, a task that
 # fails, the merge's message and the re-run it prints are exercised here. The
 # same on a real Slurm: tests/cluster_test.sh.
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
-# expect_error NAME CODE 'stderr substring' ARGS...: that exit code, one stderr line, empty stdout
-expect_error() {
-  local name=$1 code=$2 want=$3; shift 3
-  "$bin" "$@" >"$work/_out" 2>"$work/_err"
-  local rc=$?
-  check "$name: exit $code (got $rc)" test "$rc" -eq "$code"
-  check "$name: stdout empty" test ! -s "$work/_out"
-  check "$name: one stderr line" test "$(wc -l <"$work/_err")" -eq 1
-  if ! grep -qF -- "$want" "$work/_err"; then
-    echo "FAIL: $name: stderr lacks '$want': $(cat "$work/_err")"; fails=$((fails + 1))
-  else pass=$((pass + 1)); fi
-}
+source "$(dirname "$0")/lib.sh"
+run_out=$work/_out run_err=$work/_err  # $work/out is the shards' folder
 
 # The stand-in sbatch. State (job ids, outcomes, every call) in $FAKE_SLURM.
 mkdir -p "$work/bin" "$work/slurm"
@@ -149,17 +129,17 @@ bash -c "$rerun" >/dev/null
 check "the re-run line runs" test $? -eq 0
 check "after the re-run, the merge = the sweep in one process" cmp -s all.json full.json
 rm -f out/shard-1.json out/shard-3.json
-expect_error "merge --from with shards missing" 1 "merge: 2 of 3 shards missing in $work/out (1, 3)" merge --from out --output x.json
+expect_exit "merge --from with shards missing" 1 "merge: 2 of 3 shards missing in $work/out (1, 3)" merge --from out --output x.json
 check "... and no report written" test ! -e x.json
 
 # ---- The folder: another sweep is refused, the same sweep starts over.
-expect_error "another sweep in the folder" 1 "--dir: $work/out holds the shards of another sweep ($work/out/manifest.json: 3 tasks of 8 rows of \`sweep --seq 1K:8K:x2" \
+expect_exit "another sweep in the folder" 1 "--dir: $work/out holds the shards of another sweep ($work/out/manifest.json: 3 tasks of 8 rows of \`sweep --seq 1K:8K:x2" \
   submit --tasks 3 --dir out -- --seq 1K:8K:x2 --head-dim 64,128 --output all.json
-expect_error "same sweep, other N: another sweep" 1 "holds the shards of another sweep" submit --tasks 2 --dir out -- "${sweep[@]}" --output all.json
+expect_exit "same sweep, other N: another sweep" 1 "holds the shards of another sweep" submit --tasks 2 --dir out -- "${sweep[@]}" --output all.json
 mkdir -p busy && touch busy/notes.txt
-expect_error "a folder of other files" 1 "--dir: $work/busy is not empty and holds no manifest.json" submit --tasks 2 --dir busy -- "${sweep[@]}"
+expect_exit "a folder of other files" 1 "--dir: $work/busy is not empty and holds no manifest.json" submit --tasks 2 --dir busy -- "${sweep[@]}"
 touch plainfile
-expect_error "a file as the folder" 1 "exists and is not a folder" submit --tasks 2 --dir plainfile -- "${sweep[@]}"
+expect_exit "a file as the folder" 1 "exists and is not a folder" submit --tasks 2 --dir plainfile -- "${sweep[@]}"
 "$bin" submit --tasks 3 --dir out -- "${sweep[@]}" --output all.json >/dev/null 2>&1
 check "the same sweep again: accepted, shards made anew" test -s out/shard-1.json -a -s out/shard-3.json
 
@@ -199,28 +179,28 @@ JSON
 check "quoted folder, config and output reach the jobs" test -s "$evil/r'\$(touch pwned6).json"
 check "labels with quotes come through" cmp -s "$evil/r'\$(touch pwned6).json" "$evil/full-inj.json"
 check "nothing ran: no pwned files" test -z "$(find "$work" -name 'pwned*')"
-expect_error "--dir with a quote" 2 "holds a character that a #SBATCH line cannot carry" submit --tasks 2 --dir "a'b" -- --seq 4K
-expect_error "--sbatch with a newline" 2 "holds a control character" submit --tasks 2 --dir x --sbatch $'mem=1G\ntouch pwned' -- --seq 4K
+expect_exit "--dir with a quote" 2 "holds a character that a #SBATCH line cannot carry" submit --tasks 2 --dir "a'b" -- --seq 4K
+expect_exit "--sbatch with a newline" 2 "holds a control character" submit --tasks 2 --dir x --sbatch $'mem=1G\ntouch pwned' -- --seq 4K
 
 # ---- Refusals: the command line (exit 2) and values (exit 1).
-expect_error "no sweep" 2 "submit: no sweep given: put the sweep's options after --" submit --tasks 2 --dir x
-expect_error "sweep options without --" 2 "(see --help)" submit --tasks 2 --dir x --seq 4K
-expect_error "no --tasks" 2 "--tasks is required" submit --dir x -- --seq 4K
-expect_error "--tasks 0" 2 "--tasks" submit --tasks 0 --dir x -- --seq 4K
-expect_error "--tasks abc" 2 "--tasks" submit --tasks abc --dir x -- --seq 4K
-expect_error "unknown submit option" 2 "--partitionn" submit --tasks 2 --dir x --partitionn gpu -- --seq 4K
-expect_error "unknown sweep option" 2 "submit: the sweep after --: The following argument was not expected: --bogus" submit --tasks 2 --dir x -- --seq 4K --bogus
-expect_error "the sweep's --help" 2 "--help after -- is the sweep's" submit --tasks 2 --dir x -- --help
-expect_error "--shard in the sweep" 2 "submit: --shard: submit gives each task its shard" submit --tasks 2 --dir x -- --seq 4K,8K --shard 1/2
-expect_error "--device-index with --measure" 2 "leave --device-index out" submit --tasks 2 --dir x -- --seq 4K,8K --measure --device-index 1
-expect_error "--plot -" 2 "the merge job has no terminal" submit --tasks 2 --dir x -- --seq 4K,8K --plot -
-expect_error "bad --time" 2 "--time: '1h' is not a Slurm time limit" submit --tasks 2 --dir x --time 1h -- --seq 4K,8K
-expect_error "bad --partition" 2 "--partition: 'a b' is not a Slurm name" submit --tasks 2 --dir x --partition 'a b' -- --seq 4K,8K
-expect_error "--sbatch owned option" 2 "--sbatch: '--array=1-9' is set by submit" submit --tasks 2 --dir x --sbatch=--array=1-9 -- --seq 4K,8K
-expect_error "--gpu-type without --measure" 2 "--gpu-type: needs --measure" submit --tasks 2 --dir x --gpu-type h100 -- --seq 4K,8K
-expect_error "a bad sweep value" 2 "--seq" submit --tasks 2 --dir x -- --seq 4Q
-expect_error "more tasks than shapes" 1 "--tasks: 9 tasks for a sweep of 8 shapes would leave some without a shape; give --tasks 8 or fewer" submit --tasks 9 --dir x -- "${sweep[@]}"
-expect_error "--program not runnable" 1 "--program: '$work/none' is not a program" submit --tasks 2 --dir x --program none -- --seq 4K,8K
+expect_exit "no sweep" 2 "submit: no sweep given: put the sweep's options after --" submit --tasks 2 --dir x
+expect_exit "sweep options without --" 2 "(see --help)" submit --tasks 2 --dir x --seq 4K
+expect_exit "no --tasks" 2 "--tasks is required" submit --dir x -- --seq 4K
+expect_exit "--tasks 0" 2 "--tasks" submit --tasks 0 --dir x -- --seq 4K
+expect_exit "--tasks abc" 2 "--tasks" submit --tasks abc --dir x -- --seq 4K
+expect_exit "unknown submit option" 2 "--partitionn" submit --tasks 2 --dir x --partitionn gpu -- --seq 4K
+expect_exit "unknown sweep option" 2 "submit: the sweep after --: The following argument was not expected: --bogus" submit --tasks 2 --dir x -- --seq 4K --bogus
+expect_exit "the sweep's --help" 2 "--help after -- is the sweep's" submit --tasks 2 --dir x -- --help
+expect_exit "--shard in the sweep" 2 "submit: --shard: submit gives each task its shard" submit --tasks 2 --dir x -- --seq 4K,8K --shard 1/2
+expect_exit "--device-index with --measure" 2 "leave --device-index out" submit --tasks 2 --dir x -- --seq 4K,8K --measure --device-index 1
+expect_exit "--plot -" 2 "the merge job has no terminal" submit --tasks 2 --dir x -- --seq 4K,8K --plot -
+expect_exit "bad --time" 2 "--time: '1h' is not a Slurm time limit" submit --tasks 2 --dir x --time 1h -- --seq 4K,8K
+expect_exit "bad --partition" 2 "--partition: 'a b' is not a Slurm name" submit --tasks 2 --dir x --partition 'a b' -- --seq 4K,8K
+expect_exit "--sbatch owned option" 2 "--sbatch: '--array=1-9' is set by submit" submit --tasks 2 --dir x --sbatch=--array=1-9 -- --seq 4K,8K
+expect_exit "--gpu-type without --measure" 2 "--gpu-type: needs --measure" submit --tasks 2 --dir x --gpu-type h100 -- --seq 4K,8K
+expect_exit "a bad sweep value" 2 "--seq" submit --tasks 2 --dir x -- --seq 4Q
+expect_exit "more tasks than shapes" 1 "--tasks: 9 tasks for a sweep of 8 shapes would leave some without a shape; give --tasks 8 or fewer" submit --tasks 9 --dir x -- "${sweep[@]}"
+expect_exit "--program not runnable" 1 "--program: '$work/none' is not a program" submit --tasks 2 --dir x --program none -- --seq 4K,8K
 check "refusals wrote nothing" test ! -e "$work/x"
 mkdir -p "$work/empty"
 PATH="$work/empty" "$bin" submit --tasks 2 --dir x -- --seq 4K,8K >"$work/_out" 2>"$work/_err"
@@ -228,19 +208,19 @@ check "no sbatch on the PATH: exit 1" test $? -eq 1
 check "no sbatch on the PATH: one line" grep -qxF "hbmscope: error: sbatch is not on the PATH (run submit on a Slurm login node; --dry-run prints the scripts without it)" "$work/_err"
 check "... and nothing written" test ! -e "$work/x"
 touch "$work/slurm/refuse"
-expect_error "sbatch refuses" 1 "sbatch did not submit the array job of $work/y/tasks.sbatch: sbatch: error: Batch job submission failed: Invalid account" submit --tasks 2 --dir y -- --seq 4K,8K
+expect_exit "sbatch refuses" 1 "sbatch did not submit the array job of $work/y/tasks.sbatch: sbatch: error: Batch job submission failed: Invalid account" submit --tasks 2 --dir y -- --seq 4K,8K
 rm -f "$work/slurm/refuse"
 touch "$work/slurm/refuse-merge"
-expect_error "sbatch refuses the merge" 1 "sbatch did not submit the merge job: sbatch: error: Batch job submission failed: Invalid account; array job" submit --tasks 2 --dir z -- --seq 4K,8K
+expect_exit "sbatch refuses the merge" 1 "sbatch did not submit the merge job: sbatch: error: Batch job submission failed: Invalid account; array job" submit --tasks 2 --dir z -- --seq 4K,8K
 check "... naming the queued array and the merge's sbatch line" grep -qE "array job [0-9]+ is queued: cancel with scancel [0-9]+, or submit the merge by hand: sbatch --dependency=afterok:[0-9]+ $work/z/merge.sbatch\$" "$work/_err"
 rm -f "$work/slurm/refuse-merge"
 
 # ---- merge's own refusals.
-expect_error "merge with nothing" 2 "merge: no reports given: FILE... or --from DIR" merge
-expect_error "merge files and --from" 2 "not both" merge full.json --from out
-expect_error "merge --from a folder without manifest" 1 "cannot read" merge --from busy
-expect_error "merge --x without --plot" 2 "--x: needs --plot" merge full.json --x head_dim
-expect_error "merge --units bad" 2 "--units: 'kb' is not one of" merge full.json --format table --units kb
+expect_exit "merge with nothing" 2 "merge: no reports given: FILE... or --from DIR" merge
+expect_exit "merge files and --from" 2 "not both" merge full.json --from out
+expect_exit "merge --from a folder without manifest" 1 "cannot read" merge --from busy
+expect_exit "merge --x without --plot" 2 "--x: needs --plot" merge full.json --x head_dim
+expect_exit "merge --units bad" 2 "--units: 'kb' is not one of" merge full.json --format table --units kb
 
 "$bin" sweep "${sweep[@]}" --shard 1/2 --format json --output g1.json 2>/dev/null
 "$bin" sweep "${sweep[@]}" --shard 2/2 --format json --output g2.json 2>/dev/null
@@ -249,7 +229,7 @@ import json
 for f, gpu in (("g1.json", "NVIDIA H100 80GB HBM3"), ("g2.json", "NVIDIA A100-SXM4-80GB")):
     r = json.load(open(f)); r["device"] = {"name": gpu, "sm_count": 132}; json.dump(r, open(f, "w"))
 EOF
-expect_error "merge: shards measured on two kinds of GPU" 1 "merge: g2.json was measured on NVIDIA A100-SXM4-80GB, g1.json on NVIDIA H100 80GB HBM3: refusing to mix them (submit --gpu-type TYPE keeps every task on one kind)" merge g1.json g2.json
+expect_exit "merge: shards measured on two kinds of GPU" 1 "merge: g2.json was measured on NVIDIA A100-SXM4-80GB, g1.json on NVIDIA H100 80GB HBM3: refusing to mix them (submit --gpu-type TYPE keeps every task on one kind)" merge g1.json g2.json
 sed -i 's/A100-SXM4-80GB/H100 80GB HBM3/' g2.json
 "$bin" merge g1.json g2.json --format table >/dev/null 2>&1
 check "merge: shards measured on one kind of GPU" test $? -eq 0
@@ -266,8 +246,7 @@ env -u SLURM_ARRAY_TASK_ID "$bin" sweep --shard auto >"$work/_out" 2>"$work/_err
 check "--shard auto outside an array: exit 1" test $? -eq 1
 check "--shard auto outside an array: one line" grep -qxF "hbmscope: error: --shard auto: not in a Slurm array job (SLURM_ARRAY_TASK_ID is not set); give --shard I/N, or submit the sweep with \`hbmscope submit\`" "$work/_err"
 SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=7 SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=3 \
-  expect_error "--shard auto in a list array" 1 "the array's indices are not one range" sweep --shard auto
-expect_error "--shard autox" 2 "--shard: 'autox' is not I/N" sweep --shard autox
+  expect_exit "--shard auto in a list array" 1 "the array's indices are not one range" sweep --shard auto
+expect_exit "--shard autox" 2 "--shard: 'autox' is not I/N" sweep --shard autox
 
-echo "$pass passed, $fails failed"
-test "$fails" -eq 0
+finish

@@ -4,18 +4,8 @@
 # TERM=dumb or none) and is skipped, with the reason on stdout, where no
 # pseudo-terminal can be opened (a container without /dev/pts): never a failure
 # or a long poll. tests/headless_test.sh runs this file with the terminals hidden.
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
-pass=0
+source "$(dirname "$0")/lib.sh"
 esc=$(printf '\033')
-
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
 
 # skip NAME REASON: a group of checks that cannot run here, said on stdout.
 skipped=0
