@@ -378,6 +378,23 @@ TEST_CASE("served shapes: refused combinations", "[shapes][validate]") {
   CHECK_THROWS_WITH(flash_no_l2_bytes(big), Catch::Contains("overflows"));
 }
 
+TEST_CASE("served shapes: a decode sweep drops repeated values of every axis, as prefill does", "[shapes][sweep]") {
+  SweepAxes a;
+  a.decode = true;
+  a.seq = {1};
+  a.seq_kv = {4096, 4096};
+  a.head_dim = {128};
+  a.heads = {32};
+  a.kv_heads = {8};
+  a.causal = {true};
+  a.window = {1024, 1024, 0};
+  a.kv_dtype = {Dtype::fp8, Dtype::fp8};
+  const auto shapes = expand(a);
+  REQUIRE(shapes.size() == 2);  // window 1024 and none, once each
+  CHECK(shape_count(a) >= shapes.size());
+  CHECK(!(shapes[0] == shapes[1]));
+}
+
 TEST_CASE("served shapes: sweep axes, their product and what it leaves out", "[shapes][sweep]") {
   SweepAxes a;
   a.seq = {4096};

@@ -277,17 +277,9 @@ std::vector<Shape> expand(const SweepAxes& axes) {
 
 void for_each_shape(const SweepAxes& axes, const std::function<void(const Shape&)>& visit) {
   if (axes.decode) {
-    SweepAxes a = axes;
-    drop_repeats(a.batch);
-    drop_repeats(a.heads);
-    drop_repeats(a.kv_heads);
-    drop_repeats(a.seq);
-    drop_repeats(a.seq_kv);
-    drop_repeats(a.head_dim);
-    drop_repeats(a.seq_head_dim);
-    drop_repeats(a.dtype);
-    drop_repeats(a.block_cols);
-    drop_repeats(a.causal);
+    // Repeats dropped as for prefill (block_rows and pass are not decode's
+    // axes), so shape_count's bound holds for a window or kv dtype given twice.
+    SweepAxes a = without_repeats(axes);
     require_nonempty(a.batch, "batch");
     require_nonempty(a.heads, "heads");
     require_nonempty(a.dtype, "dtype");

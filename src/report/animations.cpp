@@ -6,6 +6,7 @@
 #include <cstring>
 #include <cmath>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "hbmscope/error.hpp"
@@ -167,6 +168,29 @@ std::vector<std::string> grid_lines(const WalkFrame& f, const TermStyle& st) {
   return lines;
 }
 
+// The frame's lines, then a small table with its columns aligned (right
+// where `right` says), trailing blanks trimmed: one string.
+std::string with_table(std::vector<std::string> lines, const std::vector<std::vector<std::string>>& table,
+                       const std::vector<bool>& right) {
+  std::vector<std::size_t> w(right.size(), 0);
+  for (const auto& row : table)
+    for (std::size_t c = 0; c < row.size(); ++c) w[c] = std::max(w[c], display_width(row[c]));
+  for (const auto& row : table) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (c) line += "  ";
+      line += right[c] ? pad_left(row[c], w[c]) : pad_right(row[c], w[c]);
+    }
+    lines.push_back(line);
+  }
+  std::string out;
+  for (auto& l : lines) {
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_walk_frame(const WalkFrame& f, const TermStyle& st) {
@@ -203,24 +227,7 @@ std::string render_walk_frame(const WalkFrame& f, const TermStyle& st) {
       {"Every value once", grouped(f.once) + " B", "of", grouped(f.once_total) + " B", "floor",
        bar(f.once, f.once_total, 12, st)},
   };
-  const bool right[] = {false, true, false, true, false, false};
-  std::vector<std::size_t> w(6, 0);
-  for (const auto& row : table)
-    for (std::size_t c = 0; c < row.size(); ++c) w[c] = std::max(w[c], display_width(row[c]));
-  for (const auto& row : table) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      if (c) line += "  ";
-      line += right[c] ? pad_left(row[c], w[c]) : pad_right(row[c], w[c]);
-    }
-    lines.push_back(line);
-  }
-  std::string out;
-  for (auto& l : lines) {
-    while (!l.empty() && l.back() == ' ') l.pop_back();
-    out += l + "\n";
-  }
-  return out;
+  return with_table(std::move(lines), table, {false, true, false, true, false, false});
 }
 
 // ---------------------------------------------------------------- softmax
@@ -523,24 +530,7 @@ std::string render_decode_walk_frame(const DecodeWalkFrame& f, const TermStyle& 
   table.push_back({"Total (" + id + ")", grouped(f.moved.total) + " B", "of", grouped(f.total.total) + " B",
                    bar(f.moved.total, f.total.total, 12, st)});
   table.push_back({"Floor (decode_floor)", "", "", grouped(f.floor_total) + " B", ""});
-  const bool right[] = {false, true, false, true, false};
-  std::vector<std::size_t> w(5, 0);
-  for (const auto& row : table)
-    for (std::size_t c = 0; c < row.size(); ++c) w[c] = std::max(w[c], display_width(row[c]));
-  for (const auto& row : table) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      if (c) line += "  ";
-      line += right[c] ? pad_left(row[c], w[c]) : pad_right(row[c], w[c]);
-    }
-    lines.push_back(line);
-  }
-  std::string out;
-  for (auto& l : lines) {
-    while (!l.empty() && l.back() == ' ') l.pop_back();
-    out += l + "\n";
-  }
-  return out;
+  return with_table(std::move(lines), table, {false, true, false, true, false});
 }
 
 void play_decode_walk(const Shape& s, DecodeVariant v, std::uint64_t splits, const Playback& p, std::FILE* out) {
