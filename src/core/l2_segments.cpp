@@ -192,6 +192,7 @@ void SegmentEngine::evaluate(Tally& t) {
   std::vector<std::int64_t> dense;  // slope changes by offset from T0, when denser than a sort
 
   EventIndex::Stabber stab(index);
+  Tally::Batch batch(t);
   for (const PointRead& run : runs) {
     const Segment& q = segs_[run.seg];
     const Stream& sq = streams_[q.stream];
@@ -208,20 +209,15 @@ void SegmentEngine::evaluate(Tally& t) {
       else if (at <= T1) slope_ev.push_back({at, dz});
     };
     stab.overlapping(T0 - g, T1, hits);
+    const std::uint64_t rp = rank_of(sp), rq = rank_of(sq);
     for (std::uint32_t k : hits) {
       const EventIndex::Event& e = index.ev[k];
-      const Segment& r = segs_[e.seg];
-      const Stream& sr = streams_[r.stream];
-      const std::int64_t alpha = before(sp.cta, sp.sub, sr.cta, sr.sub) ? 0 : 1;  // (c_R, s_R) <= (c_p, s_p)
-      const std::int64_t gamma = before(sr.cta, sr.sub, sq.cta, sq.sub) ? 0 : 1;  // (c_R, s_R) >= (c_q, s_q)
+      const std::int64_t alpha = rp < e.rank ? 0 : 1;   // (c_R, s_R) <= (c_p, s_p)
+      const std::int64_t gamma = e.rank < rq ? 0 : 1;   // (c_R, s_R) >= (c_q, s_q)
       std::int64_t m = g - alpha;
-      if (r.succ != no_stream) {
-        const Stream& sn = streams_[r.succ];
-        const std::int64_t beta = before(sq.cta, sq.sub, sn.cta, sn.sub) ? 1 : 0;  // successor after q
-        m = std::min(m, sn.phase - sr.phase - 1 + beta);
-      }
+      if (e.G >= 0) m = std::min(m, e.G - 1 + (rq < e.rank_next ? 1 : 0));  // successor after q
       if (m < gamma) continue;
-      const auto z = static_cast<std::int64_t>(sr.bytes);
+      const auto z = static_cast<std::int64_t>(e.z);
       const std::int64_t lo = std::max(e.A, T0 - m), hi = std::min(e.B, T0 - gamma);
       if (hi >= lo) d0 += static_cast<std::uint64_t>(z * (hi - lo + 1));
       change(e.A + gamma, z);
@@ -237,7 +233,7 @@ void SegmentEngine::evaluate(Tally& t) {
     // The piece [pos, next - 1]; then D(next) = D(next - 1) + the slope there.
     auto piece_to = [&](std::int64_t next, std::int64_t dz) {
       const std::int64_t n = next - pos;
-      t.reads(d, slope, static_cast<std::uint64_t>(n), sq.bytes);
+      batch.reads(d, slope, static_cast<std::uint64_t>(n));
       slope += dz;
       d += static_cast<std::uint64_t>(slope + (slope - dz) * (n - 1));
       pos = next;
@@ -257,7 +253,8 @@ void SegmentEngine::evaluate(Tally& t) {
         if (dz != 0) piece_to(at, dz);
       }
     }
-    t.reads(d, slope, static_cast<std::uint64_t>(T1 - pos + 1), sq.bytes);
+    batch.reads(d, slope, static_cast<std::uint64_t>(T1 - pos + 1));
+    batch.flush(t, sq.bytes);
   }
   evaluate_points(t, index, points);
 }
@@ -272,7 +269,13 @@ SegmentEngine::EventIndex::EventIndex(const SegmentEngine& e) {
   for (std::uint32_t i = 0; i < e.segs_.size(); ++i) {
     const Segment& g = e.segs_[i];
     const Stream& s = e.streams_[g.stream];
-    ev.push_back({s.phase + static_cast<std::int64_t>(g.a), s.phase + static_cast<std::int64_t>(g.b) - 1, i});
+    Event v{s.phase + static_cast<std::int64_t>(g.a), s.phase + static_cast<std::int64_t>(g.b) - 1, -1, s.bytes,
+            rank_of(s), 0, i};
+    if (g.succ != ~0u) {
+      v.G = e.streams_[g.succ].phase - s.phase;
+      v.rank_next = rank_of(e.streams_[g.succ]);
+    }
+    ev.push_back(v);
   }
   std::sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.A < y.A; });
 }

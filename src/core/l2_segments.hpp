@@ -65,8 +65,11 @@ class SegmentEngine {
   // Segments by first step; a Stabber finds those overlapping [lo, hi] in
   // O(found) when lo does not decrease from one call to the next.
   struct EventIndex {
-    struct Event {
-      std::int64_t A, B;  // first and last step
+    struct Event {           // what the distances need of a segment, in one place
+      std::int64_t A, B;     // first and last step
+      std::int64_t G;        // steps to its successor stream's accesses; -1: none
+      std::uint64_t z;       // bytes of one access
+      std::uint64_t rank, rank_next;  // order in a step (rank_of) of it and of its successor
       std::uint32_t seg;
     };
     explicit EventIndex(const SegmentEngine& e);
@@ -87,6 +90,7 @@ class SegmentEngine {
     std::uint32_t seg;
     std::int64_t T0, g;
   };
+  static std::uint64_t rank_of(const Stream& s) { return (s.cta << 2) | s.sub; }  // the order in a step
   void link();
   void evaluate(Tally& t);
   // The single reads, together: a sweep over g with Fenwick trees over steps
