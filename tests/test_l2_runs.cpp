@@ -98,6 +98,23 @@ void same_flash(const Shape& s, L2SimConfig c) {
   }
 }
 
+// The segment engine alone against the enumeration, on a ladder of L2 sizes.
+void same_segments(const Shape& s, const L2SimConfig& c) {
+  const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
+  const auto caps = ladder(all);
+  l2::Tally te(caps), ts(caps);
+  const l2::FlashStats se = l2::enumerate_flash(s, c, te);
+  const l2::FlashStats ss = l2::segments_flash(s, c, ts);
+  CHECK(l2::curve(te, caps) == l2::curve(ts, caps));
+  CHECK(te.max_reuse_distance() == ts.max_reuse_distance());
+  CHECK(te.requested() == ts.requested());
+  CHECK(te.first_access_reads() == ts.first_access_reads());
+  CHECK(se.heads == ss.heads);
+  CHECK(se.kv_heads == ss.kv_heads);
+  CHECK(se.steps == ss.steps);
+  CHECK(se.waves == ss.waves);
+}
+
 }  // namespace
 
 TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {
@@ -124,19 +141,7 @@ TEST_CASE("L2 runs: the segment engine equals the enumeration on random shapes",
         const L2SimConfig c = config(rng, order, qo);
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
                          << c.ctas_per_sm);
-        const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
-        const auto caps = ladder(all);
-        l2::Tally te(caps), ts(caps);
-        const l2::FlashStats se = l2::enumerate_flash(s, c, te);
-        const l2::FlashStats ss = l2::segments_flash(s, c, ts);
-        CHECK(l2::curve(te, caps) == l2::curve(ts, caps));
-        CHECK(te.max_reuse_distance() == ts.max_reuse_distance());
-        CHECK(te.requested() == ts.requested());
-        CHECK(te.first_access_reads() == ts.first_access_reads());
-        CHECK(se.heads == ss.heads);
-        CHECK(se.kv_heads == ss.kv_heads);
-        CHECK(se.steps == ss.steps);
-        CHECK(se.waves == ss.waves);
+        same_segments(s, c);
       }
   }
 }
@@ -162,16 +167,7 @@ TEST_CASE("L2 runs: the segment engine equals the enumeration on long CTAs and w
         if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
                          << c.ctas_per_sm);
-        const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
-        const auto caps = ladder(all);
-        l2::Tally te(caps), ts(caps);
-        const l2::FlashStats se = l2::enumerate_flash(s, c, te);
-        const l2::FlashStats ss = l2::segments_flash(s, c, ts);
-        CHECK(l2::curve(te, caps) == l2::curve(ts, caps));
-        CHECK(te.max_reuse_distance() == ts.max_reuse_distance());
-        CHECK(te.requested() == ts.requested());
-        CHECK(se.heads == ss.heads);
-        CHECK(se.steps == ss.steps);
+        same_segments(s, c);
       }
   }
 }
