@@ -2,6 +2,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include "hbmscope/reference.hpp"
 
@@ -133,4 +135,22 @@ TEST_CASE("fp16 rounding is IEEE binary16, round-to-nearest-even", "[reference]"
     if (std::bit_cast<std::uint32_t>(h(x)) != std::bit_cast<std::uint32_t>(want)) FAIL("x = " << x);
   }
 #endif
+}
+
+TEST_CASE("lse_relative_error: hidden rows must be -inf in both, the rest by relative L2", "[reference]") {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const std::vector<float> ref{1.f, ninf, 2.f};
+  CHECK(lse_relative_error(std::vector<float>{1.f, ninf, 2.f}, ref) == 0.0);
+  CHECK(lse_relative_error(std::vector<float>{1.f, ninf, 2.2f}, ref) == Approx(0.2 / std::sqrt(5.0)).epsilon(1e-6));
+  CHECK(std::isnan(lse_relative_error(std::vector<float>{1.f, 0.f, 2.f}, ref)));  // a hidden row not -inf
+  CHECK(std::isnan(lse_relative_error(std::vector<float>{ninf, ninf, 2.f}, ref)));  // a seen row -inf
+  CHECK(std::isnan(lse_relative_error(std::vector<float>{1.f}, ref)));              // sizes differ
+}
+
+TEST_CASE("bf16 buffers round-trip the values bf16 holds", "[reference]") {
+  const std::vector<float> x{0.f, 1.f, -2.5f, 0.099609375f, 65280.f};
+  const auto bits = to_bf16_bits(x);
+  REQUIRE(bits.size() == x.size());
+  CHECK(bits[1] == 0x3F80);
+  CHECK(from_bf16_bits(bits) == x);
 }

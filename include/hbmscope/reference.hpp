@@ -38,10 +38,17 @@ void attention_tiled(const Shape& s, float scale, std::span<const float> q,
 
 // ||out - ref|| / ||ref||; NaN (never passes a threshold) if either holds NaN or inf.
 double relative_l2_error(std::span<const float> out, std::span<const float> ref);
+// The same for a row log-sum-exp: a row the mask hides completely is -inf in
+// the reference and must be -inf in out (else NaN); the other rows compare by
+// relative L2.
+double lse_relative_error(std::span<const float> out, std::span<const float> ref);
 
 // Round-to-nearest-even conversions for the 16-bit storage formats.
 std::uint16_t float_to_bf16_bits(float x);
 float bf16_bits_to_float(std::uint16_t b);
 float round_to_dtype(float x, Dtype d);
+// Whole buffers, as the kernels take and give them.
+std::vector<std::uint16_t> to_bf16_bits(std::span<const float> x);
+std::vector<float> from_bf16_bits(std::span<const std::uint16_t> x);
 
 }  // namespace hbmscope

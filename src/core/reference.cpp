@@ -269,4 +269,30 @@ double relative_l2_error(std::span<const float> out, std::span<const float> ref)
   return std::sqrt(num / den);
 }
 
+double lse_relative_error(std::span<const float> out, std::span<const float> ref) {
+  if (out.size() != ref.size()) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<float> a, b;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (std::isinf(ref[i]) && ref[i] < 0) {
+      if (!(std::isinf(out[i]) && out[i] < 0)) return std::numeric_limits<double>::quiet_NaN();
+      continue;
+    }
+    a.push_back(out[i]);
+    b.push_back(ref[i]);
+  }
+  return relative_l2_error(a, b);
+}
+
+std::vector<std::uint16_t> to_bf16_bits(std::span<const float> x) {
+  std::vector<std::uint16_t> r(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) r[i] = float_to_bf16_bits(x[i]);
+  return r;
+}
+
+std::vector<float> from_bf16_bits(std::span<const std::uint16_t> x) {
+  std::vector<float> r(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) r[i] = bf16_bits_to_float(x[i]);
+  return r;
+}
+
 }  // namespace hbmscope

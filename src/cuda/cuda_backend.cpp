@@ -38,33 +38,6 @@ struct Buffers {
 
 constexpr double bf16_threshold = 1e-2;
 
-std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
-  std::vector<std::uint16_t> r(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) r[i] = float_to_bf16_bits(x[i]);
-  return r;
-}
-
-std::vector<float> from_bf16(const std::vector<std::uint16_t>& x) {
-  std::vector<float> r(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) r[i] = bf16_bits_to_float(x[i]);
-  return r;
-}
-
-// Error of the row log-sum-exp: rows the mask hides completely must be -inf
-// in both; the rest compare by relative L2.
-double lse_error(const std::vector<float>& out, const std::vector<float>& ref) {
-  std::vector<float> a, b;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (std::isinf(ref[i]) && ref[i] < 0) {
-      if (!(std::isinf(out[i]) && out[i] < 0)) return std::numeric_limits<double>::quiet_NaN();
-      continue;
-    }
-    a.push_back(out[i]);
-    b.push_back(ref[i]);
-  }
-  return relative_l2_error(a, b);
-}
-
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int index) {
@@ -249,7 +222,7 @@ class CudaBackend final : public Backend {
   // On stream_, which does not wait for the legacy default stream; the
   // synchronisation keeps `bits` alive until the copy has landed.
   void upload(DeviceBuffer& dst, const std::vector<float>& x) {
-    const auto bits = to_bf16(x);
+    const auto bits = to_bf16_bits(x);
     HBMSCOPE_CUDA_CHECK(
         cudaMemcpyAsync(dst.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice, stream_));
     HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -270,7 +243,7 @@ class CudaBackend final : public Backend {
     HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
     std::vector<std::uint16_t> o_bits(q_elements(s));
     HBMSCOPE_CUDA_CHECK(cudaMemcpy(o_bits.data(), b.o.get(), o_bits.size() * 2, cudaMemcpyDeviceToHost));
-    const std::vector<float> o = from_bf16(o_bits);
+    const std::vector<float> o = from_bf16_bits(o_bits);
 
     std::vector<float> ref(q_elements(s)), ref_lse(lse_elements(s));
     if (kind == KernelKind::floor) {
@@ -282,7 +255,7 @@ class CudaBackend final : public Backend {
     if (kind == KernelKind::flash || kind == KernelKind::flash_v1) {
       std::vector<float> lse(lse_elements(s));
       HBMSCOPE_CUDA_CHECK(cudaMemcpy(lse.data(), b.lse.get(), lse.size() * 4, cudaMemcpyDeviceToHost));
-      m.lse_rel_error = lse_error(lse, ref_lse);
+      m.lse_rel_error = lse_relative_error(lse, ref_lse);
     }
   }
 

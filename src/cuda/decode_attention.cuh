@@ -25,6 +25,7 @@
 
 #include "decode_layout.hpp"
 #include "decode_params.hpp"
+#include "online_softmax.cuh"
 #include "ptx.cuh"
 
 namespace hbmscope::decode {
@@ -221,41 +222,14 @@ __global__ void __launch_bounds__(threads, 2) decode_split_kernel(const DecodePa
       }
     }
 
-    // Online softmax per row over the quad (as in flash_attention.cuh).
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t) mx = fmaxf(mx, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // Only masked keys so far: subtract 0, so exp2(-inf) = 0, not NaN.
-      const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-      const float alpha = exp2_approx(row_max[r] * p.scale_log2 - m_scaled);
-      row_max[r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_s; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float e = exp2_approx(fmaf(s[t][2 * r + h], p.scale_log2, -m_scaled));
-          s[t][2 * r + h] = e;
-          sum += e;
-        }
-      row_sum[r] = row_sum[r] * alpha + sum;
-#pragma unroll
-      for (int t = 0; t < Sh::n_tiles_o; ++t) {
-        o_acc[t][2 * r] *= alpha;
-        o_acc[t][2 * r + 1] *= alpha;
-      }
-    }
+    // Online softmax over this block: m, l and O rescaled, S turned into P.
+    online_softmax_step(s, o_acc, row_max, row_sum, p.scale_log2);
 
     // O += P V, P repacked from the S accumulators as the A fragment.
 #pragma unroll
     for (int kk = 0; kk < Sh::k_steps_p; ++kk) {
-      const std::uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                                  pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                  pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      std::uint32_t a[4];
+      p_fragment(s, kk, a);
 #pragma unroll
       for (int dp = 0; dp < Sh::n_tiles_o / 2; ++dp) {
         std::uint32_t b[4];

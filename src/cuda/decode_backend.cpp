@@ -97,26 +97,6 @@ struct DecodeBuffers {
   }
 };
 
-std::vector<std::uint16_t> to_bf16_bits(const std::vector<float>& x) {
-  std::vector<std::uint16_t> r(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) r[i] = float_to_bf16_bits(x[i]);
-  return r;
-}
-
-// Rows that see no key must be -inf in both; the rest compare by relative L2.
-double lse_error(const std::vector<float>& out, const std::vector<float>& ref) {
-  std::vector<float> a, b;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (std::isinf(ref[i]) && ref[i] < 0) {
-      if (!(std::isinf(out[i]) && out[i] < 0)) return std::numeric_limits<double>::quiet_NaN();
-      continue;
-    }
-    a.push_back(out[i]);
-    b.push_back(ref[i]);
-  }
-  return relative_l2_error(a, b);
-}
-
 std::optional<std::string> shortfall(const Shape& s, const DecodePlan& plan, const DecodeContext& ctx) {
   const std::uint64_t need = decode_footprint(s, plan), free_b = ctx.free_memory();
   if (fits_in_memory(need, free_b)) return std::nullopt;
@@ -161,7 +141,7 @@ void validate(const Shape& s, const DecodePlan& plan, std::uint64_t seed, const 
   else
     decode_attention_reference(s, default_scale(s), in.q, k, v, ref, ref_lse);
   m.rel_error = relative_l2_error(o, ref);
-  m.lse_rel_error = lse_error(lse, ref_lse);
+  m.lse_rel_error = lse_relative_error(lse, ref_lse);
 }
 
 }  // namespace

@@ -220,34 +220,7 @@ __global__ void __launch_bounds__(FlashShapeV2<D, Br, Bc>::threads, FlashShapeV2
     }
 
 #pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float mx = row_max[m][r];
-#pragma unroll
-        for (int t = 0; t < Sh::n_tiles_s; ++t) mx = fmaxf(mx, fmaxf(s[m][t][2 * r], s[m][t][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // m = -inf (only masked keys so far): subtract 0, so exp2(-inf) = 0.
-        const float m_scaled = mx == -INFINITY ? 0.f : mx * p.scale_log2;
-        const float alpha = exp2_approx(row_max[m][r] * p.scale_log2 - m_scaled);
-        row_max[m][r] = mx;
-        float sum = 0.f;
-#pragma unroll
-        for (int t = 0; t < Sh::n_tiles_s; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float e = exp2_approx(fmaf(s[m][t][2 * r + h], p.scale_log2, -m_scaled));
-            s[m][t][2 * r + h] = e;
-            sum += e;
-          }
-        row_sum[m][r] = row_sum[m][r] * alpha + sum;
-#pragma unroll
-        for (int t = 0; t < Sh::n_tiles_o; ++t) {
-          o_acc[m][t][2 * r] *= alpha;
-          o_acc[m][t][2 * r + 1] *= alpha;
-        }
-      }
+    for (int m = 0; m < MT; ++m) online_softmax_step(s[m], o_acc[m], row_max[m], row_sum[m], p.scale_log2);
 
     cp_async_wait<1>();  // all but K[j+1]: V[j] has landed
     __syncthreads();
@@ -257,12 +230,7 @@ __global__ void __launch_bounds__(FlashShapeV2<D, Br, Bc>::threads, FlashShapeV2
     for (int kk = 0; kk < Sh::k_steps_p; ++kk) {
       std::uint32_t pa[MT][4];
 #pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        pa[m][0] = pack_bf16x2(s[m][2 * kk][0], s[m][2 * kk][1]);
-        pa[m][1] = pack_bf16x2(s[m][2 * kk][2], s[m][2 * kk][3]);
-        pa[m][2] = pack_bf16x2(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
-        pa[m][3] = pack_bf16x2(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
-      }
+      for (int m = 0; m < MT; ++m) p_fragment(s[m], kk, pa[m]);
 #pragma unroll
       for (int dp = 0; dp < Sh::n_tiles_o / 2; ++dp) {
         std::uint32_t b[4];
