@@ -228,9 +228,9 @@ expect_error "sweep --measure without a device" "no CUDA device" sweep --seq 256
 expect_error "sweep --measure bwd" "measure runs forward kernels only" sweep --seq 256 --head-dim 64 --pass bwd --measure
 "$bin" sweep --config seed --device h200 --format json >"$work/l2dev.json"
 check "--device runs the L2 simulation with the device's L2 and SMs" python3 -c "import json; r=json.load(open('$work/l2dev.json'))['rows'][0]; assert r['l2_sim']['sm_count']==132 and r['l2_sim']['l2_bytes']>0; assert r['bytes']['floor']<=r['bytes']['flash_l2_sim']<=r['bytes']['flash_no_l2']; assert 'flash_l2_sim' in r['prediction']"
-"$bin" sweep --seq 2M --causal --head-dim 128 --heads 32 --device h200 --format csv >"$work/big.csv" 2>"$work/big.err"
+"$bin" sweep --seq 4M --causal --head-dim 128 --heads 32 --device h200 --format csv >"$work/big.csv" 2>"$work/big.err"
 check "--device skips shapes too large to simulate, with a note" grep -q "L2 simulation left out for 1 shape" "$work/big.err"
-expect_error "a failing run prints its error alone, no note" "--variants: 'flash_l2_sim' is not a variant of these rows" sweep --seq 2M --causal --head-dim 64 --heads 32 --device h100 --variants flash_l2_sim
+expect_error "a failing run prints its error alone, no note" "--variants: 'flash_l2_sim' is not a variant of these rows" sweep --seq 4M --causal --head-dim 64 --heads 32 --device h100 --variants flash_l2_sim
 "$bin" sweep --seq 4096 --head-dim 64 --pass fwd,bwd --fa1 --format json >"$work/passes.json"
 check "sweep --pass and --fa1" python3 -c "import json; rows=json.load(open('$work/passes.json'))['rows']; assert [r['shape']['pass'] for r in rows]==['fwd','bwd']; assert rows[0]['bytes']['flash1_no_l2']==54034432"
 "$bin" sweep --config long-context --device b200 >"$work/lc" 2>/dev/null
@@ -715,7 +715,7 @@ check "2^40 query blocks with --device: counted at once, left out" grep -q "left
 expect_error "2^40 query blocks with --l2-bytes: refused" "work units (at most 17179869184" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
 expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence" model --seq 64M --causal --l2-bytes 60M
 expect_error "l2 per-shape cap, enumerated" "(enumeration) would take" model --seq 45K --causal --block-rows 1 --block-cols 1 --l2-bytes 60M --l2-method enumeration
-expect_error "l2 per-run cap" "(about a minute) per run" model --seq 1M --causal --heads 16 --head-dim 128 --dtype fp32,fp16,bf16,fp8 --block-cols 128,127 --l2-bytes 60M --sms 132 --ctas-per-sm 1
+expect_error "l2 per-run cap" "(about a minute) per run" model --seq 1M --causal --heads 160 --head-dim 128 --dtype fp32,fp16,bf16,fp8 --block-cols 128,127 --l2-bytes 60M --sms 132 --ctas-per-sm 1
 timeout 60 "$real_bin" sweep --seq 1M --block-rows 256 --block-cols 256 --dtype bf16,fp8 --device h100 --progress always --format csv >/dev/null 2>"$work/l2prog"
 check "L2 simulation shows progress" grep -q "hbmscope L2 simulation \[" "$work/l2prog"
 expect_error "sweep shape cap" "has too many values (a sweep has at most 4000000 shapes)" sweep --seq 1:9999999:+1 --head-dim 64 --format json
@@ -886,7 +886,7 @@ if command -v gnuplot >/dev/null 2>&1; then
   expect_error "--x without --plot" "--x: needs --plot" model --x seq
   "$bin" sweep --seq 1K:16K:x2 --head-dim 64 --heads 1,32 --device h100 --plot "$work/series.svg" >/dev/null 2>&1
   check "series plot written" grep -q "<svg" "$work/series.svg"
-  "$bin" sweep --seq 2M,4M --causal --head-dim 128 --heads 32 --device h100 --plot - >"$work/pnone" 2>"$work/pnone.err"
+  "$bin" sweep --seq 4M,8M --causal --head-dim 128 --heads 32 --device h100 --plot - >"$work/pnone" 2>"$work/pnone.err"
   check "plot: a variant with no point is named in a note" grep -q "^hbmscope: note: --plot: no points for flash_l2_sim, standard_l2_sim" "$work/pnone.err"
   check "plot: and in the chart" grep -q "Note: no points for flash_l2_sim" "$work/pnone"
   check "plot: no legend entry for it" bash -c "! grep -q 'flash_l2_sim ' '$work/pnone' || grep -q 'Note: no points' '$work/pnone'"

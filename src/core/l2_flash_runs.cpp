@@ -68,14 +68,16 @@ namespace {
 // meets the segments of the CTAs resident beside it (about 5 S of them, S the
 // slots), at about 12 units each in query-block-major order (24 with GQA: a
 // head's first reads of its key blocks are single reads evaluated together),
-// 9 in head-major order (a row's CTAs end together). Measured on causal
-// shapes of 4K to 1M tokens (bench/, "L2 runs").
+// 9 in head-major order (a row's CTAs end together); and no less than a
+// sixth of that per tile access (the pieces of long CTAs' distances).
+// Measured on causal shapes of 4K to 8M tokens (bench/, "L2 runs").
 std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
   const std::uint64_t beside = 5 * std::min(grid.ctas(), slots) + 8;
   const std::uint64_t unit = grid.order() == Rasterization::head_major ? 9 : grid.group() > 1 ? 24 : 12;
   std::uint64_t w = 0;
-  if (__builtin_mul_overflow(grid.ctas(), beside * unit, &w)) return ~std::uint64_t{0};
-  return w;
+  if (__builtin_mul_overflow(grid.ctas(), beside, &w)) return ~std::uint64_t{0};
+  w = std::max(w, flash_enum_accesses(grid.shape()) / 6);
+  return __builtin_mul_overflow(w, unit, &w) ? ~std::uint64_t{0} : w;
 }
 
 std::uint64_t enumeration_work(const Shape& s) {
