@@ -135,7 +135,6 @@ expect_error "unknown model" 1 "--model-config: 'llama-9' is not a shipped model
 expect_error "--heads with a model" 2 "--heads: the model config gives it" model --model-config llama-3.1-8b --seq 1K --heads 8
 expect_error "--head-dim with a model" 2 "--head-dim: the model config gives it" model --model-config qwen3-8b --seq 1K --head-dim 64
 expect_error "no step" 2 "--model-config: give the step" model --model-config qwen3-8b
-expect_error "--l2-bytes with a model" 2 "--l2-bytes: the L2 simulation runs on one kernel's shape" model --model-config qwen3-8b --seq 1K --l2-bytes 50M
 expect_error "model named twice" 2 "'qwen3-8b' is named twice" model --model-config qwen3-8b,Qwen3-8B --seq 1K
 expect_error "sweep --measure" 2 "--measure: whole-model rows" sweep --model-config qwen3-8b --seq 1K --measure
 expect_error "models: unknown" 1 "models: 'nope' is not a shipped model" models nope
@@ -149,13 +148,73 @@ expect_error "repeated key" 1 "num_hidden_layers" models "$work/dup.json"
 printf '{"schema": "hbmscope.sweep/1", "groups": [{"model_config": "qwen3-8b", "seq": 1024, "heads": 8}]}' >"$work/sh.json"
 expect_error "sweep config: heads in a model group" 1 "groups[0].heads: the model config gives it" sweep --config "$work/sh.json"
 printf '{"schema": "hbmscope.sweep/1", "groups": [{"model_config": ["qwen3-8b"]}]}' >"$work/ns.json"
-expect_error "sweep config: no step" 1 "needs 'seq' (a prefill) or" sweep --config "$work/ns.json"
+expect_error "sweep config: no step" 1 "needs 'seq' or 'seq_lens' (a prefill) or" sweep --config "$work/ns.json"
 cp "$work/my.json" "$work/keep.json"
 expect_error "--output is the model's config.json" 1 "is also an input of this run" model --model-config "$work/my.json" --seq 1K --output "$work/my.json"
 check "the config.json is untouched" cmp -s "$work/my.json" "$work/keep.json"
 expect_error "sweep --output is a model file" 1 "is also an input of this run" sweep --config "$work/s.json" --output "$work/my.json"
 "$bin" model --model-config gemma-3-27b --seq 4K --output "$work/x.json" 2>/dev/null
 check "--output json" python3 -c "import json; json.load(open('$work/x.json'))"
+# A ragged prefill batch through whole models (--seq-lens): a row per kind, the total their sum.
+"$bin" model --model-config gemma-3-27b,llama-3.1-8b --seq-lens 512,4K,2K:8K --format json >"$work/rg.json" 2>"$work/err"
+check "--seq-lens with --model-config" python3 -c "
+import json; d=json.load(open('$work/rg.json')); rows=d['rows']; assert len(rows)==5
+g=rows[:3]; assert [r['model']['layer_kind'] for r in g]==['sliding','full','total']
+for r in rows: assert r['shape']['seq_lens']==[[512,512],[4096,4096],[2048,8192]], r['shape']
+for v in g[2]['bytes']: assert g[2]['bytes'][v]==g[0]['bytes'][v]+g[1]['bytes'][v], v
+assert g[2]['flops']==g[0]['flops']+g[1]['flops']
+# by hand: the sliding layers' keys per sequence 512 + 4096 + 3071, 16 kv heads x 256 x 2 B, 52 layers
+assert g[0]['model']['kv_cache']['tokens']==7679 and g[0]['model']['kv_cache']['bytes']==7679*8192*52
+assert g[0]['flops']==5899008*512*32*52
+assert g[2]['model']['mask']=='mixed' and 'window' not in g[2]['shape']"
+"$bin" sweep --model-config gemma-3-27b --seq-lens 512,4K --format csv >"$work/rg.csv" 2>/dev/null
+check "sweep --model-config --seq-lens" test "$(wc -l <"$work/rg.csv")" -eq 4
+printf '{"schema": "hbmscope.sweep/1", "groups": [{"model_config": "qwen3-8b", "seq_lens": [[512, "1K:4K"]]}]}' >"$work/rgc.json"
+"$bin" sweep --config "$work/rgc.json" --format csv >"$work/rgc.csv" 2>/dev/null
+check "sweep config: seq_lens in a model group" grep -q "qwen3-8b,total" "$work/rgc.csv"
+printf '{"schema": "hbmscope.sweep/1", "groups": [{"model_config": "qwen3-8b", "seq": 1024, "window": 128}]}' >"$work/wc.json"
+expect_error "sweep config: window in a model group" 1 "groups[0].window: the model config gives it" sweep --config "$work/wc.json"
+expect_error "--window with a model" 2 "--window: the model config gives it" model --model-config qwen3-8b --seq 1K --window 128 --causal
+# The total's mask: mixed where its kinds differ, in every format.
+"$bin" model --model-config gemma-3-27b --seq 32K --device h200 >"$work/mx" 2>/dev/null
+check "table: total's mask is mixed" grep -qE "^gemma-3-27b +62 total +32768 × 128 +mixed " "$work/mx"
+check "table: no total with a window" test "$(grep -c "total .*window" "$work/mx")" -eq 0
+"$bin" model --model-config gemma-3-27b --seq 32K --format csv >"$work/mx.csv"
+check "csv: mask column" python3 -c "
+import csv; r=list(csv.DictReader(open('$work/mx.csv'))); assert [x['mask'] for x in r]==['','','mixed'] and r[2]['window']=='0'"
+"$bin" model --model-config gemma-3-27b --seq 32K --format md >"$work/mx.md"
+check "md: mixed" grep -q "| gemma-3-27b | 62 total | 32768 × 128 | mixed |" "$work/mx.md"
+# The L2 simulation on whole-model rows: each kind simulated once, times its layers; the total the sum.
+"$bin" model --model-config gemma-3-27b,deepseek-v3 --seq 2K --l2-bytes 50M --format json >"$work/l2.json" 2>"$work/err"
+check "--l2-bytes with a model: no note" test ! -s "$work/err"
+check "--l2-bytes with a model" python3 -c "
+import json; d=json.load(open('$work/l2.json')); rows=d['rows']
+g=rows[:3]
+for r in g[:2]: assert r['l2_sim']['l2_bytes']==50<<20 and r['bytes']['flash_l2_sim']>=r['bytes']['floor']
+assert 'l2_sim' not in g[2]
+for v in ('flash_l2_sim','standard_l2_sim'): assert g[2]['bytes'][v]==g[0]['bytes'][v]+g[1]['bytes'][v]"
+"$bin" model --model-config gemma-3-27b --decode --batch 8 --seq-kv 8K --device h200 --format json >"$work/l2d.json" 2>"$work/err"
+check "--device: decode simulated on kinds" python3 -c "
+import json; d=json.load(open('$work/l2d.json')); g=d['rows']
+for v in ('decode_split_l2_sim','decode_paged_l2_sim'):
+    assert g[2]['bytes'][v]==g[0]['bytes'][v]+g[1]['bytes'][v]
+    assert abs(g[2]['prediction'][v]['seconds']-g[0]['prediction'][v]['seconds']-g[1]['prediction'][v]['seconds'])<1e-12"
+"$bin" model --model-config gemma-3-27b --seq 1M --device h200 --variants floor,flash_l2_sim --format csv >"$work/l2o.csv" 2>"$work/err"
+check "a kind over the budget: noted" grep -q "note: L2 simulation left out for 1 shape(s)" "$work/err"
+check "a kind over the budget: its total noted" grep -q "gemma-3-27b's total .* has no simulated bytes: its full layers were left out" "$work/err"
+check "a kind over the budget: the other simulated" python3 -c "
+import csv; r=list(csv.DictReader(open('$work/l2o.csv'))); assert r[0]['bytes_flash_l2_sim'] and not r[1]['bytes_flash_l2_sim'] and not r[2]['bytes_flash_l2_sim']"
+# The README's serving table is this binary's output (the command of its generated: comment).
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$bin" model --model-config llama-3.1-8b,gemma-3-27b,deepseek-v3 --decode --batch 32 --seq-kv 32K --device h200 \
+  --variants decode_split --columns bytes,time --format md >"$work/serve.md" 2>/dev/null
+check "README serving table is current" python3 -c "
+import sys
+readme = open('$root/README.md', encoding='utf-8').read().split('\n')
+got = [l for l in open('$work/serve.md', encoding='utf-8').read().split('\n') if l.startswith(('|', '**'))]
+at = readme.index(got[0])
+exp = [l for l in readme[at:at + len(got) + 1] if l]
+assert exp == got, (exp, got)"
 "$bin" model --help >"$work/help"
 check "model --help explains whole models" grep -q "With --model-config (whole models" "$work/help"
 

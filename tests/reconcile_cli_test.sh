@@ -103,7 +103,19 @@ expect_error "missing file" "cannot read" reconcile "$work/nope.csv"
 expect_error "a directory" "is a directory" reconcile "$work"
 expect_error "shape list of the wrong length" "3 shapes given for 4 attention call(s)" \
   reconcile "$fx/raw_sdpa.csv" --seq 1024,2048,4096 --head-dim 64
-expect_error "seq without head dim" "--seq and --head-dim" reconcile "$fx/raw_sdpa.csv" --seq 1024
+expect_error "seq without head dim" "--seq (or --seq-lens) and --head-dim (or --mla)" reconcile "$fx/raw_sdpa.csv" --seq 1024
+# Attention as served from the options; --window alone is not applied to NVTX shapes; no whole model.
+expect_error "window alone" "--seq (or --seq-lens) and --head-dim" reconcile "$fx/raw_sdpa.csv" --window 512 --causal
+expect_error "--model-config" "--model-config: reconcile puts each kernel call beside one shape" reconcile "$fx/raw_sdpa.csv" --model-config gemma-3-27b
+"$bin" reconcile "$fx/raw_sdpa.csv" --seq-lens 512,4K --head-dim 64 --heads 16 --causal --window 1024 --kv-dtype fp8 --format json --output "$work/served.json" 2>/dev/null
+check "served options give the calls' shape" python3 -c "
+import json; d=json.load(open('$work/served.json'))
+for r in d['rows']:
+    s=r['shape']; assert s['window']==1024 and s['kv_dtype']=='fp8' and s['seq_lens']==[[512,512],[4096,4096]] and s['batch']==2, s"
+"$bin" reconcile "$fx/details_vllm_decode.csv" --decode --seq-kv 16384 --heads 128 --mla 512,64 --format json --output "$work/mla.json" 2>/dev/null
+check "--mla stands for --head-dim" python3 -c "
+import json; d=json.load(open('$work/mla.json')); s=d['rows'][0]['shape']
+assert s['latent_kv'] and s['head_dim']==576 and s['head_dim_v']==512 and s['kv_heads']==1, s"
 expect_error "pass refused" "--pass" reconcile "$fx/raw_sdpa.csv" --seq 1024 --head-dim 64 --pass bwd
 echo '{"kernels":[{"match":"x","role":"fast"}]}' >"$work/badk.json"
 expect_error "bad kernel table" "kernels[0].role" reconcile "$fx/raw_sdpa.csv" --kernel-table "$work/badk.json"

@@ -357,3 +357,34 @@ TEST_CASE("decode pipeline: a tile has landed when read, no stage refilled while
       }
     }
 }
+
+TEST_CASE("decode kernel with a window: its splits share the window, the model's cut the context", "[decode][plan]") {
+  // docs/cuda.md ("Bytes against the model"): 8 sequences of 32K keys, W = 4096, 32/8 heads,
+  // d 128, the heuristic's 4 splits. FlashAttention-2 (the model) cuts 4 splits of 8192 keys
+  // over the whole context: only the last holds the window, so Q is read once; the kernel cuts
+  // the window's 4096 keys into 4 splits of 1024, each reading Q. Partials are written by every
+  // split in both.
+  Shape s = decode_shape(8, 32, 8, 1, {32768}, 128, true);
+  s.window = 4096;
+  const std::uint64_t splits = 4;
+  REQUIRE(decode_splits(s, DecodeVariant::split, 132) == splits);
+  const DecodeBytes model = decode_bytes(s, DecodeVariant::split, splits);
+  const std::uint64_t t = decode_split_tokens(s, splits);
+  CHECK(t == 1024);
+  const KeyRange read = decode_read_keys(s, s.seq_kv);
+  CHECK((read.begin == 28672 && read.end == 32768));
+  std::uint64_t kernel_splits_read = 0, model_splits_read = 0;
+  for (std::uint64_t j = 0; j < splits; ++j) {
+    const decode::Range r = decode::split_range(static_cast<int>(j), static_cast<long long>(t),
+                                                static_cast<long long>(read.begin), static_cast<long long>(read.end));
+    kernel_splits_read += r.end > r.begin;
+    model_splits_read += !split_key_range(s, splits, 0, j).empty();
+  }
+  CHECK(kernel_splits_read == 4);
+  CHECK(model_splits_read == 1);
+  const std::uint64_t q_once = 8ull * 32 * 128 * 2;  // every query head's Q of one sequence batch, bf16
+  CHECK(model.q == q_once * model_splits_read);
+  CHECK(q_once * kernel_splits_read - model.q == 196608);
+  CHECK(model.partials == splits * 8 * 32 * (4 * 128 + 4) * 2);  // written and read by every split in both
+  CHECK(model.total == 135405568);  // the kernel's 196,608 B more is 0.145 % of it
+}

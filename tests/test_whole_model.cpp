@@ -272,3 +272,167 @@ TEST_CASE("whole-model rows in JSON and CSV", "[models]") {
   j["rows"][0]["model"]["kv_cache"].erase("bytes");
   CHECK_THROWS_WITH(report_from_json(j, "r.json"), Catch::Contains("rows[0].model.kv_cache.bytes: missing"));
 }
+
+TEST_CASE("a ragged prefill batch through a whole model: each kind's shape, the window per sequence", "[models]") {
+  // 512, 4096, and 2048 new tokens against a cached prefix (8192 keys), as --seq-lens 512,4K,2K:8K.
+  Shape base;
+  base.seq_lens = SeqList(std::vector<SeqLen>{{512, 512}, {4096, 4096}, {2048, 8192}});
+  base.batch = 3;
+  base.seq_q = 4096;
+  base.seq_kv = 8192;
+  const ModelConfig g3 = find_model_config("gemma-3-27b");
+  const std::vector<Row> rows = whole_model_rows(g3, base, ModelOptions{});
+  REQUIRE(rows.size() == 3);
+  const Row &sliding = rows[0], &full = rows[1], &total = rows[2];
+  REQUIRE(sliding.model_layers->kind == "sliding");
+  CHECK(sliding.shape.seq_lens == base.seq_lens);
+  CHECK(sliding.shape.window == 1024);
+  // Visible pairs a head, by hand: sliding, 512·513/2 + (1024·1025/2 + 3072·1024) + 2048·1024
+  // (every query of the chunked prefill sees 1024 keys); full, 512·513/2 + 4096·4097/2 + Σ 6145..8192.
+  const std::uint64_t pairs_sliding = 131328 + (524800 + 3145728) + 2097152;
+  const std::uint64_t pairs_full = 131328 + 8390656 + (6145 + 8192) * 2048 / 2;
+  CHECK(pairs_sliding == 5899008);
+  CHECK(sliding.flops == pairs_sliding * (2 * 128 + 2 * 128) * 32 * 52);
+  CHECK(full.flops == pairs_full * 512 * 32 * 10);
+  // The floor: Q and O of 6656 queries (32 heads, d 128), and K, V of the keys some query sees
+  // (16 kv heads): sliding 512 + 4096 + 3071 (keys 5121..8191 for the 2048 queries at 6144..8191).
+  const std::uint64_t qo = 2ull * 32 * (512 + 4096 + 2048) * 256;
+  CHECK(sliding.variant("floor")->bytes == (qo + 2ull * 16 * 256 * (512 + 4096 + 3071)) * 52);
+  CHECK(full.variant("floor")->bytes == (qo + 2ull * 16 * 256 * (512 + 4096 + 8192)) * 10);
+  // The KV cache: the same keys, one token 16 x 256 x 2 B a layer.
+  CHECK(sliding.model_layers->kv_cache_tokens == 512 + 4096 + 3071);
+  CHECK(full.model_layers->kv_cache_tokens == 512 + 4096 + 8192);
+  CHECK(sliding.model_layers->kv_cache_bytes == 7679ull * 8192 * 52);
+  // Each kind is one layer's row times its layers, the total their sum.
+  for (const Row* k : {&sliding, &full}) {
+    const auto kinds = layer_kinds(g3);
+    const LayerKind& kind = kinds[k == &sliding ? 0 : 1];
+    const Row one = model_row(layer_shape(g3, kind, base), ModelOptions{});
+    for (const auto& v : one.variants) CHECK(k->variant(v.id)->bytes == v.bytes * kind.layers);
+  }
+  for (const auto& v : total.variants)
+    CHECK(v.bytes == sliding.variant(v.id)->bytes + full.variant(v.id)->bytes);
+  CHECK(total.flops == sliding.flops + full.flops);
+  CHECK(total.model_layers->kv_cache_bytes == sliding.model_layers->kv_cache_bytes + full.model_layers->kv_cache_bytes);
+  // Every shipped model takes the ragged batch, its total the sum of its kinds.
+  for (const auto& m : preset_model_configs()) {
+    INFO(m.id);
+    const auto r = whole_model_rows(m, base, ModelOptions{});
+    std::uint64_t flops = 0;
+    for (std::size_t i = 0; i + 1 < r.size(); ++i) flops += r[i].flops;
+    CHECK(r.back().flops == flops);
+  }
+}
+
+TEST_CASE("the total of kinds with different masks is 'mixed', in every format", "[models]") {
+  Report rep;
+  rep.rows = whole_model_rows(find_model_config("gemma-3-27b"), prefill(4096), ModelOptions{});
+  for (Row& r : whole_model_rows(find_model_config("mistral-7b-v0.1"), prefill(4096), ModelOptions{}))
+    rep.rows.push_back(std::move(r));
+  REQUIRE(rep.rows.size() == 5);
+  const Row& g_total = rep.rows[2];
+  CHECK(g_total.model_layers->mixed_masks);
+  CHECK((g_total.shape.window == 0 && g_total.shape.chunk == 0));
+  const Row& m_total = rep.rows[4];  // every layer slides: the total keeps the window
+  CHECK_FALSE(m_total.model_layers->mixed_masks);
+  CHECK(m_total.shape.window == 4096);
+  CHECK(whole_model_rows(find_model_config("llama-4-scout"), prefill(4096), ModelOptions{})  // chunked and full
+            .back().model_layers->mixed_masks);
+
+  // The line of a table that holds `key`.
+  const auto line_of = [](const std::string& text, const std::string& key) {
+    const auto at = text.find(key);
+    if (at == std::string::npos) return std::string();
+    const auto begin = text.rfind('\n', at) + 1;
+    return text.substr(begin, text.find('\n', at) - begin);
+  };
+  const std::string table = render(rep, PrintOptions{});
+  CHECK(line_of(table, "62 total").find("   mixed   ") != std::string::npos);
+  CHECK(line_of(table, "32 total").find("   window 4096   ") != std::string::npos);
+  PrintOptions md;
+  md.format = Format::md;
+  CHECK(line_of(render(rep, md), "| 62 total |").find("| mixed |") != std::string::npos);
+  const std::string csv = render(rep, PrintOptions{Format::csv});
+  CHECK(csv.find("kv_cache_tokens,kv_cache_bytes,mask") != std::string::npos);
+  CHECK(csv.find(",gemma-3-27b,total,62,507904,,2080374784,mixed,") != std::string::npos);
+  CHECK(csv.find(",mistral-7b-v0.1,total,32,131072,,536870912,,") != std::string::npos);
+  auto j = report_to_json(rep);
+  CHECK(j["rows"][2]["model"]["mask"] == "mixed");
+  CHECK_FALSE(j["rows"][2]["shape"].contains("window"));
+  CHECK_FALSE(j["rows"][4]["model"].contains("mask"));
+  const Report back = report_from_json(j, "r.json");
+  for (std::size_t i = 0; i < rep.rows.size(); ++i) CHECK(back.rows[i].model_layers == rep.rows[i].model_layers);
+  j["rows"][2]["model"]["mask"] = "window";
+  CHECK_THROWS_WITH(report_from_json(j, "r.json"), Catch::Contains("rows[2].model.mask: 'window' is not \"mixed\""));
+}
+
+TEST_CASE("the L2 simulation of whole-model rows: each kind one layer's kernel, times its layers", "[models]") {
+  L2SimConfig c;
+  c.l2_bytes = 50ull << 20;
+  c.sm_count = 132;
+  for (const char* id : {"gemma-3-27b", "deepseek-v3", "llama-4-scout"})
+    for (const Shape& base : {prefill(2048, 2), decode_step(8, 4096)}) {
+      INFO(id << (base.decode ? " decode" : " prefill"));
+      const ModelConfig m = find_model_config(id);
+      std::vector<Row> rows = whole_model_rows(m, base, ModelOptions{});
+      const auto kinds = layer_kinds(m);
+      for (std::size_t i = 0; i < kinds.size(); ++i) add_layers_l2_sim(rows[i], c);
+      CHECK_THROWS_WITH(add_layers_l2_sim(rows.back(), c), Catch::Contains("a total row is not simulated"));
+      CHECK(sum_whole_model_l2_sims(rows).empty());
+      const Row& total = rows.back();
+      CHECK_FALSE(total.l2_sim);
+      std::size_t sims = 0;
+      for (std::size_t i = 0; i < kinds.size(); ++i) {
+        Row one = model_row(layer_shape(m, kinds[i], base), ModelOptions{});
+        add_l2_sim(one, c);
+        const Row& k = rows[i];
+        REQUIRE(k.l2_sim);
+        for (const auto& v : one.variants) {
+          CHECK(k.variant(v.id)->bytes == v.bytes * kinds[i].layers);
+          CHECK(k.variant(v.id)->intensity == Approx(v.intensity));
+        }
+        CHECK(k.l2_sim->flash.read_bytes == one.l2_sim->flash.read_bytes * kinds[i].layers);
+        CHECK(k.l2_sim->flash.hit_rate == one.l2_sim->flash.hit_rate);
+        for (std::size_t d = 0; d < one.l2_sim->decode.size(); ++d)
+          CHECK(k.l2_sim->decode[d].sim.write_bytes == one.l2_sim->decode[d].sim.write_bytes * kinds[i].layers);
+      }
+      for (const auto& v : total.variants) {
+        if (v.id.find("_l2_sim") == std::string::npos) continue;
+        ++sims;
+        std::uint64_t sum = 0;
+        for (std::size_t i = 0; i < kinds.size(); ++i) sum += rows[i].variant(v.id)->bytes;
+        CHECK(v.bytes == sum);
+        CHECK(v.bytes >= total.variant(base.decode ? "decode_floor" : "floor")->bytes);
+      }
+      CHECK(sims == (base.decode ? 3 : 2));
+      // A report of these rows reads back, the total's simulated bytes without an l2_sim.
+      Report rep;
+      rep.rows = rows;
+      add_predictions(rep, find_device("h200"), 1.0);
+      const double kinds_seconds = rep.rows[0].variant(base.decode ? "decode_split_l2_sim" : "flash_l2_sim")
+                                       ->prediction->seconds +
+                                   (kinds.size() > 1 ? rep.rows[1].variant(base.decode ? "decode_split_l2_sim"
+                                                                                        : "flash_l2_sim")
+                                                           ->prediction->seconds
+                                                     : 0.0);
+      CHECK(rep.rows.back().variant(base.decode ? "decode_split_l2_sim" : "flash_l2_sim")->prediction->seconds ==
+            Approx(kinds_seconds));
+      const Report back = report_from_json(report_to_json(rep), "r.json");
+      CHECK(back.rows.back().variant(base.decode ? "decode_split_l2_sim" : "flash_l2_sim")->bytes ==
+            rows.back().variant(base.decode ? "decode_split_l2_sim" : "flash_l2_sim")->bytes);
+    }
+  // A kind left out (over the budget): its total gets no simulated bytes, and a note says why.
+  std::vector<Row> rows = whole_model_rows(find_model_config("gemma-3-27b"), prefill(2048), ModelOptions{});
+  add_layers_l2_sim(rows[0], c);
+  const auto notes = sum_whole_model_l2_sims(rows);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].find("gemma-3-27b's total") != std::string::npos);
+  CHECK(notes[0].find("its full layers were left out") != std::string::npos);
+  CHECK_FALSE(rows.back().variant("flash_l2_sim"));
+  // A plain row: add_l2_sim unchanged.
+  Row plain = model_row(prefill(2048), ModelOptions{});
+  Row same = plain;
+  add_layers_l2_sim(plain, c);
+  add_l2_sim(same, c);
+  CHECK(plain.variant("flash_l2_sim")->bytes == same.variant("flash_l2_sim")->bytes);
+}

@@ -88,6 +88,9 @@ struct ModelLayers {
   std::uint64_t kv_bytes_per_token = 0;  // K and V bytes one token of one sequence takes in these layers
   std::uint64_t kv_cache_tokens = 0;     // tokens one of these layers holds for the batch (0 on the total)
   std::uint64_t kv_cache_bytes = 0;      // the cache these layers hold for the whole batch at this step
+  // The total of kinds with different masks (sliding and full layers, say):
+  // its shape then has no window or chunk, and the printers say "mixed".
+  bool mixed_masks = false;
   friend bool operator==(const ModelLayers&, const ModelLayers&) = default;
 };
 inline constexpr std::string_view total_kind = "total";

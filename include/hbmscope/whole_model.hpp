@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model_config.hpp"
 #include "hbmscope/report.hpp"
 #include "hbmscope/sweep.hpp"
@@ -45,6 +46,18 @@ std::size_t point_row_count(const ModelConfigRef& model);
 std::vector<Row> point_rows(const std::vector<Shape>& shapes, const std::vector<ModelConfigRef>& models,
                             const std::vector<std::string>& labels, const ModelOptions& options,
                             const Progress& progress = {});
+
+// The L2 simulation of a row (docs/models.md, "The L2 simulation"): add_l2_sim
+// on row.shape; on a whole model's kind row, whose shape is one layer's, the
+// simulated bytes (variants and row.l2_sim's read and write bytes) are then
+// those of all its layers, one layer's times their number (hit rates, waves
+// and the L2 to reach the minimum are one layer's). Not for a total row.
+void add_layers_l2_sim(Row& row, const L2SimConfig& c);
+// After the kind rows are simulated: each total gets every simulated variant
+// that all its kinds have, their bytes summed (no l2_sim detail: hit rates and
+// waves are a kernel's). A total some of whose kinds were not simulated gets
+// none; the notes name those totals and the kinds left out.
+std::vector<std::string> sum_whole_model_l2_sims(std::vector<Row>& rows);
 
 // A total row's predictions are the sums of its kind rows' (each layer is a
 // kernel of its own, run one after the other), not the roofline of the summed

@@ -40,7 +40,7 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
   cli::check_device_options(dev, out);
   std::vector<ModelConfigRef> models;
   if (model_config) {  // whole models: the step from the shape options, the rest from the models
-    cli::check_model_config_options(shape, l2_given, shape.decode || shape.context_lengths);
+    cli::check_model_shape_options(shape);
     models = cli::model_configs(*model_config);
     cli::refuse_model_files_as_output(models, out.output, dev.plot);
   }

@@ -29,8 +29,8 @@ Examples:
 }  // namespace
 
 const char* const whole_models_help = R"(With --model-config (whole models, docs/models.md), each step of each model (a prefill
-of --seq tokens, or a decode step: --decode with --seq-kv or --context-lengths, and
---batch) is a row per kind of layer and a total:
+of --seq tokens or a ragged batch, --seq-lens; or a decode step: --decode with --seq-kv
+or --context-lengths, and --batch) is a row per kind of layer and a total:
   Model, Layers        the model config, the kind of layer and how many (sliding layers
                        with their window W, chunked with their chunk C, mla: latent KV)
   bytes, FLOPs, time   of all the kind's layers (one layer's times their number); the
@@ -41,7 +41,9 @@ of --seq tokens, or a decode step: --decode with --seq-kv or --context-lengths, 
   KV/token             one token's K and V over those layers (in --kv-dtype, else the dtype)
 The model gives heads, head dims, windows, chunks and MLA (--heads, --kv-heads and
 --head-dim are refused) and its torch_dtype unless --dtype; every layer is causal.
-The L2 simulation runs on single kernels only, not on whole-model rows.
+A total over layers of different masks (sliding and full) has the mask "mixed".
+With --device (or --l2-bytes) each kind's layer is simulated once, its simulated bytes
+times its layers; the total's are their sum.
   hbmscope model --model-config llama-3.1-8b,gemma-3-27b,deepseek-v3 --decode --batch 32 --seq-kv 32K --device h200
   hbmscope model --model-config gpt-oss-120b --seq 8K --device h100
   hbmscope model --model-config ./config.json --decode --context-lengths 512,4K,32K --format json)";
@@ -87,24 +89,11 @@ void check_model_shape_options(const ShapeOptions& o) {
     if (given) throw UsageError(std::string(name) + ": the model config gives it (--model-config); drop " + name);
 }
 
-void check_model_config_options(const ShapeOptions& o, const L2Options& l2, bool decode) {
-  check_model_shape_options(o);
-  for (const auto& [given, name] : {std::pair{l2.l2_bytes.has_value(), "--l2-bytes"},
-                                    {l2.ctas_per_sm.has_value(), "--ctas-per-sm"},
-                                    {l2.order.has_value(), "--l2-order"},
-                                    {l2.qo.has_value(), "--l2-qo"},
-                                    {l2.sms.has_value() && !decode, "--sms"}})
-    if (given)
-      throw UsageError(std::string(name) +
-                       ": the L2 simulation runs on one kernel's shape, not on whole-model rows; simulate a "
-                       "layer's shape with `hbmscope model` (its shape options)");
-}
-
 SweepAxes model_config_axes(const ShapeOptions& o, std::vector<ModelConfigRef> models) {
   const bool decode = o.decode || o.context_lengths;
-  if (!o.seq && !decode)
-    throw UsageError("--model-config: give the step, --seq N for a prefill of N tokens, or --decode with "
-                     "--seq-kv (or --context-lengths) for a decode step");
+  if (!o.seq && !o.seq_lens && !decode)
+    throw UsageError("--model-config: give the step, --seq N (or a ragged batch, --seq-lens) for a prefill, or "
+                     "--decode with --seq-kv (or --context-lengths) for a decode step");
   SweepAxes a = to_axes(o);
   a.model_config = std::move(models);  // to_axes set dtype_given when --dtype was given
   return a;

@@ -25,12 +25,9 @@ std::vector<ModelConfigRef> model_configs(const std::string& list);
 void refuse_model_files_as_output(const std::vector<ModelConfigRef>& models, const std::optional<std::string>& output,
                                   const std::optional<std::string>& plot);
 
-// Before any work, for a run whose rows are all whole-model rows: the shape
-// options a model gives (--heads, --kv-heads, --head-dim) and the L2
-// simulation's options (it runs on single kernels, not whole models) are
-// refused as usage errors; --sms serves decode rows' split heuristic only.
-void check_model_config_options(const ShapeOptions& o, const L2Options& l2, bool decode);
-// The same shape options refused when some (not all) rows are whole-model rows.
+// Before any work, for a run with whole-model rows: the shape options a model
+// gives (--heads, --kv-heads, --head-dim, --head-dim-v, --mla, --window,
+// --chunk) are refused as usage errors.
 void check_model_shape_options(const ShapeOptions& o);
 
 // `model --model-config`: the step from the shape options (--seq for a

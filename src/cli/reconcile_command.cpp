@@ -86,6 +86,10 @@ ReconcileCommand::ReconcileCommand(CLI::App& app) {
       ->required()
       ->type_name("FILE...");
   add_shape_options(*cmd_, shape_);
+  cmd_->add_option("--model-config", model_config_,
+                   "Not taken: a call is one layer's kernel; give that layer's shape (hbmscope models NAME) with "
+                   "the shape options or an NVTX range")
+      ->type_name("NAME|FILE");
   cmd_->add_option("--device", device_,
                    "The GPU the measurements come from, for % of peak, the roofline and the L2 simulation: a preset "
                    "(h100, h200, a100, b200, l40s, 4090) or a JSON file")
@@ -184,6 +188,10 @@ int ReconcileCommand::run_reconcile() {
           throw Error(std::string(option) + ": '" + *target + "' is also an input of this run ('" + in +
                       "'); write the result to another file");
   refuse_repeated_inputs(files_);
+  if (model_config_)
+    throw UsageError("--model-config: reconcile puts each kernel call beside one shape, and a whole model's step "
+                     "is a call per layer; give a layer's shape (`hbmscope models " + *model_config_ +
+                     "` shows its heads, head dims, window) with the shape options or NVTX ranges");
   if (shape_.pass) throw Error("--pass: reconcile takes the pass from the kernels (forward or backward calls)");
   ReconcileOptions opt;
   if (shape_.splits) opt.splits = one_value(*shape_.splits, "--splits", 1, max_decode_splits);
@@ -192,12 +200,16 @@ int ReconcileCommand::run_reconcile() {
   shape.splits.reset();
   shape.page_size.reset();
   const bool decode = shape.decode || shape.context_lengths;
-  const bool any_shape = shape.seq || shape.seq_kv || shape.head_dim || shape.batch || shape.heads ||
-                         shape.kv_heads || shape.block_rows || shape.block_cols || shape.causal || decode;
+  // Every shape option but --dtype (also the default of NVTX ranges) gives the
+  // calls their shape, the served ones (--window ... --seq-lens) included.
+  ShapeOptions no_dtype = shape;
+  no_dtype.dtype.reset();
+  const bool any_shape = no_dtype.any();
   if (shape.dtype) opt.nvtx_dtype = parse_dtype_axis(*shape.dtype, "--dtype").front();
   if (any_shape) {
-    if (!decode && (!shape.seq || !shape.head_dim))
-      throw Error("--seq and --head-dim: both are needed to give the calls a shape (or use NVTX ranges)");
+    if (!decode && ((!shape.seq && !shape.seq_lens) || (!shape.head_dim && !shape.mla)))
+      throw Error("--seq (or --seq-lens) and --head-dim (or --mla): both are needed to give the calls a shape (or "
+                  "use NVTX ranges, whose window=, chunk=, dv=, kv_dtype=, mla=, seq_lens= keys give the rest)");
     if (decode && !shape.seq_kv && !shape.context_lengths)
       throw Error("--decode: give the context (--seq-kv, or --context-lengths for a ragged batch)");
     // The product is counted, and built only once the calls are known.

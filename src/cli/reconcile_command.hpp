@@ -24,6 +24,7 @@ class ReconcileCommand {
   ShapeOptions shape_;
   OutputOptions out_;
   std::optional<std::string> device_, plot_, kernel_table_;
+  std::optional<std::string> model_config_;  // refused with the reason (a call is one layer's kernel)
   std::optional<double> bandwidth_fraction_;
 };
 

@@ -10,6 +10,7 @@
 #include "hbmscope/measure.hpp"
 #include "hbmscope/plot.hpp"
 #include "hbmscope/roofline.hpp"
+#include "hbmscope/whole_model.hpp"
 #include "../report/json_check.hpp"
 #include "command_io.hpp"
 #include "plot_run.hpp"
@@ -92,9 +93,11 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
   };
   std::vector<const Shape*> shapes;
   shapes.reserve(report.rows.size());
-  // One kernel's traffic, not a whole model's (docs/models.md): model rows are left out.
-  for (const Row& r : report.rows) shapes.push_back(r.model_layers ? nullptr : &r.shape);
-  const L2SimPlan plan = plan_l2_sims(shapes, !l2.l2_bytes, config_for);
+  // A whole model's kind row is one layer's kernel (its shape), its total the
+  // sum of its kinds' (docs/models.md): totals are not simulated.
+  for (const Row& r : report.rows)
+    shapes.push_back(r.model_layers && r.model_layers->kind == total_kind ? nullptr : &r.shape);
+  L2SimPlan plan = plan_l2_sims(shapes, !l2.l2_bytes, config_for);
   {
     // About 2^30 work units take a second: shorter runs show no bar.
     ProgressBar bar(stderr, mode, "hbmscope L2 simulation", std::size_t{1} << 30, 1);
@@ -102,11 +105,12 @@ std::vector<std::string> add_l2_sims(Report& report, const L2Options& l2, const 
     for (std::size_t i = 0; i < report.rows.size(); ++i) {
       if (plan.cost[i] == 0) continue;
       bar.update(done, plan.total);
-      add_l2_sim(report.rows[i], config_for(report.rows[i].shape));
+      add_layers_l2_sim(report.rows[i], config_for(report.rows[i].shape));
       done += plan.cost[i];
     }
     bar.update(plan.total, plan.total);
   }
+  for (auto& n : sum_whole_model_l2_sims(report.rows)) plan.notes.push_back(std::move(n));
   return plan.notes;
 }
 

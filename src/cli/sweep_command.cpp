@@ -125,17 +125,11 @@ SweepPlan SweepCommands::plan_sweep() {
   }
   const bool any_models = std::any_of(cfg.groups.begin(), cfg.groups.end(),
                                       [](const SweepGroup& g) { return !g.axes.model_config.empty(); });
-  const bool all_models = std::all_of(cfg.groups.begin(), cfg.groups.end(),
-                                      [](const SweepGroup& g) { return !g.axes.model_config.empty(); });
   if (any_models) {
     for (const auto& g : cfg.groups) refuse_model_files_as_output(g.axes.model_config, out_.output, dev_.plot);
     if (measure_) throw UsageError("--measure: whole-model rows (model_config) are not measured; measure a layer's "
                                    "shape with `hbmscope measure`");
-    if (all_models)
-      check_model_config_options(shape_, l2_, std::all_of(cfg.groups.begin(), cfg.groups.end(),
-                                                          [](const SweepGroup& g) { return g.axes.decode; }));
-    else
-      check_model_shape_options(shape_);
+    check_model_shape_options(shape_);
   }
   // Every option is checked before the sweep is computed (--sms alone serves decode rows' heuristic).
   const bool any_decode =

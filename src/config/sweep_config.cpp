@@ -285,16 +285,17 @@ bool looks_like_path(std::string_view s) {
 SweepAxes model_axes_from(const std::map<std::string, std::pair<nlohmann::json, std::string>>& fields,
                           std::string_view origin, const std::string& where) {
   const auto& [mv, mpath] = fields.at("model_config");
-  for (const char* k : {"heads", "kv_heads", "head_dim", "points"})
+  for (const char* k : {"heads", "kv_heads", "head_dim", "points", "head_dim_v", "window", "chunk", "latent_kv"})
     if (fields.count(k))
       jc::fail_text(origin, fields.at(k).second, "the model config gives it (model_config): drop the key");
   const bool decode = fields.count("decode") && fields.at("decode").first == true;
-  if (!decode && !fields.count("seq"))
+  const bool ragged = fields.count("seq_lens") != 0;  // a ragged prefill batch gives its own seq
+  if (!decode && !fields.count("seq") && !ragged)
     jc::fail_text(origin, where.empty() ? "(top level)" : where,
-                  "a model_config group needs 'seq' (a prefill) or \"decode\": true (a decode step)");
+                  "a model_config group needs 'seq' or 'seq_lens' (a prefill) or \"decode\": true (a decode step)");
   auto rest = fields;
   rest.erase("model_config");
-  if (!rest.count("seq")) rest["seq"] = {nlohmann::json(std::uint64_t{1}), where + ".seq"};  // a decode step's one new token
+  if (!rest.count("seq") && !ragged) rest["seq"] = {nlohmann::json(std::uint64_t{1}), where + ".seq"};  // a decode step's one new token
   rest["head_dim"] = {nlohmann::json(std::uint64_t{128}), where + ".head_dim"};  // unused: each layer's comes from its model
   SweepAxes a = axes_from(rest, origin, where);
   std::vector<std::string> names;

@@ -5,6 +5,7 @@
 #include "hbmscope/checked.hpp"
 #include "hbmscope/decode.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/l2_sim.hpp"
 #include "hbmscope/mask.hpp"
 #include "hbmscope/model.hpp"
 
@@ -83,6 +84,11 @@ Row total_row(const ModelConfig& m, const std::vector<Row>& kinds) {
     }
   }
   for (auto& v : t.variants) v.intensity = intensity(t.flops, v.bytes);
+  // The total's shape is its first kind's; a window or chunk that not every
+  // kind has is no mask of the total's.
+  for (const Row& k : kinds)
+    ml.mixed_masks |= k.shape.window != t.shape.window || k.shape.chunk != t.shape.chunk;
+  if (ml.mixed_masks) t.shape.window = t.shape.chunk = 0;
   t.model_layers = ml;
   return t;
 }
@@ -163,6 +169,65 @@ std::vector<Row> point_rows(const std::vector<Shape>& shapes, const std::vector<
     if (progress) progress(i + 1, shapes.size());
   }
   return rows;
+}
+
+void add_layers_l2_sim(Row& row, const L2SimConfig& c) {
+  if (row.model_layers && row.model_layers->kind == total_kind)
+    throw Error("model config '" + row.model_layers->config + "': a total row is not simulated; its kinds are");
+  const std::size_t before = row.variants.size();
+  add_l2_sim(row, c);
+  if (!row.model_layers || !row.l2_sim) return;
+  const std::uint64_t n = row.model_layers->layers;
+  const auto all = [&](std::uint64_t& b) { b = checked_mul(b, n, "simulated bytes of all the layers"); };
+  // add_l2_sim took the row's FLOPs (all its layers') over one layer's bytes.
+  for (std::size_t i = before; i < row.variants.size(); ++i) {
+    all(row.variants[i].bytes);
+    row.variants[i].intensity = intensity(row.flops, row.variants[i].bytes);
+  }
+  L2SimDetail& d = *row.l2_sim;
+  for (L2SimDetail::Variant* v : {&d.flash, &d.standard}) all(v->read_bytes), all(v->write_bytes);
+  for (auto& x : d.decode) all(x.sim.read_bytes), all(x.sim.write_bytes);
+}
+
+std::vector<std::string> sum_whole_model_l2_sims(std::vector<Row>& rows) {
+  std::vector<std::string> notes;
+  std::size_t from = 0;  // the first kind row of the step (rows of a step are its kinds, then its total)
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Row& t = rows[i];
+    if (!t.model_layers) {
+      from = i + 1;
+      continue;
+    }
+    if (t.model_layers->kind != total_kind) continue;
+    std::string left_out;
+    bool any = false;
+    for (std::size_t k = from; k < i; ++k) {
+      const bool sim = rows[k].l2_sim.has_value();
+      any |= sim;
+      if (!sim) left_out += (left_out.empty() ? "" : ", ") + rows[k].model_layers->kind;
+    }
+    if (!left_out.empty()) {
+      if (any)
+        notes.push_back("L2 simulation: " + t.model_layers->config + "'s total (" + describe(t.shape) +
+                        ") has no simulated bytes: its " + left_out + " layers were left out");
+      from = i + 1;
+      continue;
+    }
+    // The simulated variants every kind has, in the first kind's order.
+    for (const VariantResult& v : rows[from].variants) {
+      if (v.id.size() < 7 || v.id.compare(v.id.size() - 7, 7, "_l2_sim") != 0 || t.variant(v.id)) continue;
+      std::uint64_t sum = 0;
+      bool every = true;
+      for (std::size_t k = from; k < i && every; ++k) {
+        const VariantResult* x = rows[k].variant(v.id);
+        every = x != nullptr;
+        if (x) sum = checked_add(sum, x->bytes, "simulated bytes of all the layers");
+      }
+      if (every) t.variants.push_back({v.id, sum, intensity(t.flops, sum)});
+    }
+    from = i + 1;
+  }
+  return notes;
 }
 
 void sum_whole_model_predictions(Report& report) {

@@ -167,7 +167,9 @@ nlohmann::json device_spec_to_json(const DeviceSpec& d) {
 nlohmann::json model_layers_to_json(const ModelLayers& m) {
   nlohmann::json kv = {{"bytes_per_token", m.kv_bytes_per_token}, {"bytes", m.kv_cache_bytes}};
   if (m.kind != total_kind) kv["tokens"] = m.kv_cache_tokens;
-  return {{"config", m.config}, {"layer_kind", m.kind}, {"layers", m.layers}, {"kv_cache", kv}};
+  nlohmann::json j = {{"config", m.config}, {"layer_kind", m.kind}, {"layers", m.layers}, {"kv_cache", kv}};
+  if (m.mixed_masks) j["mask"] = "mixed";
+  return j;
 }
 
 namespace {

@@ -280,6 +280,10 @@ ModelLayers read_model_layers(const nlohmann::json& m, std::string_view origin, 
   ml.kv_bytes_per_token = get_u64(kv, origin, p + ".kv_cache", "bytes_per_token");
   ml.kv_cache_bytes = get_u64(kv, origin, p + ".kv_cache", "bytes");
   if (member(kv, "tokens")) ml.kv_cache_tokens = get_u64(kv, origin, p + ".kv_cache", "tokens");
+  if (const auto mask = opt_string(m, origin, p, "mask")) {
+    if (*mask != "mixed") jc::fail_text(origin, p + ".mask", "'" + *mask + "' is not \"mixed\" (the only value)");
+    ml.mixed_masks = true;
+  }
   return ml;
 }
 

@@ -133,7 +133,7 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
   if (v.causal)
     cols.push_back({"Causal", false, [](const Row& r) { return std::string(r.shape.causal ? "yes" : "no"); }});
   if (v.pass) cols.push_back({"Pass", false, [](const Row& r) { return pass_label(r.shape.pass); }});
-  if (v.mask) cols.push_back({"Mask", false, [](const Row& r) { return mask_label(r.shape); }});
+  if (v.mask) cols.push_back({"Mask", false, [](const Row& r) { return mask_label(r); }});
   if (v.head_dim_v)
     cols.push_back({"DV", true, [](const Row& r) { return std::to_string(value_head_dim(r.shape)); }});
   if (v.kv_dtype)

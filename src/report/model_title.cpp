@@ -102,6 +102,11 @@ std::string mask_label(const Shape& s) {
   return "-";
 }
 
+std::string mask_label(const Row& r) {
+  if (r.model_layers && r.model_layers->mixed_masks) return "mixed";
+  return mask_label(r.shape);
+}
+
 std::string sequences_label(const Shape& s) {
   if (!ragged_prefill(s)) return "-";
   const SeqList& l = s.seq_lens;

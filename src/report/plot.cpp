@@ -86,6 +86,7 @@ const char* axis_label(PlotAxis x) {
 struct SeriesKey {
   std::string label;
   Shape shape;
+  bool mixed_masks = false;  // a whole model's total over kinds of different masks (its label says which)
   auto tuple() const {
     const Shape& s = shape;
     return std::tuple(label, s.seq_q, s.seq_kv, s.batch, s.heads, s.kv_heads, s.head_dim,
@@ -109,7 +110,7 @@ SeriesKey key_of(const Row& r, PlotAxis x) {
   // A whole-model row's series is its model and kind of layer (a line per kind, one for the total).
   SeriesKey k{r.model_layers ? (r.label.empty() ? "" : r.label + " ") + r.model_layers->config + " " + r.model_layers->kind
                              : r.label,
-              r.shape};
+              r.shape, r.model_layers && r.model_layers->mixed_masks};
   Shape& s = k.shape;
   if (x != PlotAxis::seq && x != PlotAxis::seq_kv && s.seq_kv == s.seq_q) s.seq_kv = 0;  // "Nkv = Nq"
   switch (x) {
@@ -178,7 +179,8 @@ std::string series_name(const SeriesKey& k, const Varies& v, PlotAxis x) {
   if (v.blocks) add("Br×Bc=" + std::to_string(s.block_rows) + "×" + std::to_string(s.block_cols));
   if (v.causal) add(s.causal ? "causal" : "full");
   if (v.pass) add(std::string(pass_name(s.pass)));
-  if (v.mask) add(s.window ? "window " + std::to_string(s.window) : s.chunk ? "chunk " + std::to_string(s.chunk) : "no window");
+  if (v.mask && k.mixed_masks) add("mixed masks");
+  else if (v.mask) add(s.window ? "window " + std::to_string(s.window) : s.chunk ? "chunk " + std::to_string(s.chunk) : "no window");
   if (v.dv) add("DV=" + std::to_string(s.head_dim_v ? s.head_dim_v : s.head_dim));
   if (v.kv_dtype) add("KV " + std::string(dtype_name(s.kv_dtype.value_or(s.dtype))));
   if (v.latent) add(s.latent_kv ? "latent KV" : "no latent KV");

@@ -44,6 +44,7 @@ struct Varying {
 // model_title.cpp: "window 4096", "chunk 8192" or "-"; "fp8" (the kv dtype);
 // "3: 512..4096" (a ragged prefill batch's sequences) or "-".
 std::string mask_label(const Shape& s);
+std::string mask_label(const Row& r);  // "mixed" on a whole model's total whose kinds' masks differ
 std::string sequences_label(const Shape& s);
 Varying varying(const std::vector<Row>& rows);
 // The model table's title lines (shape, model, L2 simulation, roofline, decode).

@@ -98,7 +98,7 @@ std::string render_csv(const Report& rep) {
   // Whole-model rows: the model, the kind of layer and its KV cache, last.
   bool models = false;
   for (const Row& r : rep.rows) models |= r.model_layers.has_value();
-  if (models) out += ",model_config,layer_kind,layers,kv_bytes_per_token,kv_cache_tokens,kv_cache_bytes";
+  if (models) out += ",model_config,layer_kind,layers,kv_bytes_per_token,kv_cache_tokens,kv_cache_bytes,mask";
   // Attention as served (schema /3): only when some row sets one, after every
   // other column, so that other reports keep theirs.
   const bool served = std::any_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return has_served_fields(r.shape); });
@@ -198,12 +198,12 @@ std::string render_csv(const Report& rep) {
       for (const std::string& f : {csv_field(m.config), csv_field(m.kind), std::to_string(m.layers),
                                    std::to_string(m.kv_bytes_per_token),
                                    m.kind == total_kind ? std::string() : std::to_string(m.kv_cache_tokens),
-                                   std::to_string(m.kv_cache_bytes)}) {
+                                   std::to_string(m.kv_cache_bytes), std::string(m.mixed_masks ? "mixed" : "")}) {
         out += ',';
         out += f;
       }
     } else if (models) {
-      out += ",,,,,,";
+      out += ",,,,,,,";
     }
     if (served) {
       const Dtype kv = key_value_dtype(s);
