@@ -72,6 +72,10 @@ namespace {
 // sixth of that per tile access (the pieces of long CTAs' distances).
 // Measured on causal shapes of 4K to 8M tokens (bench/, "L2 runs").
 std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
+  // About 1.2 KB a CTA (streams, segments, their index and the single reads'
+  // trees): past 1.5 M CTAs (about 2 GB) the engine is not used.
+  constexpr std::uint64_t max_ctas = std::uint64_t{3} << 19;
+  if (grid.ctas() > max_ctas) return ~std::uint64_t{0};
   const std::uint64_t beside = 5 * std::min(grid.ctas(), slots) + 8;
   const std::uint64_t unit = grid.order() == Rasterization::head_major ? 9 : grid.group() > 1 ? 24 : 12;
   std::uint64_t w = 0;
