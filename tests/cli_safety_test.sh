@@ -80,17 +80,17 @@ check "compare --ignore dtype: exit 0" test $? -eq 0
 check "compare --ignore dtype: matched" grep -q "3 rows matched: 3 FASTER, 0 SLOWER, 0 SAME" "$work/cmp1"
 check "compare --ignore dtype: header names the axis" grep -q "A and B differ in dtype: bf16 vs fp8" "$work/cmp1"
 check "compare --ignore dtype: header names the match" grep -q "Rows matched on every field but dtype" "$work/cmp1"
-check "compare: A and B of the metric" grep -q "A bytes.flash_no_l2 .*B bytes.flash_no_l2 .*B/A bytes.flash_no_l2" "$work/cmp1"
+check "compare: A and B of the metric" grep -qE "Sequence × head dim +B's shape +A +B +B/A +Verdict" "$work/cmp1"
 "$bin" compare "$work/bf16.json" "$work/fp8.json" --match seq,head_dim --format json >"$work/cmp1.json"
 check "compare --match: json keeps every number" python3 -c "
 import json; d=json.load(open('$work/cmp1.json'))
 assert d['summary']['matched']==3 and d['match']==['head_dim','seq_kv','seq_q'] or d['match']==['seq_q','seq_kv','head_dim'], d['match']
 assert 'bytes.floor' in d['rows'][0]['ratios'] and d['differences']==['dtype: bf16 vs fp8'], d['differences']"
 "$bin" compare "$work/bf16.json" "$work/bf16.json" >"$work/cmp2"
-check "compare: numbers within the threshold not shown" bash -c "! grep -q 'B/A bytes.standard' '$work/cmp2'"
+check "compare: numbers within the threshold not shown" bash -c "! grep -q '] bytes.standard' '$work/cmp2'"
 check "compare: says how many are hidden" grep -q "more numbers within the threshold in every row (--metrics all" "$work/cmp2"
 "$bin" compare "$work/bf16.json" "$work/bf16.json" --metrics bytes.standard >"$work/cmp3"
-check "compare --metrics adds a column" grep -q "B/A bytes.standard" "$work/cmp3"
+check "compare --metrics adds a column" grep -q "\[1\] bytes.standard" "$work/cmp3"
 "$bin" compare "$work/fp8.json" "$work/bf16.json" --ignore dtype --fail-on slower --output "$work/gate.txt" 2>"$work/err"
 check "--fail-on slower: exit 4 on a regression" test $? -eq 4
 check "--fail-on slower: output written all the same" grep -q "3 SLOWER" "$work/gate.txt"
@@ -196,8 +196,8 @@ mkdir -p "$work/fakebin"
 cat >"$work/fakebin/gnuplot" <<'EOF'
 #!/bin/bash
 # A stand-in for gnuplot: logs its files, waits, draws.
-out=$(readlink /proc/$$/fd/1) err=$(readlink /proc/$$/fd/2)
-printf 'script %s\nout %s\nerr %s\npid %s\n' "$1" "$out" "$err" "$$" >>"$FAKE_LOG"
+out=$(readlink /proc/$$/fd/1) err=$(readlink /proc/$$/fd/2) script=${1:-$(readlink /proc/$$/fd/0)}
+printf 'script %s\nout %s\nerr %s\npid %s\n' "$script" "$out" "$err" "$$" >>"$FAKE_LOG"
 sleep "${FAKE_SLEEP:-0}"
 if [ -n "${FAKE_BIG:-}" ]; then ulimit -S -f unlimited; head -c 400000 /dev/zero | tr '\0' x; else echo '<svg></svg>'; fi
 EOF

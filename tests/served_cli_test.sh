@@ -40,7 +40,7 @@ for cmd in sweep walk measure reconcile; do
 done
 
 # A window: exact bytes (docs/model.md, "Masks"): 512 x 64, W = 128, blocks of 128: 7 tiles.
-"$bin" model --seq 512 --head-dim 64 --causal --window 128 --units bytes --format csv >"$work/w.csv"
+"$bin" model --seq 512 --head-dim 64 --causal --window 128 --format csv >"$work/w.csv"
 check "window: flash_no_l2 360448 B" grep -q ",360448,262144," "$work/w.csv"
 check "window: csv columns" grep -q ",window,chunk,head_dim_v,kv_dtype" "$work/w.csv"
 "$bin" model --seq 32K --head-dim 128 --heads 32 --kv-heads 8 --causal --window 0,4096 >"$work/w.txt"
@@ -119,7 +119,7 @@ expect_exit "seq-lens with seq" 2 "--seq-lens: gives the batch" model --seq-lens
 expect_exit "seq-lens with decode" 2 "a decode batch is --context-lengths" model --decode --seq-lens 1K
 expect_exit "seq-lens file missing" 1 "--seq-lens: cannot read" model --seq-lens @"$work/none.txt"
 printf '512\n1K:zz\n' >"$work/badlens.txt"
-expect_exit "seq-lens file: bad line named" 2 "badlens.txt, line 2" model --seq-lens @"$work/badlens.txt"
+expect_exit "seq-lens file: bad line named" 1 "badlens.txt, line 2" model --seq-lens @"$work/badlens.txt"
 expect_exit "walk refuses a ragged batch" 2 "walk draws one sequence" walk --seq-lens 1K,2K
 expect_exit "head-dim-v 0 list only" 2 "--head-dim-v: 'q'" model --head-dim-v q
 expect_exit "model-config gives the window" 2 "--window: the model config gives it" model --model-config mistral-7b-v0.1 --seq 4K --causal --window 1K

@@ -171,7 +171,9 @@ TEST_CASE("an interrupted atomic write leaves neither a partial report nor a tem
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    // Interrupted after the whole temporary file is written, before the rename.
+    // Interrupted after the whole temporary file is written, before the rename
+    // (a named one: an unnamed one needs no handler, test_harden.cpp).
+    AtomicFile::unnamed_temporaries = false;
     write_file_atomic(file, std::string(1 << 20, 'x'), [] { std::raise(SIGINT); });
     ::_exit(0);  // not reached: SIGINT ends the child
   }

@@ -67,6 +67,16 @@ const std::vector<std::string>& compare_match_fields();
 // B/A, 1 when both are 0, inf when only A is 0.
 double ratio(double a, double b);
 
-std::string render_comparison(const Comparison& c, Format format);
+// How the table (and Markdown) is laid out: by default the verdict metric's
+// A, B and B/A with units, then the ratios of the other numbers shown under
+// short names [1], [2], ... with a legend, in blocks of at most max_width
+// columns; wide: every column in one table, named in full. JSON and CSV hold
+// every number whatever these say.
+struct CompareTableOptions {
+  bool wide = false;
+  std::size_t max_width = 120;
+};
+
+std::string render_comparison(const Comparison& c, Format format, const CompareTableOptions& options = {});
 
 }  // namespace hbmscope

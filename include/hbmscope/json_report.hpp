@@ -21,6 +21,22 @@ nlohmann::json l2_sim_to_json(const L2SimDetail& d);
 // report_to_json(r).dump(2) + "\n", built row by row (fast for big sweeps).
 std::string report_json_text(const Report& r);
 
+// That text in pieces, for a report written as its rows come: open() (the
+// header up to the rows' '['), row() for each row in order, close(). head is
+// the report but its rows.
+class JsonReportText {
+ public:
+  explicit JsonReportText(const Report& head);
+  const std::string& open() const { return open_; }
+  std::string row(const Row& r);
+  std::string close() const;
+
+ private:
+  std::string open_, tail_;
+  bool with_measurements_ = false;
+  std::size_t rows_ = 0;
+};
+
 // A device spec as JSON (the form of docs/devices.md, as `hbmscope devices
 // --format json` prints it and reports hold it in roofline.device).
 nlohmann::json device_spec_to_json(const DeviceSpec& d);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,7 +70,67 @@ std::string render_devices(const std::vector<DeviceSpec>& devices, bool detail, 
 // `hbmscope models`: model configs and their layer patterns (one with its sources and notes, detail).
 std::string render_models(const std::vector<ModelConfig>& models, bool detail, Format format);
 
-// The whole output, ready to write in one piece.
+// Which shape fields differ between rows (each then gets a column; the rest
+// go in a title line).
+struct ShapeVaries {
+  bool batch = false, heads = false, dtype = false, blocks = false, causal = false, pass = false;
+  // Attention as served: the mask (window, chunk), DV, the kv dtype, a latent KV.
+  bool mask = false, head_dim_v = false, kv_dtype = false, latent_kv = false;
+  void add(const Shape& first, const Shape& s);  // s against the first row's shape
+};
+
+// What the printers must know of a report's rows before the first one is
+// printed: the variants, columns and title lines they call for. It is a fold
+// over the rows (add), so that a run that streams its rows can make it first
+// (from the rows previewed: modelled, not yet simulated or measured), and a
+// held report from its rows (layout_of).
+struct RowsLayout {
+  std::size_t rows = 0;
+  std::vector<std::string> ids;      // variant ids, in order of first appearance
+  std::vector<std::string> kernels;  // measured kernels, in order of first appearance
+  bool any_pass = false;             // a row of another pass than the forward one
+  bool any_l2_sim = false, any_decode = false, all_decode = false, any_label = false;
+  bool any_measurements = false;
+  bool any_no_fit = false;  // a prediction that does not fit in the device's memory (†)
+  bool any_model = false;   // whole-model rows (Model, Layers and KV cache columns)
+  bool any_ragged_prefill = false, any_served = false;  // a Sequences column; schema /3's CSV columns
+  ShapeVaries varies;
+  bool pages_vary = false;  // decode rows of more than one page size
+  // The first row (the title's shape, L2 simulation and ridge point) and the
+  // first decode row (the decode title's splits, SMs and pages).
+  std::optional<Row> first, first_decode;
+  bool decode_mixed = false;      // decode rows of other SM counts or page sizes than the first's
+  double decode_to_ridge = 0;     // the highest decode_floor intensity / ridge point (0: none)
+
+  void add(const Row& row);
+  // The variants whose predictions say whether they fit in memory, in ids' order.
+  std::vector<std::string> footprint_ids() const;
+
+ private:
+  std::vector<std::string> footprint_seen_;
+};
+
+RowsLayout layout_of(const std::vector<Row>& rows);
+
+// A report printed as its rows come: begin() with the report but its rows
+// (command, device, roofline, shard) and the rows' layout, row() for each row
+// in order, end(). JSON, CSV and Markdown print every row as it comes, so
+// that a run holds one row at a time; the terminal table holds them all until
+// end() (its column widths need every row).
+using TextSink = std::function<void(std::string_view)>;
+class RowPrinter {
+ public:
+  virtual ~RowPrinter() = default;
+  virtual void begin(const Report& head, const RowsLayout& layout) = 0;
+  virtual void row(const Row& row) = 0;
+  virtual void end() = 0;
+};
+std::unique_ptr<RowPrinter> make_row_printer(const PrintOptions& options, TextSink out);
+// Whether rows in this format are printed as they come (json, csv, md) or
+// held until the last one (the table).
+inline bool streams_rows(Format f) { return f != Format::table; }
+
+// The whole output, ready to write in one piece (the row printers' text).
 std::string render(const Report& report, const PrintOptions& options);
 
 // Writes content to stdout and flushes it: Error "writing standard output:
@@ -78,8 +139,9 @@ void write_stdout(std::string_view content);
 
 // Writes content to path through a temporary file in the same folder and a
 // rename: the path holds either its old content or all of the new, never part.
-// An interrupt (SIGINT, SIGTERM, SIGHUP) while it runs removes the temporary
-// file before the process ends; past the file size limit the write fails
+// The temporary file is unnamed (O_TMPFILE) where the file system allows, so
+// that not even SIGKILL leaves it behind; a named one is removed by an
+// interrupt (SIGINT, SIGTERM, SIGHUP, SIGQUIT) before the process ends; past the file size limit the write fails
 // (SIGXFSZ is ignored meanwhile). A symbolic link is followed (the file it
 // names is replaced, the link stays); a character device or FIFO is written in
 // place; a directory or other special file is an error. before_rename is a
@@ -102,7 +164,7 @@ bool same_write_target(const std::filesystem::path& a, const std::filesystem::pa
 // constructor checks as check_write_target and creates the temporary file;
 // commit writes and renames (or writes a device or FIFO in place). The
 // temporary file is removed unless committed, and on an interrupt.
-// A file removed on SIGINT, SIGTERM or SIGHUP while this object lives (and by
+// A file removed on SIGINT, SIGTERM, SIGHUP or SIGQUIT while this object lives (and by
 // its owner otherwise): gnuplot's temporary files. Signals the process
 // ignores (nohup) stay ignored.
 class RemoveOnSignal {
@@ -129,13 +191,21 @@ class AtomicFile {
   // it replaces, else 0666 less the umask.
   void write(std::string_view content);
   void publish();
+  // write() in pieces, for a report written as its rows are made: append()
+  // as often as needed, then write() with the last piece (or nothing).
+  void append(std::string_view content);
+  // Where the file system has O_TMPFILE, the temporary file has no name until
+  // publish() (SIGKILL leaves nothing); false: a named temporary file always,
+  // as elsewhere (for tests of that path).
+  static bool unnamed_temporaries;
 
  private:
   void discard();
+  [[noreturn]] void fail(const char* what, int err);
   std::filesystem::path given_, path_;
   std::string prefix_, tmp_;
   int fd_ = -1, slot_ = -1;
-  bool in_place_ = false, written_ = false;
+  bool in_place_ = false, written_ = false, unnamed_ = false;
 };
 
 }  // namespace hbmscope

@@ -9,5 +9,8 @@ namespace hbmscope {
 // device and fraction in the report. Throws Error (naming the shape) when the
 // device has no peak for a row's dtype.
 void add_predictions(Report& report, const DeviceSpec& device, double bandwidth_fraction);
+// The same for one row (a run that streams its rows): the report's roofline
+// field is the caller's to set.
+void add_predictions(Row& row, const DeviceSpec& device, double bandwidth_fraction);
 
 }  // namespace hbmscope

@@ -24,10 +24,6 @@ std::vector<Pass> parse_pass_axis(std::string_view text, std::string_view option
 // The most shapes one sweep may expand to (a shard of it may then run):
 // expanding 10 M took 2.5 GB, so 4 M keeps it near 1 GB.
 inline constexpr std::size_t max_sweep_shapes = 4'000'000;
-// The most shapes one run may model: every row is held until the report is
-// written, about 2.6 kB a row for JSON (measured: 262 MB for 100000 rows), so
-// this keeps a run to a few GB.
-inline constexpr std::size_t max_run_shapes = 1'000'000;
 
 struct SweepAxes {
   std::vector<std::uint64_t> batch{1};
@@ -85,9 +81,10 @@ std::vector<SeqLen> parse_seq_len_items(std::string_view text, std::string_view 
 // The most context lengths (or prefill sequences) one ragged batch may hold.
 inline constexpr std::size_t max_context_lengths = 1'000'000;
 // The most sequences a sweep's shapes may hold together (a ragged batch counts
-// once for every shape that shares it): the model's work, bounded before any
-// shape is built.
-inline constexpr std::uint64_t max_sweep_sequences = std::uint64_t{1} << 31;
+// once for every shape that shares it): the model's work and the report's
+// size (JSON and CSV write each row's lengths: 2^24 of them are about 200 MB),
+// bounded before any shape is built.
+inline constexpr std::uint64_t max_sweep_sequences = std::uint64_t{1} << 24;
 
 // The design note's table: 4096 x 64, 4096 x 128, 8192 x 128, BF16, blocks of 128.
 SweepAxes note_axes();
@@ -100,6 +97,11 @@ std::uint64_t shape_count(const SweepAxes& axes);
 // block_rows, block_cols, (seq, seq_kv, head_dim), pass, then window, chunk,
 // head_dim_v, kv_dtype. Each shape is validated.
 std::vector<Shape> expand(const SweepAxes& axes);
+// The same shapes in the same order, each handed to visit as it is made and
+// none held: a run's memory does not grow with its number of shapes. The
+// product is counted and refused (too many shapes or sequences) before the
+// first is made.
+void for_each_shape(const SweepAxes& axes, const std::function<void(const Shape&)>& visit);
 
 using Progress = std::function<void(std::size_t done, std::size_t total)>;
 

@@ -1,7 +1,9 @@
 #pragma once
 // Sweep configuration files (schema "hbmscope.sweep/1", docs/sweep-config.md):
 // named groups of axes whose shapes are swept one group after another.
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,20 +20,22 @@ struct SweepGroup {
   SweepAxes axes;
 };
 
-struct LabelledShapes;
-
 struct SweepConfig {
   std::string description;
   std::vector<SweepGroup> groups;
   std::vector<std::string> variants;  // report only these variant ids; empty: all
-  // The expansion of `groups`, made once by a loader that validated it;
-  // expand(config) returns it. Whoever changes the groups' axes resets it.
-  std::shared_ptr<LabelledShapes> expanded;
 };
 
 // Keeps only the listed variants in every row (all when `ids` is empty).
 // Throws Error when an id is in no row, naming the ids the rows have.
 void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, std::string_view where);
+// The same for one row, without the check (a run that streams its rows makes
+// it over all of them first).
+void keep_listed_variants(Row& row, const std::vector<std::string>& ids);
+// keep_variants' check: Error (UsageError when `where` is an option) for an
+// id not among those the rows have (`present`).
+void check_listed_variants(const std::vector<std::string>& present, const std::vector<std::string>& ids,
+                           std::string_view where);
 
 // Throws Error "ORIGIN: KEY: expected ..., got ..." on unknown keys, wrong
 // types and empty axes.
@@ -57,5 +61,12 @@ struct LabelledShapes {
   std::vector<ModelConfigRef> models;
 };
 LabelledShapes expand(const SweepConfig& config);
+// The same shapes, labels and models in the same order, each handed to visit
+// as it is made: one group's are never held; several groups' are held in a
+// set only, to drop the repeats.
+using ShapeVisit = std::function<void(const Shape&, const std::string& label, const ModelConfigRef& model)>;
+void for_each_shape(const SweepConfig& config, const ShapeVisit& visit);
+// How many rows the config makes (repeats dropped).
+std::uint64_t shape_count(const SweepConfig& config);
 
 }  // namespace hbmscope

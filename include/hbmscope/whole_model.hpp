@@ -6,6 +6,7 @@
 // Every layer's figures are model_row's for that layer's shape, so the model's
 // counting (windows, chunks, MLA, kv dtype) carries over unchanged.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ struct ModelSteps {
   std::vector<ModelConfigRef> models;  // parallel to shapes; null: a plain row
 };
 ModelSteps expand_model_steps(const SweepAxes& axes);
+// The same points in the same order, each handed to visit as it is made (none held).
+void for_each_model_step(const SweepAxes& axes, const std::function<void(const Shape&, const ModelConfigRef&)>& visit);
 
 // Rows a point makes: 1, or whole_model_row_count of its model.
 std::size_t point_row_count(const ModelConfigRef& model);

@@ -71,7 +71,7 @@ void add_walk_options(CLI::App& app, WalkOptions& o) {
   app.add_flag("--animate,!--no-animate", o.animate,
                "Step through the tiles on a terminal (the default there); --no-animate prints "
                "the final frame only, as piped output always does");
-  app.add_option("--delay", o.delay_ms, "Milliseconds between frames, e.g. 20 [default: 100]")
+  app.add_option("--delay", o.delay_ms, "Milliseconds between frames, e.g. 20 [default: 100]; with --animate")
       ->type_name("MS")
       ->check(integer_in(0, 60000));
   app.add_option("--variant", o.variant,
@@ -88,7 +88,7 @@ void add_softmax_options(CLI::App& app, SoftmaxOptions& o) {
   app.add_option("--random", o.random,
                  "Trace N random values from [-4, 4) instead, e.g. 10 (at most 200)")
       ->type_name("N");
-  app.add_option("--seed", o.seed, "Seed of --random, e.g. 7 [default: 1]")->type_name("S");
+  app.add_option("--seed", o.seed, "Seed of --random, e.g. 7 [default: 1]; with --random")->type_name("S");
   app.add_flag("--animate,!--no-animate", o.animate,
                "Pause --delay MS between blocks on a terminal (the default there); piped output "
                "is printed at once");
@@ -107,13 +107,30 @@ Shape walk_shape(ShapeOptions o) {
   const auto shapes = expand(to_axes(o));
   if (shapes.size() != 1)
     throw UsageError("walk draws one shape; the options give " + std::to_string(shapes.size()));
+  if (shapes.front().pass != Pass::fwd)
+    throw UsageError("--pass: walk steps through the forward pass only, not --pass " +
+                     std::string(pass_name(shapes.front().pass)));
   return shapes.front();
 }
 
+void check_walk_options(const Shape& s, const ShapeOptions& shape, const WalkOptions& o) {
+  // Options that would do nothing in this walk are refused, not ignored.
+  if (o.delay_ms && !o.animate) throw UsageError("--delay: the frames are not animated (--no-animate)");
+  if (!s.decode) {
+    if (o.sms || o.variant) throw UsageError(std::string(o.sms ? "--sms" : "--variant") + ": applies to walk --decode");
+    return;
+  }
+  if (o.order) throw UsageError("--order: applies to the prefill walk, not walk --decode");
+  if (shape.page_size && walk_decode_variant(o) != DecodeVariant::paged)
+    throw UsageError("--page-size: applies to --variant decode_paged (the walked variant is " +
+                     o.variant.value_or("decode_split") + ")");
+}
+
 DecodeVariant walk_decode_variant(const WalkOptions& o) {
-  const auto v = parse_decode_variant(o.variant);
+  const std::string id = o.variant.value_or("decode_split");
+  const auto v = parse_decode_variant(id);
   if (!v || *v == DecodeVariant::floor)
-    throw Error("--variant: '" + o.variant + "' is not one of decode_split, decode_split_unpacked, decode_paged");
+    throw UsageError("--variant: '" + id + "' is not one of decode_split, decode_split_unpacked, decode_paged");
   return *v;
 }
 
@@ -122,7 +139,7 @@ std::uint64_t walk_decode_splits(const Shape& s, const WalkOptions& o) {
   if (o.sms) {
     const auto v = parse_int_axis(*o.sms, "sms");
     if (v.size() != 1 || v.front() > max_sm_count)
-      throw Error("--sms: '" + *o.sms + "' is not one SM count from 1 to " + std::to_string(max_sm_count));
+      throw UsageError("--sms: '" + *o.sms + "' is not one SM count from 1 to " + std::to_string(max_sm_count));
     sms = v.front();
   }
   return decode_splits(s, walk_decode_variant(o), sms);
@@ -154,16 +171,18 @@ std::size_t softmax_block(const SoftmaxOptions& o) { return one_count(o.block, "
 
 std::vector<double> softmax_values(const SoftmaxOptions& o) {
   softmax_block(o);  // a bad --block is named before anything else
+  if (o.delay_ms && !o.animate) throw UsageError("--delay: the blocks are not animated (--no-animate)");
+  if (o.seed && !o.random) throw UsageError("--seed: applies to --random (the values are given)");
   if (o.random) {
     const std::uint64_t n = one_count(*o.random, "random");
     if (!o.values.empty()) throw UsageError("softmax: give values or --random N, not both");
     if (n > max_softmax_values)
       throw UsageError("--random: '" + *o.random + "' is more than " +
                   std::to_string(max_softmax_values) + " values");
-    const bool digits = !o.seed.empty() && o.seed.size() <= 19 &&
-                        o.seed.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits) throw UsageError("--seed: '" + o.seed + "' is not a non-negative integer");
-    return random_logits(n, std::stoull(o.seed));
+    const std::string seed = o.seed.value_or("1");
+    const bool digits = !seed.empty() && seed.size() <= 19 && seed.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) throw UsageError("--seed: '" + seed + "' is not a non-negative integer");
+    return random_logits(n, std::stoull(seed));
   }
   std::vector<double> x;
   for (const auto& arg : o.values) {

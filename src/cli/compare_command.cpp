@@ -47,6 +47,10 @@ void SweepCommands::add_compare(CLI::App& app) {
                        "Exit 4 when a row's verdict is SLOWER (slower), FASTER (faster) or either (any), "
                        "after writing the output: a regression gate for CI")
       ->type_name("slower|faster|any");
+  compare_->add_flag("--wide", compare_wide_,
+                     "Table/md: every number shown in one table, headed by its full path (by default the "
+                     "verdict's table, then the other ratios under [1], [2], ... in blocks of at most 120 "
+                     "columns, with a legend)");
   compare_->add_option("--format", compare_format_,
                        "table, json, csv or md [default: from the --output file's extension, else table]")
       ->type_name("table|json|csv|md");
@@ -55,9 +59,12 @@ void SweepCommands::add_compare(CLI::App& app) {
       ->check(not_empty());
   compare_->footer(R"(Rows are matched by their shape (and group label), or by the fields of --match /
 --ignore; the header names what rows were matched on, the axes in which matched
-rows differ, and the verdict metric. The table shows A, B and B/A of the metric,
-then B/A ("inf" when only A is 0) of every number that differs by more than the
-threshold in some row (--metrics adds more; --format json holds every number).
+rows differ, and the verdict metric. The table shows A and B of the metric with units, their
+ratio B/A to three figures and the verdict; then B/A ("inf" when only A is 0) of
+every other number that differs by more than the threshold in some row, under
+short names [1], [2], ... explained below the table, in blocks that fit 120
+columns (--wide: one table, full names; --metrics adds more numbers; --format
+json holds every number).
 Verdict on the metric: FASTER when B is better by more than the threshold,
 SLOWER when worse, SAME otherwise. Rows in only one report are listed after the
 table.
@@ -78,10 +85,17 @@ int SweepCommands::run_compare() {
   if (ignore_) opt.ignore = split_list(*ignore_, "--ignore");
   if (metrics_) opt.metrics = split_list(*metrics_, "--metrics");
   if (fail_on_ && *fail_on_ != "slower" && *fail_on_ != "faster" && *fail_on_ != "any")
-    throw Error("--fail-on: '" + *fail_on_ + "' is not one of slower, faster, any");
+    throw UsageError("--fail-on: '" + *fail_on_ + "' is not one of slower, faster, any");
+  if (metrics_ && f == Format::json)
+    throw UsageError("--metrics: applies to table, csv and md output; json holds every number");
+  if (compare_wide_ && (f == Format::json || f == Format::csv))
+    throw UsageError(std::string("--wide: applies to table and md output; ") +
+                     (f == Format::json ? "json" : "csv") + " holds every number");
   refuse_input_as_output(compare_output_, compare_files_, "--output");
   const Comparison c = compare_report_files(compare_files_.at(0), compare_files_.at(1), opt);
-  emit(render_comparison(c, f), compare_output_);
+  CompareTableOptions layout;
+  layout.wide = compare_wide_;
+  emit(render_comparison(c, f, layout), compare_output_);
   if (fail_on_) {
     const bool slower = c.slower > 0 && *fail_on_ != "faster";
     const bool faster = c.faster > 0 && *fail_on_ != "slower";

@@ -26,6 +26,7 @@
 #include "model_configs.hpp"
 #include "options.hpp"
 #include "reconcile_command.hpp"
+#include "run_rows.hpp"
 #include "sweep_commands.hpp"
 
 namespace {
@@ -47,44 +48,43 @@ int run_model(const cli::ShapeOptions& shape, const cli::L2Options& l2_given,
   // Before the shapes are modelled (--sms alone serves decode rows' split heuristic).
   const bool sims =
       cli::check_l2_options(cli::decode_l2_options(l2_given, dev, shape.decode || shape.context_lengths), dev);
-  Report report;
-  report.command = "model";
-  const ModelSteps steps =
-      expand_model_steps(model_config ? cli::model_config_axes(shape, models) : cli::to_axes(shape));
-  const std::vector<Shape>& shapes = steps.shapes;
-  cli::check_variants(variants, shapes);
-  std::size_t rows = 0;
-  for (const auto& m : steps.models) rows += point_row_count(m);
-  cli::check_run_size(rows, "model");
-  const cli::L2Options l2 = cli::prepare_decode(variants, l2_given, dev, shapes);
-  const std::vector<std::string> kept = only ? cli::variant_list(*only) : std::vector<std::string>{};
-  if (only) cli::check_variant_ids(kept, "--variants", shapes, variants, sims);
-  report.rows = point_rows(shapes, steps.models, {}, variants);
-  const auto notes = cli::add_l2_sims(report, l2, dev);
-  if (only) keep_variants(report.rows, kept, "--variants");
-  return cli::finish_report(report, out, dev, notes);
+  SweepConfig axes;
+  axes.groups.push_back({"", model_config ? cli::model_config_axes(shape, models) : cli::to_axes(shape)});
+  const cli::RunShapes shapes(std::move(axes));  // counted, none made yet
+  const cli::ShapeFacts& facts = shapes.facts();
+  cli::check_variants(variants, facts);
+  cli::RunSpec spec;
+  spec.command = "model";
+  spec.l2 = cli::prepare_decode(variants, l2_given, dev, facts);
+  spec.variants = only ? cli::variant_list(*only) : std::vector<std::string>{};
+  spec.variants_where = "--variants";
+  if (only) cli::check_variant_ids(spec.variants, "--variants", facts, variants, sims);
+  spec.model = variants;
+  spec.dev = dev;
+  spec.out = out;
+  return cli::run_rows(shapes, std::move(spec));
 }
 
 int run_walk(const cli::ShapeOptions& shape, const cli::WalkOptions& o) {
   const Shape s = cli::walk_shape(shape);
-  Playback p = cli::playback(o.animate, o.delay_ms);
+  cli::check_walk_options(s, shape, o);
+  const unsigned delay = o.delay_ms.value_or(100);
+  Playback p = cli::playback(o.animate, delay);
   if (s.decode) {
-    if (o.order != "fa2") throw Error("--order: applies to the prefill walk, not walk --decode");
     const std::uint64_t splits = cli::walk_decode_splits(s, o);
-    if (p.animate) p.every = cli::decode_walk_stride(s, splits, o.delay_ms);
+    if (p.animate) p.every = cli::decode_walk_stride(s, splits, delay);
     play_decode_walk(s, cli::walk_decode_variant(o), splits, p, stdout);
     return 0;
   }
-  if (o.sms || o.variant != "decode_split")
-    throw Error(std::string(o.sms ? "--sms" : "--variant") + ": applies to walk --decode");
-  if (p.animate) p.every = cli::walk_stride(s, o.delay_ms, stderr);
-  play_walk(s, cli::parse_order(o.order), p, stdout);
+  const LoopOrder order = cli::parse_order(o.order.value_or("fa2"));
+  if (p.animate) p.every = cli::walk_stride(s, delay, stderr);
+  play_walk(s, order, p, stdout);
   return 0;
 }
 
 int run_softmax(const cli::SoftmaxOptions& o) {
   const SoftmaxTrace t = trace_online_softmax(cli::softmax_values(o), cli::softmax_block(o));
-  play_softmax(t, cli::playback(o.animate, o.delay_ms), stdout);
+  play_softmax(t, cli::playback(o.animate, o.delay_ms.value_or(500)), stdout);
   return 0;
 }
 
@@ -92,16 +92,17 @@ int run_measure(const cli::ShapeOptions& shape, const cli::OutputOptions& out,
                 const cli::MeasureCliOptions& mo) {
   (void)cli::to_print_options(out);  // refuse a bad --format before any kernel runs
   cli::check_device_options(cli::DeviceOptions{}, out);  // and a --output that cannot be written
-  const bool blocks_given = shape.block_rows || shape.block_cols;
-  std::vector<Shape> shapes;
-  for (const Shape& s : expand(cli::to_axes(shape))) shapes.push_back(with_flash_blocks(s, blocks_given));
-  cli::check_run_size(shapes.size(), "measure");
-  auto backend = cli::measuring_backend(mo, shapes);  // before the shapes are modelled
-  Report report;
-  report.command = "measure";
-  report.rows = model_rows(shapes);
-  cli::add_measurements(report, mo, std::move(backend));
-  return cli::finish_report(report, out, cli::DeviceOptions{});
+  SweepConfig axes;
+  axes.groups.push_back({"", cli::to_axes(shape)});
+  cli::RunShapes shapes(std::move(axes));  // counted, none made yet
+  shapes.flash_blocks(shape.block_rows || shape.block_cols);
+  cli::RunSpec spec;
+  spec.command = "measure";
+  spec.backend = cli::measuring_backend(mo, shapes);  // before the shapes are modelled
+  spec.measure = &mo;
+  spec.out = out;
+  spec.progress = cli::ProgressMode::never;
+  return cli::run_rows(shapes, std::move(spec));
 }
 
 // `hbmscope` and `hbmscope --seq ...` mean `hbmscope model ...`.

@@ -7,6 +7,7 @@
 
 #include "hbmscope/device_spec.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/length_list.hpp"
 
 namespace hbmscope::cli {
 
@@ -387,8 +388,17 @@ void apply_measure_sizes(const MeasureCliOptions& o, MeasureOptions& opt) {
 PrintOptions to_print_options(const OutputOptions& o) {
   PrintOptions p;
   const auto f = std::optional<Format>(resolve_format(o.format, o.output));
-  const auto u = parse_units(o.units);
-  if (!u) throw UsageError("--units: '" + o.units + "' is not one of decimal, binary, bytes");
+  const std::string units = o.units.value_or("decimal");
+  const auto u = parse_units(units);
+  if (!u) throw UsageError("--units: '" + units + "' is not one of decimal, binary, bytes");
+  // Table and Markdown options: JSON and CSV hold every number exactly, so
+  // with them these would do nothing.
+  if (*f == Format::json || *f == Format::csv)
+    for (const auto& [given, name] : {std::pair{o.units.has_value(), "--units"}, {o.wide, "--wide"},
+                                      {o.columns.has_value(), "--columns"}})
+      if (given)
+        throw UsageError(std::string(name) + ": applies to table and md output; " + format_word(*f) +
+                         " holds every number exactly");
   p.format = *f;
   p.units = *u;
   p.wide = o.wide;

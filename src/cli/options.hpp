@@ -45,7 +45,7 @@ std::vector<SeqLen> parse_seq_lens(const std::string& text);
 
 struct OutputOptions {
   std::string format;  // empty: from the --output file's extension, else table
-  std::string units = "decimal";
+  std::optional<std::string> units;  // unset: decimal
   bool wide = false;
   std::optional<std::string> output;
   std::optional<std::string> columns{};  // --columns: groups of table columns
@@ -120,11 +120,11 @@ namespace hbmscope::cli {
 
 // `walk`: one shape (the shape options, defaulting to 1024 x 64) and playback.
 struct WalkOptions {
-  std::string order = "fa2";
+  std::optional<std::string> order;  // unset: fa2
   bool animate = true;
-  unsigned delay_ms = 100;
+  std::optional<unsigned> delay_ms;  // unset: 100
   // --decode: the variant walked and the SM count of the split heuristic.
-  std::string variant = "decode_split";
+  std::optional<std::string> variant;  // unset: decode_split
   std::optional<std::string> sms;
 };
 
@@ -133,9 +133,9 @@ struct SoftmaxOptions {
   std::vector<std::string> values;
   std::string block = "3";
   std::optional<std::string> random;
-  std::string seed = "1";
+  std::optional<std::string> seed;  // unset: 1 (only with --random)
   bool animate = true;
-  unsigned delay_ms = 500;
+  std::optional<unsigned> delay_ms;  // unset: 500
 };
 
 void add_walk_options(CLI::App& app, WalkOptions& o);
@@ -145,6 +145,10 @@ void add_softmax_options(CLI::App& app, SoftmaxOptions& o);
 // the note's rows); lists are refused.
 Shape walk_shape(ShapeOptions o);
 LoopOrder parse_order(const std::string& s);
+// Refuses options that would do nothing in the walk of s: --delay with
+// --no-animate; --variant, --sms without --decode; --order, and --page-size
+// but for decode_paged, with it (UsageError).
+void check_walk_options(const Shape& s, const ShapeOptions& shape, const WalkOptions& o);
 // `walk --decode`: the variant (decode_split, decode_split_unpacked or
 // decode_paged) and its split count for shape s.
 DecodeVariant walk_decode_variant(const WalkOptions& o);

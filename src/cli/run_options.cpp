@@ -11,6 +11,7 @@
 #include "hbmscope/roofline.hpp"
 #include "command_io.hpp"
 #include "plot_run.hpp"
+#include "run_rows.hpp"
 #include "sweep_commands.hpp"
 
 namespace hbmscope::cli {
@@ -99,11 +100,10 @@ L2Options decode_l2_options(const L2Options& l2, const DeviceOptions& dev, bool 
 }
 
 L2Options prepare_decode(ModelOptions& variants, const L2Options& l2, const DeviceOptions& dev,
-                         const std::vector<Shape>& shapes) {
-  const bool decode = std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; });
-  if (!decode) return l2;
-  if (l2.order && std::all_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.decode; }))
-    throw Error("--l2-order: decode rows are simulated in FlashAttention's split-KV launch order "
+                         const ShapeFacts& shapes) {
+  if (!shapes.any_decode) return l2;
+  if (l2.order && shapes.all_decode)
+    throw UsageError("--l2-order: decode rows are simulated in FlashAttention's split-KV launch order "
                 "(row block, split, head, sequence); drop --l2-order");
   std::optional<DeviceSpec> spec;
   if (dev.device) spec = find_device(*dev.device);
@@ -119,16 +119,13 @@ bool check_l2_options(const L2Options& l2, const DeviceOptions& dev) {
   return to_l2_config(l2, spec ? &*spec : nullptr).has_value();
 }
 
-void check_variant_ids(const std::vector<std::string>& ids, const std::string& where,
-                       const std::vector<Shape>& shapes, const ModelOptions& v, bool sims) {
-  // The ids a run can make: those of one modelled row per pass (cheap), and
+void check_variant_ids(const std::vector<std::string>& ids, const std::string& where, const ShapeFacts& shapes,
+                       const ModelOptions& v, bool sims) {
+  // The ids a run can make: those of one modelled row per kind (cheap), and
   // the simulated variants when the L2 simulation runs.
   std::vector<std::string> known;
-  std::set<std::pair<Pass, bool>> kinds;  // (pass, decode): a decode row has its own variants
-  bool decode = false;
-  for (const Shape& s : shapes) {
-    decode |= s.decode;
-    if (!kinds.insert({s.pass, s.decode}).second) continue;
+  const bool decode = shapes.any_decode;
+  for (const Shape& s : shapes.kinds) {
     for (const auto& x : model_row(s, v).variants)
       if (std::find(known.begin(), known.end(), x.id) == known.end()) known.push_back(x.id);
   }
@@ -138,7 +135,7 @@ void check_variant_ids(const std::vector<std::string>& ids, const std::string& w
     for (const char* id : {"decode_split_l2_sim", "decode_split_unpacked_l2_sim", "decode_paged_l2_sim"})
       known.push_back(id);
   for (const auto& id : ids)
-    if (!shapes.empty() && std::find(known.begin(), known.end(), id) == known.end()) {
+    if (shapes.count > 0 && std::find(known.begin(), known.end(), id) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
       const std::string msg = where + ": '" + id + "' is not a variant of these rows (" + list + ")";
@@ -148,21 +145,19 @@ void check_variant_ids(const std::vector<std::string>& ids, const std::string& w
     }
 }
 
-void check_variants(const ModelOptions& v, const std::vector<Shape>& shapes) {
-  if (!v.flash1) return;
-  for (const Shape& s : shapes)
-    if (s.pass == Pass::fwd && !s.decode) return;
-  if (!shapes.empty() && shapes.front().decode)
-    throw Error("--fa1: decode rows have their own variants (no FlashAttention-1 order); drop --fa1");
-  throw Error("--fa1: FlashAttention-1's order is modelled for the forward pass only; add fwd to --pass");
+void check_variants(const ModelOptions& v, const ShapeFacts& shapes) {
+  if (!v.flash1 || shapes.any_forward_prefill) return;
+  if (shapes.count > 0 && shapes.all_decode)
+    throw UsageError("--fa1: decode rows have their own variants (no FlashAttention-1 order); drop --fa1");
+  throw UsageError("--fa1: FlashAttention-1's order is modelled for the forward pass only; add fwd to --pass");
 }
 
-void check_run_size(std::size_t shapes, std::string_view command) {
-  if (shapes <= max_run_shapes) return;
-  const std::size_t n = (shapes + max_run_shapes - 1) / max_run_shapes;
-  throw Error(std::string(command) + " too large: " + std::to_string(shapes) + " shapes in one run (at most " +
-              std::to_string(max_run_shapes) + ", a few GB of report); split it with `hbmscope sweep ... --shard I/" +
-              std::to_string(n) + "` (I = 1.." + std::to_string(n) + ") and `hbmscope merge`");
+PrintOptions checked_print_options(const OutputOptions& out, const DeviceOptions& dev) {
+  const PrintOptions print = to_print_options(out);
+  if (!dev.device && out.columns && std::find(print.columns.begin(), print.columns.end(), "time") != print.columns.end() &&
+      out.columns->find("time") != std::string::npos)
+    throw UsageError("--columns: 'time' needs --device (the roofline time of which GPU?)");
+  return print;
 }
 
 }  // namespace hbmscope::cli

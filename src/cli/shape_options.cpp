@@ -2,13 +2,12 @@
 // definitions and help, the list files of --context-lengths and --seq-lens, and
 // the sweep axes they describe. Parsing only (options.hpp).
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <set>
 #include <tuple>
 
 #include "hbmscope/error.hpp"
+#include "hbmscope/length_list.hpp"
+#include "hbmscope/decode.hpp"
 #include "options.hpp"
 
 namespace hbmscope::cli {
@@ -102,83 +101,11 @@ bool ShapeOptions::any() const {
          mla || seq_lens;
 }
 
-namespace {
-
-// The items of a list file (@FILE of --context-lengths, --seq-lens): separated
-// by commas, spaces or newlines, '#' starting a comment; each handed to
-// on_item with its line for messages.
-template <class OnItem>
-void read_list_file(const std::string& path, const char* option, OnItem&& on_item) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error(std::string("--") + option + ": cannot read '" + path + "': " + std::strerror(errno));
-  std::string content;
-  char buf[65536];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
-    content.append(buf, n);
-    if (content.size() > (std::size_t{64} << 20)) {
-      std::fclose(f);
-      throw Error(std::string("--") + option + ": '" + path + "' is larger than 64 MiB");
-    }
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw Error(std::string("--") + option + ": error reading '" + path + "'");
-  std::size_t line = 1;
-  for (std::size_t pos = 0; pos < content.size();) {
-    const char c = content[pos];
-    if (c == '#') {
-      while (pos < content.size() && content[pos] != '\n') ++pos;
-      continue;
-    }
-    if (c == '\n') ++line;
-    if (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-      ++pos;
-      continue;
-    }
-    std::size_t end = pos;
-    while (end < content.size() && std::string_view(",# \t\r\n").find(content[end]) == std::string_view::npos)
-      ++end;
-    try {
-      on_item(content.substr(pos, end - pos));
-    } catch (const UsageError& e) {
-      throw UsageError(std::string(e.what()) + " (" + path + ", line " + std::to_string(line) + ")");
-    } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " (" + path + ", line " + std::to_string(line) + ")");
-    }
-    pos = end;
-  }
-}
-
-}  // namespace
-
 std::vector<std::uint64_t> parse_context_lengths(const std::string& text) {
-  if (text.empty() || text[0] != '@') return parse_int_axis(text, "context-lengths");
-  const std::string path = text.substr(1);
-  std::vector<std::uint64_t> out;
-  read_list_file(path, "context-lengths", [&](const std::string& item) {
-    const auto v = parse_int_axis(item, "context-lengths");
-    out.insert(out.end(), v.begin(), v.end());
-    if (out.size() > max_context_lengths)
-      throw Error("--context-lengths: '" + path + "' holds more than " + std::to_string(max_context_lengths) +
-                  " lengths");
-  });
-  if (out.empty()) throw Error("--context-lengths: '" + path + "' holds no lengths");
-  return out;
+  return read_length_list(text, "context-lengths");
 }
 
-std::vector<SeqLen> parse_seq_lens(const std::string& text) {
-  if (text.empty() || text[0] != '@') return parse_seq_len_items(text, "seq-lens");
-  const std::string path = text.substr(1);
-  std::vector<SeqLen> out;
-  read_list_file(path, "seq-lens", [&](const std::string& item) {
-    const auto v = parse_seq_len_items(item, "seq-lens");
-    out.insert(out.end(), v.begin(), v.end());
-    if (out.size() > max_context_lengths)
-      throw Error("--seq-lens: '" + path + "' holds more than " + std::to_string(max_context_lengths) + " sequences");
-  });
-  if (out.empty()) throw Error("--seq-lens: '" + path + "' holds no sequences");
-  return out;
-}
+std::vector<SeqLen> parse_seq_lens(const std::string& text) { return read_seq_len_list(text, "seq-lens"); }
 
 namespace {
 
@@ -251,16 +178,27 @@ void apply_shape_options(SweepAxes& a, const ShapeOptions& o) {
     if (lengths.size() > max_context_lengths)
       throw Error("--context-lengths: more than " + std::to_string(max_context_lengths) + " lengths");
     if (o.batch || o.seq_kv)
-      throw Error("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
+      throw UsageError("--context-lengths: gives the batch and the context lengths; drop --batch and --seq-kv");
     a.context_lengths = {SeqList(lengths)};
   }
   if ((o.splits || o.page_size) && !a.decode)
-    throw Error(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");
+    throw UsageError(std::string(o.splits ? "--splits" : "--page-size") + ": applies to decode rows (add --decode)");
+  // Decode rows take key blocks only and are one forward pass: these would do nothing.
+  if (a.decode && o.block_rows)
+    throw UsageError("--block-rows: decode rows have no query blocks (their key blocks are --block-cols); drop --block-rows");
+  if (a.decode && o.pass)
+    for (Pass p : a.pass)
+      if (p != Pass::fwd) throw UsageError("--pass: decode rows are a forward pass (--pass fwd)");
+  if (a.decode && o.seq)
+    for (auto n : a.seq)
+      if (n > max_decode_seq_q)
+        throw UsageError("--seq: a decode row has 1 to " + std::to_string(max_decode_seq_q) +
+                         " new tokens per sequence, got " + std::to_string(n));
   if (o.splits) {
     a.splits = parse_int_axis(*o.splits, "splits");
     for (auto s : a.splits)
       if (s > max_decode_splits)
-        throw Error("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
+        throw UsageError("--splits: " + std::to_string(s) + " is more than " + std::to_string(max_decode_splits));
   }
   if (o.page_size) a.page_size = parse_int_axis(*o.page_size, "page-size");
   apply_served_options(a, o);

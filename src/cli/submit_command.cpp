@@ -309,17 +309,13 @@ int SweepCommands::run_submit() {
     throw UsageError("submit: --plot -: the merge job has no terminal; give the chart a file, e.g. --plot all.svg");
   check_slurm_jobs(jobs);
   SweepPlan plan = sweep.plan_sweep();
-  const std::size_t points = plan.all.shapes.size();  // shards cut between them
+  const LabelledShapes all = sweep.plan_points(plan);
+  const std::size_t points = all.shapes.size();  // shards cut between them
   if (jobs.tasks > points)
     throw Error("--tasks: " + std::to_string(jobs.tasks) + " tasks for a sweep of " + std::to_string(points) +
                 " shapes would leave some without a shape; give --tasks " + std::to_string(points) + " or fewer");
-  const std::size_t rows = plan_rows(plan.all, 0, points);
-  std::size_t largest = 0;  // each task's run is checked as `sweep --shard` will
-  for (std::uint64_t i = 1; i <= jobs.tasks; ++i) {
-    const auto [b, e] = shard_range(points, {i, jobs.tasks});
-    largest = std::max(largest, plan_rows(plan.all, b, e));
-  }
-  check_run_size(largest, "sweep");
+  const std::size_t rows = plan_rows(all, 0, points);
+  // No task's size is bounded: each writes its shard as JSON a row at a time (run_rows).
 
   jobs.sweep_args = split.task;
   jobs.merge_args = split.report;
@@ -347,10 +343,10 @@ int SweepCommands::run_submit() {
   manifest.workdir = jobs.workdir;
   manifest.program = jobs.program;
   // A whole-model point's model is part of its row: its id joins the label.
-  std::vector<std::string> row_names = plan.all.labels;
-  for (std::size_t i = 0; i < plan.all.models.size() && i < row_names.size(); ++i)
-    if (plan.all.models[i]) row_names[i] += "\n" + plan.all.models[i]->id;
-  manifest.identity = sweep_identity(jobs.sweep_args, jobs.tasks, plan.all.shapes, row_names);
+  std::vector<std::string> row_names = all.labels;
+  for (std::size_t i = 0; i < all.models.size() && i < row_names.size(); ++i)
+    if (all.models[i]) row_names[i] += "\n" + all.models[i]->id;
+  manifest.identity = sweep_identity(jobs.sweep_args, jobs.tasks, all.shapes, row_names);
   const bool resubmission = check_folder(jobs.dir, manifest.identity);
   const std::string tasks_path = jobs.dir + "/" + std::string(tasks_script_file);
   const std::string merge_path = jobs.dir + "/" + std::string(merge_script_file);

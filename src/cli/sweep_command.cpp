@@ -11,6 +11,7 @@
 #include "command_io.hpp"
 #include "model_configs.hpp"
 #include "progress.hpp"
+#include "run_rows.hpp"
 #include "sweep_commands.hpp"
 
 namespace hbmscope::cli {
@@ -111,7 +112,6 @@ SweepPlan SweepCommands::plan_sweep() {
     const ShapeOptions& o = shape_;
     if (o.any()) {
       for (auto& g : cfg.groups) apply_shape_options(g.axes, shape_);
-      cfg.expanded.reset();  // the loader's expansion was of the file's axes
     }
   } else if (!model_config_) {
     cfg.groups.push_back({"", to_axes(shape_)});
@@ -121,7 +121,6 @@ SweepPlan SweepCommands::plan_sweep() {
     const auto models = model_configs(*model_config_);
     if (!config_) cfg.groups.push_back({"", model_config_axes(shape_, models)});
     for (auto& g : cfg.groups) g.axes.model_config = models;
-    cfg.expanded.reset();
   }
   const bool any_models = std::any_of(cfg.groups.begin(), cfg.groups.end(),
                                       [](const SweepGroup& g) { return !g.axes.model_config.empty(); });
@@ -135,22 +134,25 @@ SweepPlan SweepCommands::plan_sweep() {
   const bool any_decode =
       std::any_of(cfg.groups.begin(), cfg.groups.end(), [](const SweepGroup& g) { return g.axes.decode; });
   p.sims = check_l2_options(decode_l2_options(l2_, dev_, any_decode), dev_);
-  LabelledShapes& all = p.all;
-  if (cfg.expanded) {  // the loader's expansion, taken rather than copied
-    all = std::move(*cfg.expanded);
-    cfg.expanded.reset();
-  } else {
-    all = expand(cfg);
-  }
-  check_variants(variants_opts_, all.shapes);
-  if (variants_) check_variant_ids(p.variant_list, "--variants", all.shapes, variants_opts_, p.sims);
+  p.shapes.emplace(cfg);  // counted, none made yet
+  RunShapes& shapes = *p.shapes;
+  if (p.shard) shapes.shard(*p.shard);
+  if (measure_) shapes.flash_blocks(shape_.block_rows || shape_.block_cols);
+  const ShapeFacts& facts = shapes.facts();
+  check_variants(variants_opts_, facts);
+  if (variants_) check_variant_ids(p.variant_list, "--variants", facts, variants_opts_, p.sims);
   else if (config_ && !cfg.variants.empty())
-    check_variant_ids(cfg.variants, *config_ + ": variants", all.shapes, variants_opts_, p.sims);
+    check_variant_ids(cfg.variants, *config_ + ": variants", facts, variants_opts_, p.sims);
+  return p;
+}
+
+LabelledShapes SweepCommands::plan_points(const SweepPlan& plan) const {
+  LabelledShapes all = expand(plan.cfg);
   if (measure_) {
     const bool blocks_given = shape_.block_rows || shape_.block_cols;
     for (Shape& s : all.shapes) s = with_flash_blocks(s, blocks_given);
   }
-  return p;
+  return all;
 }
 
 std::size_t plan_rows(const LabelledShapes& all, std::size_t b, std::size_t e) {
@@ -161,41 +163,30 @@ std::size_t plan_rows(const LabelledShapes& all, std::size_t b, std::size_t e) {
 
 int SweepCommands::run_sweep() {
   SweepPlan plan = plan_sweep();
-  LabelledShapes& all = plan.all;
-  const ProgressMode mode = plan.mode;
-  const std::optional<Shard>& shard = plan.shard;
-  Report report;
-  report.command = "sweep";
-  const auto rows_of = [&](std::size_t b, std::size_t e) { return plan_rows(all, b, e); };
-  if (shard) {  // shards cut between points, never through a model's rows
-    const Shard s = *shard;
-    const auto [b, e] = shard_range(all.shapes.size(), s);
-    report.shard = ShardInfo{s.index, s.count, rows_of(0, all.shapes.size())};
-    all.shapes = std::vector<Shape>(all.shapes.begin() + static_cast<std::ptrdiff_t>(b),
-                                    all.shapes.begin() + static_cast<std::ptrdiff_t>(e));
-    all.labels = std::vector<std::string>(all.labels.begin() + static_cast<std::ptrdiff_t>(b),
-                                          all.labels.begin() + static_cast<std::ptrdiff_t>(e));
-    if (!all.models.empty())
-      all.models = std::vector<ModelConfigRef>(all.models.begin() + static_cast<std::ptrdiff_t>(b),
-                                               all.models.begin() + static_cast<std::ptrdiff_t>(e));
-  }
-  check_run_size(rows_of(0, all.shapes.size()), "sweep");
-  const L2Options l2 = prepare_decode(variants_opts_, l2_, dev_, all.shapes);
-  // A device to measure on is found before the sweep is modelled.
-  std::unique_ptr<Backend> backend = measure_ ? measuring_backend(measure_opts_, all.shapes) : nullptr;
-  {
-    ProgressBar bar(stderr, mode, "hbmscope sweep");
-    report.rows = point_rows(all.shapes, all.models, all.labels, variants_opts_,
-                             [&](std::size_t d, std::size_t t) { bar.update(d, t); });
-  }
-  const auto notes = add_l2_sims(report, l2, dev_, mode);
-  if (measure_) add_measurements(report, measure_opts_, std::move(backend));
+  const RunShapes& shapes = *plan.shapes;
+  const ShapeFacts& facts = shapes.facts();
+  RunSpec spec;
+  spec.command = "sweep";
+  spec.progress = plan.mode;
+  // Shards cut between points, never through a model's rows; the total is the whole sweep's rows.
+  if (plan.shard) spec.shard = ShardInfo{plan.shard->index, plan.shard->count, shapes.total_rows()};
   if (variants_) {
-    keep_variants(report.rows, plan.variant_list, "--variants");
+    spec.variants = plan.variant_list;
+    spec.variants_where = "--variants";
   } else if (config_ && !plan.cfg.variants.empty()) {
-    keep_variants(report.rows, plan.cfg.variants, *config_ + ": variants");
+    spec.variants = plan.cfg.variants;
+    spec.variants_where = *config_ + ": variants";
   }
-  return finish_report(report, out_, dev_, notes);
+  spec.l2 = prepare_decode(variants_opts_, l2_, dev_, facts);
+  spec.model = variants_opts_;
+  // A device to measure on is found before the sweep is modelled.
+  if (measure_) {
+    spec.backend = measuring_backend(measure_opts_, shapes);
+    spec.measure = &measure_opts_;
+  }
+  spec.dev = dev_;
+  spec.out = out_;
+  return run_rows(shapes, std::move(spec));
 }
 
 }  // namespace hbmscope::cli

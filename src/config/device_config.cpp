@@ -185,7 +185,8 @@ DeviceSpec find_device(std::string_view arg, std::string_view option) {
     if (match && !want.empty()) return d;
     known += (known.empty() ? "" : ", ") + d.id;
   }
-  throw Error(std::string(option) + ": '" + jc::printable(arg) + "' is not a preset (" + known +
+  // A name that names nothing is a malformed command line (exit 2), as an unknown option value.
+  throw UsageError(std::string(option) + ": '" + jc::printable(arg) + "' is not a preset (" + known +
               ") nor a .json file; `hbmscope devices` lists them");
 }
 

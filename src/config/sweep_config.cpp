@@ -414,10 +414,9 @@ SweepConfig load_sweep_config_file(const std::filesystem::path& path) {
   const auto j = jc::read_json_file(path);
   SweepConfig c = sweep_config_from_json(j, path.string());
   // Shapes that fail validation (heads not a multiple of kv_heads...) are
-  // reported now, naming the file; the expansion is kept, so that a run
-  // expands its config once.
+  // reported now, naming the file (each made and dropped: none is held).
   try {
-    c.expanded = std::make_shared<LabelledShapes>(expand(c));
+    for_each_shape(c, [](const Shape&, const std::string&, const ModelConfigRef&) {});
   } catch (const Error& e) {
     throw Error(jc::printable(path.string()) + ": " + e.what());
   }
@@ -441,7 +440,7 @@ SweepConfig find_sweep_config(std::string_view arg) {
     }
     known += (known.empty() ? "" : ", ") + std::string(f.name);
   }
-  throw Error("--config: '" + jc::printable(arg) + "' is not a shipped config (" + known +
+  throw UsageError("--config: '" + jc::printable(arg) + "' is not a shipped config (" + known +
               ") nor a .json file");
 }
 
@@ -451,8 +450,14 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
   for (const Row& r : rows)
     for (const auto& v : r.variants)
       if (std::find(present.begin(), present.end(), v.id) == present.end()) present.push_back(v.id);
+  if (!rows.empty()) check_listed_variants(present, ids, where);
+  for (Row& r : rows) keep_listed_variants(r, ids);
+}
+
+void check_listed_variants(const std::vector<std::string>& present, const std::vector<std::string>& ids,
+                           std::string_view where) {
   for (const auto& id : ids)
-    if (!rows.empty() && std::find(present.begin(), present.end(), id) == present.end()) {
+    if (std::find(present.begin(), present.end(), id) == present.end()) {
       std::string list;
       for (const auto& p : present) list += (list.empty() ? "" : ", ") + p;
       const std::string msg = std::string(where) + ": '" + id + "' is not a variant of these rows (" + list + ")";
@@ -460,6 +465,10 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
       if (where.rfind("--", 0) == 0) throw UsageError(msg);
       throw Error(msg);
     }
+}
+
+void keep_listed_variants(Row& r, const std::vector<std::string>& ids) {
+  if (ids.empty()) return;
   // A simulated variant stays with the variant it refines, so that a filter
   // written without a device keeps its meaning with one.
   const auto listed = [&](std::string_view id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
@@ -469,48 +478,70 @@ void keep_variants(std::vector<Row>& rows, const std::vector<std::string>& ids, 
            (v.id.rfind("decode_", 0) == 0 && v.id.size() > 7 && v.id.substr(v.id.size() - 7) == "_l2_sim" &&
             listed(v.id.substr(0, v.id.size() - 7)));
   };
-  for (Row& r : rows)
-    r.variants.erase(std::remove_if(r.variants.begin(), r.variants.end(),
-                                    [&](const VariantResult& v) { return !keep(v); }),
-                     r.variants.end());
+  r.variants.erase(std::remove_if(r.variants.begin(), r.variants.end(),
+                                  [&](const VariantResult& v) { return !keep(v); }),
+                   r.variants.end());
 }
 
-LabelledShapes expand(const SweepConfig& config) {
-  if (config.expanded) return *config.expanded;
-  // Counted before anything is built: the sum of the groups' products.
+namespace {
+
+// The sum of the groups' products, before repeats across groups are dropped;
+// refused over max_sweep_shapes before anything is made.
+std::uint64_t counted_shapes(const SweepConfig& config) {
   std::uint64_t total = 0;
   for (const auto& g : config.groups) {
     std::uint64_t n = shape_count(g.axes);
     if (!g.axes.model_config.empty() && __builtin_mul_overflow(n, g.axes.model_config.size(), &n)) n = UINT64_MAX;
     total = n > UINT64_MAX - total ? UINT64_MAX : total + n;
   }
-  if (total > max_sweep_shapes && config.groups.size() > 1)  // one group: expand(axes) says it
+  if (total > max_sweep_shapes && config.groups.size() > 1)  // one group: for_each_shape(axes) says it
     throw Error("sweep too large: its " + std::to_string(config.groups.size()) + " group(s) make " +
                 (total == UINT64_MAX ? std::string("more than 2^64") : std::to_string(total)) +
                 " shapes (at most " + std::to_string(max_sweep_shapes) +
                 ", counted before repeated shapes are dropped); sweep fewer values");
+  return total;
+}
+
+}  // namespace
+
+void for_each_shape(const SweepConfig& config, const ShapeVisit& visit) {
+  (void)counted_shapes(config);
+  if (config.groups.size() == 1) {  // nothing to drop: no shape is held
+    const SweepGroup& g = config.groups.front();
+    for_each_model_step(g.axes, [&](const Shape& s, const ModelConfigRef& m) { visit(s, g.label, m); });
+    return;
+  }
+  // Rows are identified by (label, shape): two models with the same attention
+  // shape both keep their rows, a shape repeated under one label is dropped
+  // (the shapes of a config of several groups are held in a set for that). A
+  // whole-model point is its (label, model, shape).
+  std::map<std::string, std::unordered_set<Shape, ShapeHash>> seen;
+  for (const auto& g : config.groups)
+    for_each_model_step(g.axes, [&](const Shape& s, const ModelConfigRef& m) {
+      if (seen[g.label + (m ? "\x1f" + m->id : std::string())].insert(s).second) visit(s, g.label, m);
+    });
+}
+
+std::uint64_t shape_count(const SweepConfig& config) {
+  const std::uint64_t total = counted_shapes(config);
+  if (config.groups.size() == 1) return total;
+  std::uint64_t n = 0;
+  for_each_shape(config, [&n](const Shape&, const std::string&, const ModelConfigRef&) { ++n; });
+  return n;
+}
+
+LabelledShapes expand(const SweepConfig& config) {
+  const std::uint64_t total = counted_shapes(config);
   LabelledShapes out;
   if (total <= max_sweep_shapes) {
     out.shapes.reserve(static_cast<std::size_t>(total));
     out.labels.reserve(static_cast<std::size_t>(total));
   }
-  // Rows are identified by (label, shape): two models with the same attention
-  // shape both keep their rows, a shape repeated under one label is dropped.
-  // A whole-model point is its (label, model, shape).
-  std::map<std::string, std::unordered_set<Shape, ShapeHash>> seen;
-  for (const auto& g : config.groups) {
-    ModelSteps steps = expand_model_steps(g.axes);
-    for (std::size_t i = 0; i < steps.shapes.size(); ++i) {
-      const ModelConfigRef& m = steps.models[i];
-      auto& seen_here = seen[g.label + (m ? "\x1f" + m->id : std::string())];
-      if (config.groups.size() > 1 && !seen_here.insert(steps.shapes[i]).second) continue;
-      if (out.shapes.size() >= max_sweep_shapes)
-        throw Error("sweep too large: more than " + std::to_string(max_sweep_shapes) + " shapes");
-      out.shapes.push_back(std::move(steps.shapes[i]));
-      out.labels.push_back(g.label);
-      out.models.push_back(m);
-    }
-  }
+  for_each_shape(config, [&out](const Shape& s, const std::string& label, const ModelConfigRef& m) {
+    out.shapes.push_back(s);
+    out.labels.push_back(label);
+    out.models.push_back(m);
+  });
   return out;
 }
 

@@ -70,8 +70,8 @@ double parse_logit(std::string_view text) {
   errno = 0;
   const double v = decimal ? std::strtod(s.c_str(), &end) : 0.0;
   if (!decimal || end != s.c_str() + s.size())
-    throw Error("softmax: '" + s + "' is not a number");
-  if (errno == ERANGE && std::isinf(v)) throw Error("softmax: '" + s + "' is out of range");
+    throw UsageError("softmax: '" + s + "' is not a number");
+  if (errno == ERANGE && std::isinf(v)) throw UsageError("softmax: '" + s + "' is out of range");
   return v;
 }
 

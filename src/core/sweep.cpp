@@ -133,7 +133,7 @@ void for_each_served(const Shape& base, const Served& v, F&& f) {
 // Decode rows: every combination, outermost first: batch (or ragged batch),
 // heads, kv_heads, dtype, causal, block_cols, (seq, head_dim), seq_kv, splits,
 // page_size. block_rows and pass do not apply to decode.
-std::vector<Shape> expand_decode(SweepAxes a) {
+void visit_decode(SweepAxes a, const std::function<void(const Shape&)>& visit) {
   drop_repeats(a.context_lengths);
   drop_repeats(a.splits);
   drop_repeats(a.page_size);
@@ -168,8 +168,6 @@ std::vector<Shape> expand_decode(SweepAxes a) {
     throw Error("sweep too large: " + (wrapped ? std::string("more than 2^64") : std::to_string(total)) +
                 " decode shapes (at most " + std::to_string(max_sweep_shapes) + "); sweep fewer values");
   if (!batches.empty()) check_sequences(batches, total / batches.size());
-  std::vector<Shape> out;
-  out.reserve(static_cast<std::size_t>(total));
   for (std::size_t bi = 0; bi < n_batches; ++bi)
     for (auto h : a.heads)
       for (auto hkv : kv_heads)
@@ -201,9 +199,8 @@ std::vector<Shape> expand_decode(SweepAxes a) {
                     s.head_dim = d;
                     s.splits = sp;
                     s.page_size = ps;
-                    for_each_served(s, served, [&](Shape x) { out.push_back(std::move(x)); });
+                    for_each_served(s, served, [&](const Shape& x) { visit(x); });
                   }
-  return out;
 }
 
 SweepAxes without_repeats(const SweepAxes& axes) {
@@ -271,6 +268,14 @@ std::uint64_t shape_count(const SweepAxes& axes) {
 }
 
 std::vector<Shape> expand(const SweepAxes& axes) {
+  std::vector<Shape> out;
+  const std::uint64_t n = shape_count(axes);
+  if (n <= max_sweep_shapes) out.reserve(static_cast<std::size_t>(n));
+  for_each_shape(axes, [&out](const Shape& s) { out.push_back(s); });
+  return out;
+}
+
+void for_each_shape(const SweepAxes& axes, const std::function<void(const Shape&)>& visit) {
   if (axes.decode) {
     SweepAxes a = axes;
     drop_repeats(a.batch);
@@ -292,7 +297,8 @@ std::vector<Shape> expand(const SweepAxes& axes) {
       require_nonempty(a.seq, "seq");
       require_nonempty(a.head_dim, "head_dim");
     }
-    return expand_decode(std::move(a));
+    visit_decode(std::move(a), visit);
+    return;
   }
   if (!axes.context_lengths.empty() || axes.splits != std::vector<std::uint64_t>{0} ||
       axes.page_size != std::vector<std::uint64_t>{default_page_size})
@@ -355,8 +361,6 @@ std::vector<Shape> expand(const SweepAxes& axes) {
     for (auto n : a.seq)
       for (auto d : a.head_dim) points.emplace_back(n, d);
 
-  std::vector<Shape> out;
-  out.reserve(static_cast<std::size_t>(total));
   for (std::size_t bi = 0; bi < n_batches; ++bi)
     for (auto h : a.heads)
       for (auto hkv : kv_heads)
@@ -388,9 +392,8 @@ std::vector<Shape> expand(const SweepAxes& axes) {
                       s.block_rows = br;
                       s.block_cols = bc;
                       s.head_dim = d;
-                      for_each_served(s, served, [&](Shape x) { out.push_back(std::move(x)); });
+                      for_each_served(s, served, [&](const Shape& x) { visit(x); });
                     }
-  return out;
 }
 
 Row model_row(const Shape& s) { return model_row(s, ModelOptions{}); }

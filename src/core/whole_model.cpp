@@ -128,27 +128,31 @@ std::size_t whole_model_row_count(const ModelConfig& m) { return layer_kinds(m).
 
 std::size_t point_row_count(const ModelConfigRef& model) { return model ? whole_model_row_count(*model) : 1; }
 
-ModelSteps expand_model_steps(const SweepAxes& axes) {
-  ModelSteps out;
-  std::vector<Shape> base = expand(axes);
+void for_each_model_step(const SweepAxes& axes, const std::function<void(const Shape&, const ModelConfigRef&)>& visit) {
   if (axes.model_config.empty()) {
-    out.models.assign(base.size(), nullptr);
-    out.shapes = std::move(base);
-    return out;
+    for_each_shape(axes, [&](const Shape& s) { visit(s, nullptr); });
+    return;
   }
-  const std::uint64_t total = static_cast<std::uint64_t>(base.size()) * axes.model_config.size();
-  if (total > max_sweep_shapes)
+  std::uint64_t total = shape_count(axes);
+  if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(axes.model_config.size()), &total) ||
+      total > max_sweep_shapes)
     throw Error("sweep too large: " + std::to_string(total) + " (shape, model) points (at most " +
                 std::to_string(max_sweep_shapes) + "); sweep fewer values or models");
-  out.shapes.reserve(total);
-  out.models.reserve(total);
   for (const ModelConfigRef& m : axes.model_config)
-    for (const Shape& s : base) {
+    for_each_shape(axes, [&](const Shape& s) {
+      if (axes.dtype_given || !m->dtype) return visit(s, m);
       Shape x = s;
-      if (!axes.dtype_given && m->dtype) x.dtype = *m->dtype;
-      out.shapes.push_back(std::move(x));
-      out.models.push_back(m);
-    }
+      x.dtype = *m->dtype;
+      visit(x, m);
+    });
+}
+
+ModelSteps expand_model_steps(const SweepAxes& axes) {
+  ModelSteps out;
+  for_each_model_step(axes, [&out](const Shape& s, const ModelConfigRef& m) {
+    out.shapes.push_back(s);
+    out.models.push_back(m);
+  });
   return out;
 }
 

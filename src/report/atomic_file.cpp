@@ -1,10 +1,15 @@
 // Report and plot files are written whole or not at all: a temporary file in
-// the same folder, then a rename. An interrupt removes the temporary file too.
+// the same folder, then a rename. Where the file system has O_TMPFILE the
+// temporary file has no name until it is complete (linked to a unique name,
+// then renamed over the target), so that even SIGKILL leaves nothing behind;
+// elsewhere it is a named file, removed on an interrupt.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -31,9 +36,10 @@ extern "C" void remove_pending_and_reraise(int sig) {
   std::raise(sig);
 }
 
-constexpr int guarded_signals[3] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction old_actions[3] {};
-bool installed[3] = {};
+// SIGQUIT too: it ends the process as SIGTERM does (with a core dump).
+constexpr int guarded_signals[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+struct sigaction old_actions[4] {};
+bool installed[4] = {};
 int registered = 0;
 
 // Registers tmp for removal on an interrupt, installing the handler with the
@@ -193,10 +199,72 @@ RemoveOnSignal::RemoveOnSignal(const std::string& path) : slot_(register_pending
 
 RemoveOnSignal::~RemoveOnSignal() { release_pending(slot_); }
 
+bool AtomicFile::unnamed_temporaries = true;
+
+namespace {
+
+// An unnamed file in dir (O_TMPFILE), or -1 where the file system or kernel
+// has none (EOPNOTSUPP, EISDIR, EINVAL...): the caller falls back to a name.
+int open_unnamed(const std::filesystem::path& dir) {
+#ifdef O_TMPFILE
+  return ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+#else
+  (void)dir;
+  return -1;
+#endif
+}
+
+// A name for the finished unnamed file beside target: ".NAME.tmp-" and six
+// letters (the named fallback's form), different at every call.
+std::string link_name_for(const std::filesystem::path& target) {
+  static std::uint64_t state = static_cast<std::uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ull ^
+                               static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::string name = temp_template_for(target);
+  for (std::size_t i = name.size() - 6; i < name.size(); ++i) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    name[i] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[state % 62];
+  }
+  return name;
+}
+
+// Gives the unnamed file open on fd the name `name`; false (errno set) when
+// it cannot (/proc not mounted and no CAP_DAC_READ_SEARCH, EEXIST...).
+bool link_unnamed(int fd, const std::string& name) {
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) return true;
+  if (errno == EEXIST) return false;
+#ifdef AT_EMPTY_PATH
+  if (::linkat(fd, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0) return true;
+#endif
+  return false;
+}
+
+// Copies what fd holds into fd_out (the last resort when it cannot be linked).
+bool copy_all(int fd, int fd_out) {
+  if (::lseek(fd, 0, SEEK_SET) != 0) return false;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    if (!write_all(fd_out, std::string_view(buf, static_cast<std::size_t>(n)))) return false;
+  }
+}
+
+}  // namespace
+
 AtomicFile::AtomicFile(std::filesystem::path target, std::string prefix)
     : given_(std::move(target)), prefix_(std::move(prefix)) {
   std::tie(path_, in_place_) = examine(given_, prefix_);
-  if (in_place_) return;
+  if (in_place_) return;  // opened at the first write: a FIFO would block until read
+  if (unnamed_temporaries) {
+    fd_ = open_unnamed(path_.has_parent_path() ? path_.parent_path() : std::filesystem::path("."));
+    if (fd_ >= 0) {
+      unnamed_ = true;
+      return;
+    }
+  }
   tmp_ = temp_template_for(path_);
   fd_ = ::mkstemp(tmp_.data());
   if (fd_ < 0) {
@@ -210,7 +278,7 @@ AtomicFile::AtomicFile(std::filesystem::path target, std::string prefix)
 AtomicFile::~AtomicFile() { discard(); }
 
 void AtomicFile::discard() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);  // an unnamed file goes with its last descriptor
   fd_ = -1;
   if (!tmp_.empty()) ::unlink(tmp_.c_str());
   tmp_.clear();
@@ -224,41 +292,82 @@ void AtomicFile::commit(std::string_view content, const std::function<void()>& b
   publish();
 }
 
-void AtomicFile::write(std::string_view content) {
+void AtomicFile::fail(const char* what, int err) {
+  discard();
+  throw Error(prefix_ + "cannot write '" + given_.string() + "': " + what + ": " + std::strerror(err));
+}
+
+void AtomicFile::append(std::string_view content) {
   const IgnoreFileSizeSignal no_sigxfsz;
-  const auto fail = [&](const char* what, int err) {
-    discard();
-    throw Error(prefix_ + "cannot write '" + given_.string() + "': " + what + ": " + std::strerror(err));
-  };
+  if (written_) throw Error(prefix_ + "cannot write '" + given_.string() + "': written already");
+  if (in_place_ && fd_ < 0) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd_ < 0) throw Error(prefix_ + "cannot write '" + given_.string() + "': " + std::strerror(errno));
+  }
+  if (fd_ < 0) throw Error(prefix_ + "cannot write '" + given_.string() + "': discarded");
+  if (!write_all(fd_, content)) fail("write", errno);
+}
+
+void AtomicFile::write(std::string_view content) {
+  append(content);
+  const IgnoreFileSizeSignal no_sigxfsz;
   if (in_place_) {
-    const int fd = ::open(path_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) throw Error(prefix_ + "cannot write '" + given_.string() + "': " + std::strerror(errno));
-    if (!write_all(fd, content)) {
-      const int err = errno;
-      ::close(fd);
-      fail("write", err);
-    }
+    const int fd = fd_;
+    fd_ = -1;
     if (::close(fd) != 0) fail("close", errno);
     written_ = true;
     return;
   }
-  if (fd_ < 0) throw Error(prefix_ + "cannot write '" + given_.string() + "': written already");
-  if (!write_all(fd_, content)) fail("write", errno);
   // The file replaced keeps its mode (a 0600 report stays private); a new
   // one gets what the umask allows.
   struct stat old {};
   const mode_t mode = ::stat(path_.c_str(), &old) == 0 && S_ISREG(old.st_mode) ? (old.st_mode & 07777) : new_file_mode();
   if (::fchmod(fd_, mode) != 0) fail("chmod", errno);
   if (::fsync(fd_) != 0) fail("fsync", errno);
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) fail("close", errno);
+  if (!unnamed_) {  // an unnamed file keeps its descriptor until it is linked
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail("close", errno);
+  }
   written_ = true;
 }
 
 void AtomicFile::publish() {
   if (!written_) throw Error(prefix_ + "cannot write '" + given_.string() + "': nothing written");
-  if (in_place_ || tmp_.empty()) return;
+  if (in_place_) return;
+  if (unnamed_) {
+    if (fd_ < 0) return;  // published already
+    // A name first (linkat cannot replace a file), then the rename over the
+    // target; the name is removed on an interrupt meanwhile.
+    bool linked = false;
+    for (int attempt = 0; attempt < 100 && !linked; ++attempt) {
+      tmp_ = link_name_for(path_);
+      linked = link_unnamed(fd_, tmp_);
+      if (!linked && errno != EEXIST) break;
+    }
+    if (!linked) {
+      // No way to name it (no /proc, no capability): a named copy instead.
+      tmp_ = temp_template_for(path_);
+      const int out = ::mkstemp(tmp_.data());
+      if (out < 0) {
+        const int err = errno;
+        tmp_.clear();
+        fail("link", err);
+      }
+      slot_ = register_pending(tmp_);
+      struct stat st {};
+      const bool copied = ::fstat(fd_, &st) == 0 && copy_all(fd_, out) && ::fchmod(out, st.st_mode & 07777) == 0 &&
+                          ::fsync(out) == 0;
+      const int err = errno;
+      if (::close(out) != 0 || !copied) fail("copy", err ? err : EIO);
+    } else {
+      slot_ = register_pending(tmp_);
+    }
+    const int fd = fd_;
+    fd_ = -1;
+    ::close(fd);
+  }
+  if (tmp_.empty()) return;
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     discard();

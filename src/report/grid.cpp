@@ -34,6 +34,34 @@ std::size_t grid_width(const std::vector<std::string>& head, const std::vector<s
   return total;
 }
 
+namespace {
+
+// A '|' inside a Markdown cell would end it.
+std::string md_cell(const std::string& x) {
+  std::string r;
+  for (char ch : x) {
+    if (ch == '|') r += '\\';
+    r += ch;
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string md_head(const std::vector<std::string>& head, const std::vector<bool>& right) {
+  std::string out = "|";
+  for (const auto& h : head) out.append(" ").append(md_cell(h)).append(" |");
+  out += "\n|";
+  for (std::size_t c = 0; c < head.size(); ++c) out += c < right.size() && right[c] ? " ---: |" : " :--- |";
+  return out + "\n";
+}
+
+std::string md_line(const std::vector<std::string>& cells) {
+  std::string out = "|";
+  for (const auto& x : cells) out.append(" ").append(md_cell(x)).append(" |");
+  return out + "\n";
+}
+
 std::string render_grid_parts(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
                               const std::vector<bool>& right, Format format, std::size_t max_width,
                               const std::vector<std::vector<std::size_t>>& parts) {
@@ -65,25 +93,8 @@ std::string render_grid(const std::vector<std::string>& head,
   auto is_right = [&](std::size_t c) { return c < right.size() && right[c]; };
   std::string out;
   if (format == Format::md) {
-    // A '|' inside a cell would end it.
-    auto cell = [](const std::string& x) {
-      std::string r;
-      for (char ch : x) {
-        if (ch == '|') r += '\\';
-        r += ch;
-      }
-      return r;
-    };
-    out += "|";
-    for (const auto& h : head) out.append(" ").append(cell(h)).append(" |");
-    out += "\n|";
-    for (std::size_t c = 0; c < head.size(); ++c) out += is_right(c) ? " ---: |" : " :--- |";
-    out += "\n";
-    for (const auto& r : rows) {
-      out += "|";
-      for (const auto& x : r) out.append(" ").append(cell(x)).append(" |");
-      out += "\n";
-    }
+    out = printing::md_head(head, right);
+    for (const auto& r : rows) out += printing::md_line(r);
     return out;
   }
   std::vector<std::size_t> w(head.size());

@@ -258,30 +258,37 @@ nlohmann::json report_to_json(const Report& r) {
   return out;
 }
 
+JsonReportText::JsonReportText(const Report& head) {
+  // The header as dump(2) writes it, the rows spliced into its empty array:
+  // the same text as report_to_json(r).dump(2), without a tree of the rows.
+  const std::string h = report_header_json(head).dump(2);
+  const std::string slot = "\"rows\": []";
+  const std::size_t at = h.find(slot);
+  open_ = h.substr(0, at + slot.size() - 1);
+  tail_ = h.substr(at + slot.size()) + "\n";
+  with_measurements_ = head.device.has_value();
+}
+
+std::string JsonReportText::row(const Row& r) {
+  const std::string row = row_to_json(r, with_measurements_).dump(2);
+  std::string out = rows_++ ? ",\n    " : "\n    ";
+  out.reserve(out.size() + row.size() + row.size() / 8);
+  for (char c : row) {
+    out += c;
+    if (c == '\n') out += "    ";
+  }
+  return out;
+}
+
+std::string JsonReportText::close() const { return (rows_ ? "\n  ]" : "]") + tail_; }
+
 std::string report_json_text(const Report& r) {
   // Row by row, so that a sweep of millions of rows never holds them all as
   // JSON values; the text is the same as report_to_json(r).dump(2).
-  std::string head = report_header_json(r).dump(2);
-  const std::string slot = "\"rows\": []";
-  const std::size_t at = head.find(slot);
-  std::string out = head.substr(0, at + slot.size() - 1);
-  if (r.rows.empty()) {
-    out += "]";
-  } else {
-    out += "\n";
-    for (std::size_t i = 0; i < r.rows.size(); ++i) {
-      const std::string row = row_to_json(r.rows[i], r.device.has_value()).dump(2);
-      out += "    ";
-      for (char c : row) {
-        out += c;
-        if (c == '\n') out += "    ";
-      }
-      out += i + 1 < r.rows.size() ? ",\n" : "\n";
-    }
-    out += "  ]";
-  }
-  out += head.substr(at + slot.size());
-  return out + "\n";
+  JsonReportText text(r);
+  std::string out = text.open();
+  for (const Row& row : r.rows) out += text.row(row);
+  return out + text.close();
 }
 
 }  // namespace hbmscope

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -35,9 +36,9 @@ std::string format_count(double v) {
 
 // The decode rows' columns: context, splits per variant, KV bytes beside each
 // total, and how far below the ridge point decode sits.
-void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std::vector<std::string>& ids,
+void add_decode_columns(std::vector<Column>& cols, const RowsLayout& layout, const std::vector<std::string>& ids,
                         const PrintOptions& opt) {
-  if (!any_decode(rep)) return;
+  if (!layout.any_decode) return;
   cols.push_back({"Context tokens", true, [](const Row& r) {
                     if (!r.shape.decode) return std::string("-");
                     std::string t = std::to_string(total_context(r.shape));
@@ -47,14 +48,7 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
                     }
                     return t;
                   }});
-  bool pages_vary = false;
-  const Row* first = nullptr;
-  for (const Row& r : rep.rows)
-    if (r.shape.decode) {
-      if (!first) first = &r;
-      pages_vary |= r.shape.page_size != first->shape.page_size;
-    }
-  if (pages_vary)
+  if (layout.pages_vary)
     cols.push_back({"Page", true, [](const Row& r) {
                       return r.shape.decode ? std::to_string(r.shape.page_size) : std::string("-");
                     }});
@@ -105,20 +99,11 @@ void add_decode_columns(std::vector<Column>& cols, const Report& rep, const std:
 // The footnote mark of a time whose variant does not fit in device memory.
 constexpr const char* no_fit_mark = " †";
 
-bool any_no_fit(const Report& rep) {
-  for (const Row& r : rep.rows)
-    for (const auto& v : r.variants)
-      if (v.prediction && !v.prediction->fits_in_memory) return true;
-  return false;
-}
-
-std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
-  const Varying v = varying(rep.rows);
+std::vector<Column> model_columns(const Report& rep, const RowsLayout& layout, const PrintOptions& opt) {
+  const ShapeVaries& v = layout.varies;
   std::vector<Column> cols;
-  bool labels = false;
-  for (const Row& r : rep.rows) labels |= !r.label.empty();
-  if (labels) cols.push_back({"Group", false, [](const Row& r) { return r.label; }});
-  const bool models = std::any_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.model_layers.has_value(); });
+  if (layout.any_label) cols.push_back({"Group", false, [](const Row& r) { return r.label; }});
+  const bool models = layout.any_model;
   if (models) {
     cols.push_back({"Model", false, [](const Row& r) { return r.model_layers ? r.model_layers->config : std::string("-"); }});
     cols.push_back({"Layers", false, [](const Row& r) { return model_layers_label(r); }});
@@ -141,9 +126,9 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                     [](const Row& r) { return std::string(dtype_name(key_value_dtype(r.shape))); }});
   if (v.latent_kv)
     cols.push_back({"Latent KV", false, [](const Row& r) { return std::string(r.shape.latent_kv ? "yes" : "no"); }});
-  if (std::any_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return ragged_prefill(r.shape); }))
+  if (layout.any_ragged_prefill)
     cols.push_back({"Sequences", false, [](const Row& r) { return sequences_label(r.shape); }});
-  const auto ids = variant_ids(rep);
+  const auto& ids = layout.ids;
   for (const auto& id : ids)
     cols.push_back({variant_label(id), true,
                     [id, units = opt.units](const Row& r) {
@@ -153,7 +138,7 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                     "bytes", id});
   // The simulation's detail columns go with its variants (a --variants filter may drop one).
   const auto shown = [&](const char* id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
-  if (any_l2_sim(rep) && shown("flash_l2_sim")) {
+  if (layout.any_l2_sim && shown("flash_l2_sim")) {
     cols.push_back({"L2 hit (flash)", true, [](const Row& r) {
                       return r.l2_sim ? format_percent(r.l2_sim->flash.hit_rate) : std::string("-");
                     }, "l2"});
@@ -165,7 +150,7 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                                       : std::string("-");
                     }, "l2"});
   }
-  if (any_l2_sim(rep) && shown("standard_l2_sim"))
+  if (layout.any_l2_sim && shown("standard_l2_sim"))
     cols.push_back({"L2 hit (standard)", true, [](const Row& r) {
                       return r.l2_sim && r.l2_sim->has_standard ? format_percent(r.l2_sim->standard.hit_rate)
                                                                  : std::string("-");
@@ -178,7 +163,7 @@ std::vector<Column> model_columns(const Report& rep, const PrintOptions& opt) {
                       return r.model_layers ? format_bytes(r.model_layers->kv_bytes_per_token, units) : std::string("-");
                     }, "bytes"});
   }
-  add_decode_columns(cols, rep, ids, opt);
+  add_decode_columns(cols, layout, ids, opt);
   if (rep.roofline)
     for (const auto& id : ids)
       cols.push_back({"Time: " + id, true,
@@ -221,8 +206,8 @@ std::string group_caption(const Report& rep, const std::string& group) {
 // --wide, or in Markdown); otherwise one grid per column group, each with the
 // shape columns, using short headers (variant ids) when a group's long ones do
 // not fit, and a group still too wide spread over several grids.
-std::string render_model_grids(const Report& rep, const PrintOptions& opt) {
-  const auto cols = model_columns(rep, opt);
+std::string render_model_grids(const Report& rep, const RowsLayout& layout, const PrintOptions& opt) {
+  const auto cols = model_columns(rep, layout, opt);
   std::vector<std::vector<std::string>> cells;
   for (const Row& r : rep.rows) {
     auto& line = cells.emplace_back();
@@ -284,32 +269,77 @@ std::string render_model_grids(const Report& rep, const PrintOptions& opt) {
   return out;
 }
 
+// The title lines (bold in Markdown) and the blank line under them.
+std::string title_block(const Report& rep, const RowsLayout& layout, Format format) {
+  const std::string t = title(rep, layout);
+  if (format != Format::md) return t + "\n\n";
+  std::string out;
+  for (std::size_t pos = 0; pos <= t.size();) {
+    const std::size_t nl = std::min(t.find('\n', pos), t.size());
+    out += "**" + t.substr(pos, nl - pos) + "**\n";
+    pos = nl + 1;
+  }
+  return out + "\n";
+}
+
+// The footnote of the † mark.
+std::string no_fit_note(const Report& rep) {
+  const DeviceSpec& d = rep.roofline->device;
+  std::string out = "\n";
+  out += std::string(no_fit_mark).substr(1) + " needs more than the " + format_bytes(d.memory_bytes, Units::decimal) +
+         " of " + d.name + " memory at once (S and P with Q, K, V, O): cannot run this shape as modelled\n";
+  return out;
+}
+
+// Markdown, a line per row as it comes; the measured rows (few: each took a
+// device's time) are held for their table at the end.
+class MarkdownPrinter : public RowPrinter {
+ public:
+  MarkdownPrinter(const PrintOptions& opt, TextSink out) : opt_(opt), out_(std::move(out)) {}
+  void begin(const Report& head, const RowsLayout& layout) override {
+    head_ = head;
+    layout_ = layout;
+    cols_ = model_columns(head_, layout_, opt_);
+    std::vector<std::string> names;
+    std::vector<bool> right;
+    for (const auto& c : cols_) names.push_back(c.header), right.push_back(c.right);
+    out_(title_block(head_, layout_, Format::md) + md_head(names, right));
+  }
+  void row(const Row& r) override {
+    std::vector<std::string> cells;
+    cells.reserve(cols_.size());
+    for (const auto& c : cols_) cells.push_back(c.cell(r));
+    out_(md_line(cells));
+    if (!r.measurements.empty()) head_.rows.push_back(r);
+  }
+  void end() override {
+    std::string tail;
+    if (layout_.any_no_fit) tail += no_fit_note(head_);
+    if (has_measurements(head_)) tail += render_measure_grid(head_, Format::md);
+    out_(tail);
+  }
+
+ private:
+  PrintOptions opt_;
+  TextSink out_;
+  Report head_;
+  RowsLayout layout_;
+  std::vector<Column> cols_;
+};
+
 }  // namespace
 
-// The model's grid, under its title (bold lines in Markdown).
+// The model's grid(s), under its title.
 std::string render_model(const Report& rep, const PrintOptions& opt) {
-  const std::string t = title(rep, varying(rep.rows));
-  std::string out;
-  if (opt.format == Format::md) {
-    for (std::size_t pos = 0; pos <= t.size();) {
-      const std::size_t nl = std::min(t.find('\n', pos), t.size());
-      out += "**" + t.substr(pos, nl - pos) + "**\n";
-      pos = nl + 1;
-    }
-    out += "\n";
-  } else {
-    out = t + "\n\n";
-  }
-  out += render_model_grids(rep, opt);
-  if (any_no_fit(rep)) {
-    const DeviceSpec& d = rep.roofline->device;
-    out += "\n";  // not "\n" + ...: GCC 12 warns wrongly on that here (-Wrestrict)
-    out += std::string(no_fit_mark).substr(1) + " needs more than the " +
-           format_bytes(d.memory_bytes, Units::decimal) + " of " + d.name +
-           " memory at once (S and P with Q, K, V, O): cannot run this shape as modelled\n";
-  }
+  const RowsLayout layout = layout_of(rep.rows);
+  std::string out = title_block(rep, layout, opt.format) + render_model_grids(rep, layout, opt);
+  if (layout.any_no_fit) out += no_fit_note(rep);
   if (has_measurements(rep)) out += render_measure_grid(rep, opt.format);
   return out;
+}
+
+std::unique_ptr<RowPrinter> markdown_printer(const PrintOptions& opt, TextSink out) {
+  return std::make_unique<MarkdownPrinter>(opt, std::move(out));
 }
 
 }  // namespace hbmscope::printing

@@ -28,39 +28,26 @@ std::string pass_title(Pass p) {
 }
 
 // A second title line for decode rows: what they count and where they sit on the roofline.
-std::string decode_title(const Report& rep) {
-  const Row* first = nullptr;
-  bool mixed = false;
-  for (const Row& r : rep.rows) {
-    if (!r.shape.decode) continue;
-    if (!first) first = &r;
-    mixed |= r.decode_sm_count != first->decode_sm_count || r.shape.page_size != first->shape.page_size;
-  }
-  if (!first) return {};
+std::string decode_title(const Report& head, const RowsLayout& l) {
+  if (!l.first_decode) return {};
+  const Row& first = *l.first_decode;
   std::string t = "\nDecode rows: Nq new tokens per sequence against its KV cache (Nq/longest context × d); splits ";
-  t += first->shape.splits != 0 ? std::string("as given (--splits)")
-                                : "from FlashAttention's heuristic on " +
-                                      (mixed ? std::string("each row's") : std::to_string(first->decode_sm_count)) +
-                                      " SMs";
-  if (!mixed) t += "; pages of " + std::to_string(first->shape.page_size) + " tokens";
-  if (rep.roofline) {
-    double worst = 0;  // the highest decode intensity against its ridge
-    for (const Row& r : rep.rows)
-      if (const auto* f = r.shape.decode ? r.variant("decode_floor") : nullptr; f && r.ridge_point > 0)
-        worst = std::max(worst, f->intensity / r.ridge_point);
-    if (worst > 0 && worst < 1) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "; at most 1/%.0f of the ridge point: memory-bound", 1.0 / worst);
-      t += buf;
-    }
+  t += first.shape.splits != 0 ? std::string("as given (--splits)")
+                               : "from FlashAttention's heuristic on " +
+                                     (l.decode_mixed ? std::string("each row's") : std::to_string(first.decode_sm_count)) +
+                                     " SMs";
+  if (!l.decode_mixed) t += "; pages of " + std::to_string(first.shape.page_size) + " tokens";
+  if (head.roofline && l.decode_to_ridge > 0 && l.decode_to_ridge < 1) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; at most 1/%.0f of the ridge point: memory-bound", 1.0 / l.decode_to_ridge);
+    t += buf;
   }
   return t;
 }
 
 // A line for whole-model rows: what a kind row and the total hold.
-std::string models_title(const Report& rep) {
-  if (std::none_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.model_layers.has_value(); }))
-    return {};
+std::string models_title(const RowsLayout& layout) {
+  if (!layout.any_model) return {};
   return "\nWhole models: a row per kind of layer (bytes, FLOPs and time of all its layers) and their total; "
          "KV cache = the keys the step's queries see (a window layer at most W + Nq - 1 per sequence) for the whole "
          "batch, KV/token = one token's K and V in those layers";
@@ -139,29 +126,10 @@ std::string pass_label(Pass p) {
   return {};
 }
 
-Varying varying(const std::vector<Row>& rows) {
-  Varying v;
-  if (rows.empty()) return v;
-  const Shape& a = rows.front().shape;
-  for (const Row& r : rows) {
-    const Shape& b = r.shape;
-    v.batch |= b.batch != a.batch;
-    v.heads |= b.heads != a.heads || b.kv_heads != a.kv_heads;
-    v.dtype |= b.dtype != a.dtype;
-    v.blocks |= b.block_rows != a.block_rows || b.block_cols != a.block_cols;
-    v.causal |= b.causal != a.causal;
-    v.pass |= b.pass != a.pass;
-    v.mask |= b.window != a.window || b.chunk != a.chunk;
-    v.head_dim_v |= b.head_dim_v != a.head_dim_v;  // set or not: DV = d is no column of its own
-    v.kv_dtype |= b.kv_dtype != a.kv_dtype;
-    v.latent_kv |= b.latent_kv != a.latent_kv;
-  }
-  return v;
-}
-
-std::string title(const Report& rep, const Varying& v) {
-  if (rep.rows.empty()) return "No shapes.";
-  const Shape& s = rep.rows.front().shape;
+std::string title(const Report& rep, const RowsLayout& layout) {
+  if (!layout.first) return "No shapes.";
+  const ShapeVaries& v = layout.varies;
+  const Shape& s = layout.first->shape;
   std::string who;
   if (!v.batch && !v.heads && s.batch == 1 && s.heads == 1) {
     who = "One head";
@@ -177,10 +145,9 @@ std::string title(const Report& rep, const Varying& v) {
     for (std::size_t i = 0; i < parts.size(); ++i) who += (i ? ", " : "") + parts[i];
     who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
   }
-  const bool all_decode = std::all_of(rep.rows.begin(), rep.rows.end(), [](const Row& r) { return r.shape.decode; });
-  std::string t = who + ", " + (all_decode ? std::string("one decode step") : v.pass ? std::string("by pass") : pass_title(s.pass)) + " (model";
+  std::string t = who + ", " + (layout.all_decode ? std::string("one decode step") : v.pass ? std::string("by pass") : pass_title(s.pass)) + " (model";
   if (!v.dtype) t += ", " + upper(dtype_name(s.dtype));
-  if (all_decode && !v.blocks) {
+  if (layout.all_decode && !v.blocks) {
     t += ", key blocks of " + std::to_string(s.block_cols);
   } else if (!v.blocks) {
     t += ", blocks of " + std::to_string(s.block_rows);
@@ -193,7 +160,7 @@ std::string title(const Report& rep, const Varying& v) {
   if (!v.kv_dtype && s.kv_dtype) t += ", K and V in " + upper(dtype_name(*s.kv_dtype));
   if (!v.latent_kv && s.latent_kv) t += ", latent KV (MLA, absorbed)";
   t += ")";
-  if (const auto& l2 = rep.rows.front().l2_sim)
+  if (const auto& l2 = layout.first->l2_sim)
     t += "; simulated L2 of " + format_bytes(l2->l2_bytes, Units::binary) + ", " +
          std::to_string(l2->sm_count) + " SMs × " + std::to_string(l2->ctas_per_sm) + " CTAs, " +
          l2->order + (l2->q_o_allocate ? "" : ", Q and O bypass L2");
@@ -209,11 +176,11 @@ std::string title(const Report& rep, const Varying& v) {
     if (!v.dtype) {
       const double p = peak_flops(d, s.dtype);
       t += ", " + std::string(dtype_name(s.dtype)) + " " + format_flop_rate(p) + " dense, ridge " +
-           format_intensity(rep.rows.front().ridge_point);
+           format_intensity(layout.first->ridge_point);
     }
     t += "; time = max(bytes / bandwidth, FLOPs / peak)";
   }
-  return t + decode_title(rep) + models_title(rep);
+  return t + decode_title(rep, layout) + models_title(layout);
 }
 
 }  // namespace hbmscope::printing

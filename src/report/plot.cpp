@@ -227,6 +227,31 @@ bool drawn_under(const std::string& id) {
   return id.size() > 7 && id.compare(id.size() - 7, 7, "_l2_sim") == 0;
 }
 
+// The rows by series, in the order of their keys; `all` the number of series
+// before the cap (the first max_series are kept).
+struct Series {
+  std::vector<SeriesKey> keys;
+  std::vector<std::vector<const Row*>> rows;
+  std::size_t all = 0;
+  std::vector<SeriesKey> left_out;  // the first few of those past the cap, to name them
+};
+
+Series series_of(const Report& rep, PlotAxis xa, std::size_t max_series) {
+  std::map<SeriesKey, std::vector<const Row*>> by_key;
+  for (const Row& r : rep.rows) by_key[key_of(r, xa)].push_back(&r);
+  Series s;
+  s.all = by_key.size();
+  for (auto& [k, v] : by_key) {
+    if (s.keys.size() < std::max<std::size_t>(max_series, 1)) {
+      s.keys.push_back(k);
+      s.rows.push_back(std::move(v));
+    } else if (s.left_out.size() < 5) {
+      s.left_out.push_back(k);
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 std::optional<PlotAxis> parse_plot_axis(std::string_view s) {
@@ -247,23 +272,32 @@ std::vector<std::string> plot_notes(const Report& rep, const PlotOptions& opt) {
   std::vector<std::string> notes;
   if (!none.empty()) notes.push_back("no points for " + none + " (not simulated on any shape): not drawn");
   if (rep.rows.empty()) return notes;
-  std::map<SeriesKey, std::vector<const Row*>> series;
   const PlotAxis xa = axis_of(rep, opt);
-  for (const Row& r : rep.rows) series[key_of(r, xa)].push_back(&r);
-  std::vector<SeriesKey> keys;
-  for (const auto& [k, v] : series) keys.push_back(k);
-  const Varies vary = varies(keys);
+  const Series series = series_of(rep, xa, opt.max_series);
+  const std::vector<SeriesKey>& keys = series.keys;
+  std::vector<SeriesKey> every = keys;
+  every.insert(every.end(), series.left_out.begin(), series.left_out.end());
+  const Varies vary = varies(every);
   std::string gaps;
   for (const auto& id : ids)
-    for (const auto& k : keys) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
       bool any = false;
-      for (const Row* r : series[k]) any |= r->variant(id) != nullptr;
+      for (const Row* r : series.rows[i]) any |= r->variant(id) != nullptr;
       if (!any) {
-        const std::string n = series_name(k, vary, xa);
+        const std::string n = series_name(keys[i], vary, xa);
         gaps += (gaps.empty() ? "" : ", ") + id + (n.empty() ? "" : " (" + n + ")");
       }
     }
   if (!gaps.empty()) notes.push_back("no points for " + gaps + ": no line or legend entry");
+  if (series.all > keys.size()) {
+    std::string named;
+    for (const auto& k : series.left_out) named += (named.empty() ? "" : "; ") + series_name(k, vary, xa);
+    if (series.all - keys.size() > series.left_out.size())
+      named += "; and " + std::to_string(series.all - keys.size() - series.left_out.size()) + " more";
+    notes.push_back("drew " + std::to_string(keys.size()) + " of " + std::to_string(series.all) +
+                    " series (at most " + std::to_string(keys.size()) + "; left out: " + named +
+                    "); plot fewer shapes, or pick the axis that varies most with --x");
+  }
   return notes;
 }
 
@@ -293,11 +327,11 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptio
                        (list.empty() ? std::string() : "; choose the axis with --x (" + list + " vary)"));
     }
   }
-  std::map<SeriesKey, std::vector<const Row*>> series;
-  for (const Row& r : rep.rows) series[key_of(r, xa)].push_back(&r);
-  std::vector<SeriesKey> keys;
-  for (const auto& [k, v] : series) keys.push_back(k);
-  const Varies vary = varies(keys);
+  const Series series = series_of(rep, xa, opt.max_series);
+  const std::vector<SeriesKey>& keys = series.keys;
+  std::vector<SeriesKey> every = keys;  // the names say what differs among all series, drawn or not
+  every.insert(every.end(), series.left_out.begin(), series.left_out.end());
+  const Varies vary = varies(every);
   const std::vector<std::string> ids = variant_ids(rep);
   const bool timed = rep.roofline.has_value();
   const bool dumb = term == PlotTerminal::dumb;
@@ -317,7 +351,7 @@ std::string gnuplot_script(const Report& rep, PlotTerminal term, const PlotOptio
   std::vector<std::vector<bool>> has(keys.size(), std::vector<bool>(ids.size(), false));
   for (std::size_t i = 0; i < keys.size(); ++i) {
     s += "$s" + std::to_string(i) + " << EOD\n";
-    auto rows = series[keys[i]];
+    auto rows = series.rows[i];
     std::stable_sort(rows.begin(), rows.end(),
                      [xa](const Row* a, const Row* b) { return x_of(a->shape, xa) < x_of(b->shape, xa); });
     for (const Row* r : rows) {

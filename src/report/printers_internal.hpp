@@ -32,37 +32,30 @@ std::string pass_label(Pass p);
 // "52 sliding (W 1024)", "62 total": the Layers cell of a whole-model row.
 std::string model_layers_label(const Row& r);
 
-// Which shape fields differ between rows: those get a column, the rest go in
-// the title line.
-struct Varying {
-  bool batch = false, heads = false, dtype = false, blocks = false, causal = false;
-  bool pass = false;
-  // Attention as served: the mask (window, chunk), DV, the kv dtype, a latent
-  // KV; ragged prefill rows always get a column of their sequences.
-  bool mask = false, head_dim_v = false, kv_dtype = false, latent_kv = false;
-};
-// model_title.cpp: "window 4096", "chunk 8192" or "-"; "fp8" (the kv dtype);
-// "3: 512..4096" (a ragged prefill batch's sequences) or "-".
+// model_title.cpp: "window 4096", "chunk 8192" or "-"; "3: 512..4096" (a
+// ragged prefill batch's sequences) or "-".
 std::string mask_label(const Shape& s);
 std::string mask_label(const Row& r);  // "mixed" on a whole model's total whose kinds' masks differ
 std::string sequences_label(const Shape& s);
-Varying varying(const std::vector<Row>& rows);
-// The model table's title lines (shape, model, L2 simulation, roofline, decode).
-std::string title(const Report& rep, const Varying& v);
+// The model table's title lines (shape, model, L2 simulation, roofline,
+// decode): rep for its device and roofline, the rows' layout for the rest.
+std::string title(const Report& rep, const RowsLayout& layout);
 
-// printers.cpp: whether some row has the L2 simulation / is a decode row.
-bool any_l2_sim(const Report& rep);
-bool any_decode(const Report& rep);
+// grid.cpp: a Markdown table's head (names and alignment) and one of its lines.
+std::string md_head(const std::vector<std::string>& head, const std::vector<bool>& right);
+std::string md_line(const std::vector<std::string>& cells);
 
 // measure_table.cpp: whether some row has measurements; their grid under the
 // device line.
 bool has_measurements(const Report& rep);
 std::string render_measure_grid(const Report& rep, Format format);
 
-// model_table.cpp: the model's grid(s) under its title (table or Markdown).
+// model_table.cpp: the model's grid(s) under its title: the terminal table
+// (every row held) or Markdown, a row at a time.
 std::string render_model(const Report& rep, const PrintOptions& opt);
+std::unique_ptr<RowPrinter> markdown_printer(const PrintOptions& opt, TextSink out);
 
-// report_csv.cpp: the report as CSV.
-std::string render_csv(const Report& rep);
+// report_csv.cpp: the report as CSV, a row at a time.
+std::unique_ptr<RowPrinter> csv_printer(TextSink out);
 
 }  // namespace hbmscope::printing

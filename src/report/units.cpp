@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -14,6 +15,8 @@ std::string g3(double v) {
 }
 
 std::string scaled(double v, double base, const char* const* units, int n_units) {
+  // No figure is infinite or NaN: one that is says "-" rather than "inf PB/s".
+  if (!std::isfinite(v)) return "-";
   int i = 0;
   while (i + 1 < n_units && v >= base) {
     v /= base;
@@ -65,6 +68,7 @@ std::string format_flops(std::uint64_t flops) {
 }
 
 std::string format_intensity(double flop_per_byte) {
+  if (!std::isfinite(flop_per_byte)) return "-";
   if (flop_per_byte < 1000) return g3(flop_per_byte) + " FLOP/B";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.0f FLOP/B", flop_per_byte);
@@ -72,6 +76,7 @@ std::string format_intensity(double flop_per_byte) {
 }
 
 std::string format_seconds(double s) {
+  if (!std::isfinite(s)) return "-";
   if (!(s > 0)) return "0 s";
   if (s < 1e-6) return g3(s * 1e9) + " ns";
   if (s < 1e-3) return g3(s * 1e6) + " µs";
