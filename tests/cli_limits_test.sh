@@ -100,7 +100,7 @@ check "2^40 query blocks with --device: counted at once, left out" grep -q "left
 expect_error "2^40 query blocks with --l2-bytes: refused" "work units (at most 17179869184" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
 expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence" model --seq 64M --causal --l2-bytes 60M
 expect_error "l2 per-shape cap, enumerated" "(enumeration) would take" model --seq 45K --causal --block-rows 1 --block-cols 1 --l2-bytes 60M --l2-method enumeration
-expect_error "l2 per-run cap" "(about a minute) per run" model --seq 1M --causal --heads 16 --head-dim 128 --dtype fp32,fp16,bf16,fp8 --block-cols 128,127 --l2-bytes 60M --sms 132 --ctas-per-sm 1
+expect_error "l2 per-run cap" "(about a minute) per run" model --seq 1M --causal --heads 160 --head-dim 128 --dtype fp32,fp16,bf16,fp8 --block-cols 128,127 --l2-bytes 60M --sms 132 --ctas-per-sm 1
 timeout 60 "$real_bin" sweep --seq 1M --block-rows 256 --block-cols 256 --dtype bf16,fp8 --device h100 --progress always --format csv >/dev/null 2>"$work/l2prog"
 check "L2 simulation shows progress" grep -q "hbmscope L2 simulation \[" "$work/l2prog"
 expect_error "sweep shape cap" "has too many values (a sweep has at most 4000000 shapes)" sweep --seq 1:9999999:+1 --head-dim 64 --format json
@@ -273,7 +273,7 @@ if command -v gnuplot >/dev/null 2>&1; then
   expect_error "--x without --plot" "--x: needs --plot" model --x seq
   "$bin" sweep --seq 1K:16K:x2 --head-dim 64 --heads 1,32 --device h100 --plot "$work/series.svg" >/dev/null 2>&1
   check "series plot written" grep -q "<svg" "$work/series.svg"
-  "$bin" sweep --seq 2M,4M --causal --head-dim 128 --heads 32 --device h100 --plot - >"$work/pnone" 2>"$work/pnone.err"
+  "$bin" sweep --seq 4M,8M --causal --head-dim 128 --heads 32 --device h100 --plot - >"$work/pnone" 2>"$work/pnone.err"
   check "plot: a variant with no point is named in a note" grep -q "^hbmscope: note: --plot: no points for flash_l2_sim, standard_l2_sim" "$work/pnone.err"
   check "plot: and in the chart" grep -q "Note: no points for flash_l2_sim" "$work/pnone"
   check "plot: no legend entry for it" bash -c "! grep -q 'flash_l2_sim ' '$work/pnone' || grep -q 'Note: no points' '$work/pnone'"

@@ -98,6 +98,23 @@ void same_flash(const Shape& s, L2SimConfig c) {
   }
 }
 
+// The segment engine alone against the enumeration, on a ladder of L2 sizes.
+void same_segments(const Shape& s, const L2SimConfig& c) {
+  const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
+  const auto caps = ladder(all);
+  l2::Tally te(caps), ts(caps);
+  const l2::FlashStats se = l2::enumerate_flash(s, c, te);
+  const l2::FlashStats ss = l2::segments_flash(s, c, ts);
+  CHECK(l2::curve(te, caps) == l2::curve(ts, caps));
+  CHECK(te.max_reuse_distance() == ts.max_reuse_distance());
+  CHECK(te.requested() == ts.requested());
+  CHECK(te.first_access_reads() == ts.first_access_reads());
+  CHECK(se.heads == ss.heads);
+  CHECK(se.kv_heads == ss.kv_heads);
+  CHECK(se.steps == ss.steps);
+  CHECK(se.waves == ss.waves);
+}
+
 }  // namespace
 
 TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {
@@ -124,19 +141,33 @@ TEST_CASE("L2 runs: the segment engine equals the enumeration on random shapes",
         const L2SimConfig c = config(rng, order, qo);
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
                          << c.ctas_per_sm);
-        const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
-        const auto caps = ladder(all);
-        l2::Tally te(caps), ts(caps);
-        const l2::FlashStats se = l2::enumerate_flash(s, c, te);
-        const l2::FlashStats ss = l2::segments_flash(s, c, ts);
-        CHECK(l2::curve(te, caps) == l2::curve(ts, caps));
-        CHECK(te.max_reuse_distance() == ts.max_reuse_distance());
-        CHECK(te.requested() == ts.requested());
-        CHECK(te.first_access_reads() == ts.first_access_reads());
-        CHECK(se.heads == ss.heads);
-        CHECK(se.kv_heads == ss.kv_heads);
-        CHECK(se.steps == ss.steps);
-        CHECK(se.waves == ss.waves);
+        same_segments(s, c);
+      }
+  }
+}
+
+TEST_CASE("L2 runs: the segment engine equals the enumeration on long CTAs and wide GQA groups", "[l2runs]") {
+  // Long segments beside few others (slope changes sorted, not swept), and
+  // many single reads (a head's first reads of key blocks its group's
+  // previous head read last), with the ties of regular schedules.
+  std::mt19937_64 rng(GENERATE(5, 6));
+  for (int k = 0; k < 60; ++k) {
+    Shape s = random_prefill(rng, true);
+    s.block_rows = pick(rng, 4, 16);
+    s.block_cols = pick(rng, 4, 16);
+    if (s.seq_lens.empty()) {
+      s.seq_q = pick(rng, 200, 1500);
+      s.seq_kv = pick(rng, 1, 3) == 1 ? s.seq_q : pick(rng, 200, 1500);
+    }
+    s.kv_heads = pick(rng, 1, 2);
+    s.heads = s.kv_heads * pick(rng, 1, 6);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c = config(rng, order, qo);
+        if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        same_segments(s, c);
       }
   }
 }

@@ -129,8 +129,9 @@ void add_l2_sim(Row& row, const L2SimConfig& c);
 // "Cost"): in work units of about a nanosecond on one core. For the runs
 // method it grows with the CTAs of the grid where the closed forms apply, and
 // otherwise as the cheaper of the segment engine (CTAs times the CTAs
-// resident beside each) and the enumeration (the tile accesses; always for
-// the backward pass). Both simulations of a prefill row (flash and
+// resident beside each, and at least a fraction of the tile accesses; not
+// past 1.5 M CTAs) and the enumeration (the tile accesses; always for the
+// backward pass). Both simulations of a prefill row (flash and
 // standard), or the three decode variants of a decode row (at their largest
 // split count: --splits, else 128).
 std::uint64_t l2_sim_work(const Shape& s, const L2SimConfig& c);

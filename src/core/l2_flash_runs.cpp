@@ -64,24 +64,24 @@ double mean_distinct(const std::vector<std::uint64_t>& key, const SegmentEngine&
 
 namespace {
 
-// The segment engine's cost (docs/model.md, "Cost"): each segment meets the
-// segments of the CTAs resident beside it (about 5 S of them, S the slots,
-// sorted), at about 100 units each; with GQA in query-block-major order the
-// first reads of a head's key blocks reach back over the previous head of its
-// group. The enumeration's: about 30 units an access.
+// The segment engine's cost (docs/l2-simulation.md, "Cost"): each segment
+// meets the segments of the CTAs resident beside it (about 5 S of them, S the
+// slots), at about 12 units each in query-block-major order (24 with GQA: a
+// head's first reads of its key blocks are single reads evaluated together),
+// 9 in head-major order (a row's CTAs end together); and no less than a
+// sixth of that per tile access (the pieces of long CTAs' distances).
+// Measured on causal shapes of 4K to 8M tokens (bench/, "L2 runs").
 std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
-  const Shape& s = grid.shape();
+  // About 1.2 KB a CTA (streams, segments, their index and the single reads'
+  // trees): past 1.5 M CTAs (about 2 GB) the engine is not used.
+  constexpr std::uint64_t max_ctas = std::uint64_t{3} << 19;
+  if (grid.ctas() > max_ctas) return ~std::uint64_t{0};
   const std::uint64_t beside = 5 * std::min(grid.ctas(), slots) + 8;
+  const std::uint64_t unit = grid.order() == Rasterization::head_major ? 9 : grid.group() > 1 ? 24 : 12;
   std::uint64_t w = 0;
-  if (__builtin_mul_overflow(grid.ctas(), beside * 100, &w)) return ~std::uint64_t{0};
-  if (grid.group() > 1 && grid.order() == Rasterization::query_block_major) {
-    std::uint64_t extra = 0;
-    const FlashSeq& f = grid.sequence(0);
-    if (__builtin_mul_overflow(grid.ctas(), f.k_blocks * 100, &extra) || __builtin_add_overflow(w, extra, &w))
-      return ~std::uint64_t{0};
-  }
-  (void)s;
-  return w;
+  if (__builtin_mul_overflow(grid.ctas(), beside, &w)) return ~std::uint64_t{0};
+  w = std::max(w, flash_enum_accesses(grid.shape()) / 6);
+  return __builtin_mul_overflow(w, unit, &w) ? ~std::uint64_t{0} : w;
 }
 
 std::uint64_t enumeration_work(const Shape& s) {

@@ -154,15 +154,6 @@ void SegmentEngine::link() {
   }
 }
 
-namespace {
-
-// Lexicographic (cta, sub) comparisons: the order of accesses in one step.
-inline bool before(std::uint64_t c1, std::uint32_t s1, std::uint64_t c2, std::uint32_t s2) {
-  return c1 < c2 || (c1 == c2 && s1 < s2);
-}
-
-}  // namespace
-
 void SegmentEngine::evaluate(Tally& t) {
   constexpr std::string_view what = "L2 simulation bytes";
   // Accesses that bypass the L2: misses and writes, nothing more.
@@ -171,53 +162,13 @@ void SegmentEngine::evaluate(Tally& t) {
     if (s.op == Op::read) t.reads(infinite, 0, s.count, s.bytes);
     else t.write(checked_mul(s.count, s.bytes, what));
   }
-  // Events: every segment that touches the stack, by its first step.
-  struct Event {
-    std::int64_t A, B;
-    std::uint32_t seg;
-  };
-  std::vector<Event> ev;
-  ev.reserve(segs_.size());
-  for (std::uint32_t i = 0; i < segs_.size(); ++i) {
-    const Segment& g = segs_[i];
-    const Stream& s = streams_[g.stream];
-    ev.push_back({s.phase + static_cast<std::int64_t>(g.a), s.phase + static_cast<std::int64_t>(g.b) - 1, i});
-  }
-  std::sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.A < y.A; });
-  // Max of B over each node's range: overlapping events found in O(log + k).
-  std::size_t size = 1;
-  while (size < ev.size()) size *= 2;
-  std::vector<std::int64_t> maxb(2 * size, std::numeric_limits<std::int64_t>::min());
-  for (std::size_t i = 0; i < ev.size(); ++i) maxb[size + i] = ev[i].B;
-  for (std::size_t i = size; i-- > 1;) maxb[i] = std::max(maxb[2 * i], maxb[2 * i + 1]);
-
+  const EventIndex index(*this);
   std::vector<std::uint32_t> hits;
-  std::vector<std::pair<std::size_t, std::pair<std::size_t, std::size_t>>> stack;
-  auto overlapping = [&](std::int64_t lo, std::int64_t hi) {  // events with A <= hi and B >= lo
-    hits.clear();
-    const std::size_t n = static_cast<std::size_t>(
-        std::upper_bound(ev.begin(), ev.end(), hi, [](std::int64_t v, const Event& e) { return v < e.A; }) -
-        ev.begin());
-    if (n == 0) return;
-    // Descend over [0, n), pruning subtrees whose B never reaches lo.
-    stack.assign(1, {1, {0, size}});
-    while (!stack.empty()) {
-      const auto [node, range] = stack.back();
-      stack.pop_back();
-      if (range.first >= n || maxb[node] < lo) continue;
-      if (range.second - range.first == 1) {
-        hits.push_back(static_cast<std::uint32_t>(range.first));
-        continue;
-      }
-      const std::size_t mid = (range.first + range.second) / 2;
-      stack.push_back({2 * node + 1, {mid, range.second}});
-      stack.push_back({2 * node, {range.first, mid}});
-    }
-  };
+  std::vector<PointRead> points;  // single reads: evaluated together (l2_segment_points.cpp)
+  std::vector<PointRead> runs;    // several reads: by the first step of their window
 
-  std::vector<std::pair<std::int64_t, std::int64_t>> slope_ev;
-
-  for (const Segment& q : segs_) {
+  for (std::uint32_t i = 0; i < segs_.size(); ++i) {
+    const Segment& q = segs_[i];
     const Stream& sq = streams_[q.stream];
     const std::uint64_t count = q.b - q.a;
     if (sq.op == Op::write) {
@@ -228,58 +179,121 @@ void SegmentEngine::evaluate(Tally& t) {
       t.reads(infinite, 0, count, sq.bytes);
       continue;
     }
+    const std::int64_t g = sq.phase - streams_[q.pred].phase;
+    const std::int64_t T0 = sq.phase + static_cast<std::int64_t>(q.a);
+    (count == 1 ? points : runs).push_back({i, T0, g});
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const PointRead& x, const PointRead& y) { return x.T0 - x.g < y.T0 - y.g; });
+
+  // Slope changes inside a segment's steps (T0, T1]; those at or before T0
+  // set the first piece's slope, those after T1 do not matter.
+  std::vector<std::pair<std::int64_t, std::int64_t>> slope_ev;
+  std::vector<std::int64_t> dense;  // slope changes by offset from T0, when denser than a sort
+
+  EventIndex::Stabber stab(index);
+  Tally::Batch batch(t);
+  for (const PointRead& run : runs) {
+    const Segment& q = segs_[run.seg];
+    const Stream& sq = streams_[q.stream];
     const Stream& sp = streams_[q.pred];
     const std::int64_t g = sq.phase - sp.phase;
     const std::int64_t T0 = sq.phase + static_cast<std::int64_t>(q.a);
     const std::int64_t T1 = sq.phase + static_cast<std::int64_t>(q.b) - 1;
     // D(b) = own bytes + sum over events R of z_R |[A_R, B_R] n [b - m, b - gamma]|.
     std::uint64_t d0 = sq.bytes;
+    std::int64_t slope = 0;
     slope_ev.clear();
-    overlapping(T0 - g, T1);
+    auto change = [&](std::int64_t at, std::int64_t dz) {
+      if (at <= T0) slope += dz;
+      else if (at <= T1) slope_ev.push_back({at, dz});
+    };
+    stab.overlapping(T0 - g, T1, hits);
+    const std::uint64_t rp = rank_of(sp), rq = rank_of(sq);
     for (std::uint32_t k : hits) {
-      const Event& e = ev[k];
-      const Segment& r = segs_[e.seg];
-      const Stream& sr = streams_[r.stream];
-      const std::int64_t alpha = before(sp.cta, sp.sub, sr.cta, sr.sub) ? 0 : 1;  // (c_R, s_R) <= (c_p, s_p)
-      const std::int64_t gamma = before(sr.cta, sr.sub, sq.cta, sq.sub) ? 0 : 1;  // (c_R, s_R) >= (c_q, s_q)
+      const EventIndex::Event& e = index.ev[k];
+      const std::int64_t alpha = rp < e.rank ? 0 : 1;   // (c_R, s_R) <= (c_p, s_p)
+      const std::int64_t gamma = e.rank < rq ? 0 : 1;   // (c_R, s_R) >= (c_q, s_q)
       std::int64_t m = g - alpha;
-      if (r.succ != no_stream) {
-        const Stream& sn = streams_[r.succ];
-        const std::int64_t beta = before(sq.cta, sq.sub, sn.cta, sn.sub) ? 1 : 0;  // successor after q
-        m = std::min(m, sn.phase - sr.phase - 1 + beta);
-      }
+      if (e.G >= 0) m = std::min(m, e.G - 1 + (rq < e.rank_next ? 1 : 0));  // successor after q
       if (m < gamma) continue;
-      const auto z = static_cast<std::int64_t>(sr.bytes);
+      const auto z = static_cast<std::int64_t>(e.z);
       const std::int64_t lo = std::max(e.A, T0 - m), hi = std::min(e.B, T0 - gamma);
       if (hi >= lo) d0 += static_cast<std::uint64_t>(z * (hi - lo + 1));
-      slope_ev.push_back({e.A + gamma, z});
-      slope_ev.push_back({e.B + gamma + 1, -z});
-      slope_ev.push_back({e.A + m + 1, -z});
-      slope_ev.push_back({e.B + m + 2, z});
+      change(e.A + gamma, z);
+      change(e.B + gamma + 1, -z);
+      change(e.A + m + 1, -z);
+      change(e.B + m + 2, z);
     }
-    std::sort(slope_ev.begin(), slope_ev.end());
-    // Sweep the pieces of D over [T0, T1].
-    std::size_t i = 0;
-    std::int64_t slope = 0, pos = T0;
+    // The pieces of D over [T0, T1], their slope changes in step order: a
+    // dense array where the segment is short beside its changes, else sorted.
+    const auto len = static_cast<std::size_t>(T1 - T0);
+    std::int64_t pos = T0;
     std::uint64_t d = d0;
-    while (i < slope_ev.size() && slope_ev[i].first <= pos) slope += slope_ev[i++].second;
-    for (;;) {
-      const std::int64_t next = i < slope_ev.size() ? slope_ev[i].first : std::numeric_limits<std::int64_t>::max();
-      const std::int64_t end = std::min(next - 1, T1);
-      const auto len = static_cast<std::uint64_t>(end - pos + 1);
-      t.reads(d, slope, len, sq.bytes);
-      if (end == T1) break;
-      d += static_cast<std::uint64_t>(slope * (end - pos));
+    // The piece [pos, next - 1]; then D(next) = D(next - 1) + the slope there.
+    auto piece_to = [&](std::int64_t next, std::int64_t dz) {
+      const std::int64_t n = next - pos;
+      batch.reads(d, slope, static_cast<std::uint64_t>(n));
+      slope += dz;
+      d += static_cast<std::uint64_t>(slope + (slope - dz) * (n - 1));
       pos = next;
-      while (i < slope_ev.size() && slope_ev[i].first <= pos) slope += slope_ev[i++].second;
-      d += static_cast<std::uint64_t>(slope);
+    };
+    if (len <= 4 * slope_ev.size() + 16) {
+      dense.assign(len + 1, 0);
+      for (const auto& [at, dz] : slope_ev) dense[static_cast<std::size_t>(at - T0)] += dz;
+      for (std::size_t k = 1; k <= len; ++k) {
+        if (dense[k] != 0) piece_to(T0 + static_cast<std::int64_t>(k), dense[k]);
+      }
+    } else {
+      std::sort(slope_ev.begin(), slope_ev.end());
+      for (std::size_t i = 0; i < slope_ev.size();) {
+        const std::int64_t at = slope_ev[i].first;
+        std::int64_t dz = 0;
+        while (i < slope_ev.size() && slope_ev[i].first == at) dz += slope_ev[i++].second;
+        if (dz != 0) piece_to(at, dz);
+      }
     }
+    batch.reads(d, slope, static_cast<std::uint64_t>(T1 - pos + 1));
+    batch.flush(t, sq.bytes);
   }
+  evaluate_points(t, index, points);
 }
 
 void SegmentEngine::run(Tally& t) {
   link();
   evaluate(t);
+}
+
+SegmentEngine::EventIndex::EventIndex(const SegmentEngine& e) {
+  ev.reserve(e.segs_.size());
+  for (std::uint32_t i = 0; i < e.segs_.size(); ++i) {
+    const Segment& g = e.segs_[i];
+    const Stream& s = e.streams_[g.stream];
+    Event v{s.phase + static_cast<std::int64_t>(g.a), s.phase + static_cast<std::int64_t>(g.b) - 1, -1, s.bytes,
+            rank_of(s), 0, i};
+    if (g.succ != ~0u) {
+      v.G = e.streams_[g.succ].phase - s.phase;
+      v.rank_next = rank_of(e.streams_[g.succ]);
+    }
+    ev.push_back(v);
+  }
+  std::sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.A < y.A; });
+}
+
+void SegmentEngine::EventIndex::Stabber::overlapping(std::int64_t lo, std::int64_t hi,
+                                                     std::vector<std::uint32_t>& hits) {
+  // Those that start by lo and end at or after it (the list of those started,
+  // shed of the ended as it is read), then those that start in (lo, hi].
+  hits.clear();
+  while (next_ < ix_.ev.size() && ix_.ev[next_].A <= lo) active_.push_back(static_cast<std::uint32_t>(next_++));
+  std::size_t w = 0;
+  for (const std::uint32_t k : active_) {
+    if (ix_.ev[k].B < lo) continue;
+    active_[w++] = k;
+    hits.push_back(k);
+  }
+  active_.resize(w);
+  for (std::size_t k = next_; k < ix_.ev.size() && ix_.ev[k].A <= hi; ++k) hits.push_back(static_cast<std::uint32_t>(k));
 }
 
 }  // namespace hbmscope::l2

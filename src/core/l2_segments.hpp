@@ -12,6 +12,11 @@
 
 namespace hbmscope::l2 {
 
+// Lexicographic (cta, sub) comparisons: the order of accesses in one step.
+inline bool before(std::uint64_t c1, std::uint32_t s1, std::uint64_t c2, std::uint32_t s2) {
+  return c1 < c2 || (c1 == c2 && s1 < s2);
+}
+
 enum class Op : std::uint8_t {
   read,   // a read
   write,  // a write of an output: allocates, and reaches DRAM whatever the L2
@@ -57,8 +62,40 @@ class SegmentEngine {
     std::uint64_t a, b;  // objects [a, b)
     std::uint32_t pred = ~0u, succ = ~0u;  // streams
   };
+  // Segments by first step; a Stabber finds those overlapping [lo, hi] in
+  // O(found) when lo does not decrease from one call to the next.
+  struct EventIndex {
+    struct Event {           // what the distances need of a segment, in one place
+      std::int64_t A, B;     // first and last step
+      std::int64_t G;        // steps to its successor stream's accesses; -1: none
+      std::uint64_t z;       // bytes of one access
+      std::uint64_t rank, rank_next;  // order in a step (rank_of) of it and of its successor
+      std::uint32_t seg;
+    };
+    explicit EventIndex(const SegmentEngine& e);
+    class Stabber {
+     public:
+      explicit Stabber(const EventIndex& ix) : ix_(ix) {}
+      void overlapping(std::int64_t lo, std::int64_t hi, std::vector<std::uint32_t>& hits);  // indices into ev
+
+     private:
+      const EventIndex& ix_;
+      std::vector<std::uint32_t> active_;
+      std::size_t next_ = 0;
+    };
+    std::vector<Event> ev;  // by A
+  };
+  // A segment of one read (seg), at step T0, g steps after its predecessor.
+  struct PointRead {
+    std::uint32_t seg;
+    std::int64_t T0, g;
+  };
+  static std::uint64_t rank_of(const Stream& s) { return (s.cta << 2) | s.sub; }  // the order in a step
   void link();
   void evaluate(Tally& t);
+  // The single reads, together: a sweep over g with Fenwick trees over steps
+  // (docs/l2-simulation.md, "Single reads"), in l2_segment_points.cpp.
+  void evaluate_points(Tally& t, const EventIndex& index, std::vector<PointRead>& points) const;
 
   std::vector<Kernel> kernels_;
   std::vector<std::uint64_t> len_, start_;

@@ -60,6 +60,58 @@ class Tally {
     spread(wb_add_, d0, step, count, bytes);
   }
 
+  // Reads of one size in many runs (one segment's pieces): counted per
+  // bucket, with the last bucket's bounds at hand, and added at once.
+  class Batch {
+   public:
+    explicit Batch(const Tally& t) : t_(t), n_(t.caps_.size() + 1, 0) {}
+    // `count` reads at finite distances d0, d0 + step, ...
+    void reads(std::uint64_t d0, std::int64_t step, std::uint64_t count) {
+      if (count == 0) return;
+      const std::uint64_t last = step >= 0 ? d0 + static_cast<std::uint64_t>(step) * (count - 1)
+                                           : d0 - static_cast<std::uint64_t>(-step) * (count - 1);
+      const std::uint64_t lo = std::min(d0, last), hi = std::max(d0, last);
+      max_ = std::max(max_, hi);
+      total_ += count;
+      if (lo > below_ && hi <= top_) {  // all in the bucket of the last run
+        n_[k_] += count;
+        return;
+      }
+      const std::size_t k0 = t_.bucket(lo), k1 = t_.bucket(hi);
+      if (k0 == k1) {
+        k_ = k0;
+        below_ = k0 == 0 ? 0 : t_.caps_[k0 - 1];
+        top_ = k0 < t_.caps_.size() ? t_.caps_[k0] : infinite;
+        n_[k0] += count;
+        return;
+      }
+      std::uint64_t under = 0;
+      for (std::size_t k = k0; k <= k1; ++k) {
+        const std::uint64_t le = k < t_.caps_.size() ? count_le(d0, step, count, t_.caps_[k]) : count;
+        n_[k] += le - under;
+        under = le;
+      }
+    }
+    // Adds them to t, `bytes` each, and starts again.
+    void flush(Tally& t, std::uint64_t bytes) {
+      if (total_ == 0) return;
+      t.request_ = add(t.request_, mul(total_, bytes));
+      for (std::size_t k = 0; k < n_.size(); ++k)
+        if (n_[k] != 0) t.read_add_[k] = add(t.read_add_[k], mul(n_[k], bytes));
+      t.max_reuse_ = std::max(t.max_reuse_, max_);
+      std::fill(n_.begin(), n_.end(), 0);
+      total_ = 0;
+      max_ = 0;
+    }
+
+   private:
+    const Tally& t_;
+    std::vector<std::uint64_t> n_;
+    std::uint64_t total_ = 0, max_ = 0;
+    std::size_t k_ = 0;
+    std::uint64_t below_ = infinite, top_ = 0;  // the last bucket: (below_, top_]
+  };
+
   std::uint64_t dram_reads(std::uint64_t capacity) const { return above(read_add_, capacity); }
   std::uint64_t dram_writes(std::uint64_t capacity) const { return add(writes_, above(wb_add_, capacity)); }
   std::uint64_t requested() const { return request_; }

@@ -1,0 +1,208 @@
+// The segment engine's single reads, evaluated together (docs/l2-simulation.md,
+// "Single reads"): a read whose predecessor is far back (the first read of a
+// key block by the next head of a GQA group) would meet every segment in
+// between; here it costs two Fenwick-tree queries and the segments at three
+// steps.
+#include <algorithm>
+
+#include "l2_segments.hpp"
+
+namespace hbmscope::l2 {
+
+namespace {
+
+// Sums of z |[A, B] n (-inf, v]| over ramps added and removed, at any step v:
+// Fenwick trees of slopes and intercepts over the breakpoints (mod 2^64: the
+// sums asked for fit in 64 bits, their terms need not).
+class RampSum {
+ public:
+  explicit RampSum(const std::vector<std::int64_t>& coords)
+      : x_(coords), slope_(coords.size() + 1, 0), icpt_(coords.size() + 1, 0) {}
+
+  void ramp(std::int64_t A, std::int64_t B, std::uint64_t z, bool remove) {
+    const std::uint64_t s = remove ? 0 - z : z;
+    add(A, s, 0 - s * static_cast<std::uint64_t>(A - 1));
+    add(B + 1, 0 - s, s * static_cast<std::uint64_t>(B));
+  }
+
+  std::uint64_t at(std::int64_t v) const {
+    std::size_t i = static_cast<std::size_t>(std::upper_bound(x_.begin(), x_.end(), v) - x_.begin());
+    std::uint64_t s = 0, c = 0;
+    for (; i > 0; i -= i & (0 - i)) {
+      s += slope_[i];
+      c += icpt_[i];
+    }
+    return s * static_cast<std::uint64_t>(v) + c;
+  }
+
+ private:
+  void add(std::int64_t at, std::uint64_t s, std::uint64_t c) {
+    std::size_t i = static_cast<std::size_t>(std::lower_bound(x_.begin(), x_.end(), at) - x_.begin()) + 1;
+    for (; i < slope_.size(); i += i & (0 - i)) {
+      slope_[i] += s;
+      icpt_[i] += c;
+    }
+  }
+  const std::vector<std::int64_t>& x_;
+  std::vector<std::uint64_t> slope_, icpt_;
+};
+
+std::uint64_t overlap(std::int64_t A, std::int64_t B, std::int64_t lo, std::int64_t hi) {
+  lo = std::max(A, lo);
+  hi = std::min(B, hi);
+  return hi >= lo ? static_cast<std::uint64_t>(hi - lo + 1) : 0;
+}
+
+}  // namespace
+
+void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vector<PointRead>& points) const {
+  if (points.empty()) return;
+  constexpr std::int64_t none = -1;
+  auto rank = [](const Stream& s) { return (s.cta << 2) | s.sub; };
+  struct Seg {
+    std::int64_t A, B, G;  // steps; G: to the successor stream (none: no successor)
+    std::uint64_t z, rank_next;
+  };
+  const std::size_t n = segs_.size();
+  std::vector<Seg> rs(n);
+  std::vector<std::int64_t> coords;
+  coords.reserve(4 * n);
+  std::vector<std::uint32_t> by_gap;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Segment& g = segs_[i];
+    const Stream& s = streams_[g.stream];
+    Seg& r = rs[i];
+    r.A = s.phase + static_cast<std::int64_t>(g.a);
+    r.B = s.phase + static_cast<std::int64_t>(g.b) - 1;
+    r.z = s.bytes;
+    r.G = none;
+    r.rank_next = 0;
+    coords.push_back(r.A);
+    coords.push_back(r.B + 1);
+    if (g.succ != ~0u) {
+      const Stream& sn = streams_[g.succ];
+      r.G = sn.phase - s.phase;
+      r.rank_next = rank(sn);
+      coords.push_back(r.A + r.G);
+      coords.push_back(r.B + r.G + 1);
+      by_gap.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  std::sort(coords.begin(), coords.end());
+  coords.erase(std::unique(coords.begin(), coords.end()), coords.end());
+  // Segments of each stream, in object order (link() adds them so).
+  std::vector<std::uint32_t> first(streams_.size() + 1, 0);
+  for (const Segment& g : segs_) ++first[g.stream + 1];
+  for (std::size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
+  std::vector<std::uint32_t> of_stream(n);
+  {
+    std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
+    for (std::uint32_t i = 0; i < n; ++i) of_stream[at[segs_[i].stream]++] = i;
+  }
+
+  // Is segment k "short" for a read of gap g and rank rq: does its successor
+  // come sooner, (G, its rank) <= (g, rq)? Then its accesses in the window
+  // count only while not yet re-read.
+  auto is_short = [&](std::uint32_t k, std::int64_t g, std::uint64_t rq) {
+    const Seg& r = rs[k];
+    return r.G != none && (r.G < g || (r.G == g && r.rank_next <= rq));
+  };
+  // What the order within a step changes (exact minus the approximation
+  // below), for segment k and read p; it is zero unless k accesses at step
+  // T0, at T0 - g, or at T0 - G (its successor at T0).
+  auto correction = [&](std::uint32_t k, const PointRead& p) -> std::uint64_t {
+    const Segment& q = segs_[p.seg];
+    const Stream& sq = streams_[q.stream];
+    const Stream& sp = streams_[q.pred];
+    const Seg& r = rs[k];
+    const Stream& sr = streams_[segs_[k].stream];
+    const std::int64_t T0 = p.T0, g = p.g;
+    const std::uint64_t approx =
+        is_short(k, g, rank(sq)) ? overlap(r.A, r.B, T0 - r.G + 1, T0) : overlap(r.A, r.B, T0 - g, T0);
+    const std::int64_t alpha = before(sp.cta, sp.sub, sr.cta, sr.sub) ? 0 : 1;
+    const std::int64_t gamma = before(sr.cta, sr.sub, sq.cta, sq.sub) ? 0 : 1;
+    std::int64_t m = g - alpha;
+    if (r.G != none) {
+      const Stream& sn = streams_[segs_[k].succ];
+      const std::int64_t beta = before(sq.cta, sq.sub, sn.cta, sn.sub) ? 1 : 0;
+      m = std::min(m, r.G - 1 + beta);
+    }
+    return (overlap(r.A, r.B, T0 - m, T0 - gamma) - approx) * r.z;
+  };
+  auto at_step = [&](std::uint32_t k, std::int64_t T) { return rs[k].A <= T && T <= rs[k].B; };
+
+  // The corrections: the segments at T0 and those re-read at T0 (reads by
+  // T0), then those at T0 - g not met yet (reads by T0 - g).
+  std::vector<std::uint64_t> corr(points.size(), 0);
+  std::vector<std::uint32_t> order(points.size()), hits;
+  std::vector<std::uint32_t> seen(n, ~0u);  // the last read whose correction took segment k
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) { return points[x].T0 < points[y].T0; });
+  {
+    EventIndex::Stabber stab(index);
+    for (const std::uint32_t i : order) {
+      const std::int64_t T0 = points[i].T0;
+      stab.overlapping(T0, T0, hits);
+      auto take = [&](std::uint32_t k) {
+        if (seen[k] == i) return;
+        seen[k] = i;
+        corr[i] += correction(k, points[i]);
+      };
+      for (std::uint32_t h : hits) {
+        const std::uint32_t s1 = index.ev[h].seg;
+        take(s1);
+        const Segment& g1 = segs_[s1];
+        const Stream& st1 = streams_[g1.stream];
+        if (g1.pred == ~0u || st1.ns == unique) continue;
+        const auto x = static_cast<std::uint64_t>(T0 - st1.phase);  // the object it reads at T0
+        const auto b = of_stream.begin() + first[g1.pred], e = of_stream.begin() + first[g1.pred + 1];
+        const auto it = std::upper_bound(b, e, x, [&](std::uint64_t v, std::uint32_t k) { return v < segs_[k].a; });
+        if (it != b && segs_[*(it - 1)].b > x) take(*(it - 1));
+      }
+    }
+  }
+  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+    return points[x].T0 - points[x].g < points[y].T0 - points[y].g;
+  });
+  {
+    EventIndex::Stabber stab(index);
+    for (const std::uint32_t i : order) {
+      const PointRead& p = points[i];
+      stab.overlapping(p.T0 - p.g, p.T0 - p.g, hits);
+      for (std::uint32_t h : hits) {
+        const std::uint32_t k = index.ev[h].seg;
+        if (at_step(k, p.T0) || (rs[k].G != none && at_step(k, p.T0 - rs[k].G))) continue;  // met above
+        corr[i] += correction(k, p);
+      }
+    }
+  }
+
+  // Every segment starts "long" (its accesses in [T0 - g, T0] count); by g
+  // and rank, those that become short move to the second sum (accesses in
+  // [T0 - G + 1, T0]).
+  RampSum longs(coords), shorts(coords);
+  for (const Seg& r : rs) longs.ramp(r.A, r.B, r.z, false);
+  std::sort(by_gap.begin(), by_gap.end(), [&](std::uint32_t x, std::uint32_t y) {
+    return rs[x].G != rs[y].G ? rs[x].G < rs[y].G : rs[x].rank_next < rs[y].rank_next;
+  });
+  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+    if (points[x].g != points[y].g) return points[x].g < points[y].g;
+    return rank(streams_[segs_[points[x].seg].stream]) < rank(streams_[segs_[points[y].seg].stream]);
+  });
+  std::size_t moved = 0;
+  for (const std::uint32_t i : order) {
+    const PointRead& pt = points[i];
+    const Stream& sq = streams_[segs_[pt.seg].stream];
+    while (moved < by_gap.size() && is_short(by_gap[moved], pt.g, rank(sq))) {
+      const Seg& r = rs[by_gap[moved++]];
+      longs.ramp(r.A, r.B, r.z, true);
+      shorts.ramp(r.A, r.B, r.z, false);
+      shorts.ramp(r.A + r.G, r.B + r.G, r.z, true);
+    }
+    const std::uint64_t d =
+        sq.bytes + longs.at(pt.T0) - longs.at(pt.T0 - pt.g - 1) + shorts.at(pt.T0) + corr[i];
+    t.reads(d, 0, 1, sq.bytes);
+  }
+}
+
+}  // namespace hbmscope::l2
