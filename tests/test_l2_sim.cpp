@@ -475,3 +475,43 @@ TEST_CASE("L2 sim: a huge shape is counted and refused at once", "[l2sim]") {
   CHECK_NOTHROW(check_l2_sim_size(s, L2SimConfig{}));
   s.block_rows = s.block_cols = 256;
 }
+
+TEST_CASE("L2 sim memo: a shape simulated again replays the same result", "[l2sim]") {
+  SweepAxes a;
+  a.seq = {1024, 2048};
+  a.head_dim = {64};
+  a.heads = {8};
+  a.kv_heads = {2};
+  a.causal = {false, true};
+  std::vector<Shape> shapes = expand(a);
+  Shape decode = shapes.front();
+  decode.decode = true;
+  decode.seq_q = 1;
+  decode.seq_kv = 4096;
+  shapes.push_back(decode);
+  L2SimConfig c;
+  c.l2_bytes = 1u << 20;
+  L2SimMemo memo;
+  for (int pass = 0; pass < 2; ++pass)  // the second pass replays every shape
+    for (const Shape& s : shapes) {
+      Row direct = model_row(s), remembered = model_row(s);
+      add_l2_sim(direct, c);
+      memo.add_l2_sim(remembered, c);
+      REQUIRE(remembered.variants.size() == direct.variants.size());
+      for (std::size_t i = 0; i < direct.variants.size(); ++i) {
+        CHECK(remembered.variants[i].id == direct.variants[i].id);
+        CHECK(remembered.variants[i].bytes == direct.variants[i].bytes);
+        CHECK(remembered.variants[i].intensity == direct.variants[i].intensity);
+      }
+      REQUIRE(remembered.l2_sim);
+      CHECK(remembered.l2_sim->flash.read_bytes == direct.l2_sim->flash.read_bytes);
+      CHECK(remembered.l2_sim->decode.size() == direct.l2_sim->decode.size());
+    }
+  CHECK(memo.replays() == shapes.size());
+  // Another L2 size is another simulation, not a replay.
+  Row other = model_row(shapes.front());
+  L2SimConfig bigger = c;
+  bigger.l2_bytes = 60ull << 20;
+  memo.add_l2_sim(other, bigger);
+  CHECK(memo.replays() == shapes.size());
+}

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hbmscope/decode.hpp"
@@ -48,6 +50,7 @@ struct L2SimConfig {
   // write-back stores allocate, as on NVIDIA GPUs). false: they bypass the L2.
   bool q_o_allocate = true;
   L2SimMethod method = L2SimMethod::runs;
+  friend bool operator==(const L2SimConfig&, const L2SimConfig&) = default;
 };
 
 // Throws Error naming the bad field (zero SMs or CTAs per SM).
@@ -124,6 +127,28 @@ void for_each_standard_l2_access(const Shape& s, const L2SimConfig& c,
 // simulations (at their largest split count: --splits, else 128) and
 // standard_l2_sim_accesses is 0.
 void add_l2_sim(Row& row, const L2SimConfig& c);
+
+// add_l2_sim with a memory of the run's last simulations: a sweep whose groups
+// share a shape (two models with the same heads, a whole model's kinds over
+// several steps) simulates it once. A replay appends what the simulation did,
+// with intensities over this row's FLOPs; results are the same either way.
+class L2SimMemo {
+ public:
+  void add_l2_sim(Row& row, const L2SimConfig& c);
+  std::uint64_t replays() const { return replays_; }
+
+ private:
+  struct Entry {
+    Shape shape;
+    L2SimConfig config;
+    std::vector<std::pair<std::string, std::uint64_t>> asked;  // the row's variants and splits before
+    std::vector<VariantResult> added;
+    std::optional<L2SimDetail> detail;
+  };
+  static constexpr std::size_t capacity = 64;
+  std::vector<Entry> recent_;  // oldest first
+  std::uint64_t replays_ = 0;
+};
 
 // What a simulation costs, counted without running it (docs/l2-simulation.md,
 // "Cost"): in work units of about a nanosecond on one core. For the runs

@@ -55,7 +55,7 @@ std::vector<Row> point_rows(const std::vector<Shape>& shapes, const std::vector<
 // simulated bytes (variants and row.l2_sim's read and write bytes) are then
 // those of all its layers, one layer's times their number (hit rates, waves
 // and the L2 to reach the minimum are one layer's). Not for a total row.
-void add_layers_l2_sim(Row& row, const L2SimConfig& c);
+void add_layers_l2_sim(Row& row, const L2SimConfig& c, L2SimMemo* memo = nullptr);
 // After the kind rows are simulated: each total gets every simulated variant
 // that all its kinds have, their bytes summed (no l2_sim detail: hit rates and
 // waves are a kernel's). A total some of whose kinds were not simulated gets

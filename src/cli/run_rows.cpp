@@ -114,6 +114,7 @@ struct RowSteps {
   double fraction = 1.0;
   MeasureStep* measure = nullptr;
   std::uint64_t work = 0;  // simulated by the rows made so far (work units)
+  L2SimMemo memo;          // shapes simulated again (groups sharing a shape) replay the last result
 
   std::vector<std::string> notes;  // whole-model totals left without simulated bytes (the first few)
   std::uint64_t notes_left_out = 0;
@@ -128,7 +129,7 @@ struct RowSteps {
     if (preview) {
       preview_l2_sim(row, l2.config_for(row.shape));
     } else {
-      add_layers_l2_sim(row, l2.config_for(row.shape));
+      add_layers_l2_sim(row, l2.config_for(row.shape), &memo);
       work += w;
     }
   }

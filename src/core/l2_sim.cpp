@@ -392,4 +392,27 @@ void add_l2_sim(Row& row, const L2SimConfig& c) {
   row.l2_sim = d;
 }
 
+void L2SimMemo::add_l2_sim(Row& row, const L2SimConfig& c) {
+  std::vector<std::pair<std::string, std::uint64_t>> asked;
+  asked.reserve(row.variants.size());
+  for (const auto& v : row.variants) asked.emplace_back(v.id, v.splits);
+  for (const Entry& e : recent_)
+    if (e.shape == row.shape && e.config == c && e.asked == asked) {
+      for (VariantResult v : e.added) {
+        v.intensity = intensity(row.flops, v.bytes);
+        row.variants.push_back(std::move(v));
+      }
+      row.l2_sim = e.detail;
+      ++replays_;
+      return;
+    }
+  const std::size_t before = row.variants.size();
+  hbmscope::add_l2_sim(row, c);
+  if (recent_.size() == capacity) recent_.erase(recent_.begin());
+  recent_.push_back({row.shape, c, std::move(asked),
+                     std::vector<VariantResult>(row.variants.begin() + static_cast<std::ptrdiff_t>(before),
+                                                row.variants.end()),
+                     row.l2_sim});
+}
+
 }  // namespace hbmscope

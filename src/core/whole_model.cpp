@@ -175,11 +175,12 @@ std::vector<Row> point_rows(const std::vector<Shape>& shapes, const std::vector<
   return rows;
 }
 
-void add_layers_l2_sim(Row& row, const L2SimConfig& c) {
+void add_layers_l2_sim(Row& row, const L2SimConfig& c, L2SimMemo* memo) {
   if (row.model_layers && row.model_layers->kind == total_kind)
     throw Error("model config '" + row.model_layers->config + "': a total row is not simulated; its kinds are");
   const std::size_t before = row.variants.size();
-  add_l2_sim(row, c);
+  if (memo) memo->add_l2_sim(row, c);
+  else add_l2_sim(row, c);
   if (!row.model_layers || !row.l2_sim) return;
   const std::uint64_t n = row.model_layers->layers;
   const auto all = [&](std::uint64_t& b) { b = checked_mul(b, n, "simulated bytes of all the layers"); };
