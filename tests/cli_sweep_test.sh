@@ -12,7 +12,7 @@ for d in "H100 SXM" "H200 SXM" "A100 80GB SXM" "B200 (HGX)" "L40S" "RTX 4090"; d
   check "devices lists $d" grep -qF "$d" "$work/devs"
 done
 check "devices shows units" bash -c "grep -q '3.35 TB/s .*50 MiB .*132' '$work/devs' && grep -q '^h100-sxm, h100  *989 TFLOP/s' '$work/devs'"
-check "devices fits 120 columns" python3 -c "import sys; assert max(len(l.rstrip('\n')) for l in open(sys.argv[1], encoding='utf-8')) <= 120" "$work/devs"
+check "devices fits 120 columns" test "$(maxw "$work/devs")" -le 120
 "$bin" devices h100 >"$work/dev1"
 check "devices NAME shows sources" grep -q "peak_flops_dense.bf16: NVIDIA H100 datasheet" "$work/dev1"
 "$bin" devices --format json >"$work/devs.json"
@@ -82,6 +82,7 @@ check "sweep --config seed = the note's table" cmp -s "$work/seed" "$work/defaul
 check "sweep config by path" cmp -s "$work/seed2" "$work/default"
 "$bin" sweep --config llm --device h100 >"$work/llm"
 check "llm config has model groups" grep -q "^Llama-3 70B  *131072 × 128" "$work/llm"
+check "llm sweep with a device fits 120 columns" test "$(maxw "$work/llm")" -le 120
 "$bin" sweep --config llm --dtype fp8 --format json >"$work/llm8.json"
 check "options override config axes" python3 -c "import json; d=json.load(open('$work/llm8.json')); assert len(d['rows'])==18 and all(r['shape']['dtype']=='fp8' for r in d['rows'])"
 "$bin" sweep --config long-context --format csv >"$work/long.csv"
@@ -153,7 +154,7 @@ expect_error "merge refuses flops -0.0" "rows[0].flops: expected a non-negative 
 python3 -c "t=open('$work/h1.json').read(); open('$work/h1big.json','w').write(t.replace('\"flops\":', '\"flops\": 1e400, \"x\":', 1))"
 expect_error "merge: number out of range" "h1big.json: not valid JSON: number overflow" merge "$work/h1big.json"
 expect_error "compare: number out of range" "h1big.json: not valid JSON: number overflow" compare "$work/h1.json" "$work/h1big.json"
-"$bin" sweep --config llm --shard 2/2 --device h100 --format json --output "$work/h2dev.json" 2>/dev/null
+"$bin" sweep --config llm --shard 2/2 --device h100 --l2-bytes 0 --format json --output "$work/h2dev.json" 2>/dev/null
 expect_error "merge refuses other device" "different devices" merge "$work/h1.json" "$work/h2dev.json"
 expect_error "merge: malformed" "broken.json: not valid JSON" merge "$work/h1.json" "$work/broken.json"
 "$bin" merge "$work/h1.json" >/dev/null 2>"$work/merge_note"
@@ -195,7 +196,7 @@ if command -v gnuplot >/dev/null 2>&1; then
   check "plot svg exits 0" test $? -eq 0
   check "plot svg produced" grep -q "<svg" "$work/bytes.svg"
   check "plot: report still printed" grep -q "Standard attention" "$work/plot_out"
-  "$bin" sweep --config llm --device h100 --plot "$work/time.png" >/dev/null 2>&1
+  "$bin" sweep --config llm --seq 4K:16K:x2 --device h100 --plot "$work/time.png" >/dev/null 2>&1
   check "plot png produced" python3 -c "assert open('$work/time.png','rb').read(8)==b'\x89PNG\r\n\x1a\n'"
   "$bin" sweep --seq 1K:64K:x2 --device h200 --plot - >"$work/dumb"
   check "plot - draws in the terminal" grep -q "sequence length Nq" "$work/dumb"

@@ -46,6 +46,8 @@ refused_as() {
 expect_error() { local name=$1; shift; refused_as "$name" nonzero "$@"; }
 # expect_exit NAME RC 'stderr words' ARGS...: refused with exit status RC
 expect_exit() { refused_as "$@"; }
+# The widest line of a file, in characters (tables fit 120 columns).
+maxw() { python3 -c "import sys; print(max(len(l.rstrip('\n')) for l in open(sys.argv[1], encoding='utf-8')))" "$1"; }
 
 finish() {
   echo "$pass passed, $fails failed"

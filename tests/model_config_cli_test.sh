@@ -12,7 +12,7 @@ done
 check "models: gemma 3 counts" grep -q "gemma-3-27b  *52 sliding (W 1024) + 10 full  *32/16" "$work/models"
 check "models: gemma 3 pattern" grep -q "(5 sliding, 1 full) × 10, 2 sliding" "$work/models"
 check "models: scout" grep -q "36 chunked (C 8192) + 12 full" "$work/models"
-check "models fits 120 columns" python3 -c "import sys; assert max(len(l) for l in open('$work/models', encoding='utf-8').read().splitlines()) <= 120"
+check "models fits 120 columns" test "$(maxw "$work/models")" -le 120
 "$bin" models deepseek-v3 >"$work/ds"
 check "models NAME: source" grep -q "Source: https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json" "$work/ds"
 check "models NAME: notes" grep -q "absorbed form" "$work/ds"
