@@ -151,9 +151,6 @@ HBMSCOPE_GNUPLOT_TIMEOUT=soon "$bin" model --seq 1K,2K --plot "$work/t.svg" >"$w
 check "a bad HBMSCOPE_GNUPLOT_TIMEOUT: exit 1, said" bash -c "test $? -eq 1 && grep -q 'HBMSCOPE_GNUPLOT_TIMEOUT' '$work/err'"
 
 # ---- compare of two --device reports reads like model's table ----
-width_ok() {  # width_ok FILE MAX: every line at most MAX display columns
-  python3 -c "import sys; sys.exit(max(len(l) for l in open(sys.argv[1], encoding='utf-8').read().split('\n')) > int(sys.argv[2]))" "$1" "$2"
-}
 for dev in h100 h200; do
   "$bin" sweep --config llm --seq 4K:32K:x2 --device $dev --format json --output "$work/llm-$dev.json" 2>/dev/null
   "$bin" sweep --config decode --seq-kv 4K,32K --batch 1,16 --device $dev --format json --output "$work/dec-$dev.json" 2>/dev/null
@@ -161,7 +158,7 @@ done
 for kind in llm dec; do
   "$bin" compare "$work/$kind-h200.json" "$work/$kind-h100.json" >"$work/cmp-$kind" 2>"$work/err"
   check "compare $kind h200/h100: exit 0" test $? -eq 0
-  check "compare $kind h200/h100: at most 120 columns" width_ok "$work/cmp-$kind" 120
+  check "compare $kind h200/h100: at most 120 columns" test "$(maxw "$work/cmp-$kind")" -le 120
   check "compare $kind h200/h100: times with units" grep -qE " [0-9.]+ (ns|µs|ms) +[0-9.]+ (ns|µs|ms) +1\.43 +SLOWER$" "$work/cmp-$kind"
   check "compare $kind h200/h100: no raw seconds" bash -c "! grep -qE '[0-9]e-0[0-9]' '$work/cmp-$kind'"
   check "compare $kind h200/h100: verdict column last" grep -qE "^Group +Sequence × head dim .* +A +B +B/A +Verdict$" "$work/cmp-$kind"
@@ -169,7 +166,7 @@ for kind in llm dec; do
   check "compare $kind h200/h100: no metric path in a header" bash -c "! grep -qE '^Group.*(prediction|bytes)\.' '$work/cmp-$kind'"
   "$bin" compare "$work/$kind-h200.json" "$work/$kind-h100.json" --wide >"$work/cmpw-$kind"
   check "compare --wide $kind: full names in one table" grep -qE "^Group .*A prediction\.decode_split\.seconds|^Group .*A prediction\.flash_no_l2\.seconds" "$work/cmpw-$kind"
-  check "compare --wide $kind: wider than 120" bash -c "! width_ok() { :; }; python3 -c \"import sys; sys.exit(max(len(l) for l in open('$work/cmpw-$kind', encoding='utf-8').read().split(chr(10))) <= 120)\""
+  check "compare --wide $kind: wider than 120" test "$(maxw "$work/cmpw-$kind")" -gt 120
   "$bin" compare "$work/$kind-h200.json" "$work/$kind-h100.json" --format csv >"$work/cmpc-$kind"
   check "compare --format csv $kind: raw numbers kept" grep -qE "[0-9]e-0[0-9]" "$work/cmpc-$kind"
 done
@@ -185,11 +182,11 @@ for dev in h100 h200; do
     --output "$work/wm-$dev.json" 2>/dev/null
 done
 "$bin" compare "$work/srv-h200.json" "$work/srv-h100.json" >"$work/cmp-srv" 2>"$work/err"
-check "compare of windows and kv dtypes: at most 120 columns" width_ok "$work/cmp-srv" 120
+check "compare of windows and kv dtypes: at most 120 columns" test "$(maxw "$work/cmp-srv")" -le 120
 check "compare of windows and kv dtypes: Mask and KV dtype columns" grep -qE "^Sequence × head dim +Mask +KV dtype +A +B +B/A +Verdict$" "$work/cmp-srv"
 check "compare of windows and kv dtypes: a row of each" grep -qE "^4096 × 64 +window 1024 +fp8 " "$work/cmp-srv"
 "$bin" compare "$work/wm-h200.json" "$work/wm-h100.json" >"$work/cmp-wm" 2>"$work/err"
-check "compare of whole models: at most 120 columns" width_ok "$work/cmp-wm" 120
+check "compare of whole models: at most 120 columns" test "$(maxw "$work/cmp-wm")" -le 120
 check "compare of whole models: model and kind of layer named" grep -qE "^gemma-2-9b sliding " "$work/cmp-wm"
 
 # ---- cost bounded by the input: refused in one line, or run in bounded memory ----

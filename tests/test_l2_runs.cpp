@@ -115,19 +115,28 @@ void same_segments(const Shape& s, const L2SimConfig& c) {
   CHECK(se.waves == ss.waves);
 }
 
+// Holds `same` (same_flash or same_segments) on s in both launch orders and
+// both --l2-qo modes, each on a random grid that `grid` may change.
+template <class Same, class Grid>
+void in_every_order(std::mt19937_64& rng, const Shape& s, Same same, Grid grid) {
+  for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+    for (bool qo : {true, false}) {
+      L2SimConfig c = config(rng, order, qo);
+      grid(c);
+      INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                       << c.ctas_per_sm);
+      same(s, c);
+    }
+}
+void any_grid(L2SimConfig&) {}
+
 }  // namespace
 
 TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {
   std::mt19937_64 rng(GENERATE(2024, 7, 99));
   for (int k = 0; k < 160; ++k) {
     const Shape s = random_prefill(rng);
-    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
-      for (bool qo : {true, false}) {
-        const L2SimConfig c = config(rng, order, qo);
-        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
-                         << c.ctas_per_sm);
-        same_flash(s, c);
-      }
+    in_every_order(rng, s, same_flash, any_grid);
   }
 }
 
@@ -136,13 +145,7 @@ TEST_CASE("L2 runs: the segment engine equals the enumeration on random shapes",
   std::mt19937_64 rng(GENERATE(11, 12));
   for (int k = 0; k < 160; ++k) {
     const Shape s = random_prefill(rng, true);
-    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
-      for (bool qo : {true, false}) {
-        const L2SimConfig c = config(rng, order, qo);
-        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
-                         << c.ctas_per_sm);
-        same_segments(s, c);
-      }
+    in_every_order(rng, s, same_segments, any_grid);
   }
 }
 
@@ -161,14 +164,9 @@ TEST_CASE("L2 runs: the segment engine equals the enumeration on long CTAs and w
     }
     s.kv_heads = pick(rng, 1, 2);
     s.heads = s.kv_heads * pick(rng, 1, 6);
-    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
-      for (bool qo : {true, false}) {
-        L2SimConfig c = config(rng, order, qo);
-        if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
-        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
-                         << c.ctas_per_sm);
-        same_segments(s, c);
-      }
+    in_every_order(rng, s, same_segments, [&](L2SimConfig& c) {
+      if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
+    });
   }
 }
 
@@ -186,14 +184,9 @@ TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and 
     s.block_cols = pick(rng, 8, 96);
     s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
     if (pick(rng, 0, 2) == 0) s.head_dim_v = pick(rng, 1, 64);
-    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
-      for (bool qo : {true, false}) {
-        L2SimConfig c = config(rng, order, qo);
-        c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 9));  // fewer slots than heads, and more
-        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
-                         << c.ctas_per_sm);
-        same_flash(s, c);
-      }
+    in_every_order(rng, s, same_flash, [&](L2SimConfig& c) {
+      c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 9));  // fewer slots than heads, and more
+    });
   }
 }
 
