@@ -8,6 +8,7 @@
 
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
+#include "l2_list.hpp"
 #include "l2_stack.hpp"
 
 namespace hbmscope::l2 {
@@ -218,8 +219,7 @@ FlashStats run_backward(const Shape& s, const L2SimConfig& c, Sink& l2) {
 }  // namespace
 
 FlashStats enumerate_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
-  StackL2 l2(t);
-  return run_backward(s, c, l2);
+  return with_lru(t, [&](auto& l2) { return run_backward(s, c, l2); });
 }
 
 void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f) {
@@ -231,7 +231,7 @@ FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) { retu
 
 std::uint64_t backward_work(const Shape& s) {
   std::uint64_t w = 0;
-  return __builtin_mul_overflow(backward_enum_accesses(s), 30, &w) ? ~std::uint64_t{0} : w;
+  return __builtin_mul_overflow(backward_enum_accesses(s), enumeration_units(), &w) ? ~std::uint64_t{0} : w;
 }
 
 std::uint64_t backward_enum_accesses(const Shape& s) {

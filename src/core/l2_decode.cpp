@@ -9,6 +9,7 @@
 #include "hbmscope/error.hpp"
 #include "hbmscope/tile_bytes.hpp"
 #include "l2_decode.hpp"
+#include "l2_list.hpp"
 #include "l2_stack.hpp"
 
 namespace hbmscope::l2 {
@@ -196,8 +197,7 @@ DecodeStats run_decode(const Shape& s, DecodeVariant v, std::uint64_t splits, co
 
 void enumerate_decode(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c, Tally& t,
                       std::uint64_t& waves, std::uint64_t& steps) {
-  StackL2 l2(t);
-  const DecodeStats st = run_decode(s, v, splits, c, l2);
+  const DecodeStats st = with_lru(t, [&](auto& l2) { return run_decode(s, v, splits, c, l2); });
   waves = st.waves;
   steps = st.steps;
 }

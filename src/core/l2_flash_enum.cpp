@@ -6,6 +6,7 @@
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
 #include "l2_flash.hpp"
+#include "l2_list.hpp"
 #include "l2_stack.hpp"
 
 namespace hbmscope::l2 {
@@ -26,6 +27,8 @@ FlashStats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
     FlashCta t;
     std::uint64_t next_j;
     std::uint32_t kv_slot;  // pool slot holding this kv head's K/V object ids
+    std::uint64_t full;     // bytes of a full key block's K/V, and the last block's
+    std::uint64_t last_j, last_bytes;
   };
   std::vector<std::uint64_t> remaining(grid.pairs());  // CTAs left per kv head
   for (std::uint64_t p = 0; p < grid.pairs(); ++p) remaining[p] = group * grid.sequence(p / s.kv_heads).q_blocks;
@@ -36,8 +39,11 @@ FlashStats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
 
   std::uint64_t launched = 0;
   auto launch = [&]() {
-    Cta t{grid.cta(launched++), 0, 0};
+    Cta t{grid.cta(launched++), 0, 0, 0, 0, 0};
     t.next_j = t.t.first;
+    t.full = grid.kv_bytes(t.t.seq, 0);
+    t.last_j = grid.sequence(t.t.seq).k_blocks - 1;
+    t.last_bytes = grid.kv_bytes(t.t.seq, t.last_j);
     const std::size_t pair = static_cast<std::size_t>(t.t.pair);
     if (slot_of[pair] == none) {
       if (free_slots.empty()) {
@@ -58,9 +64,8 @@ FlashStats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
 
   FlashStats st;
   st.waves = ceil_div(ctas, slots);
-  std::vector<Cta> resident, next;
+  std::vector<Cta> resident;
   resident.reserve(static_cast<std::size_t>(std::min(slots, ctas)));
-  next.reserve(resident.capacity());
   while (launched < ctas && resident.size() < slots) resident.push_back(launch());
   double heads_sum = 0, kv_sum = 0;
   const bool qo = c.q_o_allocate;
@@ -68,15 +73,17 @@ FlashStats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
     ++st.steps;
     heads_sum += static_cast<double>(heads.distinct);
     kv_sum += static_cast<double>(kv_heads.distinct);
-    next.clear();
-    for (Cta& t : resident) {
+    std::size_t kept = 0;  // the resident CTAs that go on, in launch order
+    for (std::size_t r = 0; r < resident.size(); ++r) {
+      Cta& t = resident[r];
       if (t.next_j == t.t.first) l2.read(none, grid.q_bytes(t.t.rows), qo);
       if (t.next_j < t.t.end) {
         const std::uint64_t j = t.next_j++;
-        l2.read(static_cast<std::uint32_t>(t.kv_slot * nkb + j), grid.kv_bytes(t.t.seq, j));
+        l2.read(static_cast<std::uint32_t>(t.kv_slot * nkb + j), j == t.last_j ? t.last_bytes : t.full);
       }
       if (t.next_j < t.t.end) {
-        next.push_back(t);
+        if (kept != r) resident[kept] = t;
+        ++kept;
         continue;
       }
       l2.write(none, grid.o_bytes(t.t.rows), qo);
@@ -89,8 +96,8 @@ FlashStats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
       }
     }
     // Freed slots take the next CTAs in launch order, from the next step on.
-    while (launched < ctas && next.size() < slots) next.push_back(launch());
-    resident.swap(next);
+    resident.resize(kept);
+    while (launched < ctas && resident.size() < slots) resident.push_back(launch());
   }
   st.heads = heads_sum / static_cast<double>(st.steps);
   st.kv_heads = kv_sum / static_cast<double>(st.steps);
@@ -100,8 +107,7 @@ FlashStats run_flash(const Shape& s, const L2SimConfig& c, Sink& l2) {
 }  // namespace
 
 FlashStats enumerate_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
-  StackL2 l2(t);
-  return run_flash(s, c, l2);
+  return with_lru(t, [&](auto& l2) { return run_flash(s, c, l2); });
 }
 
 void trace_flash(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f) {

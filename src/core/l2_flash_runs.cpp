@@ -6,6 +6,7 @@
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
 #include "l2_flash.hpp"
+#include "l2_list.hpp"
 #include "l2_segments.hpp"
 
 namespace hbmscope::l2 {
@@ -84,9 +85,9 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
   return __builtin_mul_overflow(w, unit, &w) ? ~std::uint64_t{0} : w;
 }
 
-std::uint64_t enumeration_work(const Shape& s) {
+std::uint64_t enumeration_work(const Shape& s, std::size_t capacities) {
   std::uint64_t w = 0;
-  return __builtin_mul_overflow(flash_enum_accesses(s), 30, &w) ? ~std::uint64_t{0} : w;
+  return __builtin_mul_overflow(flash_enum_accesses(s), enumeration_units(capacities), &w) ? ~std::uint64_t{0} : w;
 }
 
 }  // namespace
@@ -96,7 +97,7 @@ FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   const FlashGrid grid(s, c.order);
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
   // Not in lockstep: whichever exact evaluation costs less.
-  if (enumeration_work(s) <= segment_work(grid, slots)) return enumerate_flash(s, c, t);
+  if (enumeration_work(s, t.capacities().size()) <= segment_work(grid, slots)) return enumerate_flash(s, c, t);
   return segments_flash(s, c, t);
 }
 
@@ -125,7 +126,7 @@ std::uint64_t flash_runs_work(const Shape& s, const L2SimConfig& c) {
   const FlashGrid grid(s, c.order);
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
   if (flash_in_waves(s)) return waves_flash_work(grid, slots);
-  return std::min(enumeration_work(s), segment_work(grid, slots));
+  return std::min(enumeration_work(s, 1), segment_work(grid, slots));
 }
 
 }  // namespace hbmscope::l2

@@ -14,6 +14,7 @@
 #include "l2_backward.hpp"
 #include "l2_decode.hpp"
 #include "l2_flash.hpp"
+#include "l2_list.hpp"
 #include "l2_standard.hpp"
 #include "l2_tally.hpp"
 
@@ -205,8 +206,6 @@ std::uint64_t decode_split_bound(const Shape& s) { return s.splits != 0 ? s.spli
 constexpr std::array<DecodeVariant, 3> simulated_decode_variants{DecodeVariant::split, DecodeVariant::split_unpacked,
                                                                  DecodeVariant::paged};
 
-// About 30 ns an access on one busy core (measured: bench/main.cpp).
-constexpr std::uint64_t enumeration_work_per_access = 30;
 
 std::uint64_t add_work(std::uint64_t a, std::uint64_t b) {
   const std::uint64_t r = a + b;
@@ -258,7 +257,7 @@ std::uint64_t l2_sim_work(const Shape& s, const L2SimConfig& c) {
   validate(s);
   validate(c);
   if (c.method == L2SimMethod::enumeration)
-    return mul_work(add_work(flash_l2_sim_accesses(s), standard_l2_sim_accesses(s)), enumeration_work_per_access);
+    return mul_work(add_work(flash_l2_sim_accesses(s), standard_l2_sim_accesses(s)), l2::enumeration_units());
   if (s.decode) {
     std::uint64_t w = 0;
     for (DecodeVariant v : simulated_decode_variants)

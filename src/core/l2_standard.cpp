@@ -8,6 +8,7 @@
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/tile_bytes.hpp"
+#include "l2_list.hpp"
 #include "l2_stack.hpp"
 #include "l2_standard.hpp"
 
@@ -115,8 +116,7 @@ struct HeadPanels {
 }  // namespace
 
 void enumerate_standard(const Shape& s, const L2SimConfig& c, Tally& t) {
-  StackL2 l2(t);
-  run_standard(s, c, l2);
+  with_lru(t, [&](auto& l2) { run_standard(s, c, l2); });
 }
 
 void trace_standard(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f) {

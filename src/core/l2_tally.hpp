@@ -44,6 +44,14 @@ class Tally {
     spread(read_add_, d0, step, count, bytes);
   }
 
+  // One read of `bytes` whose distance lies in bucket k: (caps[k-1], caps[k]]
+  // (k = capacities().size(): beyond all), and is no larger than the largest
+  // finite distance added otherwise.
+  void read_in_bucket(std::size_t k, std::uint64_t bytes) {
+    request_ = add(request_, bytes);
+    read_add_[k] = add(read_add_[k], bytes);
+  }
+
   // A write that reaches DRAM whatever the capacity (outputs: write-back
   // stores reach DRAM once, when evicted or later).
   void write(std::uint64_t bytes) { writes_ = add(writes_, bytes); }

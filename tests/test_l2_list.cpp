@@ -1,0 +1,165 @@
+// The enumeration's two LRUs (src/core/l2_list.hpp: a list with a boundary
+// per capacity; l2_stack.hpp: a Fenwick tree over access times) give the same
+// tally on every stream: random operations on objects of random sizes, and
+// every pass's schedule, at one capacity and on a ladder of 42.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/model.hpp"
+#include "../src/core/l2_list.hpp"
+
+using namespace hbmscope;
+
+namespace {
+
+std::uint64_t pick(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi) {
+  return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+}
+
+void same_tally(const l2::Tally& a, const l2::Tally& b) {
+  for (std::uint64_t c : a.capacities()) {
+    CHECK(a.dram_reads(c) == b.dram_reads(c));
+    CHECK(a.dram_writes(c) == b.dram_writes(c));
+  }
+  CHECK(a.dram_reads(0) == b.dram_reads(0));
+  CHECK(a.requested() == b.requested());
+  CHECK(a.first_access_reads() == b.first_access_reads());
+  CHECK(a.writes_always() == b.writes_always());
+  CHECK(a.max_reuse_distance() == b.max_reuse_distance());
+}
+
+// The same random operations through both LRUs: reads (some bypassing),
+// writes, intermediates written dirty, read and forgotten, and objects read
+// once, with sizes from one byte to many times a capacity.
+template <class L>
+void replay(L& l2, std::uint64_t seed, std::uint32_t objects, const std::vector<std::uint64_t>& size, int ops) {
+  std::mt19937_64 rng(seed);
+  l2.reserve_objects(objects);
+  for (int k = 0; k < ops; ++k) {
+    // A few objects are hot, so some distances are short.
+    const auto obj = static_cast<std::uint32_t>(pick(rng, 0, pick(rng, 0, 3) == 0 ? std::min<std::uint32_t>(3, objects - 1) : objects - 1));
+    switch (pick(rng, 0, 9)) {
+      case 0: l2.read(l2::none, pick(rng, 1, 5000), pick(rng, 0, 1) == 1); break;
+      case 1: l2.write(l2::none, pick(rng, 1, 5000), pick(rng, 0, 1) == 1); break;
+      case 2: l2.write(obj, size[obj], true); break;
+      case 3: l2.write_dirty(obj, size[obj]); break;
+      case 4: l2.forget(obj); break;
+      case 5: l2.read(obj, size[obj], false); break;
+      default: l2.read(obj, size[obj], true); break;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("L2 list: the list LRU equals the Fenwick LRU on random operation streams", "[l2list]") {
+  std::mt19937_64 rng(20261202);
+  for (int k = 0; k < 2000; ++k) {
+    const auto objects = static_cast<std::uint32_t>(pick(rng, 1, 300));
+    std::vector<std::uint64_t> size(objects);
+    const bool uniform = pick(rng, 0, 2) == 0;
+    const std::uint64_t z = pick(rng, 1, 4096);
+    for (auto& b : size) b = uniform ? z : pick(rng, 1, 8192);
+    std::vector<std::uint64_t> caps;
+    const std::uint64_t n = pick(rng, 0, 3) == 0 ? 42 : pick(rng, 1, 4);
+    for (std::uint64_t c = 0; c < n; ++c) caps.push_back(pick(rng, 0, 3) == 0 ? pick(rng, 0, 8192) : pick(rng, 0, 300 * 4096));
+    const std::uint64_t seed = rng();
+    const int ops = static_cast<int>(pick(rng, 1, 6000));
+    INFO("case " << k << ": " << objects << " objects, " << n << " capacities, " << ops << " operations");
+    l2::Tally tl(caps), tf(caps);
+    l2::ListL2 list(tl);
+    l2::StackL2 fenwick(tf);
+    replay(list, seed, objects, size, ops);
+    replay(fenwick, seed, objects, size, ops);
+    list.flush();
+    same_tally(tl, tf);
+  }
+}
+
+namespace {
+
+// Runs f with the enumeration forced onto one LRU.
+template <class F>
+auto forced(l2::LruKind kind, F f) {
+  l2::forced_lru() = kind;
+  auto r = f();
+  l2::forced_lru() = l2::LruKind::automatic;
+  return r;
+}
+
+std::vector<std::uint64_t> ladder(std::uint64_t all) {
+  std::vector<std::uint64_t> l{0, 1};
+  for (std::uint64_t k = 1; k <= 40; ++k) l.push_back(all * k / 32);
+  return l;
+}
+
+Shape random_shape(std::mt19937_64& rng) {
+  Shape s;
+  s.kv_heads = pick(rng, 1, 3);
+  s.heads = s.kv_heads * pick(rng, 1, 3);
+  s.batch = pick(rng, 1, 2);
+  s.seq_q = pick(rng, 1, 500);
+  s.seq_kv = pick(rng, 1, 500);
+  s.head_dim = pick(rng, 1, 96);
+  s.block_rows = pick(rng, 8, 128);
+  s.block_cols = pick(rng, 8, 128);
+  s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+  const std::uint64_t mask = pick(rng, 0, 3);
+  s.causal = mask > 0;
+  if (mask == 2) s.window = pick(rng, 1, 300);
+  if (mask == 3) s.chunk = pick(rng, 1, 300);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("L2 list: every pass's enumeration is the same through either LRU", "[l2list]") {
+  std::mt19937_64 rng(4242);
+  for (int k = 0; k < 120; ++k) {
+    Shape s = random_shape(rng);
+    const int pass = static_cast<int>(pick(rng, 0, 3));  // forward, standard, backward, decode
+    if (pass == 2) s.pass = Pass::bwd;
+    if (pass == 3) {
+      s.decode = true;
+      s.causal = false;
+      s.window = s.chunk = 0;
+      s.seq_q = pick(rng, 1, 4);
+      s.seq_kv = pick(rng, s.seq_q, 1500);
+      s.block_cols = 8 * pick(rng, 1, 16);
+      s.page_size = s.block_cols / (1 + pick(rng, 0, 1));
+      if (pick(rng, 0, 1) == 1) s.splits = pick(rng, 2, 6);
+    }
+    L2SimConfig c;
+    c.method = L2SimMethod::enumeration;
+    c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 6));
+    c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+    c.order = pick(rng, 0, 1) == 0 ? Rasterization::query_block_major : Rasterization::head_major;
+    c.q_o_allocate = pick(rng, 0, 1) == 1;
+    const std::uint64_t all = s.decode ? decode_bytes(s, DecodeVariant::split, s.splits == 0 ? 1 : s.splits).total
+                                       : kv_footprint_bytes(s) + qo_footprint_bytes(s);
+    const auto caps = ladder(all);
+    INFO(describe(s) << " pass " << pass << " " << rasterization_name(c.order) << " qo " << c.q_o_allocate);
+    auto curve = [&] {
+      if (pass == 1) return standard_l2_curve(s, c, caps);
+      if (pass == 3) return decode_l2_curve(s, DecodeVariant::split, s.splits == 0 ? 1 : s.splits, c, caps);
+      return flash_l2_curve(s, c, caps);
+    };
+    CHECK(forced(l2::LruKind::list, curve) == forced(l2::LruKind::fenwick, curve));
+    for (std::uint64_t cap : {caps[2], caps[11], caps[25], caps[41]}) {
+      c.l2_bytes = cap;
+      auto one = [&] {
+        if (pass == 1) return standard_l2_sim(s, c);
+        if (pass == 3) return decode_l2_sim(s, DecodeVariant::paged, s.splits == 0 ? 1 : s.splits, c);
+        return flash_l2_sim(s, c);
+      };
+      const L2SimResult a = forced(l2::LruKind::list, one), b = forced(l2::LruKind::fenwick, one);
+      CHECK(a.dram_bytes == b.dram_bytes);
+      CHECK(a.dram_read_bytes == b.dram_read_bytes);
+      CHECK(a.dram_write_bytes == b.dram_write_bytes);
+      CHECK(a.read_request_bytes == b.read_request_bytes);
+      CHECK(a.l2_bytes_to_min == b.l2_bytes_to_min);
+      CHECK(a.min_dram_bytes == b.min_dram_bytes);
+    }
+  }
+}
