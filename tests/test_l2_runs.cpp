@@ -11,49 +11,12 @@
 #include "hbmscope/model.hpp"
 #include "hbmscope/tile_bytes.hpp"
 #include "../src/core/l2_flash.hpp"
+#include "random_shapes.hpp"
 
 using namespace hbmscope;
+using namespace hbmscope::test;
 
 namespace {
-
-std::uint64_t pick(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi) {
-  return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
-}
-
-// Prefill shapes of every kind the schedule has: dense or ragged, unmasked,
-// causal, windowed or chunked, GQA, Nq != Nkv, every dtype, DV != d, a KV
-// dtype of its own.
-Shape random_prefill(std::mt19937_64& rng, bool masked_only = false) {
-  Shape s;
-  s.kv_heads = pick(rng, 1, 3);
-  s.heads = s.kv_heads * pick(rng, 1, 3);
-  s.batch = pick(rng, 1, 3);
-  s.seq_q = pick(rng, 1, 600);
-  s.seq_kv = pick(rng, 1, 600);
-  s.head_dim = pick(rng, 1, 96);
-  s.block_rows = pick(rng, 8, 128);
-  s.block_cols = pick(rng, 8, 128);
-  s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
-  const std::uint64_t mask = masked_only ? pick(rng, 1, 3) : pick(rng, 0, 3);
-  s.causal = mask > 0;
-  if (mask == 2) s.window = pick(rng, 1, 300);
-  if (mask == 3) s.chunk = pick(rng, 1, 300);
-  if (pick(rng, 0, 3) == 0) s.head_dim_v = pick(rng, 1, 96);
-  if (pick(rng, 0, 3) == 0) s.kv_dtype = static_cast<Dtype>(pick(rng, 0, 3));
-  if (pick(rng, 0, 3) == 0) {  // ragged: sequences of their own lengths
-    std::vector<SeqLen> items;
-    const std::uint64_t n = pick(rng, 1, 4);
-    for (std::uint64_t b = 0; b < n; ++b) {
-      const std::uint64_t kv = pick(rng, 1, 500);
-      items.push_back({pick(rng, 1, kv), kv});
-    }
-    s.seq_lens = SeqList(items);
-    s.batch = n;
-    s.seq_q = s.seq_lens.max_q();
-    s.seq_kv = s.seq_lens.max_kv();
-  }
-  return s;
-}
 
 L2SimConfig config(std::mt19937_64& rng, Rasterization order, bool qo) {
   L2SimConfig c;
@@ -62,12 +25,6 @@ L2SimConfig config(std::mt19937_64& rng, Rasterization order, bool qo) {
   c.order = order;
   c.q_o_allocate = qo;
   return c;
-}
-
-std::vector<std::uint64_t> ladder(std::uint64_t all) {
-  std::vector<std::uint64_t> l{0, 1};
-  for (std::uint64_t k = 1; k <= 40; ++k) l.push_back(all * k / 32);
-  return l;
 }
 
 void same_flash(const Shape& s, L2SimConfig c) {

@@ -30,9 +30,8 @@ class ListL2 {
   void reserve_objects(std::size_t n) {
     if (node_of_.size() < n) {
       node_of_.resize(n, none);
-      dirty_bytes_.resize(n, 0);
-      dirty_max_.resize(n, 0);
     }
+    dirty_.reserve(n);
   }
 
   void read(std::uint32_t obj, std::uint64_t bytes, bool allocate = true) {
@@ -40,13 +39,13 @@ class ListL2 {
     if (n != none && !nodes_[n].deep && nodes_[n].bytes == bytes) {  // the common case: its bucket is known
       const std::uint32_t b = nodes_[n].bucket;
       pending_[b] = checked_add(pending_[b], bytes, "L2 simulation bytes");
-      if (dirty_ != 0 && dirty_bytes_[obj] != 0) dirty_max_[obj] = std::max(dirty_max_[obj], stand_in(b));
+      if (dirty_.any() && dirty_.dirty(obj)) dirty_.note(obj, stand_in(b));
       raise(n, bytes, false);
       return;
     }
     const std::uint64_t d = allocate ? touch(obj, bytes, true) : infinite;
     tally.read(d, bytes);
-    if (obj != none && d != infinite && dirty_bytes_[obj] != 0) dirty_max_[obj] = std::max(dirty_max_[obj], d);
+    if (obj != none && d != infinite && dirty_.dirty(obj)) dirty_.note(obj, d);
   }
 
   void write(std::uint32_t obj, std::uint64_t bytes, bool allocate = true) {
@@ -55,11 +54,9 @@ class ListL2 {
   }
 
   void write_dirty(std::uint32_t obj, std::uint64_t bytes) {
-    close_dirty(obj);
+    dirty_.close(tally, obj);
     touch(obj, bytes, false);
-    dirty_bytes_[obj] = bytes;
-    dirty_max_[obj] = 0;
-    dirty_ += bytes != 0;
+    dirty_.start(obj, bytes);
   }
 
   // Adds the reads counted by bucket to the tally (with_lru calls it).
@@ -75,8 +72,8 @@ class ListL2 {
   // tracked object.
   void forget(std::uint32_t obj) {
     const std::uint32_t n = node_of_[obj];
-    if (dirty_bytes_[obj] != 0 && n != none) dirty_max_[obj] = std::max(dirty_max_[obj], depth(n, true));
-    close_dirty(obj);
+    if (dirty_.dirty(obj) && n != none) dirty_.note(obj, depth(n, true));
+    dirty_.close(tally, obj);
     if (n == none) return;
     node_of_[obj] = none;
     nodes_[n].obj = none;
@@ -93,15 +90,6 @@ class ListL2 {
     std::uint32_t node = none;    // none: not even the top one
     std::uint64_t depth = 0;      // that entry's depth (bytes from the top, itself included)
   };
-
-  void close_dirty(std::uint32_t obj) {
-    if (dirty_bytes_[obj] != 0) {
-      tally.writebacks(dirty_max_[obj], 0, 1, dirty_bytes_[obj]);
-      --dirty_;
-    }
-    dirty_bytes_[obj] = 0;
-    dirty_max_[obj] = 0;
-  }
 
   std::uint32_t bucket_of(std::uint64_t d) {
     if (d != last_bytes_) {
@@ -257,8 +245,7 @@ class ListL2 {
   std::vector<Node> nodes_;
   std::vector<std::uint32_t> free_, node_of_;
   std::uint32_t head_ = none;
-  std::vector<std::uint64_t> dirty_bytes_, dirty_max_;
-  std::uint64_t dirty_ = 0;                  // objects with dirty bytes
+  DirtyIntermediates dirty_;
   std::vector<std::uint64_t> pending_;       // read bytes by bucket, not yet in the tally
   std::uint64_t last_bytes_ = infinite;      // bucket_of's last answer
   std::uint32_t last_bucket_ = 0;

@@ -17,6 +17,39 @@ namespace hbmscope::l2 {
 
 inline constexpr std::uint32_t none = 0xffffffffu;
 
+// An LRU's dirty intermediates (write_dirty ... forget): per object its dirty
+// bytes and the largest stack distance of its accesses since that write; a
+// closed period goes to the tally's write-backs.
+class DirtyIntermediates {
+ public:
+  void reserve(std::size_t n) {
+    if (bytes_.size() < n) {
+      bytes_.resize(n, 0);
+      max_.resize(n, 0);
+    }
+  }
+  bool any() const { return count_ != 0; }
+  bool dirty(std::uint32_t obj) const { return bytes_[obj] != 0; }
+  void note(std::uint32_t obj, std::uint64_t d) { max_[obj] = std::max(max_[obj], d); }
+  void start(std::uint32_t obj, std::uint64_t bytes) {
+    bytes_[obj] = bytes;
+    max_[obj] = 0;
+    count_ += bytes != 0;
+  }
+  void close(Tally& t, std::uint32_t obj) {
+    if (bytes_[obj] != 0) {
+      t.writebacks(max_[obj], 0, 1, bytes_[obj]);
+      --count_;
+    }
+    bytes_[obj] = 0;
+    max_[obj] = 0;
+  }
+
+ private:
+  std::vector<std::uint64_t> bytes_, max_;
+  std::uint64_t count_ = 0;  // objects with dirty bytes
+};
+
 // An LRU over objects of real byte sizes. The recency stack is a Fenwick tree
 // over access times, compacted when it fills, so one access costs
 // O(log(live objects)).
@@ -30,17 +63,16 @@ class StackL2 {
   void reserve_objects(std::size_t n) {
     if (obj_pos_.size() < n) {
       obj_pos_.resize(n, none);
-      dirty_bytes_.resize(n, 0);
-      dirty_max_.resize(n, 0);
       obj_size_.resize(n, 0);
     }
+    dirty_.reserve(n);
   }
 
   // A read of `bytes` of object obj (or none: an object read once).
   void read(std::uint32_t obj, std::uint64_t bytes, bool allocate = true) {
     const std::uint64_t d = allocate ? touch(obj, bytes) : infinite;
     tally.read(d, bytes);
-    if (obj != none && d != infinite && dirty_bytes_[obj] != 0) dirty_max_[obj] = std::max(dirty_max_[obj], d);
+    if (obj != none && d != infinite && dirty_.dirty(obj)) dirty_.note(obj, d);
   }
 
   // A full-tile write of an output: allocates (write-back) without fetching;
@@ -55,10 +87,9 @@ class StackL2 {
   // write or its death, i.e. where the L2 is smaller than the largest stack
   // distance of its accesses in between (and of its death, below).
   void write_dirty(std::uint32_t obj, std::uint64_t bytes) {
-    close_dirty(obj);
+    dirty_.close(tally, obj);
     touch(obj, bytes);
-    dirty_bytes_[obj] = bytes;
-    dirty_max_[obj] = 0;
+    dirty_.start(obj, bytes);
   }
 
   // The object will not be accessed again: its position need not be kept (its
@@ -67,11 +98,8 @@ class StackL2 {
   // stands in the stack (evicted since its last access: written back); dead
   // data still in the L2 is never written back.
   void forget(std::uint32_t obj) {
-    if (dirty_bytes_[obj] != 0 && obj_pos_[obj] != none) {
-      const std::uint32_t p = obj_pos_[obj];
-      dirty_max_[obj] = std::max(dirty_max_[obj], obj_size_[obj] + (total_ - prefix(p)));
-    }
-    close_dirty(obj);
+    if (dirty_.dirty(obj) && obj_pos_[obj] != none) dirty_.note(obj, obj_size_[obj] + (total_ - prefix(obj_pos_[obj])));
+    dirty_.close(tally, obj);
     const std::uint32_t p = obj_pos_[obj];
     if (p == none) return;
     owner_[p] = none;
@@ -79,12 +107,6 @@ class StackL2 {
   }
 
  private:
-  void close_dirty(std::uint32_t obj) {
-    if (dirty_bytes_[obj] != 0) tally.writebacks(dirty_max_[obj], 0, 1, dirty_bytes_[obj]);
-    dirty_bytes_[obj] = 0;
-    dirty_max_[obj] = 0;
-  }
-
   // Moves obj to the top of the recency stack; returns its stack distance in
   // bytes (infinite on a first access).
   std::uint64_t touch(std::uint32_t obj, std::uint64_t bytes) {
@@ -162,7 +184,8 @@ class StackL2 {
   }
 
   std::vector<std::uint32_t> obj_pos_;
-  std::vector<std::uint64_t> dirty_bytes_, dirty_max_, obj_size_;
+  std::vector<std::uint64_t> obj_size_;
+  DirtyIntermediates dirty_;
   std::vector<std::uint64_t> tree_, weight_;
   std::vector<std::uint32_t> owner_;
   std::size_t size_ = 0;

@@ -1,0 +1,57 @@
+#pragma once
+// Random shapes for the L2 simulation's tests (test_l2_runs.cpp,
+// test_l2_list.cpp): the draws are part of each test's cases.
+#include <random>
+#include <vector>
+
+#include "hbmscope/shape.hpp"
+
+namespace hbmscope::test {
+
+inline std::uint64_t pick(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi) {
+  return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+}
+
+// Prefill shapes of every kind the schedule has: dense or ragged, unmasked,
+// causal, windowed or chunked, GQA, Nq != Nkv, every dtype, DV != d, a KV
+// dtype of its own.
+inline Shape random_prefill(std::mt19937_64& rng, bool masked_only = false) {
+  Shape s;
+  s.kv_heads = pick(rng, 1, 3);
+  s.heads = s.kv_heads * pick(rng, 1, 3);
+  s.batch = pick(rng, 1, 3);
+  s.seq_q = pick(rng, 1, 600);
+  s.seq_kv = pick(rng, 1, 600);
+  s.head_dim = pick(rng, 1, 96);
+  s.block_rows = pick(rng, 8, 128);
+  s.block_cols = pick(rng, 8, 128);
+  s.dtype = static_cast<Dtype>(pick(rng, 0, 3));
+  const std::uint64_t mask = masked_only ? pick(rng, 1, 3) : pick(rng, 0, 3);
+  s.causal = mask > 0;
+  if (mask == 2) s.window = pick(rng, 1, 300);
+  if (mask == 3) s.chunk = pick(rng, 1, 300);
+  if (pick(rng, 0, 3) == 0) s.head_dim_v = pick(rng, 1, 96);
+  if (pick(rng, 0, 3) == 0) s.kv_dtype = static_cast<Dtype>(pick(rng, 0, 3));
+  if (pick(rng, 0, 3) == 0) {  // ragged: sequences of their own lengths
+    std::vector<SeqLen> items;
+    const std::uint64_t n = pick(rng, 1, 4);
+    for (std::uint64_t b = 0; b < n; ++b) {
+      const std::uint64_t kv = pick(rng, 1, 500);
+      items.push_back({pick(rng, 1, kv), kv});
+    }
+    s.seq_lens = SeqList(items);
+    s.batch = n;
+    s.seq_q = s.seq_lens.max_q();
+    s.seq_kv = s.seq_lens.max_kv();
+  }
+  return s;
+}
+
+// L2 sizes from 0 to 1.25 times `all` (the bytes of everything), 42 of them.
+inline std::vector<std::uint64_t> ladder(std::uint64_t all) {
+  std::vector<std::uint64_t> l{0, 1};
+  for (std::uint64_t k = 1; k <= 40; ++k) l.push_back(all * k / 32);
+  return l;
+}
+
+}  // namespace hbmscope::test
