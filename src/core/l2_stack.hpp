@@ -20,32 +20,33 @@ inline constexpr std::uint32_t none = 0xffffffffu;
 // An LRU's dirty intermediates (write_dirty ... forget): per object its dirty
 // bytes and the largest stack distance of its accesses since that write; a
 // closed period goes to the tally's write-backs.
+// Its arrays are made at the first dirty write: the forward and decode
+// streams have none.
 class DirtyIntermediates {
  public:
-  void reserve(std::size_t n) {
-    if (bytes_.size() < n) {
-      bytes_.resize(n, 0);
-      max_.resize(n, 0);
-    }
-  }
+  void reserve(std::size_t n) { objects_ = std::max(objects_, n); }
   bool any() const { return count_ != 0; }
-  bool dirty(std::uint32_t obj) const { return bytes_[obj] != 0; }
+  bool dirty(std::uint32_t obj) const { return obj < bytes_.size() && bytes_[obj] != 0; }
   void note(std::uint32_t obj, std::uint64_t d) { max_[obj] = std::max(max_[obj], d); }
   void start(std::uint32_t obj, std::uint64_t bytes) {
+    if (bytes_.size() < objects_) {
+      bytes_.resize(objects_, 0);
+      max_.resize(objects_, 0);
+    }
     bytes_[obj] = bytes;
     max_[obj] = 0;
     count_ += bytes != 0;
   }
   void close(Tally& t, std::uint32_t obj) {
-    if (bytes_[obj] != 0) {
-      t.writebacks(max_[obj], 0, 1, bytes_[obj]);
-      --count_;
-    }
+    if (!dirty(obj)) return;
+    t.writebacks(max_[obj], 0, 1, bytes_[obj]);
+    --count_;
     bytes_[obj] = 0;
     max_[obj] = 0;
   }
 
  private:
+  std::size_t objects_ = 0;
   std::vector<std::uint64_t> bytes_, max_;
   std::uint64_t count_ = 0;  // objects with dirty bytes
 };
