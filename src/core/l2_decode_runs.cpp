@@ -180,7 +180,8 @@ void runs_decode(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2
 
 std::uint64_t decode_runs_work(const Shape& s, DecodeVariant v, std::uint64_t splits, const L2SimConfig& c) {
   (void)c;
-  if (!decode_in_waves(s, v, splits)) return checked_mul(decode_enum_accesses(s, v, splits), enumeration_units(), "L2 work");
+  if (!decode_in_waves(s, v, splits))
+    return checked_mul(decode_enum_accesses(s, v, splits), enumeration_units(), "L2 work");
   const Geometry g(s, v);
   // Per CTA and step type, its accesses (pages: Bc / P of them).
   const std::uint64_t per = v == DecodeVariant::paged ? s.block_cols / s.page_size + 2 : 2;

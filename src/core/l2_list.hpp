@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "hbmscope/checked.hpp"
-
 #include "hbmscope/error.hpp"
 #include "l2_stack.hpp"
 #include "l2_tally.hpp"
@@ -28,9 +27,7 @@ class ListL2 {
   Tally& tally;
 
   void reserve_objects(std::size_t n) {
-    if (node_of_.size() < n) {
-      node_of_.resize(n, none);
-    }
+    if (node_of_.size() < n) node_of_.resize(n, none);
     dirty_.reserve(n);
   }
 
@@ -39,7 +36,7 @@ class ListL2 {
     if (n != none && !nodes_[n].deep && nodes_[n].bytes == bytes) {  // the common case: its bucket is known
       const std::uint32_t b = nodes_[n].bucket;
       pending_[b] = checked_add(pending_[b], bytes, "L2 simulation bytes");
-      if (dirty_.any() && dirty_.dirty(obj)) dirty_.note(obj, stand_in(b));
+      if (dirty_.dirty(obj)) dirty_.note(obj, stand_in(b));
       raise(n, bytes, false);
       return;
     }
@@ -72,7 +69,7 @@ class ListL2 {
   // tracked object.
   void forget(std::uint32_t obj) {
     const std::uint32_t n = node_of_[obj];
-    if (dirty_.dirty(obj) && n != none) dirty_.note(obj, depth(n, true));
+    if (dirty_.dirty(obj) && n != none) dirty_.note(obj, depth(n));
     dirty_.close(tally, obj);
     if (n == none) return;
     node_of_[obj] = none;
@@ -99,18 +96,18 @@ class ListL2 {
     return last_bucket_;
   }
 
-  // Node n's depth as the tally needs it. Beyond the largest distance so far:
-  // exact (walked from that boundary, which then moves to n). Within it: a
-  // stand-in of the same bucket that is no larger than that distance, so the
-  // buckets and the largest distance come out as the exact ones would.
+  // A distance in `bucket` no larger than the largest distance so far.
   std::uint64_t stand_in(std::uint32_t bucket) const {
     return bucket == caps_.size() ? max_ : std::min(caps_[bucket], max_);
   }
 
-  std::uint64_t depth(std::uint32_t n, bool exact_if_deep) {
+  // Node n's depth as the tally needs it. Beyond the largest distance so far:
+  // exact (walked from that boundary, which then moves to n). Within it: the
+  // stand-in of its bucket, so the buckets and the largest distance come out
+  // as the exact ones would.
+  std::uint64_t depth(std::uint32_t n) {
     Node& x = nodes_[n];
     if (!x.deep) return stand_in(x.bucket);
-    if (!exact_if_deep) return infinite;
     std::uint64_t d = max_mark_.depth;
     for (std::uint32_t m = max_mark_.node == none ? head_ : nodes_[max_mark_.node].next;; m = nodes_[m].next) {
       d += nodes_[m].bytes;
@@ -123,7 +120,7 @@ class ListL2 {
   }
 
   // Moves obj to the top (pushes it if it has no entry); returns its depth as
-  // depth() gives it, or infinite for a first access.
+  // depth() gives it when reading; infinite for a write or a first access.
   std::uint64_t touch(std::uint32_t obj, std::uint64_t bytes, bool reading) {
     const std::uint32_t n = obj == none ? none : node_of_[obj];
     if (n == none) {
@@ -133,7 +130,7 @@ class ListL2 {
     Node& x = nodes_[n];
     if (x.bytes != bytes) throw Error("L2 simulation: an object's size changed between accesses");
     const bool was_deep = x.deep;
-    const std::uint64_t d = depth(n, reading);
+    const std::uint64_t d = reading ? depth(n) : infinite;
     raise(n, bytes, was_deep && !reading);
     return d;
   }

@@ -206,7 +206,6 @@ std::uint64_t decode_split_bound(const Shape& s) { return s.splits != 0 ? s.spli
 constexpr std::array<DecodeVariant, 3> simulated_decode_variants{DecodeVariant::split, DecodeVariant::split_unpacked,
                                                                  DecodeVariant::paged};
 
-
 std::uint64_t add_work(std::uint64_t a, std::uint64_t b) {
   const std::uint64_t r = a + b;
   return r < a ? ~std::uint64_t{0} : r;  // saturates: a sum past 2^64 is past every budget

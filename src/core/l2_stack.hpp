@@ -25,7 +25,6 @@ inline constexpr std::uint32_t none = 0xffffffffu;
 class DirtyIntermediates {
  public:
   void reserve(std::size_t n) { objects_ = std::max(objects_, n); }
-  bool any() const { return count_ != 0; }
   bool dirty(std::uint32_t obj) const { return obj < bytes_.size() && bytes_[obj] != 0; }
   void note(std::uint32_t obj, std::uint64_t d) { max_[obj] = std::max(max_[obj], d); }
   void start(std::uint32_t obj, std::uint64_t bytes) {
@@ -35,12 +34,10 @@ class DirtyIntermediates {
     }
     bytes_[obj] = bytes;
     max_[obj] = 0;
-    count_ += bytes != 0;
   }
   void close(Tally& t, std::uint32_t obj) {
     if (!dirty(obj)) return;
     t.writebacks(max_[obj], 0, 1, bytes_[obj]);
-    --count_;
     bytes_[obj] = 0;
     max_[obj] = 0;
   }
@@ -48,7 +45,6 @@ class DirtyIntermediates {
  private:
   std::size_t objects_ = 0;
   std::vector<std::uint64_t> bytes_, max_;
-  std::uint64_t count_ = 0;  // objects with dirty bytes
 };
 
 // An LRU over objects of real byte sizes. The recency stack is a Fenwick tree

@@ -44,9 +44,9 @@ class Tally {
     spread(read_add_, d0, step, count, bytes);
   }
 
-  // One read of `bytes` whose distance lies in bucket k: (caps[k-1], caps[k]]
-  // (k = capacities().size(): beyond all), and is no larger than the largest
-  // finite distance added otherwise.
+  // Reads of `bytes` in all whose distances lie in bucket k: (caps[k-1],
+  // caps[k]] (k = capacities().size(): beyond all), none larger than the
+  // largest finite distance added otherwise.
   void read_in_bucket(std::size_t k, std::uint64_t bytes) {
     request_ = add(request_, bytes);
     read_add_[k] = add(read_add_[k], bytes);
