@@ -100,9 +100,9 @@ real_bin=$bin; bin=$work/tbin
 timeout 10 "$real_bin" model --seq 1024G --seq-kv 1 --block-rows 1 --device h100 --format csv >/dev/null 2>"$work/huge.err"
 check "2^40 query blocks with --device: counted at once, left out" grep -q "left out for 1 shape" "$work/huge.err"
 expect_error "2^40 query blocks with --l2-bytes: refused" "work units (at most 17179869184" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
-expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence" model --seq 64M --causal --l2-bytes 60M
+expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence" model --seq 64M --causal --heads 16 --l2-bytes 60M
 expect_error "l2 per-shape cap, enumerated" "(enumeration) would take" model --seq 64K --causal --block-rows 1 --block-cols 1 --l2-bytes 60M --l2-method enumeration
-expect_error "l2 per-run cap" "(about a minute) per run" model --seq 1M --causal --heads 160 --head-dim 128 --dtype fp32,fp16,bf16,fp8 --block-cols 128,127 --l2-bytes 60M --sms 132 --ctas-per-sm 1
+expect_error "l2 per-run cap" "(about a minute) per run" model --seq 1M --causal --heads 192 --head-dim 128 --dtype fp32,fp16,bf16,fp8 --block-cols 128,127 --l2-bytes 60M --sms 132 --ctas-per-sm 1 --l2-order head-major
 timeout 60 "$real_bin" sweep --seq 1M --block-rows 256 --block-cols 256 --dtype bf16,fp8 --device h100 --progress always --format csv >/dev/null 2>"$work/l2prog"
 check "L2 simulation shows progress" grep -q "hbmscope L2 simulation \[" "$work/l2prog"
 expect_error "sweep shape cap" "has too many values (a sweep has at most 4000000 shapes)" sweep --seq 1:9999999:+1 --head-dim 64 --format json
@@ -239,7 +239,7 @@ assert b['flash_no_l2']==34603008+16384+107495424 and b['floor']==2097152+16384+
 "$bin" model --device h100 --l2-bytes 0 --format json >"$work/l2zero.json"
 check "--l2-bytes 0: no simulation even with --device" python3 -c "import json; r=json.load(open('$work/l2zero.json'))['rows'][0]; assert 'l2_sim' not in r and 'flash_l2_sim' not in r['bytes']"
 expect_error "--l2-bytes 0 with --sms" "--sms: the L2 simulation is off (--l2-bytes 0)" model --l2-bytes 0 --sms 100
-"$bin" sweep --seq 1K,64M --causal --head-dim 64 --l2-bytes 60M --format json >"$work/l2skip.json" 2>"$work/l2skip.err"
+"$bin" sweep --seq 1K,64M --causal --heads 16 --head-dim 64 --l2-bytes 60M --format json >"$work/l2skip.json" 2>"$work/l2skip.err"
 check "--l2-bytes: a shape over the cap is left out, not the run" python3 -c "
 import json; rows=json.load(open('$work/l2skip.json'))['rows']; assert 'l2_sim' in rows[0] and 'l2_sim' not in rows[1]"
 check "--l2-bytes: the note names the shape" grep -q "^hbmscope: note: L2 simulation left out for 1 shape(s) of more than 17179869184 work units (about 10 s each): 67108864 x 64" "$work/l2skip.err"
@@ -272,7 +272,7 @@ if command -v gnuplot >/dev/null 2>&1; then
   expect_error "--x without --plot" "--x: needs --plot" model --x seq
   "$bin" sweep --seq 1K:16K:x2 --head-dim 64 --heads 1,32 --device h100 --plot "$work/series.svg" >/dev/null 2>&1
   check "series plot written" grep -q "<svg" "$work/series.svg"
-  "$bin" sweep --seq 4M,8M --causal --head-dim 128 --heads 32 --device h100 --plot - >"$work/pnone" 2>"$work/pnone.err"
+  "$bin" sweep --seq 8M,16M --causal --head-dim 128 --heads 128 --device h100 --plot - >"$work/pnone" 2>"$work/pnone.err"
   check "plot: a variant with no point is named in a note" grep -q "^hbmscope: note: --plot: no points for flash_l2_sim, standard_l2_sim" "$work/pnone.err"
   check "plot: and in the chart" grep -q "Note: no points for flash_l2_sim" "$work/pnone"
   check "plot: no legend entry for it" bash -c "! grep -q 'flash_l2_sim ' '$work/pnone' || grep -q 'Note: no points' '$work/pnone'"

@@ -176,7 +176,7 @@ import json; d=json.load(open('$work/l2d.json')); g=d['rows']
 for v in ('decode_split_l2_sim','decode_paged_l2_sim'):
     assert g[2]['bytes'][v]==g[0]['bytes'][v]+g[1]['bytes'][v]
     assert abs(g[2]['prediction'][v]['seconds']-g[0]['prediction'][v]['seconds']-g[1]['prediction'][v]['seconds'])<1e-12"
-"$bin" model --model-config gemma-3-27b --seq 4M --device h200 --variants floor,flash_l2_sim --format csv >"$work/l2o.csv" 2>"$work/err"
+"$bin" model --model-config gemma-3-27b --seq 4M --device h200 --l2-order head-major --variants floor,flash_l2_sim --format csv >"$work/l2o.csv" 2>"$work/err"
 check "a kind over the budget: noted" grep -q "note: L2 simulation left out for 1 shape(s)" "$work/err"
 check "a kind over the budget: its total noted" grep -q "gemma-3-27b's total .* has no simulated bytes: its full layers were left out" "$work/err"
 check "a kind over the budget: the other simulated" python3 -c "

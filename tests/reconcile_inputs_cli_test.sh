@@ -123,7 +123,7 @@ expect_exit "--splits as a list" 2 "--splits: reconcile takes one value" reconci
 } >"$work/hundred.csv"
 check "hundred: about 4 kB" test "$(stat -c %s "$work/hundred.csv")" -lt 5000
 start=$(date +%s)
-timeout 120 "$bin" reconcile "$work/hundred.csv" --heads 151:250:+1 --seq 1M --causal --head-dim 64 --device h100 \
+timeout 120 "$bin" reconcile "$work/hundred.csv" --heads 151:250:+1 --seq 16M --causal --head-dim 64 --device h100 \
   >"$work/t" 2>"$work/e"
 check "L2 budget: exit 0" test $? -eq 0
 check "L2 budget: sweep's note" grep -q "L2 simulation left out for 100 shape(s) of more than" "$work/t"

@@ -72,6 +72,37 @@ void same_segments(const Shape& s, const L2SimConfig& c) {
   CHECK(se.waves == ss.waves);
 }
 
+// The chains alone against the enumeration (query-block-major shapes whose
+// CTAs read key blocks from 0: causal, or ragged without a mask).
+void same_chains(const Shape& s, const L2SimConfig& c) {
+  const l2::FlashGrid grid(s, c.order);
+  if (!l2::flash_in_chains(grid)) return;
+  const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
+  const auto caps = ladder(all);
+  l2::Tally te(caps), tc(caps);
+  const l2::FlashStats se = l2::enumerate_flash(s, c, te);
+  const l2::FlashStats sc = l2::chains_flash(s, c, tc);
+  CHECK(l2::curve(te, caps) == l2::curve(tc, caps));
+  CHECK(te.max_reuse_distance() == tc.max_reuse_distance());
+  CHECK(te.requested() == tc.requested());
+  CHECK(te.first_access_reads() == tc.first_access_reads());
+  CHECK(te.writes_always() == tc.writes_always());
+  CHECK(se.heads == sc.heads);
+  CHECK(se.kv_heads == sc.kv_heads);
+  CHECK(se.steps == sc.steps);
+  CHECK(se.waves == sc.waves);
+  // One capacity, as a report row has (most CTAs' re-reads then fall in one
+  // bucket and are counted from bounds, not evaluated).
+  for (std::uint64_t cap : {caps[5], caps[12], caps[24]}) {
+    l2::Tally t1({cap}), t2({cap});
+    l2::enumerate_flash(s, c, t1);
+    l2::chains_flash(s, c, t2);
+    CHECK(t1.dram_reads(cap) == t2.dram_reads(cap));
+    CHECK(t1.max_reuse_distance() == t2.max_reuse_distance());
+    CHECK(t1.requested() == t2.requested());
+  }
+}
+
 // Holds `same` (same_flash or same_segments) on s in both launch orders and
 // both --l2-qo modes, each on a random grid that `grid` may change.
 template <class Same, class Grid>
@@ -124,6 +155,57 @@ TEST_CASE("L2 runs: the segment engine equals the enumeration on long CTAs and w
     in_every_order(rng, s, same_segments, [&](L2SimConfig& c) {
       if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
     });
+  }
+}
+
+TEST_CASE("L2 runs: the chains equal the enumeration on causal and ragged shapes", "[l2runs][chains]") {
+  std::mt19937_64 rng(GENERATE(31, 32, 33));
+  for (int k = 0; k < 200; ++k) {
+    Shape s = random_prefill(rng);
+    s.window = 0;
+    s.chunk = 0;
+    if (k % 2 == 0) {  // long heads beside few slots, wide GQA groups
+      s.block_rows = pick(rng, 4, 16);
+      s.block_cols = pick(rng, 4, 16);
+      if (s.seq_lens.empty()) {
+        s.seq_q = pick(rng, 100, 900);
+        s.seq_kv = pick(rng, 1, 3) == 1 ? s.seq_q : pick(rng, 100, 900);
+      }
+      s.kv_heads = pick(rng, 1, 2);
+      s.heads = s.kv_heads * pick(rng, 1, 5);
+    }
+    for (bool qo : {true, false}) {
+      L2SimConfig c = config(rng, Rasterization::query_block_major, qo);
+      if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
+      INFO(describe(s) << " qo " << qo << " slots " << c.sm_count << "x" << c.ctas_per_sm);
+      same_chains(s, c);
+    }
+  }
+}
+
+TEST_CASE("L2 runs: the chains equal the enumeration on long causal heads", "[l2runs][chains]") {
+  // Heads of hundreds of key blocks beside tens of slots: most CTAs' re-reads
+  // are counted from bounds, a head's first reads of its blocks mostly in
+  // closed form (its previous head's last CTA done), with the ties of
+  // regular schedules; one capacity (a report row) and a curve.
+  std::mt19937_64 rng(GENERATE(41, 42));
+  for (int k = 0; k < 12; ++k) {
+    Shape s;
+    s.kv_heads = pick(rng, 1, 2);
+    s.heads = s.kv_heads * pick(rng, 1, 4);
+    s.batch = pick(rng, 1, 2);
+    s.block_rows = s.block_cols = 16;
+    s.seq_q = pick(rng, 3000, 8000);
+    s.seq_kv = pick(rng, 0, 3) == 0 ? s.seq_q + pick(rng, 1, 500) : s.seq_q;
+    s.head_dim = 64;
+    s.causal = true;
+    for (bool qo : {true, false}) {
+      L2SimConfig c;
+      c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 48));
+      c.q_o_allocate = qo;
+      INFO(describe(s) << " qo " << qo << " slots " << c.sm_count);
+      same_chains(s, c);
+    }
   }
 }
 

@@ -48,12 +48,12 @@ void add_forward(SegmentEngine& e, const FlashGrid& grid, const L2SimConfig& c) 
 // Mean over steps of the distinct keys among resident CTAs: each key's steps
 // are the union of its CTAs' [start, start + steps), CTAs of one key starting
 // in launch order.
-double mean_distinct(const std::vector<std::uint64_t>& key, const SegmentEngine& e, std::uint64_t first,
-                     std::uint64_t keys, std::uint64_t steps) {
+double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::uint64_t>& start,
+                     const std::vector<std::uint64_t>& length, std::uint64_t keys, std::uint64_t steps) {
   std::vector<std::uint64_t> until(keys, 0);  // one past the last step covered
   std::uint64_t sum = 0;
   for (std::size_t i = 0; i < key.size(); ++i) {
-    const std::uint64_t s = e.start(first + i), f = s + e.length(first + i);
+    const std::uint64_t s = start[i], f = s + length[i];
     std::uint64_t& u = until[key[i]];
     if (f > u) {
       sum += f - std::max(s, u);
@@ -85,6 +85,30 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
   return __builtin_mul_overflow(w, unit, &w) ? ~std::uint64_t{0} : w;
 }
 
+// The chains' cost (docs/l2-simulation.md, "Chains"), in units of about a
+// nanosecond: bounds for every CTA (about 4 units a slot and 300 more: a few
+// binary searches, a slot-by-slot pass for a fifth of them) and the exact
+// evaluation of what they leave, two units a step: where they hold (a dense
+// batch whose CTAs all read), about S CTAs of every head (the ones near the
+// capacity and near the largest distance) of up to n key blocks each; where
+// they do not, every access, and 12 units a slot a CTA. Measured on causal
+// shapes of 128K to 16M tokens (bench/, "L2 runs"). About 230 bytes a CTA:
+// past 4.7 M CTAs (about 1 GB) the chains are not used.
+std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
+  constexpr std::uint64_t max_ctas = std::uint64_t{9} << 19;
+  if (grid.ctas() > max_ctas || !flash_in_chains(grid)) return ~std::uint64_t{0};
+  const bool bounded = grid.dense() && grid.ctas() >= slots && grid.cta(0).blocks() > 0;
+  std::uint64_t w = 0, steps = 0;
+  if (bounded) {
+    const FlashSeq& q = grid.sequence(0);
+    steps = 2 * grid.heads() * std::min(slots, q.q_blocks) * q.k_blocks;
+  } else if (__builtin_mul_overflow(flash_enum_accesses(grid.shape()), 2, &steps)) {
+    return ~std::uint64_t{0};
+  }
+  if (__builtin_mul_overflow(grid.ctas(), (bounded ? 4 : 12) * slots + 300, &w)) return ~std::uint64_t{0};
+  return __builtin_add_overflow(w, steps, &w) ? ~std::uint64_t{0} : w;
+}
+
 std::uint64_t enumeration_work(const Shape& s, std::size_t capacities) {
   std::uint64_t w = 0;
   return __builtin_mul_overflow(flash_enum_accesses(s), enumeration_units(capacities), &w) ? ~std::uint64_t{0} : w;
@@ -97,7 +121,10 @@ FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   const FlashGrid grid(s, c.order);
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
   // Not in lockstep: whichever exact evaluation costs less.
-  if (enumeration_work(s, t.capacities().size()) <= segment_work(grid, slots)) return enumerate_flash(s, c, t);
+  const std::uint64_t enumeration = enumeration_work(s, t.capacities().size());
+  const std::uint64_t chained = chains_work(grid, slots);
+  if (chained < enumeration && chained <= segment_work(grid, slots)) return chains_flash(s, c, t);
+  if (enumeration <= segment_work(grid, slots)) return enumerate_flash(s, c, t);
   return segments_flash(s, c, t);
 }
 
@@ -109,14 +136,16 @@ FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   FlashStats st;
   st.steps = e.kernel_steps(0);
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
-  std::vector<std::uint64_t> head(grid.ctas()), pair(grid.ctas());
+  std::vector<std::uint64_t> head(grid.ctas()), pair(grid.ctas()), start(grid.ctas()), length(grid.ctas());
   for (std::uint64_t id = 0; id < grid.ctas(); ++id) {
     const FlashCta ct = grid.cta(id);
     head[id] = ct.head_key;
     pair[id] = ct.pair;
+    start[id] = e.start(id);
+    length[id] = e.length(id);
   }
-  st.heads = mean_distinct(head, e, 0, grid.heads(), st.steps);
-  st.kv_heads = mean_distinct(pair, e, 0, grid.pairs(), st.steps);
+  st.heads = mean_distinct(head, start, length, grid.heads(), st.steps);
+  st.kv_heads = mean_distinct(pair, start, length, grid.pairs(), st.steps);
   return st;
 }
 
@@ -126,7 +155,7 @@ std::uint64_t flash_runs_work(const Shape& s, const L2SimConfig& c) {
   const FlashGrid grid(s, c.order);
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
   if (flash_in_waves(s)) return waves_flash_work(grid, slots);
-  return std::min(enumeration_work(s, 1), segment_work(grid, slots));
+  return std::min({enumeration_work(s, 1), segment_work(grid, slots), chains_work(grid, slots)});
 }
 
 }  // namespace hbmscope::l2

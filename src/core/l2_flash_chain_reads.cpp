@@ -1,0 +1,173 @@
+// Exact distances of the chains (docs/l2-simulation.md, "Chains"): a read's
+// distance is a sum over the accesses between it and its predecessor whose
+// next access comes after it. For one CTA's re-reads each neighbour adds a
+// trapezoid in the read's step, placed as slope changes in an array over the
+// CTA's steps and summed in one pass; a single read sums its neighbours'
+// counts directly.
+#include <algorithm>
+
+#include "l2_flash_chains.hpp"
+
+namespace hbmscope::l2::chains {
+
+ChainReads::ChainReads(const ChainGrid& g) : c_(g) {
+  u64 max_e = 0;
+  for (u64 k = 0; k < g.n; ++k) max_e = std::max(max_e, g.e[k]);
+  d2_.assign(max_e + 2, 0);
+}
+
+i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
+  i64 sum = 0;
+  // CTAs that are not their head's last: the next access of each block is
+  // the next CTA's, G steps later.
+  u64 k = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), T) - c_.s.begin());
+  while (k-- > 0 && c_.PM[k] >= T - 1) {
+    if (c_.R[k] < T - 1) continue;
+    const i64 G = c_.s[k + 1] - c_.s[k], b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
+    const i64 lo = std::max({c_.s[k], T - g + (k <= P), T - G + (k + 1 <= i)});
+    const i64 hi = std::min(b, T - (k >= i));
+    if (lo > hi) continue;
+    const bool part = c_.e[k] == c_.nkb[k] && c_.zlast[k] != c_.zfull[k];
+    const i64 full_hi = part ? std::min(hi, b - 1) : hi;
+    if (full_hi >= lo) sum += (full_hi - lo + 1) * static_cast<i64>(c_.zfull[k]);
+    if (part && lo <= b && b <= hi) sum += static_cast<i64>(c_.zlast[k]);
+  }
+  // Heads' last CTAs: block y's next access is the next head's (or none).
+  u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), T) - c_.sp_s.begin());
+  while (j-- > 0 && c_.spm[j] >= T - g) {
+    const u64 h = c_.sp[j];
+    const i64 ylo = std::max<i64>(0, T - g + (h <= P) - c_.s[h]);
+    const i64 yhi = std::min<i64>(static_cast<i64>(c_.e[h]) - 1, T - (h >= i) - c_.s[h]);
+    if (ylo > yhi) continue;
+    i64 y0 = ylo;
+    if (c_.next_head[h] != no_cta) {  // the first y whose next access comes after the read
+      i64 lo = ylo, hi = yhi + 1;
+      while (lo < hi) {
+        const i64 mid = lo + (hi - lo) / 2;
+        const u64 r = c_.next_reader(h, static_cast<u64>(mid));
+        const i64 N = c_.s[r] + mid;
+        if (N > T || (N == T && r > i)) hi = mid;
+        else lo = mid + 1;
+      }
+      y0 = lo;
+    }
+    for (i64 y = y0; y <= yhi;) {  // full blocks, then the last one
+      if (static_cast<u64>(y) + 1 == c_.nkb[h]) {
+        sum += static_cast<i64>(c_.zlast[h]);
+        ++y;
+        continue;
+      }
+      const i64 top = std::min<i64>(yhi, static_cast<i64>(c_.nkb[h]) - 2);
+      sum += (top - y + 1) * static_cast<i64>(c_.zfull[h]);
+      y = top + 1;
+    }
+  }
+  if (c_.qo) sum += static_cast<i64>(c_.qo_between(i, P, T, g));
+  return sum;
+}
+
+void ChainReads::chain(u64 i, u64 m, Batches& batches) {
+  const i64 base = c_.s[i], g = c_.s[i] - c_.s[i - 1];
+  const u64 P = i - 1;
+  const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
+  i64 V0 = 0, S0 = 0;
+  i64* d2 = d2_.data();
+  // D over the CTA's re-reads as second differences: d2[x] at step base + x.
+  auto at = [&](i64 pos, i64 w) {
+    const i64 x = pos - base;
+    if (x <= 0) {
+      V0 += w * (1 - x);
+      S0 += w;
+    } else if (x < mm) {
+      d2[x] += w;
+    }
+  };
+  auto range = [&](i64 lo, i64 hi, i64 w) {  // +w at every step of [lo, hi]
+    if (lo > hi || hi < Tlo || lo > Thi) return;
+    at(lo, w), at(lo + 1, -w), at(hi + 1, -w), at(hi + 2, w);
+  };
+  auto trapezoid = [&](i64 a, i64 b, i64 M, i64 w) {  // range(t, t + M - 1, w) for t in [a, b]
+    if (a > b || M <= 0 || b + M - 1 < Tlo || a > Thi) return;
+    at(a, w), at(a + M, -w), at(b + 1, -w), at(b + M + 1, w);
+  };
+  // Regular neighbours: every block's next access G steps later.
+  u64 k = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
+  while (k-- > 0 && c_.PM[k] >= Tlo - 1) {
+    if (c_.R[k] < Tlo - 1) continue;
+    const i64 M = std::min(g, c_.s[k + 1] - c_.s[k]), d = k >= i;
+    const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
+    if (c_.e[k] == c_.nkb[k] && c_.zlast[k] != c_.zfull[k]) {
+      trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull[k]));
+      range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast[k]));
+    } else {
+      trapezoid(c_.s[k] + d, b + d, M, static_cast<i64>(c_.zfull[k]));
+    }
+  }
+  // Heads' last CTAs: per block, up to its next access in the next head.
+  u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());
+  while (j-- > 0 && c_.spm[j] >= Tlo - g) {
+    const u64 kk = c_.sp[j];
+    const i64 d = kk >= i, lt = kk < i;
+    const i64 ylo = std::max<i64>(0, Tlo - g - c_.s[kk]);
+    const i64 yhi = std::min<i64>(static_cast<i64>(c_.e[kk]) - 1, Thi - c_.s[kk]);
+    if (ylo > yhi) continue;
+    i64 ystar = ylo;
+    auto upper = [&](i64 y) {  // the last step at which y's access counts, by its next access
+      const u64 r = c_.next_reader(kk, static_cast<u64>(y));
+      return c_.s[r] + y - (r <= i);
+    };
+    if (c_.next_head[kk] != no_cta) {
+      i64 lo = ylo, hi = yhi + 1;
+      while (lo < hi) {
+        const i64 mid = lo + (hi - lo) / 2;
+        if (upper(mid) >= c_.s[kk] + mid + g - lt) hi = mid;
+        else lo = mid + 1;
+      }
+      ystar = lo;
+      for (i64 y = ylo; y < ystar; ++y) {
+        const i64 t = c_.s[kk] + y;
+        range(t + d, upper(y), static_cast<i64>(c_.kv_bytes(kk, static_cast<u64>(y))));
+      }
+    }
+    if (ystar > yhi) continue;
+    const i64 lastfull = std::min<i64>(yhi, static_cast<i64>(c_.nkb[kk]) - 2);
+    if (lastfull >= ystar) trapezoid(c_.s[kk] + ystar + d, c_.s[kk] + lastfull + d, g, static_cast<i64>(c_.zfull[kk]));
+    if (static_cast<u64>(yhi) + 1 == c_.nkb[kk] && ystar <= yhi) {
+      const i64 t = c_.s[kk] + yhi;
+      range(t + d, t + d + g - 1, static_cast<i64>(c_.zlast[kk]));
+    }
+  }
+  if (c_.qo) {
+    const u64 q0 = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), Tlo - g) - c_.s.begin());
+    const u64 q1 = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
+    for (u64 q = q0; q < q1; ++q) range(c_.s[q] + (q > i), c_.s[q] + g - (q <= P), static_cast<i64>(c_.qb[q]));
+    const u64 o0 = static_cast<u64>(std::lower_bound(c_.fo_f.begin(), c_.fo_f.end(), Tlo - g) - c_.fo_f.begin());
+    const u64 o1 = static_cast<u64>(std::upper_bound(c_.fo_f.begin(), c_.fo_f.end(), Thi) - c_.fo_f.begin());
+    for (u64 o = o0; o < o1; ++o) {
+      const u64 kk = c_.fo[o];
+      range(c_.f[kk] + (kk >= i), c_.f[kk] + g - (kk < P), static_cast<i64>(c_.ob[kk]));
+    }
+  }
+  // One pass: pieces of constant slope to the tally.
+  const bool part = m == c_.nkb[i] && c_.zlast[i] != c_.zfull[i];
+  const i64 zf = static_cast<i64>(c_.zfull[i]);
+  Tally::Batch& full = batches.of(c_.zfull[i]);
+  i64 V = V0, S = S0;
+  for (i64 x = 0; x < mm;) {
+    const i64 cap = part && x < mm - 1 ? mm - 1 : mm;
+    i64 x1 = x + 1;
+    while (x1 < cap && d2[x1] == 0) ++x1;
+    const i64 z = part && x == mm - 1 ? static_cast<i64>(c_.zlast[i]) : zf;
+    Tally::Batch& to = z == zf ? full : batches.of(static_cast<u64>(z));
+    to.reads(static_cast<u64>(z + V), S, static_cast<u64>(x1 - x));
+    V += S * (x1 - x - 1);
+    if (x1 < mm) {
+      S += d2[x1];
+      d2[x1] = 0;
+      V += S;
+    }
+    x = x1;
+  }
+}
+
+}  // namespace hbmscope::l2::chains

@@ -1,0 +1,114 @@
+#pragma once
+// The chains of the forward pass (docs/l2-simulation.md, "Chains"): in
+// query-block-major order, where every CTA reads key blocks [0, e) and e does
+// not decrease within a head (causal masks; ragged batches without a mask),
+// CTA i re-reads the blocks its head's previous CTA read, each g steps after
+// it, and reads its other blocks first in its head (their previous access is
+// the last CTA of the pair's previous head). The schedule (ChainGrid), exact
+// distances (l2_flash_chain_reads.cpp), bounds that count a CTA's re-reads
+// without evaluating them (l2_flash_chain_bounds.cpp) and the run that
+// chooses (l2_flash_chains.cpp). Internal to src/core.
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "l2_flash.hpp"
+#include "l2_tally.hpp"
+
+namespace hbmscope::l2::chains {
+
+using i64 = std::int64_t;
+using u64 = std::uint64_t;
+inline constexpr u64 no_cta = ~u64{0};
+inline constexpr i64 never = std::numeric_limits<i64>::min() / 4;
+inline constexpr i64 unbounded = std::numeric_limits<i64>::max() / 4;
+
+// The forward grid scheduled: per CTA in launch order.
+struct ChainGrid {
+  ChainGrid(const FlashGrid& grid, const L2SimConfig& c);
+
+  // The next head's first CTA reading block y (k: a head's last CTA with a
+  // next head in its pair).
+  u64 next_reader(u64 k, u64 y) const;
+  u64 kv_bytes(u64 k, u64 y) const { return y + 1 == nkb[k] ? zlast[k] : zfull[k]; }
+  bool reads_partial(u64 k) const { return e[k] == nkb[k] && zlast[k] != zfull[k]; }
+  // The bytes of the Q and O tiles accessed between (T - g, P) and (T, i)
+  // (the read's predecessor and the read, both K/V accesses).
+  u64 qo_between(u64 i, u64 P, i64 T, i64 g) const;
+
+  bool qo = false, dense = false;
+  u64 n = 0, slots = 0, steps = 0;
+  std::vector<u64> su, len, e, nkb, zfull, zlast, qb, ob, head_first, next_head, pair_end;
+  std::vector<i64> s, f;          // first and last step
+  std::vector<i64> R, PM;         // not a head's last CTA: last K/V step + gap to the next CTA; prefix maximum
+  std::vector<u64> sp;            // the heads' last CTAs that read, in launch order
+  std::vector<i64> sp_s, spm;     // their starts, prefix maximum of their last steps
+  std::vector<u64> fo;            // CTAs by (last step, id)
+  std::vector<i64> fo_f;
+  std::vector<u64> qpre, opre;    // prefix sums of Q bytes by id and of O bytes in fo order
+  std::vector<i64> fmax_before;   // per CTA: the largest last step of the CTAs of earlier pairs
+  std::vector<u64> zpair;         // per CTA: the bytes of every block its pair reads
+};
+
+// Reads of several sizes, each size's runs counted in its own batch.
+class Batches {
+ public:
+  explicit Batches(const Tally& t) : t_(t) {}
+  Tally::Batch& of(u64 bytes) {
+    for (auto& [b, batch] : v_)
+      if (b == bytes) return batch;
+    v_.emplace_back(bytes, Tally::Batch(t_));
+    return v_.back().second;
+  }
+  void flush(Tally& t) {
+    for (auto& [b, batch] : v_) batch.flush(t, b);
+  }
+
+ private:
+  const Tally& t_;
+  std::deque<std::pair<u64, Tally::Batch>> v_;  // references stay valid as it grows
+};
+
+// Exact distances (l2_flash_chain_reads.cpp).
+class ChainReads {
+ public:
+  explicit ChainReads(const ChainGrid& g);
+  // The read at step T by CTA i whose predecessor is CTA P's access g steps
+  // earlier: the bytes of the other objects accessed in between.
+  i64 between(u64 i, u64 P, i64 T, i64 g) const;
+  // CTA i's re-reads of blocks [0, m) into the batches.
+  void chain(u64 i, u64 m, Batches& b);
+
+ private:
+  const ChainGrid& c_;
+  std::vector<i64> d2_;  // slope changes over one CTA's steps
+};
+
+// Bounds on all of a CTA's re-reads' distances (l2_flash_chain_bounds.cpp).
+struct Bounds {
+  u64 lo = 0, hi = 0;
+  bool valid = false;
+};
+class ChainBounds {
+ public:
+  explicit ChainBounds(const ChainGrid& g);
+  // From the smallest gap of the CTAs beside it, O(log) a CTA (calls in
+  // launch order).
+  Bounds coarse(u64 i);
+  // Slot by slot (calls in launch order), O(slots) a CTA.
+  Bounds fine(u64 i);
+
+ private:
+  bool usable_ = false;
+  const ChainGrid& c_;
+  std::vector<i64> gap_lo_, gap_hi_, tree_;
+  u64 size_ = 1;
+  std::vector<u64> slot_start_, slot_ctas_, cur_;
+  u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
+  std::vector<u64> running_;  // coarse(): a min-heap of the ids started by X
+  u64 pushed_ = 0;
+};
+
+}  // namespace hbmscope::l2::chains
