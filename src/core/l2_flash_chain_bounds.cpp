@@ -6,6 +6,7 @@
 // bounds put all of a CTA's re-reads in one bucket of the tally, and below
 // the largest distance, they are counted and not evaluated.
 #include <algorithm>
+#include <limits>
 #include <queue>
 
 #include "l2_flash_chains.hpp"
@@ -36,7 +37,7 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   // takes the next one).
   const u64 S = g.slots;
   slot_start_.assign(S + 1, 0);
-  slot_ctas_.resize(g.n);
+  slot_cta_.resize(g.n);
   std::vector<u64> count(S, 0), slot_of(g.n);
   std::priority_queue<std::pair<i64, u64>, std::vector<std::pair<i64, u64>>, std::greater<>> free;
   for (u64 k = 0; k < g.n; ++k) {
@@ -52,7 +53,10 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   for (u64 v = 0; v < S; ++v) slot_start_[v + 1] = slot_start_[v] + count[v];
   cur_.assign(slot_start_.begin(), slot_start_.end() - 1);
   std::vector<u64> at = cur_;
-  for (u64 k = 0; k < g.n; ++k) slot_ctas_[at[slot_of[k]]++] = k;
+  for (u64 k = 0; k < g.n; ++k) {
+    auto clip = [](i64 v) { return static_cast<std::int32_t>(std::min<i64>(v, std::numeric_limits<std::int32_t>::max())); };
+    slot_cta_[at[slot_of[k]]++] = {g.s[k], g.f[k], clip(gap_lo_[k]), clip(gap_hi_[k])};
+  }
   zhi_ = g.zfull[0];
   zlo_ = std::min(g.zfull[0], g.zlast[0]);
   qmax_ = *std::max_element(g.qb.begin(), g.qb.end());
@@ -75,7 +79,15 @@ Bounds ChainBounds::coarse(u64 i) {
   }
   if (Thi > c_.s[c_.n - 1]) return b;
   u64 lo = size_ + (running_.empty() ? i : running_.front());
-  u64 hi = size_ + static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
+  // Ids started by Thi, and O tiles ended from X to Thi: pointers that move
+  // up with X and (within a head) Thi, searched again where Thi drops.
+  auto upto = [&](u64& at, const std::vector<i64>& v, i64 step) {  // first index past step
+    if (at > 0 && v[at - 1] > step) at = static_cast<u64>(std::upper_bound(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(at), step) - v.begin());
+    while (at < v.size() && v[at] <= step) ++at;
+    return at;
+  };
+  const u64 started = upto(started_, c_.s, Thi);
+  u64 hi = size_ + started;
   i64 G = unbounded;
   for (; lo < hi; lo /= 2, hi /= 2) {
     if (lo & 1) G = std::min(G, tree_[lo++]);
@@ -83,10 +95,11 @@ Bounds ChainBounds::coarse(u64 i) {
   }
   u64 qo = 0;
   if (c_.qo) {  // every Q tile started and O tile ended from X to Thi
-    auto count = [](const std::vector<i64>& v, i64 a, i64 z) {
-      return static_cast<u64>(std::upper_bound(v.begin(), v.end(), z) - std::lower_bound(v.begin(), v.end(), a));
-    };
-    qo = count(c_.s, X, Thi) * qmax_ + count(c_.fo_f, X, Thi) * omax_;
+    u64 from = i - 1;  // the first id started at X
+    while (from > 0 && c_.s[from - 1] == X) --from;
+    while (ended_from_ < c_.n && c_.fo_f[ended_from_] < X) ++ended_from_;
+    const u64 ended = upto(ended_, c_.fo_f, Thi);
+    qo = (started - from) * qmax_ + (ended - std::min(ended, ended_from_)) * omax_;
   }
   const u64 S = c_.slots;
   b.lo = zlo_ + zlo_ * S * static_cast<u64>(std::max<i64>(0, std::min(g, G) - 1));
@@ -105,11 +118,12 @@ Bounds ChainBounds::fine(u64 i) {
   u64 blocks_lo = 0, blocks_hi = 0;
   for (u64 v = 0; v < c_.slots; ++v) {
     u64& k = cur_[v];  // the slot's CTA running at X (X does not decrease from call to call)
-    while (k + 1 < slot_start_[v + 1] && c_.f[slot_ctas_[k]] < X) ++k;
+    const u64 end = slot_start_[v + 1];
+    while (k + 1 < end && slot_cta_[k].f < X) ++k;
     i64 lo = unbounded, hi = 0;
-    for (u64 j = k; j < slot_start_[v + 1] && c_.s[slot_ctas_[j]] <= Thi; ++j) {
-      lo = std::min(lo, gap_lo_[slot_ctas_[j]]);
-      hi = std::max(hi, gap_hi_[slot_ctas_[j]]);
+    for (u64 j = k; j < end && slot_cta_[j].s <= Thi; ++j) {
+      lo = std::min<i64>(lo, slot_cta_[j].gap_lo);
+      hi = std::max<i64>(hi, slot_cta_[j].gap_hi);
     }
     blocks_lo += static_cast<u64>(std::max<i64>(0, std::min(g, lo) - 1));
     blocks_hi += static_cast<u64>(std::min(g, hi));

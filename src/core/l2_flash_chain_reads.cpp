@@ -10,7 +10,8 @@
 
 namespace hbmscope::l2::chains {
 
-ChainReads::ChainReads(const ChainGrid& g) : c_(g) {
+ChainReads::ChainReads(const ChainGrid& g, const Tally& t)
+    : c_(g), single_(t.capacities().size() == 1 && t.capacities()[0] > 0 ? t.capacities()[0] : 0) {
   u64 max_e = 0;
   for (u64 k = 0; k < g.n; ++k) max_e = std::max(max_e, g.e[k]);
   d2_.assign(max_e + 2, 0);
@@ -153,6 +154,29 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
   const i64 zf = static_cast<i64>(c_.zfull[i]);
   Tally::Batch& full = batches.of(c_.zfull[i]);
   i64 V = V0, S = S0;
+  if (single_ != 0) {  // one capacity (a report row): counted step by step, without branches
+    const i64 C = static_cast<i64>(single_), full_steps = part ? mm - 1 : mm;
+    i64 le = 0, top = 0;
+    for (i64 x = 0; x < full_steps; ++x) {
+      if (x > 0) {
+        S += d2[x];
+        d2[x] = 0;
+        V += S;
+      }
+      le += zf + V <= C;
+      top = std::max(top, V);
+    }
+    full.counted(static_cast<u64>(le), static_cast<u64>(full_steps - le), static_cast<u64>(zf + top));
+    if (part) {
+      if (mm > 1) {
+        S += d2[mm - 1];
+        d2[mm - 1] = 0;
+        V += S;
+      }
+      batches.of(c_.zlast[i]).reads(c_.zlast[i] + static_cast<u64>(V), 0, 1);
+    }
+    return;
+  }
   for (i64 x = 0; x < mm;) {
     const i64 cap = part && x < mm - 1 ? mm - 1 : mm;
     i64 x1 = x + 1;

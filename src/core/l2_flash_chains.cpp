@@ -5,6 +5,7 @@
 #include "l2_flash_chains.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "hbmscope/checked.hpp"
 #include "l2_segments.hpp"
@@ -20,9 +21,23 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     : qo(c.q_o_allocate), dense(grid.dense()), n(grid.ctas()), slots(std::uint64_t{c.sm_count} * c.ctas_per_sm) {
   su.resize(n), len.resize(n), e.resize(n), nkb.resize(n), zfull.resize(n), zlast.resize(n);
   qb.resize(n), ob.resize(n), head_first.resize(n), next_head.assign(n, no_cta), pair_end.resize(n);
-  std::vector<u64> pair(n), head(n);
+  pair.resize(n), head.resize(n);
+  // A dense batch's heads are alike: one head's CTAs, the rest by arithmetic.
+  std::vector<FlashCta> first_head;
+  if (dense)
+    for (u64 k = 0; k < std::min(n, grid.sequence(0).q_blocks); ++k) first_head.push_back(grid.cta(k));
+  const u64 H = grid.shape().heads, G = grid.group(), Hkv = grid.shape().kv_heads;
   for (u64 k = 0; k < n; ++k) {
-    const FlashCta t = grid.cta(k);
+    FlashCta t;
+    if (dense) {
+      const u64 nq = first_head.size(), h = k / nq;  // (sequence, head) in launch order
+      t = first_head[k % nq];
+      t.seq = h / H;
+      t.head_key = h;
+      t.pair = t.seq * Hkv + (h % H) / G;
+    } else {
+      t = grid.cta(k);
+    }
     len[k] = t.steps();
     e[k] = t.blocks() > 0 ? t.end : 0;
     nkb[k] = grid.sequence(t.seq).k_blocks;
@@ -121,12 +136,51 @@ u64 ChainGrid::qo_between(u64 i, u64 P, i64 T, i64 g) const {
 
 namespace {
 
+// qo_between for reads whose T and T - g do not decrease from call to call
+// (a head's first reads in closed form): pointers that only move up.
+class QoWalk {
+ public:
+  explicit QoWalk(const ChainGrid& c) : c_(c) {}
+  void reset() { fresh_ = true; }
+  u64 operator()(u64 i, u64 P, i64 T, i64 g) {
+    if (fresh_) {  // a new head: the pointers start where a search puts them
+      fresh_ = false;
+      for (u64& q : q_) q = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), T - g) - c_.s.begin());
+      for (u64& o : o_) o = static_cast<u64>(std::lower_bound(c_.fo_f.begin(), c_.fo_f.end(), T - g) - c_.fo_f.begin());
+    }
+    auto first_at = [&](u64& at, i64 step) {
+      while (at < c_.n && c_.s[at] < step) ++at;
+      return at;
+    };
+    auto clamp = [](u64 v, u64 a, u64 b) { return std::min(std::max(v, a), b); };
+    const u64 a0 = first_at(q_[0], T - g), a1 = first_at(q_[1], T - g + 1);
+    const u64 b0 = first_at(q_[2], T), b1 = first_at(q_[3], T + 1);
+    const u64 qlo = clamp(P + 1, a0, a1), qhi = clamp(i + 1, b0, b1);
+    u64 sum = qhi > qlo ? c_.qpre[qhi] - c_.qpre[qlo] : 0;
+    auto by_finish = [&](u64& at, i64 step, u64 id) {
+      while (at < c_.n && (c_.fo_f[at] < step || (c_.fo_f[at] == step && c_.fo[at] < id))) ++at;
+      return at;
+    };
+    const u64 olo = by_finish(o_[0], T - g, P), ohi = by_finish(o_[1], T, i);
+    if (ohi > olo) sum += c_.opre[ohi] - c_.opre[olo];
+    return sum;
+  }
+
+ private:
+  const ChainGrid& c_;
+  std::array<u64, 4> q_{};
+  std::array<u64, 2> o_{};
+  bool fresh_ = true;
+};
+
 void run(const ChainGrid& c, Tally& t) {
   Batches batches(t);
-  ChainReads reads(c);
+  ChainReads reads(c, t);
   // First reads in a head: exact one by one; their largest distance bounds
   // the largest from below.
   u64 floor_of_max = 0;
+  QoWalk walk(c);
+  u64 walking = no_cta;  // the L whose head the walk follows
   for (u64 i = 0; i < c.n; ++i) {
     t.read(infinite, c.qb[i]);
     t.write(c.ob[i]);
@@ -145,7 +199,13 @@ void run(const ChainGrid& c, Tally& t) {
       // Started after L's last step, with no other pair's CTA running from p
       // to q: every other block of the pair is accessed in between.
       if (c.s[i] > c.f[L] && c.fmax_before[i] <= p && (c.pair_end[i] == c.n || c.s[c.pair_end[i]] >= T))
-        d = c.zpair[i] + (c.qo ? c.qo_between(i, L, T, c.s[i] - c.s[L]) : 0);
+      {
+        if (c.qo && walking != L) {
+          walk.reset();
+          walking = L;
+        }
+        d = c.zpair[i] + (c.qo ? walk(i, L, T, c.s[i] - c.s[L]) : 0);
+      }
       else
         d = z + static_cast<u64>(reads.between(i, L, T, c.s[i] - c.s[L]));
       floor_of_max = std::max(floor_of_max, d);
@@ -208,14 +268,8 @@ FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   FlashStats st;
   st.steps = cg.steps;
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
-  std::vector<std::uint64_t> head(grid.ctas()), pair(grid.ctas());
-  for (std::uint64_t id = 0; id < grid.ctas(); ++id) {
-    const FlashCta ct = grid.cta(id);
-    head[id] = ct.head_key;
-    pair[id] = ct.pair;
-  }
-  st.heads = mean_distinct(head, cg.su, cg.len, grid.heads(), st.steps);
-  st.kv_heads = mean_distinct(pair, cg.su, cg.len, grid.pairs(), st.steps);
+  st.heads = mean_distinct(cg.head, cg.su, cg.len, grid.heads(), st.steps);
+  st.kv_heads = mean_distinct(cg.pair, cg.su, cg.len, grid.pairs(), st.steps);
   return st;
 }
 

@@ -41,6 +41,7 @@ struct ChainGrid {
   bool qo = false, dense = false;
   u64 n = 0, slots = 0, steps = 0;
   std::vector<u64> su, len, e, nkb, zfull, zlast, qb, ob, head_first, next_head, pair_end;
+  std::vector<u64> head, pair;    // (sequence, head) and (sequence, kv head), dense
   std::vector<i64> s, f;          // first and last step
   std::vector<i64> R, PM;         // not a head's last CTA: last K/V step + gap to the next CTA; prefix maximum
   std::vector<u64> sp;            // the heads' last CTAs that read, in launch order
@@ -74,7 +75,7 @@ class Batches {
 // Exact distances (l2_flash_chain_reads.cpp).
 class ChainReads {
  public:
-  explicit ChainReads(const ChainGrid& g);
+  ChainReads(const ChainGrid& g, const Tally& t);
   // The read at step T by CTA i whose predecessor is CTA P's access g steps
   // earlier: the bytes of the other objects accessed in between.
   i64 between(u64 i, u64 P, i64 T, i64 g) const;
@@ -83,6 +84,7 @@ class ChainReads {
 
  private:
   const ChainGrid& c_;
+  u64 single_ = 0;       // the tally's one capacity, if it has one (and it is not 0)
   std::vector<i64> d2_;  // slope changes over one CTA's steps
 };
 
@@ -105,10 +107,15 @@ class ChainBounds {
   const ChainGrid& c_;
   std::vector<i64> gap_lo_, gap_hi_, tree_;
   u64 size_ = 1;
-  std::vector<u64> slot_start_, slot_ctas_, cur_;
+  struct SlotCta {  // a slot's CTAs in order, what fine() needs of them in one place
+    i64 s, f;
+    std::int32_t gap_lo, gap_hi;
+  };
+  std::vector<u64> slot_start_, cur_;
+  std::vector<SlotCta> slot_cta_;
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
   std::vector<u64> running_;  // coarse(): a min-heap of the ids started by X
-  u64 pushed_ = 0;
+  u64 pushed_ = 0, started_ = 0, ended_ = 0, ended_from_ = 0;
 };
 
 }  // namespace hbmscope::l2::chains

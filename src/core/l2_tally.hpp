@@ -100,6 +100,14 @@ class Tally {
         under = le;
       }
     }
+    // Reads already counted against a tally of one capacity: `le` at most
+    // it, `gt` above it, the largest at distance `top`.
+    void counted(std::uint64_t le, std::uint64_t gt, std::uint64_t top) {
+      n_[0] += le;
+      n_[1] += gt;
+      total_ += le + gt;
+      if (le + gt > 0) max_ = std::max(max_, top);
+    }
     // Adds them to t, `bytes` each, and starts again.
     void flush(Tally& t, std::uint64_t bytes) {
       if (total_ == 0) return;
