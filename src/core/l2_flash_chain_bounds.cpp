@@ -2,16 +2,37 @@
 // steps after its predecessor counts, on each slot, the K/V accesses of the
 // last min(g, G) steps or so (G: the gap from an access to its object's next
 // access), so while every slot runs CTAs that read a block each step, a read
-// sees at least min(g, G) - 1 and at most min(g, G) accesses a slot. Where the
-// bounds put all of a CTA's re-reads in one bucket of the tally, and below
-// the largest distance, they are counted and not evaluated.
+// sees at least min(g, G_min) - 1 and at most min(g, G_max) accesses a slot
+// (over the slot's CTAs in the window). Each slot's window of CTAs moves with
+// the readers, and two Fenwick trees over the slots' G_min and G_max give the
+// sums over slots for any g. Where the bounds put all of a CTA's re-reads in
+// one bucket of the tally, and below the largest distance, they are counted
+// and not evaluated.
 #include <algorithm>
 #include <limits>
-#include <queue>
 
 #include "l2_flash_chains.hpp"
 
 namespace hbmscope::l2::chains {
+
+void ChainBounds::Sums::add(i64 value, i64 sign) {
+  const u64 v = static_cast<u64>(std::min<i64>(value, cap - 1));
+  const i64 w = sign * std::min<i64>(value, cap - 1);
+  for (u64 x = v + 1; x <= cap; x += x & (0 - x)) {
+    node[x].count += sign;
+    node[x].sum += w;
+  }
+}
+
+i64 ChainBounds::Sums::capped(i64 g) const {  // the sum over slots of min(g, value)
+  i64 c = 0, s = 0, total = 0;
+  for (u64 x = cap; x > 0; x -= x & (0 - x)) total += node[x].count;
+  for (u64 x = static_cast<u64>(g); x > 0; x -= x & (0 - x)) {
+    c += node[x].count;
+    s += node[x].sum;
+  }
+  return s + g * (total - c);
+}
 
 ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   // Bounds hold where every slot runs a CTA reading one K/V block at each step
@@ -21,131 +42,142 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   for (u64 k = 0; k < g.n; ++k)
     if (g.e[k] == 0) return;
   usable_ = true;
-  // Each CTA's gap to its blocks' next access, at least and at most (a head's
-  // last CTA: at least to its next head's first start; none: unbounded).
-  gap_lo_.assign(g.n, unbounded);
-  gap_hi_.assign(g.n, unbounded);
-  for (u64 k = 0; k + 1 < g.n; ++k) {
-    if (g.R[k] != never) gap_lo_[k] = gap_hi_[k] = g.s[k + 1] - g.s[k];
-    else if (g.next_head[k] != no_cta) gap_lo_[k] = g.s[k + 1] - g.s[k];
-  }
-  while (size_ < g.n) size_ *= 2;
-  tree_.assign(2 * size_, unbounded);  // minimum of gap_lo_ over id ranges
-  std::copy(gap_lo_.begin(), gap_lo_.end(), tree_.begin() + static_cast<std::ptrdiff_t>(size_));
-  for (u64 v = size_; v-- > 1;) tree_[v] = std::min(tree_[2 * v], tree_[2 * v + 1]);
   // The CTAs of each slot in order (list scheduling: a finishing CTA's slot
-  // takes the next one).
+  // takes the next one), with their gaps to their blocks' next access, at
+  // least and at most (a head's last CTA: at least to its next head's first
+  // start; none: unbounded).
   const u64 S = g.slots;
   slot_start_.assign(S + 1, 0);
   slot_cta_.resize(g.n);
-  std::vector<u64> count(S, 0), slot_of(g.n);
-  std::priority_queue<std::pair<i64, u64>, std::vector<std::pair<i64, u64>>, std::greater<>> free;
-  for (u64 k = 0; k < g.n; ++k) {
-    u64 slot = k;
-    if (k >= S) {
-      slot = free.top().second;
-      free.pop();
-    }
-    slot_of[k] = slot;
-    ++count[slot];
-    free.push({g.f[k], slot});
-  }
+  pos_.resize(g.n);
+  std::vector<u64> count(S, 0);
+  for (u64 k = 0; k < g.n; ++k) ++count[g.slot[k]];
   for (u64 v = 0; v < S; ++v) slot_start_[v + 1] = slot_start_[v] + count[v];
-  cur_.assign(slot_start_.begin(), slot_start_.end() - 1);
-  std::vector<u64> at = cur_;
+  std::vector<u64> at(slot_start_.begin(), slot_start_.end() - 1);
   for (u64 k = 0; k < g.n; ++k) {
-    auto clip = [](i64 v) { return static_cast<std::int32_t>(std::min<i64>(v, std::numeric_limits<std::int32_t>::max())); };
-    slot_cta_[at[slot_of[k]]++] = {g.s[k], g.f[k], clip(gap_lo_[k]), clip(gap_hi_[k])};
+    i64 lo = Sums::cap, hi = Sums::cap;
+    if (k + 1 < g.n && g.R[k] != never) lo = hi = g.s[k + 1] - g.s[k];
+    else if (k + 1 < g.n && g.next_head[k] != no_cta) lo = g.s[k + 1] - g.s[k];
+    pos_[k] = static_cast<std::uint32_t>(at[g.slot[k]] - slot_start_[g.slot[k]]);
+    slot_cta_[at[g.slot[k]]++] = {static_cast<std::int32_t>(std::min<i64>(lo, Sums::cap)),
+                                    static_cast<std::int32_t>(std::min<i64>(hi, Sums::cap))};
   }
+  // Every slot's window starts empty: its G_min and G_max as large as can be.
+  for (Sums* t : {&min_, &max_}) t->node.assign(Sums::cap + 1, {});
+  win_.assign(S, Window{});
+  for (u64 v = 0; v < S; ++v) {
+    win_[v].lo = win_[v].hi = slot_start_[v];
+    win_[v].gmin = win_[v].gmax = Sums::cap;
+    min_.add(Sums::cap, +1);
+    max_.add(Sums::cap, +1);
+  }
+  dirty_.assign(S, 0);
   zhi_ = g.zfull[0];
   zlo_ = std::min(g.zfull[0], g.zlast[0]);
   qmax_ = *std::max_element(g.qb.begin(), g.qb.end());
   omax_ = *std::max_element(g.ob.begin(), g.ob.end());
 }
 
-Bounds ChainBounds::coarse(u64 i) {
-  Bounds b;
-  if (!usable_ || i == 0 || c_.head_first[i] == i || c_.e[i - 1] == 0) return b;
-  const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1], Thi = c_.s[i] + static_cast<i64>(c_.e[i - 1]) - 1;
-  // The smallest id running at X (X does not decrease from call to call):
-  // every CTA running from X on has an id at least this.
-  while (pushed_ < c_.n && c_.s[pushed_] <= X) {
-    running_.push_back(pushed_++);
-    std::push_heap(running_.begin(), running_.end(), std::greater<>());
+void ChainBounds::touch(u64 v) {
+  if (!dirty_[v]) {
+    dirty_[v] = 1;
+    touched_.push_back(v);
   }
-  while (!running_.empty() && c_.f[running_.front()] < X) {
-    std::pop_heap(running_.begin(), running_.end(), std::greater<>());
-    running_.pop_back();
-  }
-  if (Thi > c_.s[c_.n - 1]) return b;
-  u64 lo = size_ + (running_.empty() ? i : running_.front());
-  // Ids started by Thi, and O tiles ended from X to Thi: pointers that move
-  // up with X and (within a head) Thi, searched again where Thi drops.
-  auto upto = [&](u64& at, const std::vector<i64>& v, i64 step) {  // first index past step
-    if (at > 0 && v[at - 1] > step) at = static_cast<u64>(std::upper_bound(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(at), step) - v.begin());
-    while (at < v.size() && v[at] <= step) ++at;
-    return at;
-  };
-  const u64 started = upto(started_, c_.s, Thi);
-  u64 hi = size_ + started;
-  i64 G = unbounded;
-  for (; lo < hi; lo /= 2, hi /= 2) {
-    if (lo & 1) G = std::min(G, tree_[lo++]);
-    if (hi & 1) G = std::min(G, tree_[--hi]);
-  }
-  u64 qo = 0;
-  if (c_.qo) {  // every Q tile started and O tile ended from X to Thi
-    u64 from = i - 1;  // the first id started at X
-    while (from > 0 && c_.s[from - 1] == X) --from;
-    while (ended_from_ < c_.n && c_.fo_f[ended_from_] < X) ++ended_from_;
-    const u64 ended = upto(ended_, c_.fo_f, Thi);
-    qo = (started - from) * qmax_ + (ended - std::min(ended, ended_from_)) * omax_;
-  }
-  const u64 S = c_.slots;
-  b.lo = zlo_ + zlo_ * S * static_cast<u64>(std::max<i64>(0, std::min(g, G) - 1));
-  b.hi = zhi_ + zhi_ * S * static_cast<u64>(g) + qo;
-  b.valid = true;
-  return b;
 }
 
-Bounds ChainBounds::fine(u64 i) {
-  Bounds b;
-  if (!usable_ || i == 0 || c_.head_first[i] == i || c_.e[i - 1] == 0) return b;
-  const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1], Thi = c_.s[i] + static_cast<i64>(c_.e[i - 1]) - 1;
-  if (Thi > c_.s[c_.n - 1]) return b;
-  // Per slot, over its CTAs running in [X, Thi]: each read counts at least
-  // min(g, smallest gap) - 1 of its accesses and at most min(g, largest gap).
-  u64 blocks_lo = 0, blocks_hi = 0;
-  for (u64 v = 0; v < c_.slots; ++v) {
-    u64& k = cur_[v];  // the slot's CTA running at X (X does not decrease from call to call)
-    const u64 end = slot_start_[v + 1];
-    while (k + 1 < end && slot_cta_[k].f < X) ++k;
-    i64 lo = unbounded, hi = 0;
-    for (u64 j = k; j < end && slot_cta_[j].s <= Thi; ++j) {
+void ChainBounds::move_to(i64 X, i64 Thi) {
+  // Right ends: CTAs started by Thi (Thi drops at a head's start: those
+  // started after it leave).
+  while (started_ > 0 && c_.s[started_ - 1] > Thi) {
+    const u64 k = --started_, v = c_.slot[k];
+    Window& w = win_[v];
+    w.hi = std::max(w.lo, std::min(w.hi, slot_start_[v] + pos_[k]));
+    touch(v);
+  }
+  while (started_ < c_.n && c_.s[started_] <= Thi) {
+    const u64 k = started_++, v = c_.slot[k];
+    Window& w = win_[v];
+    w.hi = std::max(w.hi, slot_start_[v] + pos_[k] + 1);
+    touch(v);
+  }
+  // Left ends: CTAs that ended before X leave for good.
+  while (ended_ < c_.n && c_.fo_f[ended_] < X) {
+    const u64 k = c_.fo[ended_++], v = c_.slot[k];
+    Window& w = win_[v];
+    w.lo = std::max(w.lo, slot_start_[v] + pos_[k] + 1);
+    w.hi = std::max(w.hi, w.lo);
+    touch(v);
+  }
+  for (u64 v : touched_) {
+    dirty_[v] = 0;
+    Window& w = win_[v];
+    i64 lo = Sums::cap, hi = 0;
+    for (u64 j = w.lo; j < w.hi; ++j) {
       lo = std::min<i64>(lo, slot_cta_[j].gap_lo);
       hi = std::max<i64>(hi, slot_cta_[j].gap_hi);
     }
-    blocks_lo += static_cast<u64>(std::max<i64>(0, std::min(g, lo) - 1));
-    blocks_hi += static_cast<u64>(std::min(g, hi));
+    if (w.lo == w.hi) hi = Sums::cap;
+    if (lo != w.gmin) {
+      min_.add(w.gmin, -1);
+      min_.add(lo, +1);
+      w.gmin = lo;
+    }
+    if (hi != w.gmax) {
+      max_.add(w.gmax, -1);
+      max_.add(hi, +1);
+      w.gmax = hi;
+    }
   }
+  touched_.clear();
+}
+
+Bounds ChainBounds::of(u64 i) {
+  Bounds b;
+  if (!usable_ || i == 0 || c_.head_first[i] == i || c_.e[i - 1] == 0) return b;
+  const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1], Thi = c_.s[i] + static_cast<i64>(c_.e[i - 1]) - 1;
+  if (Thi > c_.s[c_.n - 1] || g >= static_cast<i64>(Sums::cap)) return b;
+  move_to(X, Thi);
+  // Per slot at least min(g, G_min) - 1 (none where G_min is 0), at most
+  // min(g, G_max); Q tiles started and O tiles ended from X to Thi.
+  const u64 S = c_.slots;
+  // (Σ min(g, G_min) - 1 over the slots whose G_min is not 0: less the count of those.)
+  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(min_.capped(g) - min_.capped(1));
+  const u64 blocks_hi = static_cast<u64>(max_.capped(g));
   u64 qo = 0;
-  if (c_.qo) {  // Q tiles start and O tiles end in the last g + 1 steps: the densest such window
-    auto densest = [&](const std::vector<i64>& v) {
-      const i64* first = v.data() + (std::lower_bound(v.begin(), v.end(), X) - v.begin());
-      const i64* last = v.data() + (std::upper_bound(v.begin(), v.end(), Thi) - v.begin());
-      u64 best = 0;
-      for (const i64 *lo = first, *hi = first; hi != last; ++hi) {
-        while (*hi - *lo > g) ++lo;
-        best = std::max(best, static_cast<u64>(hi - lo + 1));
-      }
-      return best;
-    };
-    qo = densest(c_.s) * qmax_ + densest(c_.fo_f) * omax_;
+  if (c_.qo) {
+    u64 from = i - 1;  // the first id started at X
+    while (from > 0 && c_.s[from - 1] == X) --from;
+    // O tiles ended by Thi: a pointer that moves up with Thi, searched again where it drops.
+    if (ended_by_ > 0 && c_.fo_f[ended_by_ - 1] > Thi)
+      ended_by_ = static_cast<u64>(std::upper_bound(c_.fo_f.begin(), c_.fo_f.begin() + static_cast<std::ptrdiff_t>(ended_by_), Thi) -
+                                   c_.fo_f.begin());
+    while (ended_by_ < c_.n && c_.fo_f[ended_by_] <= Thi) ++ended_by_;
+    qo = (started_ - from) * qmax_ + (std::max(ended_by_, ended_) - ended_) * omax_;
   }
   b.lo = zlo_ + zlo_ * blocks_lo;
   b.hi = zhi_ + zhi_ * blocks_hi + qo;
+  b.qo = qo;
   b.valid = true;
+  (void)S;
   return b;
+}
+
+u64 ChainBounds::densest_qo(u64 i) const {
+  // Right after of(i): the window's starts are ids [first started at X,
+  // started_), its ends fo_f[ended_, ended_by_).
+  const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1];
+  u64 from = i - 1;
+  while (from > 0 && c_.s[from - 1] == X) --from;
+  auto densest = [&](const i64* first, const i64* last) {
+    u64 best = 0;
+    for (const i64 *lo = first, *hi = first; hi != last; ++hi) {
+      while (*hi - *lo > g) ++lo;
+      best = std::max(best, static_cast<u64>(hi - lo + 1));
+    }
+    return best;
+  };
+  return densest(c_.s.data() + from, c_.s.data() + started_) * qmax_ +
+         densest(c_.fo_f.data() + ended_, c_.fo_f.data() + ended_by_) * omax_;
 }
 
 }  // namespace hbmscope::l2::chains

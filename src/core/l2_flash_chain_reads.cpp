@@ -21,18 +21,17 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
   i64 sum = 0;
   // CTAs that are not their head's last: the next access of each block is
   // the next CTA's, G steps later.
-  u64 k = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), T) - c_.s.begin());
-  while (k-- > 0 && c_.PM[k] >= T - 1) {
-    if (c_.R[k] < T - 1) continue;
+  const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), T) - c_.s.begin());
+  c_.regular_from(up_to, T - 1, [&](u64 k) {
     const i64 G = c_.s[k + 1] - c_.s[k], b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
     const i64 lo = std::max({c_.s[k], T - g + (k <= P), T - G + (k + 1 <= i)});
     const i64 hi = std::min(b, T - (k >= i));
-    if (lo > hi) continue;
+    if (lo > hi) return;
     const bool part = c_.e[k] == c_.nkb[k] && c_.zlast[k] != c_.zfull[k];
     const i64 full_hi = part ? std::min(hi, b - 1) : hi;
     if (full_hi >= lo) sum += (full_hi - lo + 1) * static_cast<i64>(c_.zfull[k]);
     if (part && lo <= b && b <= hi) sum += static_cast<i64>(c_.zlast[k]);
-  }
+  });
   // Heads' last CTAs: block y's next access is the next head's (or none).
   u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), T) - c_.sp_s.begin());
   while (j-- > 0 && c_.spm[j] >= T - g) {
@@ -92,9 +91,8 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
     at(a, w), at(a + M, -w), at(b + 1, -w), at(b + M + 1, w);
   };
   // Regular neighbours: every block's next access G steps later.
-  u64 k = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
-  while (k-- > 0 && c_.PM[k] >= Tlo - 1) {
-    if (c_.R[k] < Tlo - 1) continue;
+  const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
+  c_.regular_from(up_to, Tlo - 1, [&](u64 k) {
     const i64 M = std::min(g, c_.s[k + 1] - c_.s[k]), d = k >= i;
     const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
     if (c_.e[k] == c_.nkb[k] && c_.zlast[k] != c_.zfull[k]) {
@@ -103,7 +101,7 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
     } else {
       trapezoid(c_.s[k] + d, b + d, M, static_cast<i64>(c_.zfull[k]));
     }
-  }
+  });
   // Heads' last CTAs: per block, up to its next access in the next head.
   u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());
   while (j-- > 0 && c_.spm[j] >= Tlo - g) {
@@ -125,9 +123,12 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
         else lo = mid + 1;
       }
       ystar = lo;
+      // Block by block (the next reader r(y) does not go down as y grows).
+      u64 r = ystar > ylo ? c_.next_reader(kk, static_cast<u64>(ylo)) : 0;
       for (i64 y = ylo; y < ystar; ++y) {
+        while (c_.e[r] <= static_cast<u64>(y)) ++r;
         const i64 t = c_.s[kk] + y;
-        range(t + d, upper(y), static_cast<i64>(c_.kv_bytes(kk, static_cast<u64>(y))));
+        range(t + d, c_.s[r] + y - (r <= i), static_cast<i64>(c_.kv_bytes(kk, static_cast<u64>(y))));
       }
     }
     if (ystar > yhi) continue;

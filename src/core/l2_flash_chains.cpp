@@ -8,7 +8,7 @@
 #include <array>
 
 #include "hbmscope/checked.hpp"
-#include "l2_segments.hpp"
+#include <queue>
 
 namespace hbmscope::l2 {
 
@@ -49,14 +49,39 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     head[k] = t.head_key;
     head_first[k] = k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : k;
   }
-  steps = SegmentEngine::schedule(slots, len.data(), n, su.data());
-  s.resize(n), f.resize(n);
+  // List scheduling (as SegmentEngine::schedule): a CTA finishing at step t
+  // frees its slot for the next CTA from t + 1. The slots leave the heap in
+  // finish order, which fo keeps (ties by id, below).
+  s.resize(n), f.resize(n), slot.resize(n), fo.clear();
+  fo.reserve(n);
+  {
+    std::priority_queue<std::pair<i64, u64>, std::vector<std::pair<i64, u64>>, std::greater<>> busy;  // (last step, id)
+    for (u64 k = 0; k < n; ++k) {
+      i64 at = 0;
+      slot[k] = static_cast<std::uint32_t>(k);
+      if (k >= slots) {
+        const u64 done = busy.top().second;
+        busy.pop();
+        fo.push_back(done);
+        at = f[done] + 1;
+        slot[k] = slot[done];
+      }
+      s[k] = at;
+      f[k] = at + static_cast<i64>(len[k]) - 1;
+      busy.push({f[k], k});
+    }
+    while (!busy.empty()) {
+      fo.push_back(busy.top().second);
+      busy.pop();
+    }
+  }
   for (u64 k = 0; k < n; ++k) {
-    s[k] = static_cast<i64>(su[k]);
-    f[k] = s[k] + static_cast<i64>(len[k]) - 1;
+    su[k] = static_cast<u64>(s[k]);
+    steps = std::max(steps, su[k] + len[k]);
   }
   R.assign(n, never);
   PM.resize(n);
+  PMh.resize(n);
   for (u64 k = 0; k < n; ++k) {
     const bool last = k + 1 == n || head[k + 1] != head[k];
     if (e[k] > 0 && !last) R[k] = s[k] + static_cast<i64>(e[k]) - 1 + (s[k + 1] - s[k]);
@@ -67,10 +92,9 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       spm.push_back(std::max(spm.empty() ? never : spm.back(), f[k]));
     }
     PM[k] = std::max(k > 0 ? PM[k - 1] : never, R[k]);
+    PMh[k] = std::max(head_first[k] < k ? PMh[k - 1] : never, R[k]);
   }
-  fo.resize(n);
-  for (u64 k = 0; k < n; ++k) fo[k] = k;
-  std::sort(fo.begin(), fo.end(), [&](u64 a, u64 b) { return f[a] != f[b] ? f[a] < f[b] : a < b; });
+  // The heap broke ties of equal last steps by id already: (last step, id) pairs.
   fo_f.resize(n);
   qpre.assign(n + 1, 0);
   opre.assign(n + 1, 0);
@@ -214,22 +238,27 @@ void run(const ChainGrid& c, Tally& t) {
   }
   // Re-reads: where bounds put all of a CTA's in one bucket below the largest
   // distance, counted; else evaluated.
-  ChainBounds bounds(c);
-  std::vector<Bounds> coarse(c.n);
-  for (u64 i = 0; i < c.n; ++i) {
-    coarse[i] = bounds.coarse(i);
-    if (coarse[i].valid) floor_of_max = std::max(floor_of_max, coarse[i].lo);
-  }
   const std::vector<std::uint64_t>& caps = t.capacities();
   auto bucket = [&](u64 d) {
     return static_cast<std::size_t>(std::lower_bound(caps.begin(), caps.end(), d) - caps.begin());
   };
   auto decided = [&](const Bounds& b) { return b.valid && b.hi < floor_of_max && bucket(b.lo) == bucket(b.hi); };
+  ChainBounds bounds(c);
+  std::vector<Bounds> all(c.n);
+  for (u64 i = 0; i < c.n; ++i) {
+    Bounds& b = all[i];
+    b = bounds.of(i);
+    if (!b.valid) continue;
+    floor_of_max = std::max(floor_of_max, b.lo);
+    if (b.qo > 0 && !decided(b)) {  // the Q and O tiles of the densest window only
+      b.hi = b.hi - b.qo + bounds.densest_qo(i);
+      b.qo = 0;
+    }
+  }
   for (u64 i = 0; i < c.n; ++i) {
     if (c.e[i] == 0 || c.head_first[i] == i || c.e[i - 1] == 0) continue;
     const u64 m = c.e[i - 1];
-    Bounds b = coarse[i];
-    if (!decided(b)) b = bounds.fine(i);
+    const Bounds& b = all[i];
     if (decided(b)) {
       const bool part = m == c.nkb[i] && c.zlast[i] != c.zfull[i];
       const u64 bytes = checked_add(checked_mul(m - part, c.zfull[i], "L2 simulation bytes"), part ? c.zlast[i] : 0,

@@ -43,10 +43,25 @@ struct ChainGrid {
   std::vector<u64> su, len, e, nkb, zfull, zlast, qb, ob, head_first, next_head, pair_end;
   std::vector<u64> head, pair;    // (sequence, head) and (sequence, kv head), dense
   std::vector<i64> s, f;          // first and last step
-  std::vector<i64> R, PM;         // not a head's last CTA: last K/V step + gap to the next CTA; prefix maximum
+  std::vector<i64> R, PM, PMh;    // not a head's last CTA: last K/V step + gap to the next CTA;
+                                  // prefix maxima over all ids and over the head's
+  // visit(k) for every CTA k < up_to that is not its head's last and whose R is
+  // at least thr, head by head down (a head's prefix maximum ends its scan,
+  // the overall one the heads').
+  template <class F>
+  void regular_from(u64 up_to, i64 thr, F visit) const {
+    for (u64 k = up_to; k > 0;) {
+      const u64 hf = head_first[k - 1];
+      for (u64 j = k; j-- > hf && PMh[j] >= thr;)
+        if (R[j] >= thr) visit(j);
+      k = hf;
+      if (k == 0 || PM[k - 1] < thr) return;
+    }
+  }
   std::vector<u64> sp;            // the heads' last CTAs that read, in launch order
   std::vector<i64> sp_s, spm;     // their starts, prefix maximum of their last steps
   std::vector<u64> fo;            // CTAs by (last step, id)
+  std::vector<std::uint32_t> slot;  // the slot each CTA runs on
   std::vector<i64> fo_f;
   std::vector<u64> qpre, opre;    // prefix sums of Q bytes by id and of O bytes in fo order
   std::vector<i64> fmax_before;   // per CTA: the largest last step of the CTAs of earlier pairs
@@ -91,31 +106,51 @@ class ChainReads {
 // Bounds on all of a CTA's re-reads' distances (l2_flash_chain_bounds.cpp).
 struct Bounds {
   u64 lo = 0, hi = 0;
+  u64 qo = 0;  // of hi: the Q and O tiles (every one started or ended in the window)
   bool valid = false;
 };
 class ChainBounds {
  public:
   explicit ChainBounds(const ChainGrid& g);
-  // From the smallest gap of the CTAs beside it, O(log) a CTA (calls in
-  // launch order).
-  Bounds coarse(u64 i);
-  // Slot by slot (calls in launch order), O(slots) a CTA.
-  Bounds fine(u64 i);
+  // CTA i's bounds (calls in launch order), O(log) a CTA amortized.
+  Bounds of(u64 i);
+  // The Q and O tiles of the densest g + 1 steps of CTA i's window, O(slots):
+  // at most Bounds::qo. Right after of(i), which it uses.
+  u64 densest_qo(u64 i) const;
 
  private:
-  bool usable_ = false;
-  const ChainGrid& c_;
-  std::vector<i64> gap_lo_, gap_hi_, tree_;
-  u64 size_ = 1;
-  struct SlotCta {  // a slot's CTAs in order, what fine() needs of them in one place
-    i64 s, f;
+  // Counts and sums of one value a slot (capped), for sums of min(g, value).
+  struct Sums {
+    static constexpr i64 cap = i64{1} << 12;  // gaps from here on are not told apart (g >= cap: no bounds)
+    struct Node {
+      i64 count = 0, sum = 0;
+    };
+    std::vector<Node> node;  // a Fenwick tree over values
+    void add(i64 value, i64 sign);
+    i64 capped(i64 g) const;
+  };
+  struct SlotCta {  // a slot's CTAs in order: their gaps to their blocks' next access
     std::int32_t gap_lo, gap_hi;
   };
-  std::vector<u64> slot_start_, cur_;
+  struct Window {  // a slot's CTAs that run in the current window: [lo, hi) of slot_cta_
+    u64 lo = 0, hi = 0;
+    i64 gmin = 0, gmax = 0;
+  };
+  void move_to(i64 X, i64 Thi);
+  void touch(u64 v);
+
+  bool usable_ = false;
+  const ChainGrid& c_;
+  std::vector<u64> slot_start_;
   std::vector<SlotCta> slot_cta_;
+  std::vector<std::uint32_t> pos_;  // each CTA's place among its slot's
+  std::vector<Window> win_;
+  Sums min_, max_;
+  std::vector<std::uint8_t> dirty_;
+  std::vector<u64> touched_;
+  u64 started_ = 0, ended_ = 0;  // ids started by Thi; CTAs (finish order) ended before X
+  u64 ended_by_ = 0;             // CTAs (finish order) ended by Thi
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
-  std::vector<u64> running_;  // coarse(): a min-heap of the ids started by X
-  u64 pushed_ = 0, started_ = 0, ended_ = 0, ended_from_ = 0;
 };
 
 }  // namespace hbmscope::l2::chains
