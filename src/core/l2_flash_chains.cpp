@@ -103,6 +103,16 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     qpre[k + 1] = checked_add(qpre[k], qb[k], "L2 simulation bytes");
     opre[k + 1] = checked_add(opre[k], ob[fo[k]], "L2 simulation bytes");
   }
+  // A dense batch's heads are alike: the first CTA of a head that reads block
+  // y, counted from the head's first.
+  if (dense && !first_head.empty()) {
+    first_reader.assign(grid.sequence(0).k_blocks, 0);
+    u64 r = 0;
+    for (u64 y = 0; y < first_reader.size(); ++y) {
+      while (r < first_head.size() && e[r] <= y) ++r;
+      first_reader[y] = r;
+    }
+  }
   // Per pair (a run of CTAs): where it ends, the last step of the CTAs before
   // it, and the bytes of the blocks its last CTA reads (every block its heads read).
   fmax_before.resize(n);
@@ -125,6 +135,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
 
 u64 ChainGrid::next_reader(u64 k, u64 y) const {
   const u64 F = next_head[k];
+  if (!first_reader.empty()) return F + first_reader[y];  // a dense batch: every head alike
   u64 lo = F, hi = F + (k + 1 - head_first[k]);  // the next head has as many CTAs
   while (lo < hi) {
     const u64 mid = lo + (hi - lo) / 2;
@@ -250,7 +261,7 @@ void run(const ChainGrid& c, Tally& t) {
     b = bounds.of(i);
     if (!b.valid) continue;
     floor_of_max = std::max(floor_of_max, b.lo);
-    if (b.qo > 0 && !decided(b)) {  // the Q and O tiles of the densest window only
+    if (b.qo > 0 && bucket(b.lo) != bucket(b.hi)) {  // the Q and O tiles of the densest window only
       b.hi = b.hi - b.qo + bounds.densest_qo(i);
       b.qo = 0;
     }

@@ -66,6 +66,7 @@ struct ChainGrid {
   std::vector<u64> qpre, opre;    // prefix sums of Q bytes by id and of O bytes in fo order
   std::vector<i64> fmax_before;   // per CTA: the largest last step of the CTAs of earlier pairs
   std::vector<u64> zpair;         // per CTA: the bytes of every block its pair reads
+  std::vector<u64> first_reader;  // a dense batch: per block, its first reader's place in a head
 };
 
 // Reads of several sizes, each size's runs counted in its own batch.
