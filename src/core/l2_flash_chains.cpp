@@ -261,10 +261,7 @@ void run(const ChainGrid& c, Tally& t) {
     b = bounds.of(i);
     if (!b.valid) continue;
     floor_of_max = std::max(floor_of_max, b.lo);
-    if (b.qo > 0 && bucket(b.lo) != bucket(b.hi)) {  // the Q and O tiles of the densest window only
-      b.hi = b.hi - b.qo + bounds.densest_qo(i);
-      b.qo = 0;
-    }
+    if (bucket(b.lo) != bucket(b.hi)) bounds.refine(i, b);
   }
   for (u64 i = 0; i < c.n; ++i) {
     if (c.e[i] == 0 || c.head_first[i] == i || c.e[i - 1] == 0) continue;
