@@ -162,33 +162,40 @@ Bounds ChainBounds::of(u64 i) {
   return b;
 }
 
-void ChainBounds::refine(u64 i, Bounds& b) const {
-  // Right after of(i): the window's starts are ids [first started at X,
-  // started_), its ends fo_f[ended_, ended_by_).
-  const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1];
-  auto densest = [](const i64* first, const i64* last, i64 width) {  // most values within width of each other
-    u64 best = 0;
-    for (const i64 *lo = first, *hi = first; hi != last; ++hi) {
-      while (*hi - *lo > width) ++lo;
-      best = std::max(best, static_cast<u64>(hi - lo + 1));
-    }
-    return best;
-  };
-  if (b.qo > 0) {  // Q tiles start and O tiles end in the last g + 1 steps
-    u64 from = i - 1;
-    while (from > 0 && c_.s[from - 1] == X) --from;
-    b.hi = b.hi - b.qo + densest(c_.s.data() + from, c_.s.data() + started_, g) * qmax_ +
-           densest(c_.fo_f.data() + ended_, c_.fo_f.data() + ended_by_, g) * omax_;
-    b.qo = 0;
+namespace {
+// The most of the sorted values [first, last) within width of each other.
+u64 densest(const i64* first, const i64* last, i64 width) {
+  u64 best = 0;
+  for (const i64 *lo = first, *hi = first; hi != last; ++hi) {
+    while (*hi - *lo > width) ++lo;
+    best = std::max(best, static_cast<u64>(hi - lo + 1));
   }
-  if (g < 1) return;
+  return best;
+}
+}  // namespace
+
+void ChainBounds::refine_lo(u64 i, Bounds& b) const {
   // A slot adds at least min(g, G_min) accesses to a read at T, one less
   // where its first CTA launched from i on starts in the last g steps up to
   // T (its CTAs before count up to T, the others up to T - 1): at most as
   // many slots as such starts in g steps.
+  const i64 g = c_.s[i] - c_.s[i - 1];
+  if (g < 1) return;
   const u64 dips = densest(c_.s.data() + i, c_.s.data() + started_, g - 1);
   const i64 blocks = min_.capped(g) - static_cast<i64>(dips);
   if (blocks > 0) b.lo = std::max(b.lo, zlo_ + zlo_ * static_cast<u64>(blocks));
+}
+
+void ChainBounds::refine_hi(u64 i, Bounds& b) const {
+  if (b.qo == 0) return;
+  // Q tiles start and O tiles end in the last g + 1 steps up to a read: at
+  // most those of the densest g + 1 steps of the window.
+  const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1];
+  u64 from = i - 1;
+  while (from > 0 && c_.s[from - 1] == X) --from;
+  b.hi = b.hi - b.qo + densest(c_.s.data() + from, c_.s.data() + started_, g) * qmax_ +
+         densest(c_.fo_f.data() + ended_, c_.fo_f.data() + ended_by_, g) * omax_;
+  b.qo = 0;
 }
 
 }  // namespace hbmscope::l2::chains

@@ -253,25 +253,25 @@ void run(const ChainGrid& c, Tally& t) {
   auto bucket = [&](u64 d) {
     return static_cast<std::size_t>(std::lower_bound(caps.begin(), caps.end(), d) - caps.begin());
   };
-  auto decided = [&](const Bounds& b) { return b.valid && b.hi < floor_of_max && bucket(b.lo) == bucket(b.hi); };
   ChainBounds bounds(c);
-  std::vector<Bounds> all(c.n);
+  std::vector<std::pair<u64, u64>> range(c.n, {0, 0});  // the bounds kept: hi 0 where none
   for (u64 i = 0; i < c.n; ++i) {
-    Bounds& b = all[i];
-    b = bounds.of(i);
+    Bounds b = bounds.of(i);
     if (!b.valid) continue;
+    if (bucket(b.lo) != bucket(b.hi)) bounds.refine_lo(i, b);
+    if (bucket(b.lo) != bucket(b.hi)) bounds.refine_hi(i, b);
     floor_of_max = std::max(floor_of_max, b.lo);
-    if (bucket(b.lo) != bucket(b.hi)) bounds.refine(i, b);
+    range[i] = {b.lo, b.hi};
   }
   for (u64 i = 0; i < c.n; ++i) {
     if (c.e[i] == 0 || c.head_first[i] == i || c.e[i - 1] == 0) continue;
     const u64 m = c.e[i - 1];
-    const Bounds& b = all[i];
-    if (decided(b)) {
+    const auto [lo, hi] = range[i];
+    if (hi != 0 && hi < floor_of_max && bucket(lo) == bucket(hi)) {
       const bool part = m == c.nkb[i] && c.zlast[i] != c.zfull[i];
       const u64 bytes = checked_add(checked_mul(m - part, c.zfull[i], "L2 simulation bytes"), part ? c.zlast[i] : 0,
                                     "L2 simulation bytes");
-      t.read_in_bucket(bucket(b.lo), bytes);
+      t.read_in_bucket(bucket(lo), bytes);
     } else {
       reads.chain(i, m, batches);
     }

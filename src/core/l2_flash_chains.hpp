@@ -115,11 +115,12 @@ class ChainBounds {
   explicit ChainBounds(const ChainGrid& g);
   // CTA i's bounds (calls in launch order), O(log) a CTA amortized.
   Bounds of(u64 i);
-  // Tighter bounds, O(slots): the Q and O tiles of the densest g + 1 steps
-  // of CTA i's window rather than all of them, and below, the slots that
-  // count one access less at a time (those whose first CTA launched from i on
-  // has just started) rather than every slot. Right after of(i), which it uses.
-  void refine(u64 i, Bounds& b) const;
+  // Tighter bounds, O(slots), right after of(i), whose state they use: below,
+  // only the slots that count one access less at a time (those whose first
+  // CTA launched from i on has just started) rather than every slot; above,
+  // the Q and O tiles of the densest g + 1 steps rather than all of them.
+  void refine_lo(u64 i, Bounds& b) const;
+  void refine_hi(u64 i, Bounds& b) const;
 
  private:
   // Counts and sums of one value a slot (capped), for sums of min(g, value).
