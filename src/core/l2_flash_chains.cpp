@@ -12,15 +12,15 @@
 
 namespace hbmscope::l2 {
 
-double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::uint64_t>& start,
-                     const std::vector<std::uint64_t>& length, std::uint64_t keys, std::uint64_t steps);
+double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& first,
+                     const std::vector<std::int64_t>& last, std::uint64_t keys, std::uint64_t steps);
 
 namespace chains {
 
 ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     : qo(c.q_o_allocate), dense(grid.dense()), n(grid.ctas()), slots(std::uint64_t{c.sm_count} * c.ctas_per_sm) {
-  su.resize(n), len.resize(n), e.resize(n), nkb.resize(n), zfull.resize(n), zlast.resize(n);
-  qb.resize(n), ob.resize(n), head_first.resize(n), next_head.assign(n, no_cta), pair_end.resize(n);
+  e.resize(n), nkb.resize(n), zfull.resize(n), zlast.resize(n);
+  qb.resize(n), ob.resize(n), head_first.resize(n), next_head.assign(n, no_cta);
   pair.resize(n), head.resize(n);
   // A dense batch's heads are alike: one head's CTAs, the rest by arithmetic.
   std::vector<FlashCta> first_head;
@@ -38,7 +38,6 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     } else {
       t = grid.cta(k);
     }
-    len[k] = t.steps();
     e[k] = t.blocks() > 0 ? t.end : 0;
     nkb[k] = grid.sequence(t.seq).k_blocks;
     zfull[k] = grid.kv_bytes(t.seq, 0);
@@ -67,7 +66,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
         slot[k] = slot[done];
       }
       s[k] = at;
-      f[k] = at + static_cast<i64>(len[k]) - 1;
+      f[k] = at + static_cast<i64>(std::max<u64>(e[k], 1)) - 1;  // one step a block (at least one)
       busy.push({f[k], k});
     }
     while (!busy.empty()) {
@@ -75,10 +74,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       busy.pop();
     }
   }
-  for (u64 k = 0; k < n; ++k) {
-    su[k] = static_cast<u64>(s[k]);
-    steps = std::max(steps, su[k] + len[k]);
-  }
+  for (u64 k = 0; k < n; ++k) steps = std::max(steps, static_cast<u64>(f[k]) + 1);
   R.assign(n, never);
   PM.resize(n);
   PMh.resize(n);
@@ -115,19 +111,18 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   }
   // Per pair (a run of CTAs): where it ends, the last step of the CTAs before
   // it, and the bytes of the blocks its last CTA reads (every block its heads read).
-  fmax_before.resize(n);
-  zpair.resize(n);
+  pair_end.assign(grid.pairs(), 0);
+  fmax_before.assign(grid.pairs(), never);
+  zpair.assign(grid.pairs(), 0);
   i64 fmax = never;
   for (u64 a = 0; a < n;) {
     u64 b = a;
     while (b < n && pair[b] == pair[a]) ++b;
     u64 z = 0;
     for (u64 y = 0; y < e[b - 1]; ++y) z = checked_add(z, kv_bytes(b - 1, y), "L2 simulation bytes");
-    for (u64 k = a; k < b; ++k) {
-      pair_end[k] = b;
-      fmax_before[k] = fmax;
-      zpair[k] = z;
-    }
+    pair_end[pair[a]] = b;
+    fmax_before[pair[a]] = fmax;
+    zpair[pair[a]] = z;
     for (u64 k = a; k < b; ++k) fmax = std::max(fmax, f[k]);
     a = b;
   }
@@ -233,13 +228,14 @@ void run(const ChainGrid& c, Tally& t) {
       u64 d = 0;
       // Started after L's last step, with no other pair's CTA running from p
       // to q: every other block of the pair is accessed in between.
-      if (c.s[i] > c.f[L] && c.fmax_before[i] <= p && (c.pair_end[i] == c.n || c.s[c.pair_end[i]] >= T))
+      const u64 pi = c.pair[i];
+      if (c.s[i] > c.f[L] && c.fmax_before[pi] <= p && (c.pair_end[pi] == c.n || c.s[c.pair_end[pi]] >= T))
       {
         if (c.qo && walking != L) {
           walk.reset();
           walking = L;
         }
-        d = c.zpair[i] + (c.qo ? walk(i, L, T, c.s[i] - c.s[L]) : 0);
+        d = c.zpair[pi] + (c.qo ? walk(i, L, T, c.s[i] - c.s[L]) : 0);
       }
       else
         d = z + static_cast<u64>(reads.between(i, L, T, c.s[i] - c.s[L]));
@@ -305,8 +301,8 @@ FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   FlashStats st;
   st.steps = cg.steps;
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
-  st.heads = mean_distinct(cg.head, cg.su, cg.len, grid.heads(), st.steps);
-  st.kv_heads = mean_distinct(cg.pair, cg.su, cg.len, grid.pairs(), st.steps);
+  st.heads = mean_distinct(cg.head, cg.s, cg.f, grid.heads(), st.steps);
+  st.kv_heads = mean_distinct(cg.pair, cg.s, cg.f, grid.pairs(), st.steps);
   return st;
 }
 

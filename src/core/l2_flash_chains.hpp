@@ -40,7 +40,7 @@ struct ChainGrid {
 
   bool qo = false, dense = false;
   u64 n = 0, slots = 0, steps = 0;
-  std::vector<u64> su, len, e, nkb, zfull, zlast, qb, ob, head_first, next_head, pair_end;
+  std::vector<u64> e, nkb, zfull, zlast, qb, ob, head_first, next_head;
   std::vector<u64> head, pair;    // (sequence, head) and (sequence, kv head), dense
   std::vector<i64> s, f;          // first and last step
   std::vector<i64> R, PM, PMh;    // not a head's last CTA: last K/V step + gap to the next CTA;
@@ -64,8 +64,11 @@ struct ChainGrid {
   std::vector<std::uint32_t> slot;  // the slot each CTA runs on
   std::vector<i64> fo_f;
   std::vector<u64> qpre, opre;    // prefix sums of Q bytes by id and of O bytes in fo order
-  std::vector<i64> fmax_before;   // per CTA: the largest last step of the CTAs of earlier pairs
-  std::vector<u64> zpair;         // per CTA: the bytes of every block its pair reads
+  // Per pair: one past its last CTA, the largest last step of the CTAs before
+  // it, the bytes of every block its heads read.
+  std::vector<u64> pair_end;
+  std::vector<i64> fmax_before;
+  std::vector<u64> zpair;
   std::vector<u64> first_reader;  // a dense batch: per block, its first reader's place in a head
 };
 

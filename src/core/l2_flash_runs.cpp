@@ -48,12 +48,12 @@ void add_forward(SegmentEngine& e, const FlashGrid& grid, const L2SimConfig& c) 
 // Mean over steps of the distinct keys among resident CTAs: each key's steps
 // are the union of its CTAs' [start, start + steps), CTAs of one key starting
 // in launch order.
-double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::uint64_t>& start,
-                     const std::vector<std::uint64_t>& length, std::uint64_t keys, std::uint64_t steps) {
+double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& first,
+                     const std::vector<std::int64_t>& last, std::uint64_t keys, std::uint64_t steps) {
   std::vector<std::uint64_t> until(keys, 0);  // one past the last step covered
   std::uint64_t sum = 0;
   for (std::size_t i = 0; i < key.size(); ++i) {
-    const std::uint64_t s = start[i], f = s + length[i];
+    const std::uint64_t s = static_cast<std::uint64_t>(first[i]), f = static_cast<std::uint64_t>(last[i]) + 1;
     std::uint64_t& u = until[key[i]];
     if (f > u) {
       sum += f - std::max(s, u);
@@ -136,16 +136,17 @@ FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   FlashStats st;
   st.steps = e.kernel_steps(0);
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
-  std::vector<std::uint64_t> head(grid.ctas()), pair(grid.ctas()), start(grid.ctas()), length(grid.ctas());
+  std::vector<std::uint64_t> head(grid.ctas()), pair(grid.ctas());
+  std::vector<std::int64_t> first(grid.ctas()), last(grid.ctas());
   for (std::uint64_t id = 0; id < grid.ctas(); ++id) {
     const FlashCta ct = grid.cta(id);
     head[id] = ct.head_key;
     pair[id] = ct.pair;
-    start[id] = e.start(id);
-    length[id] = e.length(id);
+    first[id] = static_cast<std::int64_t>(e.start(id));
+    last[id] = first[id] + static_cast<std::int64_t>(e.length(id)) - 1;
   }
-  st.heads = mean_distinct(head, start, length, grid.heads(), st.steps);
-  st.kv_heads = mean_distinct(pair, start, length, grid.pairs(), st.steps);
+  st.heads = mean_distinct(head, first, last, grid.heads(), st.steps);
+  st.kv_heads = mean_distinct(pair, first, last, grid.pairs(), st.steps);
   return st;
 }
 
