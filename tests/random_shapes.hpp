@@ -47,6 +47,20 @@ inline Shape random_prefill(std::mt19937_64& rng, bool masked_only = false) {
   return s;
 }
 
+// Long CTAs and wide GQA groups: small blocks, sequences of lo to hi tokens
+// (a dense shape's; a ragged batch keeps its own), up to `group` query heads
+// a kv head.
+inline void lengthen(std::mt19937_64& rng, Shape& s, std::uint64_t lo, std::uint64_t hi, std::uint64_t group) {
+  s.block_rows = pick(rng, 4, 16);
+  s.block_cols = pick(rng, 4, 16);
+  if (s.seq_lens.empty()) {
+    s.seq_q = pick(rng, lo, hi);
+    s.seq_kv = pick(rng, 1, 3) == 1 ? s.seq_q : pick(rng, lo, hi);
+  }
+  s.kv_heads = pick(rng, 1, 2);
+  s.heads = s.kv_heads * pick(rng, 1, group);
+}
+
 // L2 sizes from 0 to 1.25 times `all` (the bytes of everything), 42 of them.
 inline std::vector<std::uint64_t> ladder(std::uint64_t all) {
   std::vector<std::uint64_t> l{0, 1};

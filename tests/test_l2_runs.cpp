@@ -55,44 +55,36 @@ void same_flash(const Shape& s, L2SimConfig c) {
   }
 }
 
-// The segment engine alone against the enumeration, on a ladder of L2 sizes.
-void same_segments(const Shape& s, const L2SimConfig& c) {
+// One exact evaluation of the forward pass (the segment engine, the chains)
+// against the enumeration, on a ladder of L2 sizes.
+template <class Evaluate>
+void same_as_enumeration(const Shape& s, const L2SimConfig& c, Evaluate evaluate) {
   const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
   const auto caps = ladder(all);
-  l2::Tally te(caps), ts(caps);
+  l2::Tally te(caps), tx(caps);
   const l2::FlashStats se = l2::enumerate_flash(s, c, te);
-  const l2::FlashStats ss = l2::segments_flash(s, c, ts);
-  CHECK(l2::curve(te, caps) == l2::curve(ts, caps));
-  CHECK(te.max_reuse_distance() == ts.max_reuse_distance());
-  CHECK(te.requested() == ts.requested());
-  CHECK(te.first_access_reads() == ts.first_access_reads());
-  CHECK(se.heads == ss.heads);
-  CHECK(se.kv_heads == ss.kv_heads);
-  CHECK(se.steps == ss.steps);
-  CHECK(se.waves == ss.waves);
+  const l2::FlashStats sx = evaluate(s, c, tx);
+  CHECK(l2::curve(te, caps) == l2::curve(tx, caps));
+  CHECK(te.max_reuse_distance() == tx.max_reuse_distance());
+  CHECK(te.requested() == tx.requested());
+  CHECK(te.first_access_reads() == tx.first_access_reads());
+  CHECK(te.writes_always() == tx.writes_always());
+  CHECK(se.heads == sx.heads);
+  CHECK(se.kv_heads == sx.kv_heads);
+  CHECK(se.steps == sx.steps);
+  CHECK(se.waves == sx.waves);
 }
 
-// The chains alone against the enumeration (query-block-major shapes whose
-// CTAs read key blocks from 0: causal, or ragged without a mask).
+void same_segments(const Shape& s, const L2SimConfig& c) { same_as_enumeration(s, c, l2::segments_flash); }
+
+// The chains (query-block-major shapes whose CTAs read key blocks from 0:
+// causal, or ragged without a mask), on the ladder and at single capacities
+// as a report row has (most CTAs' re-reads then fall in one bucket and are
+// counted from bounds, not evaluated).
 void same_chains(const Shape& s, const L2SimConfig& c) {
-  const l2::FlashGrid grid(s, c.order);
-  if (!l2::flash_in_chains(grid)) return;
-  const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
-  const auto caps = ladder(all);
-  l2::Tally te(caps), tc(caps);
-  const l2::FlashStats se = l2::enumerate_flash(s, c, te);
-  const l2::FlashStats sc = l2::chains_flash(s, c, tc);
-  CHECK(l2::curve(te, caps) == l2::curve(tc, caps));
-  CHECK(te.max_reuse_distance() == tc.max_reuse_distance());
-  CHECK(te.requested() == tc.requested());
-  CHECK(te.first_access_reads() == tc.first_access_reads());
-  CHECK(te.writes_always() == tc.writes_always());
-  CHECK(se.heads == sc.heads);
-  CHECK(se.kv_heads == sc.kv_heads);
-  CHECK(se.steps == sc.steps);
-  CHECK(se.waves == sc.waves);
-  // One capacity, as a report row has (most CTAs' re-reads then fall in one
-  // bucket and are counted from bounds, not evaluated).
+  if (!l2::flash_in_chains(l2::FlashGrid(s, c.order))) return;
+  same_as_enumeration(s, c, l2::chains_flash);
+  const auto caps = ladder(kv_footprint_bytes(s) + qo_footprint_bytes(s));
   for (std::uint64_t cap : {caps[5], caps[12], caps[24]}) {
     l2::Tally t1({cap}), t2({cap});
     l2::enumerate_flash(s, c, t1);
@@ -144,14 +136,7 @@ TEST_CASE("L2 runs: the segment engine equals the enumeration on long CTAs and w
   std::mt19937_64 rng(GENERATE(5, 6));
   for (int k = 0; k < 60; ++k) {
     Shape s = random_prefill(rng, true);
-    s.block_rows = pick(rng, 4, 16);
-    s.block_cols = pick(rng, 4, 16);
-    if (s.seq_lens.empty()) {
-      s.seq_q = pick(rng, 200, 1500);
-      s.seq_kv = pick(rng, 1, 3) == 1 ? s.seq_q : pick(rng, 200, 1500);
-    }
-    s.kv_heads = pick(rng, 1, 2);
-    s.heads = s.kv_heads * pick(rng, 1, 6);
+    lengthen(rng, s, 200, 1500, 6);
     in_every_order(rng, s, same_segments, [&](L2SimConfig& c) {
       if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
     });
@@ -164,16 +149,7 @@ TEST_CASE("L2 runs: the chains equal the enumeration on causal and ragged shapes
     Shape s = random_prefill(rng);
     s.window = 0;
     s.chunk = 0;
-    if (k % 2 == 0) {  // long heads beside few slots, wide GQA groups
-      s.block_rows = pick(rng, 4, 16);
-      s.block_cols = pick(rng, 4, 16);
-      if (s.seq_lens.empty()) {
-        s.seq_q = pick(rng, 100, 900);
-        s.seq_kv = pick(rng, 1, 3) == 1 ? s.seq_q : pick(rng, 100, 900);
-      }
-      s.kv_heads = pick(rng, 1, 2);
-      s.heads = s.kv_heads * pick(rng, 1, 5);
-    }
+    if (k % 2 == 0) lengthen(rng, s, 100, 900, 5);  // long heads beside few slots, wide GQA groups
     for (bool qo : {true, false}) {
       L2SimConfig c = config(rng, Rasterization::query_block_major, qo);
       if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
