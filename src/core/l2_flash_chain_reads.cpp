@@ -62,7 +62,6 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
       y = top + 1;
     }
   }
-  if (c_.qo) sum += static_cast<i64>(c_.qo_between(i, P, T, g));
   return sum;
 }
 

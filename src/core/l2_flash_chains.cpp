@@ -140,34 +140,12 @@ u64 ChainGrid::next_reader(u64 k, u64 y) const {
   return lo;
 }
 
-// The bytes of the Q and O tiles accessed in (p, q) = ((T - g, P, 1), (T, i, 1)):
-// Q tiles at (start, id, 0), O tiles at (last step, id, 2).
-u64 ChainGrid::qo_between(u64 i, u64 P, i64 T, i64 g) const {
-  const ChainGrid& c = *this;
-  auto first_at = [&](i64 step) { return static_cast<u64>(std::lower_bound(c.s.begin(), c.s.end(), step) - c.s.begin()); };
-  auto clamp = [](u64 v, u64 a, u64 b) { return std::min(std::max(v, a), b); };
-  u64 sum = 0;
-  const u64 qlo = clamp(P + 1, first_at(T - g), first_at(T - g + 1));
-  const u64 qhi = clamp(i + 1, first_at(T), first_at(T + 1));
-  if (qhi > qlo) sum += c.qpre[qhi] - c.qpre[qlo];
-  auto by_finish = [&](i64 step, u64 id) {
-    u64 lo = 0, hi = c.n;
-    while (lo < hi) {
-      const u64 mid = lo + (hi - lo) / 2;
-      if (c.fo_f[mid] < step || (c.fo_f[mid] == step && c.fo[mid] < id)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-  const u64 olo = by_finish(T - g, P), ohi = by_finish(T, i);
-  if (ohi > olo) sum += c.opre[ohi] - c.opre[olo];
-  return sum;
-}
-
 namespace {
 
-// qo_between for reads whose T and T - g do not decrease from call to call
-// (a head's first reads in closed form): pointers that only move up.
+// The bytes of the Q and O tiles accessed in (p, q) = ((T - g, P, 1), (T, i, 1))
+// (Q tiles at (start, id, 0), O tiles at (last step, id, 2)), for reads whose
+// T and T - g do not decrease from call to call (a head's first reads):
+// pointers that only move up.
 class QoWalk {
  public:
   explicit QoWalk(const ChainGrid& c) : c_(c) {}
@@ -224,21 +202,19 @@ void run(const ChainGrid& c, Tally& t) {
         t.reads(infinite, 0, 1, z);
         continue;
       }
-      const i64 T = c.s[i] + static_cast<i64>(y), p = c.s[L] + static_cast<i64>(y);
-      u64 d = 0;
+      const i64 T = c.s[i] + static_cast<i64>(y), p = c.s[L] + static_cast<i64>(y), g = c.s[i] - c.s[L];
+      if (c.qo && walking != L) {
+        walk.reset();
+        walking = L;
+      }
+      u64 d = c.qo ? walk(i, L, T, g) : 0;  // the Q and O tiles in between
       // Started after L's last step, with no other pair's CTA running from p
       // to q: every other block of the pair is accessed in between.
       const u64 pi = c.pair[i];
       if (c.s[i] > c.f[L] && c.fmax_before[pi] <= p && (c.pair_end[pi] == c.n || c.s[c.pair_end[pi]] >= T))
-      {
-        if (c.qo && walking != L) {
-          walk.reset();
-          walking = L;
-        }
-        d = c.zpair[pi] + (c.qo ? walk(i, L, T, c.s[i] - c.s[L]) : 0);
-      }
+        d += c.zpair[pi];
       else
-        d = z + static_cast<u64>(reads.between(i, L, T, c.s[i] - c.s[L]));
+        d += z + static_cast<u64>(reads.between(i, L, T, g));
       floor_of_max = std::max(floor_of_max, d);
       batches.of(z).reads(d, 0, 1);
     }

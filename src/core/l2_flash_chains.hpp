@@ -34,9 +34,6 @@ struct ChainGrid {
   u64 next_reader(u64 k, u64 y) const;
   u64 kv_bytes(u64 k, u64 y) const { return y + 1 == nkb[k] ? zlast[k] : zfull[k]; }
   bool reads_partial(u64 k) const { return e[k] == nkb[k] && zlast[k] != zfull[k]; }
-  // The bytes of the Q and O tiles accessed between (T - g, P) and (T, i)
-  // (the read's predecessor and the read, both K/V accesses).
-  u64 qo_between(u64 i, u64 P, i64 T, i64 g) const;
 
   bool qo = false, dense = false;
   u64 n = 0, slots = 0, steps = 0;
@@ -96,7 +93,8 @@ class ChainReads {
  public:
   ChainReads(const ChainGrid& g, const Tally& t);
   // The read at step T by CTA i whose predecessor is CTA P's access g steps
-  // earlier: the bytes of the other objects accessed in between.
+  // earlier: the bytes of the other K/V objects accessed in between (the Q
+  // and O tiles apart).
   i64 between(u64 i, u64 P, i64 T, i64 g) const;
   // CTA i's re-reads of blocks [0, m) into the batches.
   void chain(u64 i, u64 m, Batches& b);
