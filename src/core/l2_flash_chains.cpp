@@ -8,6 +8,7 @@
 #include <array>
 
 #include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
 #include <queue>
 
 namespace hbmscope::l2 {
@@ -54,12 +55,20 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   s.resize(n), f.resize(n), slot.resize(n), fo.clear();
   fo.reserve(n);
   {
-    std::priority_queue<std::pair<i64, u64>, std::vector<std::pair<i64, u64>>, std::greater<>> busy;  // (last step, id)
+    // (last step, id) in one word: ids below 2^23, steps below 2^41 (the
+    // chains take at most 4.7 M CTAs; every CTA's steps in a row stay below).
+    constexpr u64 id_bits = 23;
+    u64 total = 0;
+    for (u64 k = 0; k < n; ++k) total += std::max<u64>(e[k], 1);
+    if (n >= (u64{1} << id_bits) || total >= (u64{1} << (64 - id_bits)))
+      throw Error("L2 simulation: too large a grid for the chains");
+    std::priority_queue<u64, std::vector<u64>, std::greater<>> busy;
+    const u64 id_mask = (u64{1} << id_bits) - 1;
     for (u64 k = 0; k < n; ++k) {
       i64 at = 0;
       slot[k] = static_cast<std::uint32_t>(k);
       if (k >= slots) {
-        const u64 done = busy.top().second;
+        const u64 done = busy.top() & id_mask;
         busy.pop();
         fo.push_back(done);
         at = f[done] + 1;
@@ -67,10 +76,10 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       }
       s[k] = at;
       f[k] = at + static_cast<i64>(std::max<u64>(e[k], 1)) - 1;  // one step a block (at least one)
-      busy.push({f[k], k});
+      busy.push((static_cast<u64>(f[k]) << id_bits) | k);
     }
     while (!busy.empty()) {
-      fo.push_back(busy.top().second);
+      fo.push_back(busy.top() & id_mask);
       busy.pop();
     }
   }

@@ -96,7 +96,10 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 // past 4.7 M CTAs (about 1 GB) the chains are not used.
 std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
   constexpr std::uint64_t max_ctas = std::uint64_t{9} << 19;
-  if (grid.ctas() > max_ctas || !flash_in_chains(grid)) return ~std::uint64_t{0};
+  std::uint64_t all_steps = 0;  // at most: below 2^41, as the chains' schedule keeps them
+  if (grid.ctas() > max_ctas || __builtin_mul_overflow(grid.ctas(), grid.max_key_blocks() + 1, &all_steps) ||
+      all_steps >= (std::uint64_t{1} << 41) || !flash_in_chains(grid))
+    return ~std::uint64_t{0};
   const bool bounded = grid.dense() && grid.ctas() >= slots && grid.cta(0).blocks() > 0;
   std::uint64_t w = 0, steps = 0;
   if (bounded) {
