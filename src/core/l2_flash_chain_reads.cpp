@@ -27,7 +27,7 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
     const i64 lo = std::max({c_.s[k], T - g + (k <= P), T - G + (k + 1 <= i)});
     const i64 hi = std::min(b, T - (k >= i));
     if (lo > hi) return;
-    const bool part = c_.e[k] == c_.nkb[k] && c_.zlast[k] != c_.zfull[k];
+    const bool part = c_.reads_partial(k);
     const i64 full_hi = part ? std::min(hi, b - 1) : hi;
     if (full_hi >= lo) sum += (full_hi - lo + 1) * static_cast<i64>(c_.zfull[k]);
     if (part && lo <= b && b <= hi) sum += static_cast<i64>(c_.zlast[k]);
@@ -94,7 +94,7 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
   c_.regular_from(up_to, Tlo - 1, [&](u64 k) {
     const i64 M = std::min(g, c_.s[k + 1] - c_.s[k]), d = k >= i;
     const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
-    if (c_.e[k] == c_.nkb[k] && c_.zlast[k] != c_.zfull[k]) {
+    if (c_.reads_partial(k)) {
       trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull[k]));
       range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast[k]));
     } else {

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <array>
+#include <queue>
 
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
-#include <queue>
 
 namespace hbmscope::l2 {
 
@@ -249,7 +249,7 @@ void run(const ChainGrid& c, Tally& t) {
     const u64 m = c.e[i - 1];
     const auto [lo, hi] = range[i];
     if (hi != 0 && hi < floor_of_max && bucket(lo) == bucket(hi)) {
-      const bool part = m == c.nkb[i] && c.zlast[i] != c.zfull[i];
+      const bool part = m == c.nkb[i] && c.zlast[i] != c.zfull[i];  // its last re-read: the short last block
       const u64 bytes = checked_add(checked_mul(m - part, c.zfull[i], "L2 simulation bytes"), part ? c.zlast[i] : 0,
                                     "L2 simulation bytes");
       t.read_in_bucket(bucket(lo), bytes);

@@ -23,7 +23,6 @@ using i64 = std::int64_t;
 using u64 = std::uint64_t;
 inline constexpr u64 no_cta = ~u64{0};
 inline constexpr i64 never = std::numeric_limits<i64>::min() / 4;
-inline constexpr i64 unbounded = std::numeric_limits<i64>::max() / 4;
 
 // The forward grid scheduled: per CTA in launch order.
 struct ChainGrid {
@@ -34,14 +33,6 @@ struct ChainGrid {
   u64 next_reader(u64 k, u64 y) const;
   u64 kv_bytes(u64 k, u64 y) const { return y + 1 == nkb[k] ? zlast[k] : zfull[k]; }
   bool reads_partial(u64 k) const { return e[k] == nkb[k] && zlast[k] != zfull[k]; }
-
-  bool qo = false, dense = false;
-  u64 n = 0, slots = 0, steps = 0;
-  std::vector<u64> e, nkb, zfull, zlast, qb, ob, head_first, next_head;
-  std::vector<u64> head, pair;    // (sequence, head) and (sequence, kv head), dense
-  std::vector<i64> s, f;          // first and last step
-  std::vector<i64> R, PM, PMh;    // not a head's last CTA: last K/V step + gap to the next CTA;
-                                  // prefix maxima over all ids and over the head's
   // visit(k) for every CTA k < up_to that is not its head's last and whose R is
   // at least thr, head by head down (a head's prefix maximum ends its scan,
   // the overall one the heads').
@@ -55,6 +46,14 @@ struct ChainGrid {
       if (k == 0 || PM[k - 1] < thr) return;
     }
   }
+
+  bool qo = false, dense = false;
+  u64 n = 0, slots = 0, steps = 0;
+  std::vector<u64> e, nkb, zfull, zlast, qb, ob, head_first, next_head;
+  std::vector<u64> head, pair;    // (sequence, head) and (sequence, kv head), dense
+  std::vector<i64> s, f;          // first and last step
+  std::vector<i64> R, PM, PMh;    // not a head's last CTA: last K/V step + gap to the next CTA;
+                                  // prefix maxima over all ids and over the head's
   std::vector<u64> sp;            // the heads' last CTAs that read, in launch order
   std::vector<i64> sp_s, spm;     // their starts, prefix maximum of their last steps
   std::vector<u64> fo;            // CTAs by (last step, id)
