@@ -24,7 +24,19 @@ void ChainBounds::Sums::add(i64 value, i64 sign) {
   }
 }
 
-i64 ChainBounds::Sums::capped(i64 g) const {  // the sum over slots of min(g, value)
+// Values from cap - 1 on are kept as cap - 1: below that the sums are exact;
+// from there, at least the sum at cap - 1, at most that and g for each such value.
+i64 ChainBounds::Sums::capped_lo(i64 g) const { return capped(std::min(g, cap - 1)); }
+
+i64 ChainBounds::Sums::capped_hi(i64 g) const {
+  if (g < cap) return capped(g);
+  i64 total = 0, below = 0;
+  for (u64 x = cap; x > 0; x -= x & (0 - x)) total += node[x].count;
+  for (u64 x = cap - 1; x > 0; x -= x & (0 - x)) below += node[x].count;
+  return capped(cap - 1) + (g - (cap - 1)) * (total - below);
+}
+
+i64 ChainBounds::Sums::capped(i64 g) const {  // the sum over slots of min(g, value), g < cap
   i64 c = 0, s = 0, total = 0;
   for (u64 x = cap; x > 0; x -= x & (0 - x)) total += node[x].count;
   for (u64 x = static_cast<u64>(g); x > 0; x -= x & (0 - x)) {
@@ -135,14 +147,14 @@ Bounds ChainBounds::of(u64 i) {
   Bounds b;
   if (!usable_ || i == 0 || c_.head_first[i] == i || c_.e[i - 1] == 0) return b;
   const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1], Thi = c_.s[i] + static_cast<i64>(c_.e[i - 1]) - 1;
-  if (Thi > c_.s[c_.n - 1] || g >= static_cast<i64>(Sums::cap)) return b;
+  if (Thi > c_.s[c_.n - 1]) return b;
   move_to(X, Thi);
   // Per slot at least min(g, G_min) - 1 (none where G_min is 0), at most
   // min(g, G_max); Q tiles started and O tiles ended from X to Thi.
   const u64 S = c_.slots;
   // (Σ min(g, G_min) - 1 over the slots whose G_min is not 0: less the count of those.)
-  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(min_.capped(g) - min_.capped(1));
-  const u64 blocks_hi = static_cast<u64>(max_.capped(g));
+  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(std::max<i64>(0, min_.capped_lo(g) - min_.capped(1)));
+  const u64 blocks_hi = static_cast<u64>(max_.capped_hi(g));
   u64 qo = 0;
   if (c_.qo) {
     u64 from = i - 1;  // the first id started at X
@@ -182,7 +194,7 @@ void ChainBounds::refine_lo(u64 i, Bounds& b) const {
   const i64 g = c_.s[i] - c_.s[i - 1];
   if (g < 1) return;
   const u64 dips = densest(c_.s.data() + i, c_.s.data() + started_, g - 1);
-  const i64 blocks = min_.capped(g) - static_cast<i64>(dips);
+  const i64 blocks = min_.capped_lo(g) - static_cast<i64>(dips);
   if (blocks > 0) b.lo = std::max(b.lo, zlo_ + zlo_ * static_cast<u64>(blocks));
 }
 

@@ -125,13 +125,15 @@ class ChainBounds {
  private:
   // Counts and sums of one value a slot (capped), for sums of min(g, value).
   struct Sums {
-    static constexpr i64 cap = i64{1} << 12;  // gaps from here on are not told apart (g >= cap: no bounds)
+    static constexpr i64 cap = i64{1} << 12;  // gaps from cap - 1 on are not told apart (looser bounds)
     struct Node {
       i64 count = 0, sum = 0;
     };
     std::vector<Node> node;  // a Fenwick tree over values
     void add(i64 value, i64 sign);
-    i64 capped(i64 g) const;
+    i64 capped(i64 g) const;     // the sum over slots of min(g, value), g < cap
+    i64 capped_lo(i64 g) const;  // at most that sum, any g
+    i64 capped_hi(i64 g) const;  // at least that sum, any g
   };
   struct SlotCta {  // a slot's CTAs in order: their gaps to their blocks' next access
     std::int32_t gap_lo, gap_hi;
