@@ -89,6 +89,10 @@ std::uint64_t waves_flash_work(const FlashGrid& grid, std::uint64_t slots);
 // mask), so that the chains (l2_flash_chains.cpp) apply.
 bool flash_in_chains(const FlashGrid& grid);
 FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+// Mean over steps of the distinct keys among resident CTAs (heads per wave),
+// from each CTA's first and last step (l2_flash_runs.cpp).
+double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& first,
+                     const std::vector<std::int64_t>& last, std::uint64_t keys, std::uint64_t steps);
 // The segment engine alone on the forward pass (tests hold it against the
 // enumeration on shapes where runs_flash would enumerate).
 FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t);

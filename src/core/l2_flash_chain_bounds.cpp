@@ -151,26 +151,24 @@ Bounds ChainBounds::of(u64 i) {
   move_to(X, Thi);
   // Per slot at least min(g, G_min) - 1 (none where G_min is 0), at most
   // min(g, G_max); Q tiles started and O tiles ended from X to Thi.
-  const u64 S = c_.slots;
   // (Σ min(g, G_min) - 1 over the slots whose G_min is not 0: less the count of those.)
   const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(std::max<i64>(0, min_.capped_lo(g) - min_.capped(1)));
   const u64 blocks_hi = static_cast<u64>(max_.capped_hi(g));
   u64 qo = 0;
   if (c_.qo) {
-    u64 from = i - 1;  // the first id started at X
-    while (from > 0 && c_.s[from - 1] == X) --from;
+    from_ = i - 1;  // the first id started at X
+    while (from_ > 0 && c_.s[from_ - 1] == X) --from_;
     // O tiles ended by Thi: a pointer that moves up with Thi, searched again where it drops.
     if (ended_by_ > 0 && c_.fo_f[ended_by_ - 1] > Thi)
       ended_by_ = static_cast<u64>(std::upper_bound(c_.fo_f.begin(), c_.fo_f.begin() + static_cast<std::ptrdiff_t>(ended_by_), Thi) -
                                    c_.fo_f.begin());
     while (ended_by_ < c_.n && c_.fo_f[ended_by_] <= Thi) ++ended_by_;
-    qo = (started_ - from) * qmax_ + (std::max(ended_by_, ended_) - ended_) * omax_;
+    qo = (started_ - from_) * qmax_ + (std::max(ended_by_, ended_) - ended_) * omax_;
   }
   b.lo = zlo_ + zlo_ * blocks_lo;
   b.hi = zhi_ + zhi_ * blocks_hi + qo;
   b.qo = qo;
   b.valid = true;
-  (void)S;
   return b;
 }
 
@@ -202,10 +200,8 @@ void ChainBounds::refine_hi(u64 i, Bounds& b) const {
   if (b.qo == 0) return;
   // Q tiles start and O tiles end in the last g + 1 steps up to a read: at
   // most those of the densest g + 1 steps of the window.
-  const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1];
-  u64 from = i - 1;
-  while (from > 0 && c_.s[from - 1] == X) --from;
-  b.hi = b.hi - b.qo + densest(c_.s.data() + from, c_.s.data() + started_, g) * qmax_ +
+  const i64 g = c_.s[i] - c_.s[i - 1];
+  b.hi = b.hi - b.qo + densest(c_.s.data() + from_, c_.s.data() + started_, g) * qmax_ +
          densest(c_.fo_f.data() + ended_, c_.fo_f.data() + ended_by_, g) * omax_;
   b.qo = 0;
 }

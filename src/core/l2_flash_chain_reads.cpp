@@ -51,16 +51,10 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
       }
       y0 = lo;
     }
-    for (i64 y = y0; y <= yhi;) {  // full blocks, then the last one
-      if (static_cast<u64>(y) + 1 == c_.nkb[h]) {
-        sum += static_cast<i64>(c_.zlast[h]);
-        ++y;
-        continue;
-      }
-      const i64 top = std::min<i64>(yhi, static_cast<i64>(c_.nkb[h]) - 2);
-      sum += (top - y + 1) * static_cast<i64>(c_.zfull[h]);
-      y = top + 1;
-    }
+    if (y0 > yhi) continue;
+    const i64 top = std::min<i64>(yhi, static_cast<i64>(c_.nkb[h]) - 2);  // full blocks, then the last one
+    if (top >= y0) sum += (top - y0 + 1) * static_cast<i64>(c_.zfull[h]);
+    if (static_cast<u64>(yhi) + 1 == c_.nkb[h]) sum += static_cast<i64>(c_.zlast[h]);
   }
   return sum;
 }

@@ -12,10 +12,6 @@
 #include "hbmscope/error.hpp"
 
 namespace hbmscope::l2 {
-
-double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& first,
-                     const std::vector<std::int64_t>& last, std::uint64_t keys, std::uint64_t steps);
-
 namespace chains {
 
 ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
@@ -77,13 +73,13 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       s[k] = at;
       f[k] = at + static_cast<i64>(std::max<u64>(e[k], 1)) - 1;  // one step a block (at least one)
       busy.push((static_cast<u64>(f[k]) << id_bits) | k);
+      steps = std::max(steps, static_cast<u64>(f[k]) + 1);
     }
     while (!busy.empty()) {
       fo.push_back(busy.top() & id_mask);
       busy.pop();
     }
   }
-  for (u64 k = 0; k < n; ++k) steps = std::max(steps, static_cast<u64>(f[k]) + 1);
   R.assign(n, never);
   PM.resize(n);
   PMh.resize(n);

@@ -156,6 +156,7 @@ class ChainBounds {
   std::vector<u64> touched_;
   u64 started_ = 0, ended_ = 0;  // ids started by Thi; CTAs (finish order) ended before X
   u64 ended_by_ = 0;             // CTAs (finish order) ended by Thi
+  u64 from_ = 0;                 // the first id started at X (with Q and O tiles in the L2)
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
 };
 

@@ -46,7 +46,7 @@ void add_forward(SegmentEngine& e, const FlashGrid& grid, const L2SimConfig& c) 
 }  // namespace
 
 // Mean over steps of the distinct keys among resident CTAs: each key's steps
-// are the union of its CTAs' [start, start + steps), CTAs of one key starting
+// are the union of its CTAs' steps [first, last], CTAs of one key starting
 // in launch order.
 double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& first,
                      const std::vector<std::int64_t>& last, std::uint64_t keys, std::uint64_t steps) {
@@ -86,14 +86,15 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 }
 
 // The chains' cost (docs/l2-simulation.md, "Chains"), in units of about a
-// nanosecond: bounds for every CTA (about 4 units a slot and 300 more: a few
-// binary searches, a slot-by-slot pass for a fifth of them) and the exact
+// nanosecond: the schedule, the first reads and bounds for every CTA (about 4
+// units a slot and 300 more, an upper estimate: their windows move a few CTAs
+// a read, refined O(S) passes for the CTAs near a capacity) and the exact
 // evaluation of what they leave, two units a step: where they hold (a dense
 // batch whose CTAs all read), about S CTAs of every head (the ones near the
 // capacity and near the largest distance) of up to n key blocks each; where
 // they do not, every access, and 12 units a slot a CTA. Measured on causal
-// shapes of 128K to 16M tokens (bench/, "L2 runs"). About 230 bytes a CTA:
-// past 4.7 M CTAs (about 1 GB) the chains are not used.
+// shapes of 128K to 16M tokens (bench/, "L2 runs"). About 180 bytes a CTA:
+// past 4.7 M CTAs (about 850 MB) the chains are not used.
 std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
   constexpr std::uint64_t max_ctas = std::uint64_t{9} << 19;
   std::uint64_t all_steps = 0;  // at most: below 2^41, as the chains' schedule keeps them
@@ -125,9 +126,9 @@ FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
   // Not in lockstep: whichever exact evaluation costs less.
   const std::uint64_t enumeration = enumeration_work(s, t.capacities().size());
-  const std::uint64_t chained = chains_work(grid, slots);
-  if (chained < enumeration && chained <= segment_work(grid, slots)) return chains_flash(s, c, t);
-  if (enumeration <= segment_work(grid, slots)) return enumerate_flash(s, c, t);
+  const std::uint64_t chained = chains_work(grid, slots), segments = segment_work(grid, slots);
+  if (chained < enumeration && chained <= segments) return chains_flash(s, c, t);
+  if (enumeration <= segments) return enumerate_flash(s, c, t);
   return segments_flash(s, c, t);
 }
 
