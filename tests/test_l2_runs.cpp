@@ -77,8 +77,8 @@ void same_as_enumeration(const Shape& s, const L2SimConfig& c, Evaluate evaluate
 
 void same_segments(const Shape& s, const L2SimConfig& c) { same_as_enumeration(s, c, l2::segments_flash); }
 
-// The chains (query-block-major shapes whose CTAs read key blocks from 0:
-// causal, or ragged without a mask), on the ladder and at single capacities
+// The chains (shapes whose CTAs read key blocks from 0: causal, or ragged
+// without a mask; both launch orders), on the ladder and at single capacities
 // as a report row has (most CTAs' re-reads then fall in one bucket and are
 // counted from bounds, not evaluated).
 void same_chains(const Shape& s, const L2SimConfig& c) {
@@ -150,12 +150,14 @@ TEST_CASE("L2 runs: the chains equal the enumeration on causal and ragged shapes
     s.window = 0;
     s.chunk = 0;
     if (k % 2 == 0) lengthen(rng, s, 100, 900, 5);  // long heads beside few slots, wide GQA groups
-    for (bool qo : {true, false}) {
-      L2SimConfig c = config(rng, Rasterization::query_block_major, qo);
-      if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
-      INFO(describe(s) << " qo " << qo << " slots " << c.sm_count << "x" << c.ctas_per_sm);
-      same_chains(s, c);
-    }
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c = config(rng, order, qo);
+        if (pick(rng, 0, 1) == 0) c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        same_chains(s, c);
+      }
   }
 }
 
@@ -175,13 +177,15 @@ TEST_CASE("L2 runs: the chains equal the enumeration on long causal heads", "[l2
     s.seq_kv = pick(rng, 0, 3) == 0 ? s.seq_q + pick(rng, 1, 500) : s.seq_q;
     s.head_dim = 64;
     s.causal = true;
-    for (bool qo : {true, false}) {
-      L2SimConfig c;
-      c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 48));
-      c.q_o_allocate = qo;
-      INFO(describe(s) << " qo " << qo << " slots " << c.sm_count);
-      same_chains(s, c);
-    }
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c;
+        c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 48));
+        c.q_o_allocate = qo;
+        c.order = order;
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count);
+        same_chains(s, c);
+      }
   }
 }
 

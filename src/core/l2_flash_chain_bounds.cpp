@@ -3,7 +3,7 @@
 // last min(g, G) steps or so (G: the gap from an access to its object's next
 // access), so while every slot runs CTAs that read a block each step, a read
 // sees at least min(g, G_min) - 1 and at most min(g, G_max) accesses a slot
-// (over the slot's CTAs in the window). Each slot's window of CTAs moves with
+// (over the slot's CTAs in the window; one more in head-major order). Each slot's window of CTAs moves with
 // the readers, and two Fenwick trees over the slots' G_min and G_max give the
 // sums over slots for any g. Where the bounds put all of a CTA's re-reads in
 // one bucket of the tally, and below the largest distance, they are counted
@@ -68,20 +68,23 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   std::vector<u64> at(slot_start_.begin(), slot_start_.end() - 1);
   for (u64 k = 0; k < g.n; ++k) {
     i64 lo = Sums::cap, hi = Sums::cap;
-    if (k + 1 < g.n && g.R[k] != never) lo = hi = g.s[k + 1] - g.s[k];
-    else if (k + 1 < g.n && g.next_head[k] != no_cta) lo = g.s[k + 1] - g.s[k];
+    if (g.R[k] != never) lo = hi = g.gap(k);
+    else if (g.next_head[k] != no_cta) lo = g.s[k + 1] - g.s[k];
     pos_[k] = static_cast<std::uint32_t>(at[g.slot[k]] - slot_start_[g.slot[k]]);
     slot_cta_[at[g.slot[k]]++] = {static_cast<std::int32_t>(std::min<i64>(lo, Sums::cap)),
                                     static_cast<std::int32_t>(std::min<i64>(hi, Sums::cap))};
   }
   // Every slot's window starts empty: its G_min and G_max as large as can be.
-  for (Sums* t : {&min_, &max_}) t->node.assign(Sums::cap + 1, {});
-  win_.assign(S, Window{});
-  for (u64 v = 0; v < S; ++v) {
-    win_[v].lo = win_[v].hi = slot_start_[v];
-    win_[v].gmin = win_[v].gmax = Sums::cap;
-    min_.add(Sums::cap, +1);
-    max_.add(Sums::cap, +1);
+  for (Cursor& w : cursor_) {
+    if (&w != cursor_ && !g.hm) break;  // query-block-major: every re-reader's P is i - 1
+    for (Sums* t : {&w.min, &w.max}) t->node.assign(Sums::cap + 1, {});
+    w.win.assign(S, Window{});
+    for (u64 v = 0; v < S; ++v) {
+      w.win[v].lo = w.win[v].hi = slot_start_[v];
+      w.win[v].gmin = w.win[v].gmax = Sums::cap;
+      w.min.add(Sums::cap, +1);
+      w.max.add(Sums::cap, +1);
+    }
   }
   dirty_.assign(S, 0);
   zhi_ = g.zfull[0];
@@ -97,32 +100,32 @@ void ChainBounds::touch(u64 v) {
   }
 }
 
-void ChainBounds::move_to(i64 X, i64 Thi) {
+void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
   // Right ends: CTAs started by Thi (Thi drops at a head's start: those
   // started after it leave).
-  while (started_ > 0 && c_.s[started_ - 1] > Thi) {
-    const u64 k = --started_, v = c_.slot[k];
-    Window& w = win_[v];
+  while (cu.started > 0 && c_.s[cu.started - 1] > Thi) {
+    const u64 k = --cu.started, v = c_.slot[k];
+    Window& w = cu.win[v];
     w.hi = std::max(w.lo, std::min(w.hi, slot_start_[v] + pos_[k]));
     touch(v);
   }
-  while (started_ < c_.n && c_.s[started_] <= Thi) {
-    const u64 k = started_++, v = c_.slot[k];
-    Window& w = win_[v];
+  while (cu.started < c_.n && c_.s[cu.started] <= Thi) {
+    const u64 k = cu.started++, v = c_.slot[k];
+    Window& w = cu.win[v];
     w.hi = std::max(w.hi, slot_start_[v] + pos_[k] + 1);
     touch(v);
   }
   // Left ends: CTAs that ended before X leave for good.
-  while (ended_ < c_.n && c_.fo_f[ended_] < X) {
-    const u64 k = c_.fo[ended_++], v = c_.slot[k];
-    Window& w = win_[v];
+  while (cu.ended < c_.n && c_.fo_f[cu.ended] < X) {
+    const u64 k = c_.fo[cu.ended++], v = c_.slot[k];
+    Window& w = cu.win[v];
     w.lo = std::max(w.lo, slot_start_[v] + pos_[k] + 1);
     w.hi = std::max(w.hi, w.lo);
     touch(v);
   }
   for (u64 v : touched_) {
     dirty_[v] = 0;
-    Window& w = win_[v];
+    Window& w = cu.win[v];
     i64 lo = Sums::cap, hi = 0;
     for (u64 j = w.lo; j < w.hi; ++j) {
       lo = std::min<i64>(lo, slot_cta_[j].gap_lo);
@@ -130,40 +133,47 @@ void ChainBounds::move_to(i64 X, i64 Thi) {
     }
     if (w.lo == w.hi) hi = Sums::cap;
     if (lo != w.gmin) {
-      min_.add(w.gmin, -1);
-      min_.add(lo, +1);
+      cu.min.add(w.gmin, -1);
+      cu.min.add(lo, +1);
       w.gmin = lo;
     }
     if (hi != w.gmax) {
-      max_.add(w.gmax, -1);
-      max_.add(hi, +1);
+      cu.max.add(w.gmax, -1);
+      cu.max.add(hi, +1);
       w.gmax = hi;
     }
   }
   touched_.clear();
 }
 
-Bounds ChainBounds::of(u64 i) {
+Bounds ChainBounds::of(u64 i, u64 P) {
   Bounds b;
-  if (!usable_ || i == 0 || c_.head_first[i] == i || c_.e[i - 1] == 0) return b;
-  const i64 g = c_.s[i] - c_.s[i - 1], X = c_.s[i - 1], Thi = c_.s[i] + static_cast<i64>(c_.e[i - 1]) - 1;
-  if (Thi > c_.s[c_.n - 1]) return b;
-  move_to(X, Thi);
+  at_ = nullptr;
+  if (!usable_ || P == no_cta || c_.e[P] == 0) return b;
+  const i64 g = c_.s[i] - c_.s[P], X = c_.s[P], Thi = c_.s[i] + static_cast<i64>(c_.e[P]) - 1;
+  Cursor& cu = cursor_[P + 1 == i ? 0 : 1];
+  if (Thi > c_.s[c_.n - 1] || X < cu.last_x) return b;
+  cu.last_x = X;
+  move_to(cu, X, Thi);
+  at_ = &cu;
   // Per slot at least min(g, G_min) - 1 (none where G_min is 0), at most
-  // min(g, G_max); Q tiles started and O tiles ended from X to Thi.
+  // min(g, G_max); in head-major order one more (a CTA between P and i, or
+  // one before i whose next reader comes after i, counts a step more). Q
+  // tiles started and O tiles ended from X to Thi.
   // (Σ min(g, G_min) - 1 over the slots whose G_min is not 0: less the count of those.)
-  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(std::max<i64>(0, min_.capped_lo(g) - min_.capped(1)));
-  const u64 blocks_hi = static_cast<u64>(max_.capped_hi(g));
+  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(std::max<i64>(0, cu.min.capped_lo(g) - cu.min.capped(1)));
+  const u64 blocks_hi = static_cast<u64>(cu.max.capped_hi(g)) + (c_.hm ? c_.slots : 0);
   u64 qo = 0;
   if (c_.qo) {
-    from_ = i - 1;  // the first id started at X
-    while (from_ > 0 && c_.s[from_ - 1] == X) --from_;
+    cu.from = P;  // the first id started at X
+    while (cu.from > 0 && c_.s[cu.from - 1] == X) --cu.from;
     // O tiles ended by Thi: a pointer that moves up with Thi, searched again where it drops.
-    if (ended_by_ > 0 && c_.fo_f[ended_by_ - 1] > Thi)
-      ended_by_ = static_cast<u64>(std::upper_bound(c_.fo_f.begin(), c_.fo_f.begin() + static_cast<std::ptrdiff_t>(ended_by_), Thi) -
-                                   c_.fo_f.begin());
-    while (ended_by_ < c_.n && c_.fo_f[ended_by_] <= Thi) ++ended_by_;
-    qo = (started_ - from_) * qmax_ + (std::max(ended_by_, ended_) - ended_) * omax_;
+    if (cu.ended_by > 0 && c_.fo_f[cu.ended_by - 1] > Thi)
+      cu.ended_by = static_cast<u64>(
+          std::upper_bound(c_.fo_f.begin(), c_.fo_f.begin() + static_cast<std::ptrdiff_t>(cu.ended_by), Thi) -
+          c_.fo_f.begin());
+    while (cu.ended_by < c_.n && c_.fo_f[cu.ended_by] <= Thi) ++cu.ended_by;
+    qo = (cu.started - cu.from) * qmax_ + (std::max(cu.ended_by, cu.ended) - cu.ended) * omax_;
   }
   b.lo = zlo_ + zlo_ * blocks_lo;
   b.hi = zhi_ + zhi_ * blocks_hi + qo;
@@ -184,25 +194,28 @@ u64 densest(const i64* first, const i64* last, i64 width) {
 }
 }  // namespace
 
-void ChainBounds::refine_lo(u64 i, Bounds& b) const {
+void ChainBounds::refine_lo(u64 i, u64 P, Bounds& b) const {
   // A slot adds at least min(g, G_min) accesses to a read at T, one less
   // where its first CTA launched from i on starts in the last g steps up to
   // T (its CTAs before count up to T, the others up to T - 1): at most as
   // many slots as such starts in g steps.
-  const i64 g = c_.s[i] - c_.s[i - 1];
+  // (With P = i - 1; in head-major order a CTA's window is never shorter
+  // than in query-block-major order, so the count holds there too.)
+  if (at_ == nullptr || P + 1 != i) return;
+  const i64 g = c_.s[i] - c_.s[P];
   if (g < 1) return;
-  const u64 dips = densest(c_.s.data() + i, c_.s.data() + started_, g - 1);
-  const i64 blocks = min_.capped_lo(g) - static_cast<i64>(dips);
+  const u64 dips = densest(c_.s.data() + i, c_.s.data() + at_->started, g - 1);
+  const i64 blocks = at_->min.capped_lo(g) - static_cast<i64>(dips);
   if (blocks > 0) b.lo = std::max(b.lo, zlo_ + zlo_ * static_cast<u64>(blocks));
 }
 
-void ChainBounds::refine_hi(u64 i, Bounds& b) const {
-  if (b.qo == 0) return;
+void ChainBounds::refine_hi(u64 i, u64 P, Bounds& b) const {
+  if (b.qo == 0 || at_ == nullptr) return;
   // Q tiles start and O tiles end in the last g + 1 steps up to a read: at
   // most those of the densest g + 1 steps of the window.
-  const i64 g = c_.s[i] - c_.s[i - 1];
-  b.hi = b.hi - b.qo + densest(c_.s.data() + from_, c_.s.data() + started_, g) * qmax_ +
-         densest(c_.fo_f.data() + ended_, c_.fo_f.data() + ended_by_, g) * omax_;
+  const i64 g = c_.s[i] - c_.s[P];
+  b.hi = b.hi - b.qo + densest(c_.s.data() + at_->from, c_.s.data() + at_->started, g) * qmax_ +
+         densest(c_.fo_f.data() + at_->ended, c_.fo_f.data() + at_->ended_by, g) * omax_;
   b.qo = 0;
 }
 

@@ -59,9 +59,8 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
   return sum;
 }
 
-void ChainReads::chain(u64 i, u64 m, Batches& batches) {
-  const i64 base = c_.s[i], g = c_.s[i] - c_.s[i - 1];
-  const u64 P = i - 1;
+u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
+  const i64 base = c_.s[i], g = c_.s[i] - c_.s[P];
   const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
   i64 V0 = 0, S0 = 0;
   i64* d2 = d2_.data();
@@ -83,10 +82,11 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
     if (a > b || M <= 0 || b + M - 1 < Tlo || a > Thi) return;
     at(a, w), at(a + M, -w), at(b + 1, -w), at(b + M + 1, w);
   };
-  // Regular neighbours: every block's next access G steps later.
+  // Regular neighbours: every block's next access G steps later. An access
+  // at t counts for the reads at t + d to t + E.
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
   c_.regular_from(up_to, Tlo - 1, [&](u64 k) {
-    const i64 M = std::min(g, c_.s[k + 1] - c_.s[k]), d = k >= i;
+    const i64 d = k >= i, E = std::min(g - (k <= P), c_.gap(k) - (c_.next(k) <= i)), M = E - d + 1;
     const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
     if (c_.reads_partial(k)) {
       trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull[k]));
@@ -99,7 +99,7 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
   u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());
   while (j-- > 0 && c_.spm[j] >= Tlo - g) {
     const u64 kk = c_.sp[j];
-    const i64 d = kk >= i, lt = kk < i;
+    const i64 d = kk >= i, le = kk <= P;
     const i64 ylo = std::max<i64>(0, Tlo - g - c_.s[kk]);
     const i64 yhi = std::min<i64>(static_cast<i64>(c_.e[kk]) - 1, Thi - c_.s[kk]);
     if (ylo > yhi) continue;
@@ -112,7 +112,7 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
       i64 lo = ylo, hi = yhi + 1;
       while (lo < hi) {
         const i64 mid = lo + (hi - lo) / 2;
-        if (upper(mid) >= c_.s[kk] + mid + g - lt) hi = mid;
+        if (upper(mid) >= c_.s[kk] + mid + g - le) hi = mid;
         else lo = mid + 1;
       }
       ystar = lo;
@@ -126,10 +126,11 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
     }
     if (ystar > yhi) continue;
     const i64 lastfull = std::min<i64>(yhi, static_cast<i64>(c_.nkb[kk]) - 2);
-    if (lastfull >= ystar) trapezoid(c_.s[kk] + ystar + d, c_.s[kk] + lastfull + d, g, static_cast<i64>(c_.zfull[kk]));
+    if (lastfull >= ystar)
+      trapezoid(c_.s[kk] + ystar + d, c_.s[kk] + lastfull + d, g - le - d + 1, static_cast<i64>(c_.zfull[kk]));
     if (static_cast<u64>(yhi) + 1 == c_.nkb[kk] && ystar <= yhi) {
       const i64 t = c_.s[kk] + yhi;
-      range(t + d, t + d + g - 1, static_cast<i64>(c_.zlast[kk]));
+      range(t + d, t + g - le, static_cast<i64>(c_.zlast[kk]));
     }
   }
   if (c_.qo) {
@@ -160,7 +161,8 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
       le += zf + V <= C;
       top = std::max(top, V);
     }
-    full.counted(static_cast<u64>(le), static_cast<u64>(full_steps - le), static_cast<u64>(zf + top));
+    u64 most = full_steps > 0 ? static_cast<u64>(zf + top) : 0;
+    if (full_steps > 0) full.counted(static_cast<u64>(le), static_cast<u64>(full_steps - le), most);
     if (part) {
       if (mm > 1) {
         S += d2[mm - 1];
@@ -168,9 +170,11 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
         V += S;
       }
       batches.of(c_.zlast[i]).reads(c_.zlast[i] + static_cast<u64>(V), 0, 1);
+      most = std::max(most, c_.zlast[i] + static_cast<u64>(V));
     }
-    return;
+    return most;
   }
+  u64 most = 0;
   for (i64 x = 0; x < mm;) {
     const i64 cap = part && x < mm - 1 ? mm - 1 : mm;
     i64 x1 = x + 1;
@@ -179,6 +183,7 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
     Tally::Batch& to = z == zf ? full : batches.of(static_cast<u64>(z));
     to.reads(static_cast<u64>(z + V), S, static_cast<u64>(x1 - x));
     V += S * (x1 - x - 1);
+    most = std::max(most, static_cast<u64>(z + std::max(V, V - S * (x1 - x - 1))));
     if (x1 < mm) {
       S += d2[x1];
       d2[x1] = 0;
@@ -186,6 +191,7 @@ void ChainReads::chain(u64 i, u64 m, Batches& batches) {
     }
     x = x1;
   }
+  return most;
 }
 
 }  // namespace hbmscope::l2::chains

@@ -15,20 +15,32 @@ namespace hbmscope::l2 {
 namespace chains {
 
 ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
-    : qo(c.q_o_allocate), dense(grid.dense()), n(grid.ctas()), slots(std::uint64_t{c.sm_count} * c.ctas_per_sm) {
+    : qo(c.q_o_allocate),
+      dense(grid.dense()),
+      hm(grid.order() == Rasterization::head_major),
+      n(grid.ctas()),
+      slots(std::uint64_t{c.sm_count} * c.ctas_per_sm) {
   e.resize(n), nkb.resize(n), zfull.resize(n), zlast.resize(n);
   qb.resize(n), ob.resize(n), head_first.resize(n), next_head.assign(n, no_cta);
   pair.resize(n), head.resize(n);
-  // A dense batch's heads are alike: one head's CTAs, the rest by arithmetic.
+  // A dense batch's heads are alike: one head's CTAs (by query block), the
+  // rest by arithmetic.
   std::vector<FlashCta> first_head;
-  if (dense)
-    for (u64 k = 0; k < std::min(n, grid.sequence(0).q_blocks); ++k) first_head.push_back(grid.cta(k));
   const u64 H = grid.shape().heads, G = grid.group(), Hkv = grid.shape().kv_heads;
+  if (dense)
+    for (u64 q = 0; q < std::min(n, grid.sequence(0).q_blocks); ++q) first_head.push_back(grid.cta(hm ? q * H : q));
   for (u64 k = 0; k < n; ++k) {
     FlashCta t;
     if (dense) {
-      const u64 nq = first_head.size(), h = k / nq;  // (sequence, head) in launch order
-      t = first_head[k % nq];
+      const u64 nq = first_head.size();
+      u64 h = k / nq;  // (sequence, head)
+      if (hm) {
+        const u64 local = k % (H * nq);
+        t = first_head[local / H];
+        h = k / (H * nq) * H + local % H;
+      } else {
+        t = first_head[k % nq];
+      }
       t.seq = h / H;
       t.head_key = h;
       t.pair = t.seq * Hkv + (h % H) / G;
@@ -43,7 +55,17 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     ob[k] = grid.o_bytes(t.rows);
     pair[k] = t.pair;
     head[k] = t.head_key;
-    head_first[k] = k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : k;
+    head_first[k] = hm ? 0 : k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : k;
+  }
+  if (hm) {  // each pair's CTAs that read, in launch order
+    prv.assign(n, no_cta), nxt.assign(n, no_cta);
+    std::vector<u64> last(grid.pairs(), no_cta);
+    for (u64 k = 0; k < n; ++k) {
+      if (e[k] == 0) continue;
+      const u64 l = last[pair[k]];
+      if (l != no_cta) nxt[l] = k, prv[k] = l;
+      last[pair[k]] = k;
+    }
   }
   // List scheduling (as SegmentEngine::schedule): a CTA finishing at step t
   // frees its slot for the next CTA from t + 1. The slots leave the heap in
@@ -84,10 +106,10 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   PM.resize(n);
   PMh.resize(n);
   for (u64 k = 0; k < n; ++k) {
-    const bool last = k + 1 == n || head[k + 1] != head[k];
-    if (e[k] > 0 && !last) R[k] = s[k] + static_cast<i64>(e[k]) - 1 + (s[k + 1] - s[k]);
+    const bool last = hm ? nxt[k] == no_cta : k + 1 == n || head[k + 1] != head[k];
+    if (e[k] > 0 && !last) R[k] = s[k] + static_cast<i64>(e[k]) - 1 + (s[next(k)] - s[k]);
     if (e[k] > 0 && last) {
-      if (k + 1 < n && pair[k + 1] == pair[k]) next_head[k] = k + 1;
+      if (!hm && k + 1 < n && pair[k + 1] == pair[k]) next_head[k] = k + 1;
       sp.push_back(k);
       sp_s.push_back(s[k]);
       spm.push_back(std::max(spm.empty() ? never : spm.back(), f[k]));
@@ -97,10 +119,11 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   }
   // The heap broke ties of equal last steps by id already: (last step, id) pairs.
   fo_f.resize(n);
+  for (u64 k = 0; k < n; ++k) fo_f[k] = f[fo[k]];
+  if (hm) return;  // (the rest serves a head's first reads in query-block-major order)
   qpre.assign(n + 1, 0);
   opre.assign(n + 1, 0);
   for (u64 k = 0; k < n; ++k) {
-    fo_f[k] = f[fo[k]];
     qpre[k + 1] = checked_add(qpre[k], qb[k], "L2 simulation bytes");
     opre[k + 1] = checked_add(opre[k], ob[fo[k]], "L2 simulation bytes");
   }
@@ -189,8 +212,8 @@ class QoWalk {
 void run(const ChainGrid& c, Tally& t) {
   Batches batches(t);
   ChainReads reads(c, t);
-  // First reads in a head: exact one by one; their largest distance bounds
-  // the largest from below.
+  // First reads: in query-block-major order exact one by one (their largest
+  // distance bounds the largest from below); in head-major order, first accesses.
   u64 floor_of_max = 0;
   QoWalk walk(c);
   u64 walking = no_cta;  // the L whose head the walk follows
@@ -198,6 +221,10 @@ void run(const ChainGrid& c, Tally& t) {
     t.read(infinite, c.qb[i]);
     t.write(c.ob[i]);
     if (c.e[i] == 0) continue;
+    if (c.hm) {
+      for (u64 y = c.prv[i] == no_cta ? 0 : c.e[c.prv[i]]; y < c.e[i]; ++y) t.reads(infinite, 0, 1, c.kv_bytes(i, y));
+      continue;
+    }
     const u64 hf = c.head_first[i];
     const u64 m = hf == i ? 0 : c.e[i - 1];
     const u64 L = hf > 0 && c.next_head[hf - 1] == hf ? hf - 1 : no_cta;  // the pair's previous head's last CTA
@@ -230,28 +257,45 @@ void run(const ChainGrid& c, Tally& t) {
   auto bucket = [&](u64 d) {
     return static_cast<std::size_t>(std::lower_bound(caps.begin(), caps.end(), d) - caps.begin());
   };
+  auto rereads = [&](u64 i) -> std::pair<u64, u64> {  // (P, blocks re-read)
+    const u64 P = c.prev(i);
+    return {P, c.e[i] == 0 || P == no_cta ? 0 : c.e[P]};
+  };
   ChainBounds bounds(c);
   std::vector<std::pair<u64, u64>> range(c.n, {0, 0});  // the bounds kept: hi 0 where none
   for (u64 i = 0; i < c.n; ++i) {
-    Bounds b = bounds.of(i);
+    const auto [P, m] = rereads(i);
+    if (m == 0) continue;
+    Bounds b = bounds.of(i, P);
     if (!b.valid) continue;
-    if (bucket(b.lo) != bucket(b.hi)) bounds.refine_lo(i, b);
-    if (bucket(b.lo) != bucket(b.hi)) bounds.refine_hi(i, b);
+    if (bucket(b.lo) != bucket(b.hi)) bounds.refine_lo(i, P, b);
+    if (bucket(b.lo) != bucket(b.hi)) bounds.refine_hi(i, P, b);
     floor_of_max = std::max(floor_of_max, b.lo);
     range[i] = {b.lo, b.hi};
   }
+  // The CTAs whose bounds straddle a capacity first; then those that may hold
+  // the largest distance, largest upper bound first, until the rest lie below
+  // the largest distance found (every part of the floor is at most the
+  // largest distance, so the reads that reach it are never counted away).
+  auto count = [&](u64 i, u64 m) {
+    const bool part = m == c.nkb[i] && c.zlast[i] != c.zfull[i];  // its last re-read: the short last block
+    t.read_in_bucket(bucket(range[i].first), checked_add(checked_mul(m - part, c.zfull[i], "L2 simulation bytes"),
+                                                         part ? c.zlast[i] : 0, "L2 simulation bytes"));
+  };
+  std::vector<u64> top;
   for (u64 i = 0; i < c.n; ++i) {
-    if (c.e[i] == 0 || c.head_first[i] == i || c.e[i - 1] == 0) continue;
-    const u64 m = c.e[i - 1];
+    const auto [P, m] = rereads(i);
+    if (m == 0) continue;
     const auto [lo, hi] = range[i];
-    if (hi != 0 && hi < floor_of_max && bucket(lo) == bucket(hi)) {
-      const bool part = m == c.nkb[i] && c.zlast[i] != c.zfull[i];  // its last re-read: the short last block
-      const u64 bytes = checked_add(checked_mul(m - part, c.zfull[i], "L2 simulation bytes"), part ? c.zlast[i] : 0,
-                                    "L2 simulation bytes");
-      t.read_in_bucket(bucket(lo), bytes);
-    } else {
-      reads.chain(i, m, batches);
-    }
+    if (hi == 0 || bucket(lo) != bucket(hi)) floor_of_max = std::max(floor_of_max, reads.chain(i, P, m, batches));
+    else if (hi < floor_of_max) count(i, m);
+    else top.push_back(i);
+  }
+  std::sort(top.begin(), top.end(), [&](u64 a, u64 b) { return range[a].second > range[b].second; });
+  for (u64 i : top) {
+    const auto [P, m] = rereads(i);
+    if (range[i].second < floor_of_max) count(i, m);
+    else floor_of_max = std::max(floor_of_max, reads.chain(i, P, m, batches));
   }
   batches.flush(t);
 }
@@ -260,14 +304,23 @@ void run(const ChainGrid& c, Tally& t) {
 }  // namespace chains
 
 bool flash_in_chains(const FlashGrid& grid) {
-  if (grid.order() != Rasterization::query_block_major) return false;
-  // A dense batch's heads are all alike: its first head tells.
-  const std::uint64_t n = grid.dense() ? std::min(grid.ctas(), grid.sequence(0).q_blocks) : grid.ctas();
+  // Every CTA reads key blocks [0, e); e does not decrease within a head
+  // (query-block-major order) or along a kv pair (head-major order). A dense
+  // batch's heads are all alike: its first head (its first sequence) tells.
+  const bool hm = grid.order() == Rasterization::head_major;
+  const std::uint64_t per = hm ? grid.shape().heads * grid.sequence(0).q_blocks : grid.sequence(0).q_blocks;
+  const std::uint64_t n = grid.dense() ? std::min(grid.ctas(), per) : grid.ctas();
+  std::vector<std::uint64_t> last_e(hm ? grid.pairs() : 0, 0);
   std::uint64_t prev_head = chains::no_cta, prev_e = 0;
   for (std::uint64_t k = 0; k < n; ++k) {
     const FlashCta t = grid.cta(k);
     if (t.blocks() > 0 && t.first != 0) return false;
     const std::uint64_t e = t.blocks() > 0 ? t.end : 0;
+    if (hm) {
+      if (e > 0 && e < last_e[t.pair]) return false;
+      last_e[t.pair] = std::max(last_e[t.pair], e);
+      continue;
+    }
     if (t.head_key == prev_head && e < prev_e) return false;
     prev_head = t.head_key;
     prev_e = e;

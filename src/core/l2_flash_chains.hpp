@@ -1,13 +1,16 @@
 #pragma once
-// The chains of the forward pass (docs/l2-simulation.md, "Chains"): in
-// query-block-major order, where every CTA reads key blocks [0, e) and e does
-// not decrease within a head (causal masks; ragged batches without a mask),
-// CTA i re-reads the blocks its head's previous CTA read, each g steps after
-// it, and reads its other blocks first in its head (their previous access is
-// the last CTA of the pair's previous head). The schedule (ChainGrid), exact
-// distances (l2_flash_chain_reads.cpp), bounds that count a CTA's re-reads
-// without evaluating them (l2_flash_chain_bounds.cpp) and the run that
-// chooses (l2_flash_chains.cpp). Internal to src/core.
+// The chains of the forward pass (docs/l2-simulation.md, "Chains"): where
+// every CTA reads key blocks [0, e) and e does not decrease along the CTAs of
+// a kv pair in launch order, CTA i re-reads the blocks its pair's previous
+// CTA P read, each g steps after it, and a block CTA k reads is next read by
+// its pair's next CTA, G steps later. In query-block-major order that holds
+// within a head (causal masks; ragged batches without a mask; P = i - 1),
+// and a head's other blocks are read first in its head (their previous
+// access is the last CTA of the pair's previous head); in head-major order
+// along the whole pair (the other blocks are first accesses). The schedule
+// (ChainGrid), exact distances (l2_flash_chain_reads.cpp), bounds that count
+// a CTA's re-reads without evaluating them (l2_flash_chain_bounds.cpp) and
+// the run that chooses (l2_flash_chains.cpp). Internal to src/core.
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -29,8 +32,14 @@ struct ChainGrid {
   ChainGrid(const FlashGrid& grid, const L2SimConfig& c);
 
   // The next head's first CTA reading block y (k: a head's last CTA with a
-  // next head in its pair).
+  // next head in its pair; query-block-major order).
   u64 next_reader(u64 k, u64 y) const;
+  // The CTA of i's pair before it (its blocks' previous reader: none for a
+  // head's first CTA in query-block-major order), and the next reader of a
+  // regular CTA k's blocks, G steps later.
+  u64 prev(u64 i) const { return hm ? prv[i] : head_first[i] < i ? i - 1 : no_cta; }
+  u64 next(u64 k) const { return hm ? nxt[k] : k + 1; }
+  i64 gap(u64 k) const { return R[k] - (s[k] + static_cast<i64>(e[k]) - 1); }
   u64 kv_bytes(u64 k, u64 y) const { return y + 1 == nkb[k] ? zlast[k] : zfull[k]; }
   bool reads_partial(u64 k) const { return e[k] == nkb[k] && zlast[k] != zfull[k]; }
   // visit(k) for every CTA k < up_to that is not its head's last and whose R is
@@ -47,14 +56,15 @@ struct ChainGrid {
     }
   }
 
-  bool qo = false, dense = false;
+  bool qo = false, dense = false, hm = false;  // hm: head-major order
   u64 n = 0, slots = 0, steps = 0;
   std::vector<u64> e, nkb, zfull, zlast, qb, ob, head_first, next_head;
   std::vector<u64> head, pair;    // (sequence, head) and (sequence, kv head), dense
+  std::vector<u64> prv, nxt;      // head-major: the pair's previous and next CTA that read
   std::vector<i64> s, f;          // first and last step
-  std::vector<i64> R, PM, PMh;    // not a head's last CTA: last K/V step + gap to the next CTA;
-                                  // prefix maxima over all ids and over the head's
-  std::vector<u64> sp;            // the heads' last CTAs that read, in launch order
+  std::vector<i64> R, PM, PMh;    // regular CTAs (next(k) reads all their blocks): last K/V step + G;
+                                  // prefix maxima over all ids and over the head's (head-major: one head)
+  std::vector<u64> sp;            // the CTAs that read and are not regular (a head's last), in launch order
   std::vector<i64> sp_s, spm;     // their starts, prefix maximum of their last steps
   std::vector<u64> fo;            // CTAs by (last step, id)
   std::vector<std::uint32_t> slot;  // the slot each CTA runs on
@@ -95,8 +105,9 @@ class ChainReads {
   // earlier: the bytes of the other K/V objects accessed in between (the Q
   // and O tiles apart).
   i64 between(u64 i, u64 P, i64 T, i64 g) const;
-  // CTA i's re-reads of blocks [0, m) into the batches.
-  void chain(u64 i, u64 m, Batches& b);
+  // CTA i's re-reads of blocks [0, m) (P: their previous reader) into the
+  // batches; returns their largest distance.
+  u64 chain(u64 i, u64 P, u64 m, Batches& b);
 
  private:
   const ChainGrid& c_;
@@ -113,14 +124,18 @@ struct Bounds {
 class ChainBounds {
  public:
   explicit ChainBounds(const ChainGrid& g);
-  // CTA i's bounds (calls in launch order), O(log) a CTA amortized.
-  Bounds of(u64 i);
-  // Tighter bounds, O(slots), right after of(i), whose state they use: below,
-  // only the slots that count one access less at a time (those whose first
-  // CTA launched from i on has just started) rather than every slot; above,
-  // the Q and O tiles of the densest g + 1 steps rather than all of them.
-  void refine_lo(u64 i, Bounds& b) const;
-  void refine_hi(u64 i, Bounds& b) const;
+  // CTA i's bounds (its re-reads of what P read), O(log) a CTA amortized.
+  // Calls in launch order; those with P = i - 1 and the others each move
+  // windows of their own, forward (a call whose P starts before its kind's
+  // last one gets none).
+  Bounds of(u64 i, u64 P);
+  // Tighter bounds, O(slots), right after of(i, P), whose state they use:
+  // below, only the slots that count one access less at a time (those whose
+  // first CTA launched from i on has just started; P = i - 1) rather than
+  // every slot; above, the Q and O tiles of the densest g + 1 steps rather
+  // than all of them.
+  void refine_lo(u64 i, u64 P, Bounds& b) const;
+  void refine_hi(u64 i, u64 P, Bounds& b) const;
 
  private:
   // Counts and sums of one value a slot (capped), for sums of min(g, value).
@@ -142,7 +157,16 @@ class ChainBounds {
     u64 lo = 0, hi = 0;
     i64 gmin = 0, gmax = 0;
   };
-  void move_to(i64 X, i64 Thi);
+  // The moving part: each slot's window, the trees over their gaps, pointers.
+  struct Cursor {
+    std::vector<Window> win;
+    Sums min, max;
+    u64 started = 0, ended = 0;  // ids started by Thi; CTAs (finish order) ended before X
+    u64 ended_by = 0;            // CTAs (finish order) ended by Thi
+    u64 from = 0;                // the first id started at X (with Q and O tiles in the L2)
+    i64 last_x = never;
+  };
+  void move_to(Cursor& w, i64 X, i64 Thi);
   void touch(u64 v);
 
   bool usable_ = false;
@@ -150,13 +174,10 @@ class ChainBounds {
   std::vector<u64> slot_start_;
   std::vector<SlotCta> slot_cta_;
   std::vector<std::uint32_t> pos_;  // each CTA's place among its slot's
-  std::vector<Window> win_;
-  Sums min_, max_;
+  Cursor cursor_[2];                // P = i - 1, and the others
+  const Cursor* at_ = nullptr;      // the last call's
   std::vector<std::uint8_t> dirty_;
   std::vector<u64> touched_;
-  u64 started_ = 0, ended_ = 0;  // ids started by Thi; CTAs (finish order) ended before X
-  u64 ended_by_ = 0;             // CTAs (finish order) ended by Thi
-  u64 from_ = 0;                 // the first id started at X (with Q and O tiles in the L2)
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
 };
 

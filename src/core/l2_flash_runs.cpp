@@ -103,7 +103,13 @@ std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
     return ~std::uint64_t{0};
   const bool bounded = grid.dense() && grid.ctas() >= slots && grid.cta(0).blocks() > 0;
   std::uint64_t w = 0, steps = 0;
-  if (bounded) {
+  if (bounded && grid.order() == Rasterization::head_major && grid.group() > 1) {
+    // A pair's first CTA of a query block re-reads what the pair's last CTA
+    // of the previous block read, while the slots hold CTAs with short gaps
+    // (the group's other heads) and long ones: loose bounds, so those CTAs are
+    // evaluated, about 1 / G of the accesses.
+    steps = 2 * (flash_enum_accesses(grid.shape()) / grid.group());
+  } else if (bounded) {
     const FlashSeq& q = grid.sequence(0);
     steps = 2 * grid.heads() * std::min(slots, q.q_blocks) * q.k_blocks;
   } else if (__builtin_mul_overflow(flash_enum_accesses(grid.shape()), 2, &steps)) {
