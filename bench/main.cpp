@@ -466,6 +466,16 @@ int main(int argc, char** argv) {
          return l2_runs("1M x 64/8 x batch 8, head-major", long_shape(1 << 20, 64, 8, 8, false), c);
        }},
       {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, causal", long_shape(1 << 20, 64, 8, 8, true), h200()); }},
+      {"L2 runs", [] {
+         L2SimConfig c = h200();
+         c.order = Rasterization::head_major;
+         return l2_runs("1M x 64/8 x batch 8, causal, head-major", long_shape(1 << 20, 64, 8, 8, true), c);
+       }},
+      {"L2 runs", [] {
+         L2SimConfig c = h200();
+         c.order = Rasterization::head_major;
+         return l2_runs("1M x 64 heads, causal, head-major", long_shape(1 << 20, 64, 64, 1, true), c);
+       }},
       {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},

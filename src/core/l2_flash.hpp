@@ -85,8 +85,9 @@ bool flash_in_waves(const Shape& s);
 FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 std::uint64_t waves_flash_work(const FlashGrid& grid, std::uint64_t slots);
 // Whether every CTA reads key blocks [0, e) with e not decreasing within a
-// head, in query-block-major order (causal masks; ragged batches without a
-// mask), so that the chains (l2_flash_chains.cpp) apply.
+// head (query-block-major order) or along a kv pair's CTAs (head-major
+// order): causal masks; ragged batches without a mask. Then the chains
+// (l2_flash_chains.cpp) apply.
 bool flash_in_chains(const FlashGrid& grid);
 FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 // Mean over steps of the distinct keys among resident CTAs (heads per wave),

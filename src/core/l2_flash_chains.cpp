@@ -1,7 +1,8 @@
-// The chains of the forward pass (docs/l2-simulation.md, "Chains"): the
-// schedule, and the run that counts a CTA's re-reads from bounds where they
-// fall in one bucket below the largest distance, and evaluates them exactly
-// elsewhere. Exact, and in long causal heads O(log) for most CTAs.
+// The chains of the forward pass (docs/l2-simulation.md, "Chains"), in
+// either launch order: the schedule, and the run that counts a CTA's
+// re-reads from bounds where they fall in one bucket below the largest
+// distance, and evaluates them exactly elsewhere. Exact, and in long causal
+// heads O(log) for most CTAs.
 #include "l2_flash_chains.hpp"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // The runs of the forward pass (docs/model.md, "How it is evaluated"): the
 // waves' closed form where every CTA takes the same steps (no mask, one
-// sequence length: l2_flash_waves.cpp), the segment engine otherwise.
+// sequence length: l2_flash_waves.cpp); otherwise the cheapest of the chains,
+// the segment engine and the enumeration.
 #include <algorithm>
 
 #include "hbmscope/checked.hpp"
@@ -91,7 +92,8 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 // a read, refined O(S) passes for the CTAs near a capacity) and the exact
 // evaluation of what they leave, two units a step: where they hold (a dense
 // batch whose CTAs all read), about S CTAs of every head (the ones near the
-// capacity and near the largest distance) of up to n key blocks each; where
+// capacity and near the largest distance) of up to n key blocks each, and in
+// head-major order with GQA the pairs' first CTAs of every query block; where
 // they do not, every access, and 12 units a slot a CTA. Measured on causal
 // shapes of 128K to 16M tokens (bench/, "L2 runs"). About 180 bytes a CTA:
 // past 4.7 M CTAs (about 850 MB) the chains are not used.
