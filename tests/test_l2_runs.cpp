@@ -11,6 +11,7 @@
 #include "hbmscope/model.hpp"
 #include "hbmscope/tile_bytes.hpp"
 #include "../src/core/l2_flash.hpp"
+#include "../src/core/l2_flash_chains.hpp"
 #include "random_shapes.hpp"
 
 using namespace hbmscope;
@@ -185,6 +186,54 @@ TEST_CASE("L2 runs: the chains equal the enumeration on long causal heads", "[l2
         c.order = order;
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count);
         same_chains(s, c);
+      }
+  }
+}
+
+TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]") {
+  // Each upper bound the chains compare with the largest distance (the
+  // windows' and the refined one, and the one resolved in time) is at least
+  // the CTA's own largest distance, evaluated exactly; on long causal heads
+  // with wide GQA groups (head-major order: loose windows, tight peak_hi).
+  std::mt19937_64 rng(GENERATE(51, 52));
+  for (int k = 0; k < 8; ++k) {
+    Shape s;
+    s.kv_heads = pick(rng, 1, 2);
+    s.heads = s.kv_heads * pick(rng, 1, 6);
+    s.batch = pick(rng, 1, 2);
+    s.block_rows = s.block_cols = 16;
+    s.seq_q = pick(rng, 1500, 4000);
+    s.seq_kv = pick(rng, 0, 3) == 0 ? s.seq_q + pick(rng, 1, 500) : s.seq_q;
+    s.head_dim = 64;
+    s.causal = true;
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c;
+        c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 48));
+        c.q_o_allocate = qo;
+        c.order = order;
+        const l2::FlashGrid grid(s, c.order);
+        if (!l2::flash_in_chains(grid)) continue;
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count);
+        const l2::chains::ChainGrid cg(grid, c);
+        l2::Tally t({kv_footprint_bytes(s) / 4});
+        l2::chains::ChainReads reads(cg, t);
+        l2::chains::Batches batches(t);
+        l2::chains::ChainBounds bounds(cg);
+        std::uint64_t checked = 0;
+        for (std::uint64_t i = 0; i < cg.n; ++i) {
+          const std::uint64_t P = cg.prev(i);
+          if (cg.e[i] == 0 || P == l2::chains::no_cta || cg.e[P] == 0) continue;
+          l2::chains::Bounds b = bounds.of(i, P);
+          const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
+          REQUIRE(bounds.peak_hi(i, P) >= most);
+          if (!b.valid) continue;
+          REQUIRE(b.hi >= most);
+          bounds.refine_hi(i, P, b);
+          REQUIRE(b.hi >= most);
+          ++checked;
+        }
+        CHECK(checked > 0);
       }
   }
 }

@@ -219,4 +219,56 @@ void ChainBounds::refine_hi(u64 i, u64 P, Bounds& b) const {
   b.qo = 0;
 }
 
+u64 ChainBounds::peak_hi(u64 i, u64 P) {
+  const i64 g = c_.s[i] - c_.s[P], Tlo = c_.s[i], Thi = c_.s[i] + static_cast<i64>(c_.e[P]) - 1, from = Tlo - g;
+  const i64 gamma = g / 8;  // gaps up to it are short (the group's other heads, in head-major order)
+  if (short_gap_.size() != c_.slots) short_gap_.assign(c_.slots, -1);
+  events_.clear();
+  auto lasting = [&](u64 k, i64 M) {  // |[T - M, T] ∩ [s_k, b_k]| in T, as slope changes
+    const i64 a = c_.s[k], b = c_.s[k] + std::max<i64>(static_cast<i64>(c_.e[k]), 1) - 1;
+    if (b < from) return;
+    events_.push_back({a, 1}), events_.push_back({a + M + 1, -1});
+    events_.push_back({b + 1, -1}), events_.push_back({b + M + 2, 1});
+  };
+  const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
+  c_.regular_from(up_to, from, [&](u64 k) {
+    if (c_.s[k] + static_cast<i64>(c_.e[k]) - 1 < from) return;
+    const i64 G = c_.gap(k);
+    if (G > gamma) return lasting(k, std::min(g, G));
+    i64& v = short_gap_[c_.slot[k]];
+    if (v < 0) short_slots_.push_back(c_.slot[k]);
+    v = std::max(v, G);
+  });
+  for (u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());
+       j-- > 0 && c_.spm[j] >= from;)
+    lasting(c_.sp[j], g);
+  i64 blocks = 0;
+  for (u64 v : short_slots_) {
+    blocks += std::min(g, short_gap_[v]) + 1;
+    short_gap_[v] = -1;
+  }
+  short_slots_.clear();
+  // The worst read: the largest of a piecewise linear sum, at an end of a piece.
+  std::sort(events_.begin(), events_.end());
+  i64 A = 0, B = 0, best = 0;  // at T past the events taken: A T - B
+  std::size_t at = 0;
+  for (; at < events_.size() && events_[at].first <= Tlo; ++at)
+    A += events_[at].second, B += events_[at].second * (events_[at].first - 1);
+  best = A * Tlo - B;
+  while (at < events_.size() && events_[at].first <= Thi) {
+    const i64 x = events_[at].first;
+    best = std::max(best, A * (x - 1) - B);
+    for (; at < events_.size() && events_[at].first == x; ++at)
+      A += events_[at].second, B += events_[at].second * (x - 1);
+    best = std::max(best, A * x - B);
+  }
+  best = std::max(best, A * Thi - B);
+  // Q tiles started and O tiles ended from the first read's predecessor on.
+  auto in = [](const std::vector<i64>& v, i64 lo, i64 hi) {
+    return static_cast<u64>(std::upper_bound(v.begin(), v.end(), hi) - std::lower_bound(v.begin(), v.end(), lo));
+  };
+  const u64 qo = c_.qo ? in(c_.s, from, Thi) * qmax_ + in(c_.fo_f, from, Thi) * omax_ : 0;
+  return zhi_ + zhi_ * static_cast<u64>(blocks + best) + qo;
+}
+
 }  // namespace hbmscope::l2::chains

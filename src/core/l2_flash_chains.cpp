@@ -295,7 +295,7 @@ void run(const ChainGrid& c, Tally& t) {
   std::sort(top.begin(), top.end(), [&](u64 a, u64 b) { return range[a].second > range[b].second; });
   for (u64 i : top) {
     const auto [P, m] = rereads(i);
-    if (range[i].second < floor_of_max) count(i, m);
+    if (range[i].second < floor_of_max || bounds.peak_hi(i, P) < floor_of_max) count(i, m);
     else floor_of_max = std::max(floor_of_max, reads.chain(i, P, m, batches));
   }
   batches.flush(t);

@@ -136,6 +136,11 @@ class ChainBounds {
   // than all of them.
   void refine_lo(u64 i, u64 P, Bounds& b) const;
   void refine_hi(u64 i, u64 P, Bounds& b) const;
+  // An upper bound on the largest distance of CTA i's re-reads, resolved in
+  // time (any call order, O(neighbours)): each slot's CTAs whose gap is short
+  // next to g at most min(g, their largest gap) + 1 accesses, the others
+  // exactly their steps among the last min(g, G) at the worst read.
+  u64 peak_hi(u64 i, u64 P);
 
  private:
   // Counts and sums of one value a slot (capped), for sums of min(g, value).
@@ -178,6 +183,9 @@ class ChainBounds {
   const Cursor* at_ = nullptr;      // the last call's
   std::vector<std::uint8_t> dirty_;
   std::vector<u64> touched_;
+  std::vector<i64> short_gap_;                 // peak_hi: per slot (-1: none), and the slots set
+  std::vector<u64> short_slots_;
+  std::vector<std::pair<i64, i64>> events_;  // peak_hi: slope changes (step, weight)
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
 };
 
