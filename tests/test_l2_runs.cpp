@@ -111,6 +111,36 @@ void in_every_order(std::mt19937_64& rng, const Shape& s, Same same, Grid grid) 
 }
 void any_grid(L2SimConfig&) {}
 
+// Causal heads of lo to hi tokens in blocks of 16 (GQA groups up to `group`,
+// Nq != Nkv now and then), for the chains' long-head tests.
+Shape long_causal_heads(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi, std::uint64_t group) {
+  Shape s;
+  s.kv_heads = pick(rng, 1, 2);
+  s.heads = s.kv_heads * pick(rng, 1, group);
+  s.batch = pick(rng, 1, 2);
+  s.block_rows = s.block_cols = 16;
+  s.seq_q = pick(rng, lo, hi);
+  s.seq_kv = pick(rng, 0, 3) == 0 ? s.seq_q + pick(rng, 1, 500) : s.seq_q;
+  s.head_dim = 64;
+  s.causal = true;
+  return s;
+}
+
+// Holds `check` on s beside 8 to 48 slots of one CTA, in both launch orders
+// and both --l2-qo modes.
+template <class Check>
+void beside_few_slots(std::mt19937_64& rng, const Shape& s, Check check) {
+  for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+    for (bool qo : {true, false}) {
+      L2SimConfig c;
+      c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 48));
+      c.q_o_allocate = qo;
+      c.order = order;
+      INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count);
+      check(s, c);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {
@@ -168,26 +198,7 @@ TEST_CASE("L2 runs: the chains equal the enumeration on long causal heads", "[l2
   // closed form (its previous head's last CTA done), with the ties of
   // regular schedules; one capacity (a report row) and a curve.
   std::mt19937_64 rng(GENERATE(41, 42));
-  for (int k = 0; k < 12; ++k) {
-    Shape s;
-    s.kv_heads = pick(rng, 1, 2);
-    s.heads = s.kv_heads * pick(rng, 1, 4);
-    s.batch = pick(rng, 1, 2);
-    s.block_rows = s.block_cols = 16;
-    s.seq_q = pick(rng, 3000, 8000);
-    s.seq_kv = pick(rng, 0, 3) == 0 ? s.seq_q + pick(rng, 1, 500) : s.seq_q;
-    s.head_dim = 64;
-    s.causal = true;
-    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
-      for (bool qo : {true, false}) {
-        L2SimConfig c;
-        c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 48));
-        c.q_o_allocate = qo;
-        c.order = order;
-        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count);
-        same_chains(s, c);
-      }
-  }
+  for (int k = 0; k < 12; ++k) beside_few_slots(rng, long_causal_heads(rng, 3000, 8000, 4), same_chains);
 }
 
 TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]") {
@@ -197,44 +208,30 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
   // with wide GQA groups (head-major order: loose windows, tight peak_hi).
   std::mt19937_64 rng(GENERATE(51, 52));
   for (int k = 0; k < 8; ++k) {
-    Shape s;
-    s.kv_heads = pick(rng, 1, 2);
-    s.heads = s.kv_heads * pick(rng, 1, 6);
-    s.batch = pick(rng, 1, 2);
-    s.block_rows = s.block_cols = 16;
-    s.seq_q = pick(rng, 1500, 4000);
-    s.seq_kv = pick(rng, 0, 3) == 0 ? s.seq_q + pick(rng, 1, 500) : s.seq_q;
-    s.head_dim = 64;
-    s.causal = true;
-    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
-      for (bool qo : {true, false}) {
-        L2SimConfig c;
-        c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 48));
-        c.q_o_allocate = qo;
-        c.order = order;
-        const l2::FlashGrid grid(s, c.order);
-        if (!l2::flash_in_chains(grid)) continue;
-        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count);
-        const l2::chains::ChainGrid cg(grid, c);
-        l2::Tally t({kv_footprint_bytes(s) / 4});
-        l2::chains::ChainReads reads(cg, t);
-        l2::chains::Batches batches(t);
-        l2::chains::ChainBounds bounds(cg);
-        std::uint64_t checked = 0;
-        for (std::uint64_t i = 0; i < cg.n; ++i) {
-          const std::uint64_t P = cg.prev(i);
-          if (cg.e[i] == 0 || P == l2::chains::no_cta || cg.e[P] == 0) continue;
-          l2::chains::Bounds b = bounds.of(i, P);
-          const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
-          REQUIRE(bounds.peak_hi(i, P) >= most);
-          if (!b.valid) continue;
-          REQUIRE(b.hi >= most);
-          bounds.refine_hi(i, P, b);
-          REQUIRE(b.hi >= most);
-          ++checked;
-        }
-        CHECK(checked > 0);
+    const Shape s = long_causal_heads(rng, 1500, 4000, 6);
+    beside_few_slots(rng, s, [&](const Shape&, const L2SimConfig& c) {
+      const l2::FlashGrid grid(s, c.order);
+      if (!l2::flash_in_chains(grid)) return;
+      const l2::chains::ChainGrid cg(grid, c);
+      l2::Tally t({kv_footprint_bytes(s) / 4});
+      l2::chains::ChainReads reads(cg, t);
+      l2::chains::Batches batches(t);
+      l2::chains::ChainBounds bounds(cg);
+      std::uint64_t checked = 0;
+      for (std::uint64_t i = 0; i < cg.n; ++i) {
+        const std::uint64_t P = cg.prev(i);
+        if (cg.e[i] == 0 || P == l2::chains::no_cta || cg.e[P] == 0) continue;
+        l2::chains::Bounds b = bounds.of(i, P);
+        const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
+        REQUIRE(bounds.peak_hi(i, P) >= most);
+        if (!b.valid) continue;
+        REQUIRE(b.hi >= most);
+        bounds.refine_hi(i, P, b);
+        REQUIRE(b.hi >= most);
+        ++checked;
       }
+      CHECK(checked > 0);
+    });
   }
 }
 
