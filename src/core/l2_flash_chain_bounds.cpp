@@ -3,13 +3,14 @@
 // last min(g, G) steps or so (G: the gap from an access to its object's next
 // access), so while every slot runs CTAs that read a block each step, a read
 // sees at least min(g, G_min) - 1 and at most min(g, G_max) accesses a slot
-// (over the slot's CTAs in the window; one more in head-major order). Each slot's window of CTAs moves with
-// the readers, and two Fenwick trees over the slots' G_min and G_max give the
-// sums over slots for any g. Where the bounds put all of a CTA's re-reads in
+// (over the slot's CTAs in the window; one more in head-major order). Each
+// slot's window of CTAs moves with the readers, and two Fenwick trees over the
+// slots' G_min and G_max give the sums over slots for any g. Where the bounds put all of a CTA's re-reads in
 // one bucket of the tally, and below the largest distance, they are counted
 // and not evaluated.
 #include <algorithm>
 #include <limits>
+#include <span>
 
 #include "l2_flash_chains.hpp"
 
@@ -75,8 +76,7 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
                                     static_cast<std::int32_t>(std::min<i64>(hi, Sums::cap))};
   }
   // Every slot's window starts empty: its G_min and G_max as large as can be.
-  for (Cursor& w : cursor_) {
-    if (&w != cursor_ && !g.hm) break;  // query-block-major: every re-reader's P is i - 1
+  for (Cursor& w : std::span(cursor_, g.hm ? 2 : 1)) {  // query-block-major: every re-reader's P is i - 1
     for (Sums* t : {&w.min, &w.max}) t->node.assign(Sums::cap + 1, {});
     w.win.assign(S, Window{});
     for (u64 v = 0; v < S; ++v) {
@@ -225,7 +225,7 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   if (short_gap_.size() != c_.slots) short_gap_.assign(c_.slots, -1);
   events_.clear();
   auto lasting = [&](u64 k, i64 M) {  // |[T - M, T] ∩ [s_k, b_k]| in T, as slope changes
-    const i64 a = c_.s[k], b = c_.s[k] + std::max<i64>(static_cast<i64>(c_.e[k]), 1) - 1;
+    const i64 a = c_.s[k], b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;  // (every such CTA reads)
     if (b < from) return;
     events_.push_back({a, 1}), events_.push_back({a + M + 1, -1});
     events_.push_back({b + 1, -1}), events_.push_back({b + M + 2, 1});

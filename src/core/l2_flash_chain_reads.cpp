@@ -162,7 +162,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
       top = std::max(top, V);
     }
     u64 most = full_steps > 0 ? static_cast<u64>(zf + top) : 0;
-    if (full_steps > 0) full.counted(static_cast<u64>(le), static_cast<u64>(full_steps - le), most);
+    full.counted(static_cast<u64>(le), static_cast<u64>(full_steps - le), most);
     if (part) {
       if (mm > 1) {
         S += d2[mm - 1];

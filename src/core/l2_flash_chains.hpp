@@ -171,7 +171,7 @@ class ChainBounds {
     u64 from = 0;                // the first id started at X (with Q and O tiles in the L2)
     i64 last_x = never;
   };
-  void move_to(Cursor& w, i64 X, i64 Thi);
+  void move_to(Cursor& cu, i64 X, i64 Thi);
   void touch(u64 v);
 
   bool usable_ = false;

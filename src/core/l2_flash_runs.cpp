@@ -108,8 +108,9 @@ std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
   if (bounded && grid.order() == Rasterization::head_major && grid.group() > 1) {
     // A pair's first CTA of a query block re-reads what the pair's last CTA
     // of the previous block read, while the slots hold CTAs with short gaps
-    // (the group's other heads) and long ones: loose bounds, so those CTAs are
-    // evaluated, about 1 / G of the accesses.
+    // (the group's other heads) and long ones: loose window bounds, so up to
+    // those CTAs are evaluated, about 1 / G of the accesses (an upper
+    // estimate: peak_hi settles most of them).
     steps = 2 * (flash_enum_accesses(grid.shape()) / grid.group());
   } else if (bounded) {
     const FlashSeq& q = grid.sequence(0);
