@@ -3,6 +3,7 @@
 // FlashAttention schedule"): its CTAs in launch order, what each reads, and
 // the tile sizes; shared by the enumeration (l2_flash_enum.cpp) and the runs
 // (l2_flash_runs.cpp). Internal to src/core.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -91,9 +92,23 @@ std::uint64_t waves_flash_work(const FlashGrid& grid, std::uint64_t slots);
 bool flash_in_chains(const FlashGrid& grid);
 FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 // Mean over steps of the distinct keys among resident CTAs (heads per wave),
-// from each CTA's first and last step (l2_flash_runs.cpp).
-double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& first,
-                     const std::vector<std::int64_t>& last, std::uint64_t keys, std::uint64_t steps);
+// from each of the n CTAs' key, first and last step: each key's steps are the
+// union of its CTAs' steps [first, last], CTAs of one key starting in launch
+// order.
+template <class Key, class First, class Last>
+double mean_distinct(std::uint64_t n, Key key, First first, Last last, std::uint64_t keys, std::uint64_t steps) {
+  std::vector<std::uint64_t> until(keys, 0);  // one past the last step covered
+  std::uint64_t sum = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t s = static_cast<std::uint64_t>(first(i)), f = static_cast<std::uint64_t>(last(i)) + 1;
+    std::uint64_t& u = until[key(i)];
+    if (f > u) {
+      sum += f - std::max(s, u);
+      u = f;
+    }
+  }
+  return static_cast<double>(sum) / static_cast<double>(steps);
+}
 // The segment engine alone on the forward pass (tests hold it against the
 // enumeration on shapes where runs_flash would enumerate).
 FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t);

@@ -69,8 +69,8 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   std::vector<u64> at(slot_start_.begin(), slot_start_.end() - 1);
   for (u64 k = 0; k < g.n; ++k) {
     i64 lo = Sums::cap, hi = Sums::cap;
-    if (g.R[k] != never) lo = hi = g.gap(k);
-    else if (g.next_head[k] != no_cta) lo = g.s[k + 1] - g.s[k];
+    if (g.R(k) != never) lo = hi = g.gap(k);
+    else if (g.next_head(k) != no_cta) lo = g.s[k + 1] - g.s[k];
     pos_[k] = static_cast<std::uint32_t>(at[g.slot[k]] - slot_start_[g.slot[k]]);
     slot_cta_[at[g.slot[k]]++] = {static_cast<std::int32_t>(std::min<i64>(lo, Sums::cap)),
                                     static_cast<std::int32_t>(std::min<i64>(hi, Sums::cap))};
@@ -87,10 +87,11 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
     }
   }
   dirty_.assign(S, 0);
-  zhi_ = g.zfull[0];
-  zlo_ = std::min(g.zfull[0], g.zlast[0]);
-  qmax_ = *std::max_element(g.qb.begin(), g.qb.end());
-  omax_ = *std::max_element(g.ob.begin(), g.ob.end());
+  zhi_ = g.zfull(0);
+  zlo_ = std::min(g.zfull(0), g.zlast(0));
+  const u64 most_rows = *std::max_element(g.rows.begin(), g.rows.end());
+  qmax_ = g.q_row * most_rows;
+  omax_ = g.o_row * most_rows;
 }
 
 void ChainBounds::touch(u64 v) {

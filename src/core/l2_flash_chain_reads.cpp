@@ -13,7 +13,7 @@ namespace hbmscope::l2::chains {
 ChainReads::ChainReads(const ChainGrid& g, const Tally& t)
     : c_(g), single_(t.capacities().size() == 1 && t.capacities()[0] > 0 ? t.capacities()[0] : 0) {
   u64 max_e = 0;
-  for (u64 k = 0; k < g.n; ++k) max_e = std::max(max_e, g.e[k]);
+  for (u64 k = 0; k < g.n; ++k) max_e = std::max<u64>(max_e, g.e[k]);
   d2_.assign(max_e + 2, 0);
 }
 
@@ -29,8 +29,8 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
     if (lo > hi) return;
     const bool part = c_.reads_partial(k);
     const i64 full_hi = part ? std::min(hi, b - 1) : hi;
-    if (full_hi >= lo) sum += (full_hi - lo + 1) * static_cast<i64>(c_.zfull[k]);
-    if (part && lo <= b && b <= hi) sum += static_cast<i64>(c_.zlast[k]);
+    if (full_hi >= lo) sum += (full_hi - lo + 1) * static_cast<i64>(c_.zfull(k));
+    if (part && lo <= b && b <= hi) sum += static_cast<i64>(c_.zlast(k));
   });
   // Heads' last CTAs: block y's next access is the next head's (or none).
   u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), T) - c_.sp_s.begin());
@@ -40,7 +40,7 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
     const i64 yhi = std::min<i64>(static_cast<i64>(c_.e[h]) - 1, T - (h >= i) - c_.s[h]);
     if (ylo > yhi) continue;
     i64 y0 = ylo;
-    if (c_.next_head[h] != no_cta) {  // the first y whose next access comes after the read
+    if (c_.next_head(h) != no_cta) {  // the first y whose next access comes after the read
       i64 lo = ylo, hi = yhi + 1;
       while (lo < hi) {
         const i64 mid = lo + (hi - lo) / 2;
@@ -52,9 +52,9 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
       y0 = lo;
     }
     if (y0 > yhi) continue;
-    const i64 top = std::min<i64>(yhi, static_cast<i64>(c_.nkb[h]) - 2);  // full blocks, then the last one
-    if (top >= y0) sum += (top - y0 + 1) * static_cast<i64>(c_.zfull[h]);
-    if (static_cast<u64>(yhi) + 1 == c_.nkb[h]) sum += static_cast<i64>(c_.zlast[h]);
+    const i64 top = std::min<i64>(yhi, static_cast<i64>(c_.nkb(h)) - 2);  // full blocks, then the last one
+    if (top >= y0) sum += (top - y0 + 1) * static_cast<i64>(c_.zfull(h));
+    if (static_cast<u64>(yhi) + 1 == c_.nkb(h)) sum += static_cast<i64>(c_.zlast(h));
   }
   return sum;
 }
@@ -89,10 +89,10 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
     const i64 d = k >= i, E = std::min(g - (k <= P), c_.gap(k) - (c_.next(k) <= i)), M = E - d + 1;
     const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
     if (c_.reads_partial(k)) {
-      trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull[k]));
-      range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast[k]));
+      trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull(k)));
+      range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast(k)));
     } else {
-      trapezoid(c_.s[k] + d, b + d, M, static_cast<i64>(c_.zfull[k]));
+      trapezoid(c_.s[k] + d, b + d, M, static_cast<i64>(c_.zfull(k)));
     }
   });
   // Heads' last CTAs: per block, up to its next access in the next head.
@@ -108,7 +108,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
       const u64 r = c_.next_reader(kk, static_cast<u64>(y));
       return c_.s[r] + y - (r <= i);
     };
-    if (c_.next_head[kk] != no_cta) {
+    if (c_.next_head(kk) != no_cta) {
       i64 lo = ylo, hi = yhi + 1;
       while (lo < hi) {
         const i64 mid = lo + (hi - lo) / 2;
@@ -125,29 +125,29 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
       }
     }
     if (ystar > yhi) continue;
-    const i64 lastfull = std::min<i64>(yhi, static_cast<i64>(c_.nkb[kk]) - 2);
+    const i64 lastfull = std::min<i64>(yhi, static_cast<i64>(c_.nkb(kk)) - 2);
     if (lastfull >= ystar)
-      trapezoid(c_.s[kk] + ystar + d, c_.s[kk] + lastfull + d, g - le - d + 1, static_cast<i64>(c_.zfull[kk]));
-    if (static_cast<u64>(yhi) + 1 == c_.nkb[kk] && ystar <= yhi) {
+      trapezoid(c_.s[kk] + ystar + d, c_.s[kk] + lastfull + d, g - le - d + 1, static_cast<i64>(c_.zfull(kk)));
+    if (static_cast<u64>(yhi) + 1 == c_.nkb(kk) && ystar <= yhi) {
       const i64 t = c_.s[kk] + yhi;
-      range(t + d, t + g - le, static_cast<i64>(c_.zlast[kk]));
+      range(t + d, t + g - le, static_cast<i64>(c_.zlast(kk)));
     }
   }
   if (c_.qo) {
     const u64 q0 = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), Tlo - g) - c_.s.begin());
     const u64 q1 = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
-    for (u64 q = q0; q < q1; ++q) range(c_.s[q] + (q > i), c_.s[q] + g - (q <= P), static_cast<i64>(c_.qb[q]));
+    for (u64 q = q0; q < q1; ++q) range(c_.s[q] + (q > i), c_.s[q] + g - (q <= P), static_cast<i64>(c_.qb(q)));
     const u64 o0 = static_cast<u64>(std::lower_bound(c_.fo_f.begin(), c_.fo_f.end(), Tlo - g) - c_.fo_f.begin());
     const u64 o1 = static_cast<u64>(std::upper_bound(c_.fo_f.begin(), c_.fo_f.end(), Thi) - c_.fo_f.begin());
     for (u64 o = o0; o < o1; ++o) {
       const u64 kk = c_.fo[o];
-      range(c_.f[kk] + (kk >= i), c_.f[kk] + g - (kk < P), static_cast<i64>(c_.ob[kk]));
+      range(c_.f(kk) + (kk >= i), c_.f(kk) + g - (kk < P), static_cast<i64>(c_.ob(kk)));
     }
   }
   // One pass: pieces of constant slope to the tally.
-  const bool part = m == c_.nkb[i] && c_.zlast[i] != c_.zfull[i];
-  const i64 zf = static_cast<i64>(c_.zfull[i]);
-  Tally::Batch& full = batches.of(c_.zfull[i]);
+  const bool part = m == c_.nkb(i) && c_.zlast(i) != c_.zfull(i);
+  const i64 zf = static_cast<i64>(c_.zfull(i));
+  Tally::Batch& full = batches.of(c_.zfull(i));
   i64 V = V0, S = S0;
   if (single_ != 0) {  // one capacity (a report row): counted step by step, without branches
     const i64 C = static_cast<i64>(single_), full_steps = part ? mm - 1 : mm;
@@ -169,8 +169,8 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
         d2[mm - 1] = 0;
         V += S;
       }
-      batches.of(c_.zlast[i]).reads(c_.zlast[i] + static_cast<u64>(V), 0, 1);
-      most = std::max(most, c_.zlast[i] + static_cast<u64>(V));
+      batches.of(c_.zlast(i)).reads(c_.zlast(i) + static_cast<u64>(V), 0, 1);
+      most = std::max(most, c_.zlast(i) + static_cast<u64>(V));
     }
     return most;
   }
@@ -179,7 +179,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
     const i64 cap = part && x < mm - 1 ? mm - 1 : mm;
     i64 x1 = x + 1;
     while (x1 < cap && d2[x1] == 0) ++x1;
-    const i64 z = part && x == mm - 1 ? static_cast<i64>(c_.zlast[i]) : zf;
+    const i64 z = part && x == mm - 1 ? static_cast<i64>(c_.zlast(i)) : zf;
     Tally::Batch& to = z == zf ? full : batches.of(static_cast<u64>(z));
     to.reads(static_cast<u64>(z + V), S, static_cast<u64>(x1 - x));
     V += S * (x1 - x - 1);

@@ -20,10 +20,23 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       dense(grid.dense()),
       hm(grid.order() == Rasterization::head_major),
       n(grid.ctas()),
-      slots(std::uint64_t{c.sm_count} * c.ctas_per_sm) {
-  e.resize(n), nkb.resize(n), zfull.resize(n), zlast.resize(n);
-  qb.resize(n), ob.resize(n), head_first.resize(n), next_head.assign(n, no_cta);
+      slots(std::uint64_t{c.sm_count} * c.ctas_per_sm),
+      q_row(grid.q_bytes(1)),
+      o_row(grid.o_bytes(1)) {
+  // (last step, id) in one word below: ids below 2^23, steps below 2^41 (the
+  // chains take at most 4.7 M CTAs; every CTA's steps in a row stay below).
+  constexpr u64 id_bits = 23;
+  if (n >= (u64{1} << id_bits) || grid.max_key_blocks() >= none32 || grid.pairs() >= none32)
+    throw Error("L2 simulation: too large a grid for the chains");
+  for (u64 b = 0; b < (dense ? 1 : grid.sequences()); ++b) {
+    const u64 nk = grid.sequence(b).k_blocks;
+    seq_nkb.push_back(nk);
+    seq_zfull.push_back(grid.kv_bytes(b, 0));
+    seq_zlast.push_back(grid.kv_bytes(b, nk - 1));
+  }
+  e.resize(n), rows.resize(n), head_first.resize(n);
   pair.resize(n), head.resize(n);
+  if (!dense) seq.resize(n);
   // A dense batch's heads are alike: one head's CTAs (by query block), the
   // rest by arithmetic.
   std::vector<FlashCta> first_head;
@@ -47,86 +60,97 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       t.pair = t.seq * Hkv + (h % H) / G;
     } else {
       t = grid.cta(k);
+      seq[k] = static_cast<std::uint32_t>(t.seq);
     }
-    e[k] = t.blocks() > 0 ? t.end : 0;
-    nkb[k] = grid.sequence(t.seq).k_blocks;
-    zfull[k] = grid.kv_bytes(t.seq, 0);
-    zlast[k] = grid.kv_bytes(t.seq, nkb[k] - 1);
-    qb[k] = grid.q_bytes(t.rows);
-    ob[k] = grid.o_bytes(t.rows);
-    pair[k] = t.pair;
-    head[k] = t.head_key;
-    head_first[k] = hm ? 0 : k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : k;
+    e[k] = static_cast<std::uint32_t>(t.blocks() > 0 ? t.end : 0);
+    rows[k] = static_cast<std::uint32_t>(t.rows);
+    pair[k] = static_cast<std::uint32_t>(t.pair);
+    head[k] = static_cast<std::uint32_t>(t.head_key);
+    head_first[k] = hm ? 0 : k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : static_cast<std::uint32_t>(k);
   }
   if (hm) {  // each pair's CTAs that read, in launch order
-    prv.assign(n, no_cta), nxt.assign(n, no_cta);
+    prv.assign(n, none32), nxt.assign(n, none32);
     std::vector<u64> last(grid.pairs(), no_cta);
     for (u64 k = 0; k < n; ++k) {
       if (e[k] == 0) continue;
       const u64 l = last[pair[k]];
-      if (l != no_cta) nxt[l] = k, prv[k] = l;
+      if (l != no_cta) nxt[l] = static_cast<std::uint32_t>(k), prv[k] = static_cast<std::uint32_t>(l);
       last[pair[k]] = k;
     }
   }
   // List scheduling (as SegmentEngine::schedule): a CTA finishing at step t
-  // frees its slot for the next CTA from t + 1. The slots leave the heap in
-  // finish order, which fo keeps (ties by id, below).
-  s.resize(n), f.resize(n), slot.resize(n), fo.clear();
+  // frees its slot for the next CTA from t + 1. The slots leave in finish
+  // order, which fo keeps (ties by id). Where CTAs finish in launch order (a
+  // head's CTAs, e not decreasing) they wait in a queue; the others (a head's
+  // first CTAs beside the previous head's last ones) in a heap; the next to
+  // finish is the smaller of the two fronts.
+  s.resize(n), slot.resize(n), fo.clear();
   fo.reserve(n);
   {
-    // (last step, id) in one word: ids below 2^23, steps below 2^41 (the
-    // chains take at most 4.7 M CTAs; every CTA's steps in a row stay below).
-    constexpr u64 id_bits = 23;
     u64 total = 0;
     for (u64 k = 0; k < n; ++k) total += std::max<u64>(e[k], 1);
-    if (n >= (u64{1} << id_bits) || total >= (u64{1} << (64 - id_bits)))
-      throw Error("L2 simulation: too large a grid for the chains");
-    std::priority_queue<u64, std::vector<u64>, std::greater<>> busy;
+    if (total >= (u64{1} << (64 - id_bits))) throw Error("L2 simulation: too large a grid for the chains");
+    std::priority_queue<u64, std::vector<u64>, std::greater<>> heap;
+    std::vector<u64> queue(slots + 1);  // a ring of at most `slots` keys, increasing
+    u64 head_at = 0, tail_at = 0;        // [head_at, tail_at) in the ring
+    const u64 ring = queue.size();
     const u64 id_mask = (u64{1} << id_bits) - 1;
+    auto pop = [&] {
+      u64 key;
+      if (head_at != tail_at && (heap.empty() || queue[head_at] < heap.top())) {
+        key = queue[head_at];
+        head_at = head_at + 1 == ring ? 0 : head_at + 1;
+      } else {
+        key = heap.top();
+        heap.pop();
+      }
+      const u64 done = key & id_mask;
+      fo.push_back(static_cast<std::uint32_t>(done));
+      return done;
+    };
     for (u64 k = 0; k < n; ++k) {
       i64 at = 0;
       slot[k] = static_cast<std::uint32_t>(k);
       if (k >= slots) {
-        const u64 done = busy.top() & id_mask;
-        busy.pop();
-        fo.push_back(done);
-        at = f[done] + 1;
+        const u64 done = pop();
+        at = f(done) + 1;
         slot[k] = slot[done];
       }
       s[k] = at;
-      f[k] = at + static_cast<i64>(std::max<u64>(e[k], 1)) - 1;  // one step a block (at least one)
-      busy.push((static_cast<u64>(f[k]) << id_bits) | k);
-      steps = std::max(steps, static_cast<u64>(f[k]) + 1);
+      const u64 key = (static_cast<u64>(f(k)) << id_bits) | k;
+      const u64 back = tail_at == 0 ? ring - 1 : tail_at - 1;
+      if (head_at == tail_at || queue[back] < key) {
+        queue[tail_at] = key;
+        tail_at = tail_at + 1 == ring ? 0 : tail_at + 1;
+      } else {
+        heap.push(key);
+      }
+      steps = std::max(steps, static_cast<u64>(f(k)) + 1);
     }
-    while (!busy.empty()) {
-      fo.push_back(busy.top() & id_mask);
-      busy.pop();
-    }
+    while (fo.size() < n) pop();
   }
-  R.assign(n, never);
   PM.resize(n);
   PMh.resize(n);
   for (u64 k = 0; k < n; ++k) {
-    const bool last = hm ? nxt[k] == no_cta : k + 1 == n || head[k + 1] != head[k];
-    if (e[k] > 0 && !last) R[k] = s[k] + static_cast<i64>(e[k]) - 1 + (s[next(k)] - s[k]);
-    if (e[k] > 0 && last) {
-      if (!hm && k + 1 < n && pair[k + 1] == pair[k]) next_head[k] = k + 1;
+    if (e[k] > 0 && last_in_chain(k)) {
       sp.push_back(k);
       sp_s.push_back(s[k]);
-      spm.push_back(std::max(spm.empty() ? never : spm.back(), f[k]));
+      spm.push_back(std::max(spm.empty() ? never : spm.back(), f(k)));
     }
-    PM[k] = std::max(k > 0 ? PM[k - 1] : never, R[k]);
-    PMh[k] = std::max(head_first[k] < k ? PMh[k - 1] : never, R[k]);
+    PM[k] = std::max(k > 0 ? PM[k - 1] : never, R(k));
+    PMh[k] = std::max(head_first[k] < k ? PMh[k - 1] : never, R(k));
   }
-  // The heap broke ties of equal last steps by id already: (last step, id) pairs.
+  // Ties of equal last steps were broken by id already: (last step, id) keys.
   fo_f.resize(n);
-  for (u64 k = 0; k < n; ++k) fo_f[k] = f[fo[k]];
+  for (u64 k = 0; k < n; ++k) fo_f[k] = f(fo[k]);
   if (hm) return;  // (the rest serves a head's first reads in query-block-major order)
-  qpre.assign(n + 1, 0);
-  opre.assign(n + 1, 0);
-  for (u64 k = 0; k < n; ++k) {
-    qpre[k + 1] = checked_add(qpre[k], qb[k], "L2 simulation bytes");
-    opre[k + 1] = checked_add(opre[k], ob[fo[k]], "L2 simulation bytes");
+  if (qo) {
+    qpre.assign(n + 1, 0);
+    opre.assign(n + 1, 0);
+    for (u64 k = 0; k < n; ++k) {
+      qpre[k + 1] = checked_add(qpre[k], qb(k), "L2 simulation bytes");
+      opre[k + 1] = checked_add(opre[k], ob(fo[k]), "L2 simulation bytes");
+    }
   }
   // A dense batch's heads are alike: the first CTA of a head that reads block
   // y, counted from the head's first.
@@ -152,13 +176,13 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     pair_end[pair[a]] = b;
     fmax_before[pair[a]] = fmax;
     zpair[pair[a]] = z;
-    for (u64 k = a; k < b; ++k) fmax = std::max(fmax, f[k]);
+    for (u64 k = a; k < b; ++k) fmax = std::max(fmax, f(k));
     a = b;
   }
 }
 
 u64 ChainGrid::next_reader(u64 k, u64 y) const {
-  const u64 F = next_head[k];
+  const u64 F = next_head(k);
   if (!first_reader.empty()) return F + first_reader[y];  // a dense batch: every head alike
   u64 lo = F, hi = F + (k + 1 - head_first[k]);  // the next head has as many CTAs
   while (lo < hi) {
@@ -219,16 +243,16 @@ void run(const ChainGrid& c, Tally& t) {
   QoWalk walk(c);
   u64 walking = no_cta;  // the L whose head the walk follows
   for (u64 i = 0; i < c.n; ++i) {
-    t.read(infinite, c.qb[i]);
-    t.write(c.ob[i]);
+    t.read(infinite, c.qb(i));
+    t.write(c.ob(i));
     if (c.e[i] == 0) continue;
     if (c.hm) {
-      for (u64 y = c.prv[i] == no_cta ? 0 : c.e[c.prv[i]]; y < c.e[i]; ++y) t.reads(infinite, 0, 1, c.kv_bytes(i, y));
+      for (u64 y = c.prev(i) == no_cta ? 0 : c.e[c.prev(i)]; y < c.e[i]; ++y) t.reads(infinite, 0, 1, c.kv_bytes(i, y));
       continue;
     }
     const u64 hf = c.head_first[i];
     const u64 m = hf == i ? 0 : c.e[i - 1];
-    const u64 L = hf > 0 && c.next_head[hf - 1] == hf ? hf - 1 : no_cta;  // the pair's previous head's last CTA
+    const u64 L = hf > 0 && c.next_head(hf - 1) == hf ? hf - 1 : no_cta;  // the pair's previous head's last CTA
     for (u64 y = m; y < c.e[i]; ++y) {
       const u64 z = c.kv_bytes(i, y);
       if (L == no_cta) {
@@ -244,7 +268,7 @@ void run(const ChainGrid& c, Tally& t) {
       // Started after L's last step, with no other pair's CTA running from p
       // to q: every other block of the pair is accessed in between.
       const u64 pi = c.pair[i];
-      if (c.s[i] > c.f[L] && c.fmax_before[pi] <= p && (c.pair_end[pi] == c.n || c.s[c.pair_end[pi]] >= T))
+      if (c.s[i] > c.f(L) && c.fmax_before[pi] <= p && (c.pair_end[pi] == c.n || c.s[c.pair_end[pi]] >= T))
         d += c.zpair[pi];
       else
         d += z + static_cast<u64>(reads.between(i, L, T, g));
@@ -279,9 +303,9 @@ void run(const ChainGrid& c, Tally& t) {
   // the largest distance found (every part of the floor is at most the
   // largest distance, so the reads that reach it are never counted away).
   auto count = [&](u64 i, u64 m) {
-    const bool part = m == c.nkb[i] && c.zlast[i] != c.zfull[i];  // its last re-read: the short last block
-    t.read_in_bucket(bucket(range[i].first), checked_add(checked_mul(m - part, c.zfull[i], "L2 simulation bytes"),
-                                                         part ? c.zlast[i] : 0, "L2 simulation bytes"));
+    const bool part = m == c.nkb(i) && c.zlast(i) != c.zfull(i);  // its last re-read: the short last block
+    t.read_in_bucket(bucket(range[i].first), checked_add(checked_mul(m - part, c.zfull(i), "L2 simulation bytes"),
+                                                         part ? c.zlast(i) : 0, "L2 simulation bytes"));
   };
   std::vector<u64> top;
   for (u64 i = 0; i < c.n; ++i) {
@@ -336,8 +360,10 @@ FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   FlashStats st;
   st.steps = cg.steps;
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
-  st.heads = mean_distinct(cg.head, cg.s, cg.f, grid.heads(), st.steps);
-  st.kv_heads = mean_distinct(cg.pair, cg.s, cg.f, grid.pairs(), st.steps);
+  auto first = [&](std::uint64_t k) { return cg.s[k]; };
+  auto last = [&](std::uint64_t k) { return cg.f(k); };
+  st.heads = mean_distinct(cg.n, [&](std::uint64_t k) { return cg.head[k]; }, first, last, grid.heads(), st.steps);
+  st.kv_heads = mean_distinct(cg.n, [&](std::uint64_t k) { return cg.pair[k]; }, first, last, grid.pairs(), st.steps);
   return st;
 }
 

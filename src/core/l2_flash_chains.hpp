@@ -11,6 +11,7 @@
 // (ChainGrid), exact distances (l2_flash_chain_reads.cpp), bounds that count
 // a CTA's re-reads without evaluating them (l2_flash_chain_bounds.cpp) and
 // the run that chooses (l2_flash_chains.cpp). Internal to src/core.
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -37,11 +38,29 @@ struct ChainGrid {
   // The CTA of i's pair before it (its blocks' previous reader: none for a
   // head's first CTA in query-block-major order), and the next reader of a
   // regular CTA k's blocks, G steps later.
-  u64 prev(u64 i) const { return hm ? prv[i] : head_first[i] < i ? i - 1 : no_cta; }
-  u64 next(u64 k) const { return hm ? nxt[k] : k + 1; }
-  i64 gap(u64 k) const { return R[k] - (s[k] + static_cast<i64>(e[k]) - 1); }
-  u64 kv_bytes(u64 k, u64 y) const { return y + 1 == nkb[k] ? zlast[k] : zfull[k]; }
-  bool reads_partial(u64 k) const { return e[k] == nkb[k] && zlast[k] != zfull[k]; }
+  u64 prev(u64 i) const {
+    if (hm) return prv[i] == none32 ? no_cta : prv[i];
+    return head_first[i] < i ? i - 1 : no_cta;
+  }
+  u64 next(u64 k) const { return hm ? (nxt[k] == none32 ? no_cta : nxt[k]) : k + 1; }
+  // Whether k is the last CTA of its head (query-block-major) or pair
+  // (head-major) that reads: none reads its blocks after it in its chain.
+  bool last_in_chain(u64 k) const { return hm ? nxt[k] == none32 : k + 1 == n || head[k + 1] != head[k]; }
+  // A head's last CTA whose pair's next head follows it: that head's first (else none).
+  u64 next_head(u64 k) const {
+    return !hm && e[k] > 0 && k + 1 < n && head[k + 1] != head[k] && pair[k + 1] == pair[k] ? k + 1 : no_cta;
+  }
+  i64 f(u64 k) const { return s[k] + static_cast<i64>(std::max<std::uint32_t>(e[k], 1)) - 1; }
+  // A regular CTA's (next(k) reads all its blocks) last K/V step + G; never for the others.
+  i64 R(u64 k) const { return e[k] > 0 && !last_in_chain(k) ? s[next(k)] + static_cast<i64>(e[k]) - 1 : never; }
+  i64 gap(u64 k) const { return R(k) - (s[k] + static_cast<i64>(e[k]) - 1); }
+  u64 nkb(u64 k) const { return seq_nkb[dense ? 0 : seq[k]]; }
+  u64 zfull(u64 k) const { return seq_zfull[dense ? 0 : seq[k]]; }
+  u64 zlast(u64 k) const { return seq_zlast[dense ? 0 : seq[k]]; }
+  u64 qb(u64 k) const { return q_row * rows[k]; }
+  u64 ob(u64 k) const { return o_row * rows[k]; }
+  u64 kv_bytes(u64 k, u64 y) const { return y + 1 == nkb(k) ? zlast(k) : zfull(k); }
+  bool reads_partial(u64 k) const { return e[k] == nkb(k) && zlast(k) != zfull(k); }
   // visit(k) for every CTA k < up_to that is not its head's last and whose R is
   // at least thr, head by head down (a head's prefix maximum ends its scan,
   // the overall one the heads').
@@ -50,26 +69,32 @@ struct ChainGrid {
     for (u64 k = up_to; k > 0;) {
       const u64 hf = head_first[k - 1];
       for (u64 j = k; j-- > hf && PMh[j] >= thr;)
-        if (R[j] >= thr) visit(j);
+        if (R(j) >= thr) visit(j);
       k = hf;
       if (k == 0 || PM[k - 1] < thr) return;
     }
   }
 
+  static constexpr std::uint32_t none32 = ~std::uint32_t{0};
   bool qo = false, dense = false, hm = false;  // hm: head-major order
   u64 n = 0, slots = 0, steps = 0;
-  std::vector<u64> e, nkb, zfull, zlast, qb, ob, head_first, next_head;
-  std::vector<u64> head, pair;    // (sequence, head) and (sequence, kv head), dense
-  std::vector<u64> prv, nxt;      // head-major: the pair's previous and next CTA that read
-  std::vector<i64> s, f;          // first and last step
-  std::vector<i64> R, PM, PMh;    // regular CTAs (next(k) reads all their blocks): last K/V step + G;
-                                  // prefix maxima over all ids and over the head's (head-major: one head)
-  std::vector<u64> sp;            // the CTAs that read and are not regular (a head's last), in launch order
-  std::vector<i64> sp_s, spm;     // their starts, prefix maximum of their last steps
-  std::vector<u64> fo;            // CTAs by (last step, id)
-  std::vector<std::uint32_t> slot;  // the slot each CTA runs on
+  // Per CTA, in 4 bytes where a value allows (ids below 2^23, key blocks and
+  // rows below 2^32: about 60 bytes a CTA in all); what follows from them
+  // (last steps, R, a head's next head, tile bytes) is computed.
+  std::vector<std::uint32_t> e, rows, head_first;
+  std::vector<std::uint32_t> head, pair;  // (sequence, head) and (sequence, kv head), dense
+  std::vector<std::uint32_t> seq;         // a ragged batch's sequence (a dense one's are alike)
+  std::vector<std::uint32_t> prv, nxt;    // head-major: the pair's previous and next CTA that read
+  std::vector<i64> s;                     // first step
+  std::vector<i64> PM, PMh;               // prefix maxima of R over all ids and over the head's (head-major: one head)
+  std::vector<u64> sp;                    // the CTAs that read and are not regular (a head's last), in launch order
+  std::vector<i64> sp_s, spm;             // their starts, prefix maximum of their last steps
+  std::vector<std::uint32_t> fo;          // CTAs by (last step, id)
+  std::vector<std::uint32_t> slot;        // the slot each CTA runs on
   std::vector<i64> fo_f;
-  std::vector<u64> qpre, opre;    // prefix sums of Q bytes by id and of O bytes in fo order
+  std::vector<u64> qpre, opre;            // prefix sums of Q bytes by id and of O bytes in fo order (with --l2-qo allocate)
+  std::vector<u64> seq_nkb, seq_zfull, seq_zlast;  // per sequence: key blocks, a full and the last block's bytes
+  u64 q_row = 0, o_row = 0;                        // Q and O bytes a row
   // Per pair: one past its last CTA, the largest last step of the CTAs before
   // it, the bytes of every block its heads read.
   std::vector<u64> pair_end;

@@ -46,24 +46,6 @@ void add_forward(SegmentEngine& e, const FlashGrid& grid, const L2SimConfig& c) 
 
 }  // namespace
 
-// Mean over steps of the distinct keys among resident CTAs: each key's steps
-// are the union of its CTAs' steps [first, last], CTAs of one key starting
-// in launch order.
-double mean_distinct(const std::vector<std::uint64_t>& key, const std::vector<std::int64_t>& first,
-                     const std::vector<std::int64_t>& last, std::uint64_t keys, std::uint64_t steps) {
-  std::vector<std::uint64_t> until(keys, 0);  // one past the last step covered
-  std::uint64_t sum = 0;
-  for (std::size_t i = 0; i < key.size(); ++i) {
-    const std::uint64_t s = static_cast<std::uint64_t>(first[i]), f = static_cast<std::uint64_t>(last[i]) + 1;
-    std::uint64_t& u = until[key[i]];
-    if (f > u) {
-      sum += f - std::max(s, u);
-      u = f;
-    }
-  }
-  return static_cast<double>(sum) / static_cast<double>(steps);
-}
-
 namespace {
 
 // The segment engine's cost (docs/l2-simulation.md, "Cost"): each segment
@@ -158,8 +140,10 @@ FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
     first[id] = static_cast<std::int64_t>(e.start(id));
     last[id] = first[id] + static_cast<std::int64_t>(e.length(id)) - 1;
   }
-  st.heads = mean_distinct(head, first, last, grid.heads(), st.steps);
-  st.kv_heads = mean_distinct(pair, first, last, grid.pairs(), st.steps);
+  auto from = [&](std::uint64_t id) { return first[id]; };
+  auto to = [&](std::uint64_t id) { return last[id]; };
+  st.heads = mean_distinct(grid.ctas(), [&](std::uint64_t id) { return head[id]; }, from, to, grid.heads(), st.steps);
+  st.kv_heads = mean_distinct(grid.ctas(), [&](std::uint64_t id) { return pair[id]; }, from, to, grid.pairs(), st.steps);
   return st;
 }
 
