@@ -237,8 +237,13 @@ class QoWalk {
 void run(const ChainGrid& c, Tally& t) {
   Batches batches(t);
   ChainReads reads(c, t);
-  // First reads: in query-block-major order exact one by one (their largest
-  // distance bounds the largest from below); in head-major order, first accesses.
+  const std::vector<std::uint64_t>& caps = t.capacities();
+  auto bucket = [&](u64 d) {
+    return static_cast<std::size_t>(std::lower_bound(caps.begin(), caps.end(), d) - caps.begin());
+  };
+  // First reads: in query-block-major order exact (their largest distance
+  // bounds the largest from below), or counted where bounds put one in a
+  // bucket below the largest distance found; in head-major order, first accesses.
   u64 floor_of_max = 0;
   QoWalk walk(c);
   u64 walking = no_cta;  // the L whose head the walk follows
@@ -268,20 +273,30 @@ void run(const ChainGrid& c, Tally& t) {
       // Started after L's last step, with no other pair's CTA running from p
       // to q: every other block of the pair is accessed in between.
       const u64 pi = c.pair[i];
-      if (c.s[i] > c.f(L) && c.fmax_before[pi] <= p && (c.pair_end[pi] == c.n || c.s[c.pair_end[pi]] >= T))
+      const bool alone = c.fmax_before[pi] <= p && (c.pair_end[pi] == c.n || c.s[c.pair_end[pi]] >= T);
+      if (c.s[i] > c.f(L) && alone) {
         d += c.zpair[pi];
-      else
+      } else {
+        // Alone, only the pair's other blocks can be accessed in between (at
+        // most), and L's blocks after y up to q are (at least: each is next
+        // read after q, by i or a later CTA).
+        if (alone) {
+          const i64 after = std::min<i64>(g - 1, static_cast<i64>(c.e[L]) - 1 - static_cast<i64>(y));
+          const u64 lo = d + z + std::min(c.zfull(i), c.zlast(i)) * static_cast<u64>(std::max<i64>(0, after));
+          const u64 hi = d + c.zpair[pi];
+          if (hi < floor_of_max && bucket(lo) == bucket(hi)) {
+            t.read_in_bucket(bucket(lo), z);
+            continue;
+          }
+        }
         d += z + static_cast<u64>(reads.between(i, L, T, g));
+      }
       floor_of_max = std::max(floor_of_max, d);
       batches.of(z).reads(d, 0, 1);
     }
   }
   // Re-reads: where bounds put all of a CTA's in one bucket below the largest
   // distance, counted; else evaluated.
-  const std::vector<std::uint64_t>& caps = t.capacities();
-  auto bucket = [&](u64 d) {
-    return static_cast<std::size_t>(std::lower_bound(caps.begin(), caps.end(), d) - caps.begin());
-  };
   auto rereads = [&](u64 i) -> std::pair<u64, u64> {  // (P, blocks re-read)
     const u64 P = c.prev(i);
     return {P, c.e[i] == 0 || P == no_cta ? 0 : c.e[P]};
