@@ -225,21 +225,44 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   const i64 gamma = g / 8;  // gaps up to it are short (the group's other heads, in head-major order)
   if (short_gap_.size() != c_.slots) short_gap_.assign(c_.slots, -1);
   events_.clear();
+  // Slope changes: those up to Tlo summed at once (at T past them: A T - B),
+  // those up to Thi kept as keys (steps past Tlo, sign) to sort, the rest dropped.
+  i64 A = 0, B = 0;
+  auto event = [&](i64 x, i64 w) {
+    if (x <= Tlo) A += w, B += w * (x - 1);
+    else if (x <= Thi) events_.push_back(static_cast<u64>(x - Tlo) << 1 | (w > 0 ? 1 : 0));
+  };
   auto lasting = [&](u64 k, i64 M) {  // |[T - M, T] ∩ [s_k, b_k]| in T, as slope changes
     const i64 a = c_.s[k], b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;  // (every such CTA reads)
     if (b < from) return;
-    events_.push_back({a, 1}), events_.push_back({a + M + 1, -1});
-    events_.push_back({b + 1, -1}), events_.push_back({b + M + 2, 1});
+    event(a, 1), event(a + M + 1, -1), event(b + 1, -1), event(b + M + 2, 1);
   };
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
-  c_.regular_from(up_to, from, [&](u64 k) {
-    if (c_.s[k] + static_cast<i64>(c_.e[k]) - 1 < from) return;
-    const i64 G = c_.gap(k);
+  auto regular = [&](u64 k, i64 G) {  // k's last access at from or later
     if (G > gamma) return lasting(k, std::min(g, G));
     i64& v = short_gap_[c_.slot[k]];
     if (v < 0) short_slots_.push_back(c_.slot[k]);
     v = std::max(v, G);
-  });
+  };
+  if (c_.hm) {
+    // One chain of launches: the regular CTAs alive at from are among the ids
+    // from the first whose prefix maximum of R reaches it; their gaps read
+    // from one array, in order.
+    if (gaps_.empty()) {
+      gaps_.resize(c_.n);
+      for (u64 k = 0; k < c_.n; ++k) gaps_[k] = c_.R(k) == never ? -1 : c_.gap(k);
+    }
+    const u64 k0 = static_cast<u64>(
+        std::partition_point(c_.PMh.begin(), c_.PMh.begin() + static_cast<std::ptrdiff_t>(up_to),
+                             [&](i64 r) { return r < from; }) -
+        c_.PMh.begin());
+    for (u64 k = k0; k < up_to; ++k)
+      if (gaps_[k] >= 0 && c_.s[k] + static_cast<i64>(c_.e[k]) - 1 >= from) regular(k, gaps_[k]);
+  } else {
+    c_.regular_from(up_to, from, [&](u64 k) {
+      if (c_.s[k] + static_cast<i64>(c_.e[k]) - 1 >= from) regular(k, c_.gap(k));
+    });
+  }
   for (u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());
        j-- > 0 && c_.spm[j] >= from;)
     lasting(c_.sp[j], g);
@@ -251,16 +274,14 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   short_slots_.clear();
   // The worst read: the largest of a piecewise linear sum, at an end of a piece.
   std::sort(events_.begin(), events_.end());
-  i64 A = 0, B = 0, best = 0;  // at T past the events taken: A T - B
-  std::size_t at = 0;
-  for (; at < events_.size() && events_[at].first <= Tlo; ++at)
-    A += events_[at].second, B += events_[at].second * (events_[at].first - 1);
-  best = A * Tlo - B;
-  while (at < events_.size() && events_[at].first <= Thi) {
-    const i64 x = events_[at].first;
+  i64 best = A * Tlo - B;
+  for (std::size_t at = 0; at < events_.size();) {
+    const i64 x = Tlo + static_cast<i64>(events_[at] >> 1);
     best = std::max(best, A * (x - 1) - B);
-    for (; at < events_.size() && events_[at].first == x; ++at)
-      A += events_[at].second, B += events_[at].second * (x - 1);
+    for (; at < events_.size() && Tlo + static_cast<i64>(events_[at] >> 1) == x; ++at) {
+      const i64 w = (events_[at] & 1) != 0 ? 1 : -1;
+      A += w, B += w * (x - 1);
+    }
     best = std::max(best, A * x - B);
   }
   best = std::max(best, A * Thi - B);

@@ -65,14 +65,15 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
   i64 V0 = 0, S0 = 0;
   i64* d2 = d2_.data();
   // D over the CTA's re-reads as second differences: d2[x] at step base + x.
+  // (Without branches: a change at or before the first read goes to V0 and
+  // S0, one past the last to d2[mm], which the pass never reads.)
+  const u64 last = static_cast<u64>(mm - 1);
   auto at = [&](i64 pos, i64 w) {
     const i64 x = pos - base;
-    if (x <= 0) {
-      V0 += w * (1 - x);
-      S0 += w;
-    } else if (x < mm) {
-      d2[x] += w;
-    }
+    const i64 early = x <= 0 ? w : 0;
+    V0 += early * (1 - x);
+    S0 += early;
+    d2[std::min(static_cast<u64>(x - 1), last) + 1] += w;
   };
   auto range = [&](i64 lo, i64 hi, i64 w) {  // +w at every step of [lo, hi]
     if (lo > hi || hi < Tlo || lo > Thi) return;
@@ -172,6 +173,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
       batches.of(c_.zlast(i)).reads(c_.zlast(i) + static_cast<u64>(V), 0, 1);
       most = std::max(most, c_.zlast(i) + static_cast<u64>(V));
     }
+    d2[mm] = 0;
     return most;
   }
   u64 most = 0;
@@ -191,6 +193,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
     }
     x = x1;
   }
+  d2[mm] = 0;
   return most;
 }
 

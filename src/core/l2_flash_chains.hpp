@@ -210,7 +210,8 @@ class ChainBounds {
   std::vector<u64> touched_;
   std::vector<i64> short_gap_;                 // peak_hi: per slot (-1: none), and the slots set
   std::vector<u64> short_slots_;
-  std::vector<std::pair<i64, i64>> events_;  // peak_hi: slope changes (step, weight)
+  std::vector<u64> events_;                  // peak_hi: slope changes past the first read, as sort keys
+  std::vector<i64> gaps_;                    // peak_hi in head-major order: each CTA's gap (-1: not regular)
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
 };
 
