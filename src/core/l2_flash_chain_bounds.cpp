@@ -195,7 +195,7 @@ u64 densest(const i64* first, const i64* last, i64 width) {
 }
 }  // namespace
 
-void ChainBounds::refine_lo(u64 i, u64 P, Bounds& b) const {
+void ChainBounds::refine_lo(u64 i, u64 P, Bounds& b, u64 reach) const {
   // A slot adds at least min(g, G_min) accesses to a read at T, one less
   // where its first CTA launched from i on starts in the last g steps up to
   // T (its CTAs before count up to T, the others up to T - 1): at most as
@@ -205,8 +205,10 @@ void ChainBounds::refine_lo(u64 i, u64 P, Bounds& b) const {
   if (at_ == nullptr || P + 1 != i) return;
   const i64 g = c_.s[i] - c_.s[P];
   if (g < 1) return;
+  const i64 most = at_->min.capped_lo(g);  // (no dips)
+  if (most <= 0 || zlo_ + zlo_ * static_cast<u64>(most) < reach) return;
   const u64 dips = densest(c_.s.data() + i, c_.s.data() + at_->started, g - 1);
-  const i64 blocks = at_->min.capped_lo(g) - static_cast<i64>(dips);
+  const i64 blocks = most - static_cast<i64>(dips);
   if (blocks > 0) b.lo = std::max(b.lo, zlo_ + zlo_ * static_cast<u64>(blocks));
 }
 

@@ -308,8 +308,13 @@ void run(const ChainGrid& c, Tally& t) {
     if (m == 0) continue;
     Bounds b = bounds.of(i, P);
     if (!b.valid) continue;
-    if (bucket(b.lo) != bucket(b.hi)) bounds.refine_lo(i, P, b);
-    if (bucket(b.lo) != bucket(b.hi)) bounds.refine_hi(i, P, b);
+    if (bucket(b.lo) != bucket(b.hi)) {
+      // refine_hi leaves at least hi - qo: lo must reach that bucket, and
+      // refine_hi is tried only where it can then settle them.
+      const std::size_t k = bucket(b.hi - b.qo);
+      bounds.refine_lo(i, P, b, k == 0 ? 0 : caps[k - 1] + 1);
+      if (bucket(b.lo) != bucket(b.hi) && bucket(b.lo) >= k) bounds.refine_hi(i, P, b);
+    }
     floor_of_max = std::max(floor_of_max, b.lo);
     range[i] = {b.lo, b.hi};
   }

@@ -159,7 +159,9 @@ class ChainBounds {
   // first CTA launched from i on has just started; P = i - 1) rather than
   // every slot; above, the Q and O tiles of the densest g + 1 steps rather
   // than all of them.
-  void refine_lo(u64 i, u64 P, Bounds& b) const;
+  // refine_lo returns at once where lo cannot reach `reach` (where no
+  // refinement would put both bounds in one bucket).
+  void refine_lo(u64 i, u64 P, Bounds& b, u64 reach) const;
   void refine_hi(u64 i, u64 P, Bounds& b) const;
   // An upper bound on the largest distance of CTA i's re-reads, resolved in
   // time (any call order, O(neighbours)): each slot's CTAs whose gap is short
