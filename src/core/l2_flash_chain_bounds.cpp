@@ -4,8 +4,8 @@
 // access), so while every slot runs CTAs that read a block each step, a read
 // sees at least min(g, G_min) - 1 and at most min(g, G_max) accesses a slot
 // (over the slot's CTAs in the window; one more in head-major order). Each
-// slot's window of CTAs moves with the readers, and two Fenwick trees over the
-// slots' G_min and G_max give the sums over slots for any g. Where the bounds put all of a CTA's re-reads in
+// slot's window of CTAs moves with the readers, and counts of the slots'
+// G_min and G_max give the sums over slots for any g. Where the bounds put all of a CTA's re-reads in
 // one bucket of the tally, and below the largest distance, they are counted
 // and not evaluated.
 #include <algorithm>
@@ -16,13 +16,34 @@
 
 namespace hbmscope::l2::chains {
 
+void ChainBounds::Sums::reset() {
+  count.assign(cap, 0);
+  block_count.assign(cap / block, 0);
+  block_sum.assign(cap / block, 0);
+  total = 0;
+}
+
 void ChainBounds::Sums::add(i64 value, i64 sign) {
-  const u64 v = static_cast<u64>(std::min<i64>(value, cap - 1));
-  const i64 w = sign * std::min<i64>(value, cap - 1);
-  for (u64 x = v + 1; x <= cap; x += x & (0 - x)) {
-    node[x].count += sign;
-    node[x].sum += w;
+  const i64 v = std::min<i64>(value, cap - 1);
+  count[static_cast<u64>(v)] += static_cast<std::int32_t>(sign);
+  block_count[static_cast<u64>(v / block)] += sign;
+  block_sum[static_cast<u64>(v / block)] += sign * v;
+  total += sign;
+}
+
+i64 ChainBounds::Sums::below(i64 g, i64& sum) const {
+  i64 c = 0, s = 0;
+  const i64 full = g / block;
+  for (i64 b = 0; b < full; ++b) {
+    c += block_count[static_cast<u64>(b)];
+    s += block_sum[static_cast<u64>(b)];
   }
+  for (i64 v = full * block; v < g; ++v) {
+    c += count[static_cast<u64>(v)];
+    s += v * count[static_cast<u64>(v)];
+  }
+  sum = s;
+  return c;
 }
 
 // Values from cap - 1 on are kept as cap - 1: below that the sums are exact;
@@ -31,19 +52,14 @@ i64 ChainBounds::Sums::capped_lo(i64 g) const { return capped(std::min(g, cap - 
 
 i64 ChainBounds::Sums::capped_hi(i64 g) const {
   if (g < cap) return capped(g);
-  i64 total = 0, below = 0;
-  for (u64 x = cap; x > 0; x -= x & (0 - x)) total += node[x].count;
-  for (u64 x = cap - 1; x > 0; x -= x & (0 - x)) below += node[x].count;
-  return capped(cap - 1) + (g - (cap - 1)) * (total - below);
+  i64 s = 0;
+  const i64 c = below(cap - 1, s);
+  return s + (cap - 1) * (total - c) + (g - (cap - 1)) * (total - c);
 }
 
 i64 ChainBounds::Sums::capped(i64 g) const {  // the sum over slots of min(g, value), g < cap
-  i64 c = 0, s = 0, total = 0;
-  for (u64 x = cap; x > 0; x -= x & (0 - x)) total += node[x].count;
-  for (u64 x = static_cast<u64>(g); x > 0; x -= x & (0 - x)) {
-    c += node[x].count;
-    s += node[x].sum;
-  }
+  i64 s = 0;
+  const i64 c = below(g, s);
   return s + g * (total - c);
 }
 
@@ -77,7 +93,7 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   }
   // Every slot's window starts empty: its G_min and G_max as large as can be.
   for (Cursor& w : std::span(cursor_, g.hm ? 2 : 1)) {  // query-block-major: every re-reader's P is i - 1
-    for (Sums* t : {&w.min, &w.max}) t->node.assign(Sums::cap + 1, {});
+    for (Sums* t : {&w.min, &w.max}) t->reset();
     w.win.assign(S, Window{});
     for (u64 v = 0; v < S; ++v) {
       w.win[v].lo = w.win[v].hi = slot_start_[v];

@@ -173,11 +173,16 @@ class ChainBounds {
   // Counts and sums of one value a slot (capped), for sums of min(g, value).
   struct Sums {
     static constexpr i64 cap = i64{1} << 12;  // gaps from cap - 1 on are not told apart (looser bounds)
-    struct Node {
-      i64 count = 0, sum = 0;
-    };
-    std::vector<Node> node;  // a Fenwick tree over values
+    static constexpr i64 block = 64;
+    // Counts per value and per block of values (with their sum): O(1) to
+    // change, O(cap / block + block) to sum (values change far more often
+    // than sums are asked for).
+    std::vector<std::int32_t> count;
+    std::vector<i64> block_count, block_sum;
+    i64 total = 0;
+    void reset();
     void add(i64 value, i64 sign);
+    i64 below(i64 g, i64& sum) const;  // how many values lie below g (< cap), and their sum
     i64 capped(i64 g) const;     // the sum over slots of min(g, value), g < cap
     i64 capped_lo(i64 g) const;  // at most that sum, any g
     i64 capped_hi(i64 g) const;  // at least that sum, any g
