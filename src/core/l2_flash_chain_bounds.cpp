@@ -18,30 +18,26 @@ namespace hbmscope::l2::chains {
 
 void ChainBounds::Sums::reset() {
   count.assign(cap, 0);
-  block_count.assign(cap / block, 0);
-  block_sum.assign(cap / block, 0);
+  count16.assign(cap / 16, 0), sum16.assign(cap / 16, 0);
+  count256.assign(cap / 256, 0), sum256.assign(cap / 256, 0);
   total = 0;
 }
 
 void ChainBounds::Sums::add(i64 value, i64 sign) {
-  const i64 v = std::min<i64>(value, cap - 1);
-  count[static_cast<u64>(v)] += static_cast<std::int32_t>(sign);
-  block_count[static_cast<u64>(v / block)] += sign;
-  block_sum[static_cast<u64>(v / block)] += sign * v;
+  const u64 v = static_cast<u64>(std::min<i64>(value, cap - 1));
+  const i64 w = sign * static_cast<i64>(v);
+  count[v] += static_cast<std::int32_t>(sign);
+  count16[v / 16] += sign, sum16[v / 16] += w;
+  count256[v / 256] += sign, sum256[v / 256] += w;
   total += sign;
 }
 
 i64 ChainBounds::Sums::below(i64 g, i64& sum) const {
+  const u64 n = static_cast<u64>(g);
   i64 c = 0, s = 0;
-  const i64 full = g / block;
-  for (i64 b = 0; b < full; ++b) {
-    c += block_count[static_cast<u64>(b)];
-    s += block_sum[static_cast<u64>(b)];
-  }
-  for (i64 v = full * block; v < g; ++v) {
-    c += count[static_cast<u64>(v)];
-    s += v * count[static_cast<u64>(v)];
-  }
+  for (u64 b = 0; b < n / 256; ++b) c += count256[b], s += sum256[b];
+  for (u64 b = n / 256 * 16; b < n / 16; ++b) c += count16[b], s += sum16[b];
+  for (u64 v = n / 16 * 16; v < n; ++v) c += count[v], s += static_cast<i64>(v) * count[v];
   sum = s;
   return c;
 }

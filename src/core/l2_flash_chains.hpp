@@ -173,12 +173,11 @@ class ChainBounds {
   // Counts and sums of one value a slot (capped), for sums of min(g, value).
   struct Sums {
     static constexpr i64 cap = i64{1} << 12;  // gaps from cap - 1 on are not told apart (looser bounds)
-    static constexpr i64 block = 64;
-    // Counts per value and per block of values (with their sum): O(1) to
-    // change, O(cap / block + block) to sum (values change far more often
-    // than sums are asked for).
+    // Counts per value, per 16 values and per 256 (with their sums): O(1)
+    // to change, at most 45 counts to sum (values change more often than
+    // sums are asked for).
     std::vector<std::int32_t> count;
-    std::vector<i64> block_count, block_sum;
+    std::vector<i64> count16, sum16, count256, sum256;
     i64 total = 0;
     void reset();
     void add(i64 value, i64 sign);
