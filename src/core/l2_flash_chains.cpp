@@ -43,30 +43,26 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   const u64 H = grid.shape().heads, G = grid.group(), Hkv = grid.shape().kv_heads;
   if (dense)
     for (u64 q = 0; q < std::min(n, grid.sequence(0).q_blocks); ++q) first_head.push_back(grid.cta(hm ? q * H : q));
-  for (u64 k = 0; k < n; ++k) {
-    FlashCta t;
-    if (dense) {
-      const u64 nq = first_head.size();
-      u64 h = k / nq;  // (sequence, head)
-      if (hm) {
-        const u64 local = k % (H * nq);
-        t = first_head[local / H];
-        h = k / (H * nq) * H + local % H;
-      } else {
-        t = first_head[k % nq];
-      }
-      t.seq = h / H;
-      t.head_key = h;
-      t.pair = t.seq * Hkv + (h % H) / G;
-    } else {
-      t = grid.cta(k);
-      seq[k] = static_cast<std::uint32_t>(t.seq);
-    }
+  auto put = [&](u64 k, const FlashCta& t, u64 h, u64 p) {
     e[k] = static_cast<std::uint32_t>(t.blocks() > 0 ? t.end : 0);
     rows[k] = static_cast<std::uint32_t>(t.rows);
-    pair[k] = static_cast<std::uint32_t>(t.pair);
-    head[k] = static_cast<std::uint32_t>(t.head_key);
+    pair[k] = static_cast<std::uint32_t>(p);
+    head[k] = static_cast<std::uint32_t>(h);
     head_first[k] = hm ? 0 : k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : static_cast<std::uint32_t>(k);
+  };
+  if (dense) {  // (sequence, head) h and its pair, then the CTAs in launch order
+    const u64 nq = first_head.size();
+    for (u64 k = 0, h0 = 0; k < n; h0 += hm ? H : 1) {
+      const u64 p0 = h0 / H * Hkv + h0 % H / G;  // (head-major: the sequence's first pair)
+      for (u64 q = 0; q < nq && k < n; ++q)
+        for (u64 hh = 0; hh < (hm ? H : 1) && k < n; ++hh, ++k) put(k, first_head[q], h0 + hh, p0 + hh / G);
+    }
+  } else {
+    for (u64 k = 0; k < n; ++k) {
+      const FlashCta t = grid.cta(k);
+      seq[k] = static_cast<std::uint32_t>(t.seq);
+      put(k, t, t.head_key, t.pair);
+    }
   }
   if (hm) {  // each pair's CTAs that read, in launch order
     prv.assign(n, none32), nxt.assign(n, none32);
