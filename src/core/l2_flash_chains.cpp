@@ -24,7 +24,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       q_row(grid.q_bytes(1)),
       o_row(grid.o_bytes(1)) {
   // (last step, id) in one word below: ids below 2^23, steps below 2^41 (the
-  // chains take at most 4.7 M CTAs; every CTA's steps in a row stay below).
+  // chains take fewer CTAs; every CTA's steps in a row stay below).
   constexpr u64 id_bits = 23;
   if (n >= (u64{1} << id_bits) || grid.max_key_blocks() >= none32 || grid.pairs() >= none32)
     throw Error("L2 simulation: too large a grid for the chains");

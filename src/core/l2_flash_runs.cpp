@@ -77,10 +77,11 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 // capacity and near the largest distance) of up to n key blocks each, and in
 // head-major order with GQA the pairs' first CTAs of every query block; where
 // they do not, every access, and 12 units a slot a CTA. Measured on causal
-// shapes of 128K to 16M tokens (bench/, "L2 runs"). About 180 bytes a CTA:
-// past 4.7 M CTAs (about 850 MB) the chains are not used.
+// shapes of 128K to 16M tokens (bench/, "L2 runs"). About 105 bytes a CTA:
+// past 8.4 M CTAs (about 880 MB; the schedule keeps ids in 23 bits) the
+// chains are not used.
 std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
-  constexpr std::uint64_t max_ctas = std::uint64_t{9} << 19;
+  constexpr std::uint64_t max_ctas = (std::uint64_t{1} << 23) - 1;
   std::uint64_t all_steps = 0;  // at most: below 2^41, as the chains' schedule keeps them
   if (grid.ctas() > max_ctas || __builtin_mul_overflow(grid.ctas(), grid.max_key_blocks() + 1, &all_steps) ||
       all_steps >= (std::uint64_t{1} << 41) || !flash_in_chains(grid))
