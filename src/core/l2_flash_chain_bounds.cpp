@@ -18,8 +18,8 @@ namespace hbmscope::l2::chains {
 
 void ChainBounds::Sums::reset() {
   count.assign(cap, 0);
-  count16.assign(cap / 16, 0), sum16.assign(cap / 16, 0);
-  count256.assign(cap / 256, 0), sum256.assign(cap / 256, 0);
+  count16.assign(cap / 16 + 1, 0), sum16.assign(cap / 16 + 1, 0);
+  count256.assign(cap / 256 + 1, 0), sum256.assign(cap / 256 + 1, 0);
   total = 0;
 }
 
