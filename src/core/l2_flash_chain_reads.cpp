@@ -142,7 +142,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
     const u64 o1 = static_cast<u64>(std::upper_bound(c_.fo_f.begin(), c_.fo_f.end(), Thi) - c_.fo_f.begin());
     for (u64 o = o0; o < o1; ++o) {
       const u64 kk = c_.fo[o];
-      range(c_.f(kk) + (kk >= i), c_.f(kk) + g - (kk < P), static_cast<i64>(c_.ob(kk)));
+      range(c_.fo_f[o] + (kk >= i), c_.fo_f[o] + g - (kk < P), static_cast<i64>(c_.ob(kk)));
     }
   }
   // One pass: pieces of constant slope to the tally.
@@ -153,12 +153,14 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
   if (single_ != 0) {  // one capacity (a report row): counted step by step, without branches
     const i64 C = static_cast<i64>(single_), full_steps = part ? mm - 1 : mm;
     i64 le = 0, top = 0;
-    for (i64 x = 0; x < full_steps; ++x) {
-      if (x > 0) {
-        S += d2[x];
-        d2[x] = 0;
-        V += S;
-      }
+    if (full_steps > 0) {
+      le += zf + V <= C;
+      top = std::max(top, V);
+    }
+    for (i64 x = 1; x < full_steps; ++x) {
+      S += d2[x];
+      d2[x] = 0;
+      V += S;
       le += zf + V <= C;
       top = std::max(top, V);
     }
