@@ -49,8 +49,8 @@ i64 ChainBounds::Sums::capped_lo(i64 g) const { return capped(std::min(g, cap - 
 i64 ChainBounds::Sums::capped_hi(i64 g) const {
   if (g < cap) return capped(g);
   i64 s = 0;
-  const i64 c = below(cap - 1, s);
-  return s + (cap - 1) * (total - c) + (g - (cap - 1)) * (total - c);
+  const i64 c = below(cap - 1, s);  // the values at cap - 1 stand for any value from there: g each
+  return s + g * (total - c);
 }
 
 i64 ChainBounds::Sums::capped(i64 g) const {  // the sum over slots of min(g, value), g < cap
