@@ -99,6 +99,8 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
     }
   }
   dirty_.assign(S, 0);
+  rising_ = g.hm && g.seq_ctas > 0;
+  for (u64 k = 1; rising_ && k < std::min(g.n, g.seq_ctas); ++k) rising_ = g.e[k] >= g.e[k - 1];
   zhi_ = g.zfull(0);
   zlo_ = std::min(g.zfull(0), g.zlast(0));
   const u64 most_rows = *std::max_element(g.rows.begin(), g.rows.end());
@@ -190,6 +192,14 @@ Bounds ChainBounds::of(u64 i, u64 P) {
   }
   b.lo = zlo_ + zlo_ * blocks_lo;
   b.hi = zhi_ + zhi_ * blocks_hi + qo;
+  if (rising_) {
+    // Head-major order, a dense batch: at most every object the CTAs that
+    // run in the window can access, each pair's blocks below the largest e
+    // among them (tight where all the heads' CTAs read all of theirs in between).
+    const i64 x0 = X - static_cast<i64>(c_.longest) + 1;
+    while (cu.alive < c_.n && c_.s[cu.alive] < x0) ++cu.alive;
+    b.hi = std::min(b.hi, kv_of(cu.alive, cu.started) + qo);
+  }
   b.qo = qo;
   b.valid = true;
   return b;
@@ -305,6 +315,16 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   };
   const u64 qo = c_.qo ? in(c_.s, from, Thi) * qmax_ + in(c_.fo_f, from, Thi) * omax_ : 0;
   return zhi_ + zhi_ * static_cast<u64>(blocks + best) + qo;
+}
+
+u64 ChainBounds::kv_of(u64 a, u64 b) const {
+  // Per sequence, its pairs' blocks below the largest e, that of its last CTA in [a, b).
+  u64 sum = 0;
+  for (u64 q = a / c_.seq_ctas; q * c_.seq_ctas < b; ++q) {
+    const u64 E = c_.e[std::min(b, (q + 1) * c_.seq_ctas) - 1];
+    sum += c_.kv_heads * ((E - 1) * zhi_ + (E == c_.nkb(0) ? c_.zlast(0) : zhi_));
+  }
+  return sum;
 }
 
 }  // namespace hbmscope::l2::chains

@@ -22,7 +22,9 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       n(grid.ctas()),
       slots(std::uint64_t{c.sm_count} * c.ctas_per_sm),
       q_row(grid.q_bytes(1)),
-      o_row(grid.o_bytes(1)) {
+      o_row(grid.o_bytes(1)),
+      seq_ctas(grid.dense() ? grid.ctas() / grid.sequences() : 0),
+      kv_heads(grid.shape().kv_heads) {
   // (last step, id) in one word below: ids below 2^23, steps below 2^41 (the
   // chains take fewer CTAs; every CTA's steps in a row stay below).
   constexpr u64 id_bits = 23;
@@ -122,6 +124,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
         heap.push(key);
       }
       steps = std::max(steps, static_cast<u64>(f(k)) + 1);
+      longest = std::max<u64>(longest, e[k]);
     }
     while (fo.size() < n) pop();
   }

@@ -95,6 +95,8 @@ struct ChainGrid {
   std::vector<u64> qpre, opre;            // prefix sums of Q bytes by id and of O bytes in fo order (with --l2-qo allocate)
   std::vector<u64> seq_nkb, seq_zfull, seq_zlast;  // per sequence: key blocks, a full and the last block's bytes
   u64 q_row = 0, o_row = 0;                        // Q and O bytes a row
+  u64 seq_ctas = 0, kv_heads = 0;                  // a dense batch: CTAs a sequence, pairs a sequence
+  u64 longest = 1;                                 // the most steps a CTA runs
   // Per pair: one past its last CTA, the largest last step of the CTAs before
   // it, the bytes of every block its heads read.
   std::vector<u64> pair_end;
@@ -200,10 +202,13 @@ class ChainBounds {
     u64 started = 0, ended = 0;  // ids started by Thi; CTAs (finish order) ended before X
     u64 ended_by = 0;            // CTAs (finish order) ended by Thi
     u64 from = 0;                // the first id started at X (with Q and O tiles in the L2)
+    u64 alive = 0;               // the first id that can run at X (started within the longest CTA's steps)
     i64 last_x = never;
   };
   void move_to(Cursor& cu, i64 X, i64 Thi);
   void touch(u64 v);
+  // The bytes of the K/V blocks CTAs [a, b) can read (rising_).
+  u64 kv_of(u64 a, u64 b) const;
 
   bool usable_ = false;
   const ChainGrid& c_;
@@ -219,6 +224,7 @@ class ChainBounds {
   std::vector<u64> events_;                  // peak_hi: slope changes past the first read, as sort keys
   std::vector<i64> gaps_;                    // peak_hi in head-major order: each CTA's gap (-1: not regular)
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
+  bool rising_ = false;  // head-major, a dense batch whose e rises along a sequence
 };
 
 }  // namespace hbmscope::l2::chains
