@@ -176,7 +176,8 @@ Bounds ChainBounds::of(u64 i, u64 P) {
   // one before i whose next reader comes after i, counts a step more). Q
   // tiles started and O tiles ended from X to Thi.
   // (Σ min(g, G_min) - 1 over the slots whose G_min is not 0: less the count of those.)
-  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(std::max<i64>(0, cu.min.capped_lo(g) - cu.min.capped(1)));
+  const i64 nonzero = cu.min.total - cu.min.count[0];
+  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(std::max<i64>(0, cu.min.capped_lo(g) - nonzero));
   const u64 blocks_hi = static_cast<u64>(cu.max.capped_hi(g)) + (c_.hm ? c_.slots : 0);
   u64 qo = 0;
   if (c_.qo) {
@@ -283,8 +284,9 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
     for (u64 k = k0; k < up_to; ++k)
       if (gaps_[k] >= 0 && c_.s[k] + static_cast<i64>(c_.e[k]) - 1 >= from) regular(k, gaps_[k]);
   } else {
-    c_.regular_from(up_to, from, [&](u64 k) {
-      if (c_.s[k] + static_cast<i64>(c_.e[k]) - 1 >= from) regular(k, c_.gap(k));
+    c_.regular_from<false>(up_to, from, [&](u64 k, i64 r) {
+      const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
+      if (b >= from) regular(k, r - b);
     });
   }
   for (u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());

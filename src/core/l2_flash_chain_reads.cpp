@@ -5,6 +5,7 @@
 // CTA's steps and summed in one pass; a single read sums its neighbours'
 // counts directly.
 #include <algorithm>
+#include <type_traits>
 
 #include "l2_flash_chains.hpp"
 
@@ -22,8 +23,8 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
   // CTAs that are not their head's last: the next access of each block is
   // the next CTA's, G steps later.
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), T) - c_.s.begin());
-  c_.regular_from(up_to, T - 1, [&](u64 k) {
-    const i64 G = c_.s[k + 1] - c_.s[k], b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
+  c_.regular_from<false>(up_to, T - 1, [&](u64 k, i64 r) {
+    const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1, G = r - b;
     const i64 lo = std::max({c_.s[k], T - g + (k <= P), T - G + (k + 1 <= i)});
     const i64 hi = std::min(b, T - (k >= i));
     if (lo > hi) return;
@@ -86,16 +87,24 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
   // Regular neighbours: every block's next access G steps later. An access
   // at t counts for the reads at t + d to t + E.
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
-  c_.regular_from(up_to, Tlo - 1, [&](u64 k) {
-    const i64 d = k >= i, E = std::min(g - (k <= P), c_.gap(k) - (c_.next(k) <= i)), M = E - d + 1;
-    const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
-    if (c_.reads_partial(k)) {
-      trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull(k)));
-      range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast(k)));
-    } else {
-      trapezoid(c_.s[k] + d, b + d, M, static_cast<i64>(c_.zfull(k)));
-    }
-  });
+  // (A dense batch's blocks are all alike but perhaps the last.)
+  const bool any_partial = !c_.dense || c_.zlast(0) != c_.zfull(0);
+  const i64 z0 = static_cast<i64>(c_.zfull(0));
+  auto regular = [&]<bool HM>(std::bool_constant<HM>) {
+    c_.regular_from<HM>(up_to, Tlo - 1, [&](u64 k, i64 r) {
+      const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
+      const u64 nx = HM ? c_.nxt[k] : k + 1;
+      const i64 d = k >= i, E = std::min(g - (k <= P), r - b - (nx <= i)), M = E - d + 1;
+      if (any_partial && c_.reads_partial(k)) {
+        trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull(k)));
+        range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast(k)));
+      } else {
+        trapezoid(c_.s[k] + d, b + d, M, c_.dense ? z0 : static_cast<i64>(c_.zfull(k)));
+      }
+    });
+  };
+  if (c_.hm) regular(std::true_type{});
+  else regular(std::false_type{});
   // Heads' last CTAs: per block, up to its next access in the next head.
   u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());
   while (j-- > 0 && c_.spm[j] >= Tlo - g) {

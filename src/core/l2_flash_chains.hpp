@@ -52,7 +52,7 @@ struct ChainGrid {
   }
   i64 f(u64 k) const { return s[k] + static_cast<i64>(std::max<std::uint32_t>(e[k], 1)) - 1; }
   // A regular CTA's (next(k) reads all its blocks) last K/V step + G; never for the others.
-  i64 R(u64 k) const { return e[k] > 0 && !last_in_chain(k) ? s[next(k)] + static_cast<i64>(e[k]) - 1 : never; }
+  i64 R(u64 k) const { return hm ? R_<true>(k) : R_<false>(k); }
   i64 gap(u64 k) const { return R(k) - (s[k] + static_cast<i64>(e[k]) - 1); }
   u64 nkb(u64 k) const { return seq_nkb[dense ? 0 : seq[k]]; }
   u64 zfull(u64 k) const { return seq_zfull[dense ? 0 : seq[k]]; }
@@ -61,18 +61,25 @@ struct ChainGrid {
   u64 ob(u64 k) const { return o_row * rows[k]; }
   u64 kv_bytes(u64 k, u64 y) const { return y + 1 == nkb(k) ? zlast(k) : zfull(k); }
   bool reads_partial(u64 k) const { return e[k] == nkb(k) && zlast(k) != zfull(k); }
-  // visit(k) for every CTA k < up_to that is not its head's last and whose R is
-  // at least thr, head by head down (a head's prefix maximum ends its scan,
-  // the overall one the heads').
-  template <class F>
+  // visit(k, R(k)) for every CTA k < up_to that is not its head's last and
+  // whose R is at least thr, head by head down (a head's prefix maximum ends
+  // its scan, the overall one the heads'). HM: head-major order (hm).
+  template <bool HM, class F>
   void regular_from(u64 up_to, i64 thr, F visit) const {
     for (u64 k = up_to; k > 0;) {
       const u64 hf = head_first[k - 1];
-      for (u64 j = k; j-- > hf && PMh[j] >= thr;)
-        if (R(j) >= thr) visit(j);
+      for (u64 j = k; j-- > hf && PMh[j] >= thr;) {
+        const i64 r = R_<HM>(j);
+        if (r >= thr) visit(j, r);
+      }
       k = hf;
       if (k == 0 || PM[k - 1] < thr) return;
     }
+  }
+  template <bool HM>
+  i64 R_(u64 k) const {
+    if constexpr (HM) return e[k] > 0 && nxt[k] != none32 ? s[nxt[k]] + static_cast<i64>(e[k]) - 1 : never;
+    else return e[k] > 0 && k + 1 < n && head[k + 1] == head[k] ? s[k + 1] + static_cast<i64>(e[k]) - 1 : never;
   }
 
   static constexpr std::uint32_t none32 = ~std::uint32_t{0};
