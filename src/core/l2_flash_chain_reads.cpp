@@ -60,8 +60,14 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
   return sum;
 }
 
-u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
+u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& b) { return evaluate<false>(i, P, m, &b); }
+
+u64 ChainReads::long_lo(u64 i, u64 P, u64 m) { return evaluate<true>(i, P, m, nullptr); }
+
+template <bool Lo>
+u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
   const i64 base = c_.s[i], g = c_.s[i] - c_.s[P];
+  const i64 gamma = Lo ? g / 8 : -1;  // (Lo: neighbours re-read within that are left out)
   const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
   i64 V0 = 0, S0 = 0;
   i64* d2 = d2_.data();
@@ -93,6 +99,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
   auto regular = [&]<bool HM>(std::bool_constant<HM>) {
     c_.regular_from<HM>(up_to, Tlo - 1, [&](u64 k, i64 r) {
       const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
+      if (Lo && r - b <= gamma) return;
       const u64 nx = HM ? c_.nxt[k] : k + 1;
       const i64 d = k >= i, E = std::min(g - (k <= P), r - b - (nx <= i)), M = E - d + 1;
       if (any_partial && c_.reads_partial(k)) {
@@ -105,6 +112,18 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
   };
   if (c_.hm) regular(std::true_type{});
   else regular(std::false_type{});
+  if constexpr (Lo) {
+    // The smallest sum over the re-reads, the short last block's read too (at least the smaller block).
+    i64 V = V0, S = S0, least = V;
+    for (i64 x = 1; x < mm; ++x) {
+      S += d2[x];
+      d2[x] = 0;
+      V += S;
+      least = std::min(least, V);
+    }
+    d2[mm] = 0;
+    return std::min(c_.zfull(i), c_.zlast(i)) + static_cast<u64>(least);
+  }
   // Heads' last CTAs: per block, up to its next access in the next head.
   u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());
   while (j-- > 0 && c_.spm[j] >= Tlo - g) {
@@ -157,7 +176,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
   // One pass: pieces of constant slope to the tally.
   const bool part = m == c_.nkb(i) && c_.zlast(i) != c_.zfull(i);
   const i64 zf = static_cast<i64>(c_.zfull(i));
-  Tally::Batch& full = batches.of(c_.zfull(i));
+  Tally::Batch& full = batches->of(c_.zfull(i));
   i64 V = V0, S = S0;
   if (single_ != 0) {  // one capacity (a report row): counted step by step, without branches
     const i64 C = static_cast<i64>(single_), full_steps = part ? mm - 1 : mm;
@@ -181,7 +200,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
         d2[mm - 1] = 0;
         V += S;
       }
-      batches.of(c_.zlast(i)).reads(c_.zlast(i) + static_cast<u64>(V), 0, 1);
+      batches->of(c_.zlast(i)).reads(c_.zlast(i) + static_cast<u64>(V), 0, 1);
       most = std::max(most, c_.zlast(i) + static_cast<u64>(V));
     }
     d2[mm] = 0;
@@ -193,7 +212,7 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& batches) {
     i64 x1 = x + 1;
     while (x1 < cap && d2[x1] == 0) ++x1;
     const i64 z = part && x == mm - 1 ? static_cast<i64>(c_.zlast(i)) : zf;
-    Tally::Batch& to = z == zf ? full : batches.of(static_cast<u64>(z));
+    Tally::Batch& to = z == zf ? full : batches->of(static_cast<u64>(z));
     to.reads(static_cast<u64>(z + V), S, static_cast<u64>(x1 - x));
     V += S * (x1 - x - 1);
     most = std::max(most, static_cast<u64>(z + std::max(V, V - S * (x1 - x - 1))));

@@ -24,7 +24,8 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       q_row(grid.q_bytes(1)),
       o_row(grid.o_bytes(1)),
       seq_ctas(grid.dense() ? grid.ctas() / grid.sequences() : 0),
-      kv_heads(grid.shape().kv_heads) {
+      kv_heads(grid.shape().kv_heads),
+      group(grid.group()) {
   // (last step, id) in one word below: ids below 2^23, steps below 2^41 (the
   // chains take fewer CTAs; every CTA's steps in a row stay below).
   constexpr u64 id_bits = 23;
@@ -313,6 +314,12 @@ void run(const ChainGrid& c, Tally& t) {
       const std::size_t k = bucket(b.hi - b.qo);
       bounds.refine_lo(i, P, b, k == 0 ? 0 : caps[k - 1] + 1);
       if (bucket(b.lo) != bucket(b.hi) && bucket(b.lo) >= k) bounds.refine_hi(i, P, b);
+      // In head-major order with GQA a pair's first CTA shares its slots
+      // with the group's other heads, re-read a step or two later: the
+      // windows' lower bound counts little more than those, the long gaps
+      // resolved in time a good deal more.
+      if (bucket(b.lo) != bucket(b.hi) && c.hm && c.group > 1 && P + 1 != i)
+        b.lo = std::max(b.lo, reads.long_lo(i, P, m));
     }
     floor_of_max = std::max(floor_of_max, b.lo);
     range[i] = {b.lo, b.hi};

@@ -103,6 +103,7 @@ struct ChainGrid {
   std::vector<u64> seq_nkb, seq_zfull, seq_zlast;  // per sequence: key blocks, a full and the last block's bytes
   u64 q_row = 0, o_row = 0;                        // Q and O bytes a row
   u64 seq_ctas = 0, kv_heads = 0;                  // a dense batch: CTAs a sequence, pairs a sequence
+  u64 group = 1;                                   // heads a kv head
   u64 longest = 1;                                 // the most steps a CTA runs
   // Per pair: one past its last CTA, the largest last step of the CTAs before
   // it, the bytes of every block its heads read.
@@ -142,8 +143,14 @@ class ChainReads {
   // CTA i's re-reads of blocks [0, m) (P: their previous reader) into the
   // batches; returns their largest distance.
   u64 chain(u64 i, u64 P, u64 m, Batches& b);
+  // At most the smallest distance of those re-reads: exact over the regular
+  // neighbours whose gap is long next to g (G > g / 8) alone (in head-major
+  // order with GQA, a pair's first CTA beside the group's other heads).
+  u64 long_lo(u64 i, u64 P, u64 m);
 
  private:
+  template <bool Lo>
+  u64 evaluate(u64 i, u64 P, u64 m, Batches* batches);
   const ChainGrid& c_;
   u64 single_ = 0;       // the tally's one capacity, if it has one (and it is not 0)
   std::vector<i64> d2_;  // slope changes over one CTA's steps
