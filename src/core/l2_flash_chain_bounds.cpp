@@ -99,6 +99,7 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
     }
   }
   dirty_.assign(S, 0);
+  touched_.assign(S, 0);
   rising_ = g.hm && g.seq_ctas > 0;
   for (u64 k = 1; rising_ && k < std::min(g.n, g.seq_ctas); ++k) rising_ = g.e[k] >= g.e[k - 1];
   zhi_ = g.zfull(0);
@@ -106,13 +107,6 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   const u64 most_rows = *std::max_element(g.rows.begin(), g.rows.end());
   qmax_ = g.q_row * most_rows;
   omax_ = g.o_row * most_rows;
-}
-
-void ChainBounds::touch(u64 v) {
-  if (!dirty_[v]) {
-    dirty_[v] = 1;
-    touched_.push_back(v);
-  }
 }
 
 void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
@@ -138,7 +132,8 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
     w.hi = std::max(w.hi, w.lo);
     touch(v);
   }
-  for (u64 v : touched_) {
+  for (u64 t = 0; t < ntouched_; ++t) {
+    const u64 v = touched_[t];
     dirty_[v] = 0;
     Window& w = cu.win[v];
     i64 lo = Sums::cap, hi = 0;
@@ -158,7 +153,7 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
       w.gmax = hi;
     }
   }
-  touched_.clear();
+  ntouched_ = 0;
 }
 
 Bounds ChainBounds::of(u64 i, u64 P) {

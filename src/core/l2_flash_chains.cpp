@@ -359,7 +359,19 @@ bool flash_in_chains(const FlashGrid& grid) {
   // (query-block-major order) or along a kv pair (head-major order). A dense
   // batch's heads are all alike: its first head (its first sequence) tells.
   const bool hm = grid.order() == Rasterization::head_major;
-  const std::uint64_t per = hm ? grid.shape().heads * grid.sequence(0).q_blocks : grid.sequence(0).q_blocks;
+  const std::uint64_t H = grid.shape().heads;
+  if (hm && grid.dense()) {  // a pair's CTAs by query block, alike in every head: the first head's tell
+    std::uint64_t last_e = 0;
+    for (std::uint64_t q = 0; q < grid.sequence(0).q_blocks && q * H < grid.ctas(); ++q) {
+      const FlashCta t = grid.cta(q * H);
+      if (t.blocks() > 0 && t.first != 0) return false;
+      const std::uint64_t e = t.blocks() > 0 ? t.end : 0;
+      if (e > 0 && e < last_e) return false;
+      last_e = std::max(last_e, e);
+    }
+    return true;
+  }
+  const std::uint64_t per = hm ? H * grid.sequence(0).q_blocks : grid.sequence(0).q_blocks;
   const std::uint64_t n = grid.dense() ? std::min(grid.ctas(), per) : grid.ctas();
   std::vector<std::uint64_t> last_e(hm ? grid.pairs() : 0, 0);
   std::uint64_t prev_head = chains::no_cta, prev_e = 0;

@@ -220,7 +220,9 @@ class ChainBounds {
     i64 last_x = never;
   };
   void move_to(Cursor& cu, i64 X, i64 Thi);
-  void touch(u64 v);
+  void touch(u64 v) {  // slot v's window changed (once a move)
+    if (!dirty_[v]) dirty_[v] = 1, touched_[ntouched_++] = v;
+  }
   // The bytes of the K/V blocks CTAs [a, b) can read (rising_).
   u64 kv_of(u64 a, u64 b) const;
 
@@ -232,7 +234,8 @@ class ChainBounds {
   Cursor cursor_[2];                // P = i - 1, and the others
   const Cursor* at_ = nullptr;      // the last call's
   std::vector<std::uint8_t> dirty_;
-  std::vector<u64> touched_;
+  std::vector<u64> touched_;  // [0, ntouched_): the slots touched, each once
+  u64 ntouched_ = 0;
   std::vector<i64> short_gap_;                 // peak_hi: per slot (-1: none), and the slots set
   std::vector<u64> short_slots_;
   std::vector<u64> events_;                  // peak_hi: slope changes past the first read, as sort keys
