@@ -16,6 +16,7 @@ ChainReads::ChainReads(const ChainGrid& g, const Tally& t)
   u64 max_e = 0;
   for (u64 k = 0; k < g.n; ++k) max_e = std::max<u64>(max_e, g.e[k]);
   d2_.assign(max_e + 2, 0);
+  d1_.assign(max_e + 2, 0);
 }
 
 i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
@@ -70,21 +71,27 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
   const i64 gamma = Lo ? g / 8 : -1;  // (Lo: neighbours re-read within that are left out)
   const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
   i64 V0 = 0, S0 = 0;
-  i64* d2 = d2_.data();
-  // D over the CTA's re-reads as second differences: d2[x] at step base + x.
-  // (Without branches: a change at or before the first read goes to V0 and
-  // S0, one past the last to d2[mm], which the pass never reads.)
+  i64 *d2 = d2_.data(), *d1 = d1_.data();
+  // D over the CTA's re-reads as second differences (ramps: d2[x] at step
+  // base + x) and first differences (boxes: d1[x]). (Without branches: a
+  // change at or before the first read goes to V0 and S0, one past the last
+  // to index mm, which the pass never reads.)
   const u64 last = static_cast<u64>(mm - 1);
-  auto at = [&](i64 pos, i64 w) {
+  auto at = [&](i64 pos, i64 w) {  // + w (x - pos + 1) from pos on
     const i64 x = pos - base;
     const i64 early = x <= 0 ? w : 0;
     V0 += early * (1 - x);
     S0 += early;
     d2[std::min(static_cast<u64>(x - 1), last) + 1] += w;
   };
+  auto step = [&](i64 pos, i64 w) {  // + w from pos on
+    const i64 x = pos - base;
+    V0 += x <= 0 ? w : 0;
+    d1[std::min(static_cast<u64>(x - 1), last) + 1] += w;
+  };
   auto range = [&](i64 lo, i64 hi, i64 w) {  // +w at every step of [lo, hi]
     if (lo > hi || hi < Tlo || lo > Thi) return;
-    at(lo, w), at(lo + 1, -w), at(hi + 1, -w), at(hi + 2, w);
+    step(lo, w), step(hi + 1, -w);
   };
   auto trapezoid = [&](i64 a, i64 b, i64 M, i64 w) {  // range(t, t + M - 1, w) for t in [a, b]
     if (a > b || M <= 0 || b + M - 1 < Tlo || a > Thi) return;
@@ -118,10 +125,11 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
     for (i64 x = 1; x < mm; ++x) {
       S += d2[x];
       d2[x] = 0;
-      V += S;
+      V += S + d1[x];
+      d1[x] = 0;
       least = std::min(least, V);
     }
-    d2[mm] = 0;
+    d2[mm] = 0, d1[mm] = 0;
     return std::min(c_.zfull(i), c_.zlast(i)) + static_cast<u64>(least);
   }
   // Heads' last CTAs: per block, up to its next access in the next head.
@@ -188,7 +196,8 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
     for (i64 x = 1; x < full_steps; ++x) {
       S += d2[x];
       d2[x] = 0;
-      V += S;
+      V += S + d1[x];
+      d1[x] = 0;
       le += zf + V <= C;
       top = std::max(top, V);
     }
@@ -198,19 +207,20 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
       if (mm > 1) {
         S += d2[mm - 1];
         d2[mm - 1] = 0;
-        V += S;
+        V += S + d1[mm - 1];
+        d1[mm - 1] = 0;
       }
       batches->of(c_.zlast(i)).reads(c_.zlast(i) + static_cast<u64>(V), 0, 1);
       most = std::max(most, c_.zlast(i) + static_cast<u64>(V));
     }
-    d2[mm] = 0;
+    d2[mm] = 0, d1[mm] = 0;
     return most;
   }
   u64 most = 0;
   for (i64 x = 0; x < mm;) {
     const i64 cap = part && x < mm - 1 ? mm - 1 : mm;
     i64 x1 = x + 1;
-    while (x1 < cap && d2[x1] == 0) ++x1;
+    while (x1 < cap && d2[x1] == 0 && d1[x1] == 0) ++x1;
     const i64 z = part && x == mm - 1 ? static_cast<i64>(c_.zlast(i)) : zf;
     Tally::Batch& to = z == zf ? full : batches->of(static_cast<u64>(z));
     to.reads(static_cast<u64>(z + V), S, static_cast<u64>(x1 - x));
@@ -219,11 +229,12 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
     if (x1 < mm) {
       S += d2[x1];
       d2[x1] = 0;
-      V += S;
+      V += S + d1[x1];
+      d1[x1] = 0;
     }
     x = x1;
   }
-  d2[mm] = 0;
+  d2[mm] = 0, d1[mm] = 0;
   return most;
 }
 
