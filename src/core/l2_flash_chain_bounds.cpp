@@ -194,7 +194,8 @@ Bounds ChainBounds::of(u64 i, u64 P) {
     // among them (tight where all the heads' CTAs read all of theirs in between).
     const i64 x0 = X - static_cast<i64>(c_.longest) + 1;
     while (cu.alive < c_.n && c_.s[cu.alive] < x0) ++cu.alive;
-    b.hi = std::min(b.hi, kv_of(cu.alive, cu.started) + qo);
+    while ((cu.alive_seq + 1) * c_.seq_ctas <= cu.alive) ++cu.alive_seq;
+    b.hi = std::min(b.hi, kv_of(cu.alive_seq, cu.started) + qo);
   }
   b.qo = qo;
   b.valid = true;
@@ -314,10 +315,10 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   return zhi_ + zhi_ * static_cast<u64>(blocks + best) + qo;
 }
 
-u64 ChainBounds::kv_of(u64 a, u64 b) const {
-  // Per sequence, its pairs' blocks below the largest e, that of its last CTA in [a, b).
+u64 ChainBounds::kv_of(u64 q0, u64 b) const {
+  // Per sequence from q0 on, its pairs' blocks below the largest e: that of its last CTA before b.
   u64 sum = 0;
-  for (u64 q = a / c_.seq_ctas; q * c_.seq_ctas < b; ++q) {
+  for (u64 q = q0; q * c_.seq_ctas < b; ++q) {
     const u64 E = c_.e[std::min(b, (q + 1) * c_.seq_ctas) - 1];
     sum += c_.kv_heads * ((E - 1) * zhi_ + (E == c_.nkb(0) ? c_.zlast(0) : zhi_));
   }

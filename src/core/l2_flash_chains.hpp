@@ -217,14 +217,15 @@ class ChainBounds {
     u64 ended_by = 0;            // CTAs (finish order) ended by Thi
     u64 from = 0;                // the first id started at X (with Q and O tiles in the L2)
     u64 alive = 0;               // the first id that can run at X (started within the longest CTA's steps)
+    u64 alive_seq = 0;           // its sequence (rising_)
     i64 last_x = never;
   };
   void move_to(Cursor& cu, i64 X, i64 Thi);
   void touch(u64 v) {  // slot v's window changed (once a move)
     if (!dirty_[v]) dirty_[v] = 1, touched_[ntouched_++] = v;
   }
-  // The bytes of the K/V blocks CTAs [a, b) can read (rising_).
-  u64 kv_of(u64 a, u64 b) const;
+  // The bytes of the K/V blocks CTAs [a, b) can read, a in sequence q0 (rising_).
+  u64 kv_of(u64 q0, u64 b) const;
 
   bool usable_ = false;
   const ChainGrid& c_;
