@@ -19,7 +19,9 @@ for cfg in $(ls "$(dirname "$0")/../configs/sweeps" | sed -n "s/\.json$//p"); do
     /usr/bin/time -f '%e %M' -o "$out/time" timeout "$t" "$bin" sweep --config "$cfg" --device h100 \
       --l2-method "$method" --format csv --output "$out/r.csv" 2>"$out/err" >/dev/null
     rc=$?
-    read -r secs kb <"$out/time" 2>/dev/null || { secs=-; kb=0; }
+    # (GNU time puts "Command exited with non-zero status N" first where the command fails.)
+    read -r secs kb < <(tail -n 1 "$out/time" 2>/dev/null) || { secs=-; kb=0; }
+    case $kb in '' | *[!0-9]*) secs=-; kb=0 ;; esac
     [ $rc -eq 124 ] && secs=">$t"
     left=$(sed -n 's/.*L2 simulation left out for \([0-9]*\) shape.*/\1/p' "$out/err" | paste -sd+ | bc 2>/dev/null)
     left=${left:-0}
