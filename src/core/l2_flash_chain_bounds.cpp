@@ -267,18 +267,15 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   };
   if (c_.hm) {
     // One chain of launches: the regular CTAs alive at from are among the ids
-    // from the first whose prefix maximum of R reaches it; their gaps read
-    // from one array, in order.
-    if (gaps_.empty()) {
-      gaps_.resize(c_.n);
-      for (u64 k = 0; k < c_.n; ++k) gaps_[k] = c_.R(k) == never ? -1 : c_.gap(k);
-    }
+    // from the first whose prefix maximum of R reaches it, read in order.
     const u64 k0 = static_cast<u64>(
         std::partition_point(c_.PMh.begin(), c_.PMh.begin() + static_cast<std::ptrdiff_t>(up_to),
                              [&](i64 r) { return r < from; }) -
         c_.PMh.begin());
-    for (u64 k = k0; k < up_to; ++k)
-      if (gaps_[k] >= 0 && c_.s[k] + static_cast<i64>(c_.e[k]) - 1 >= from) regular(k, gaps_[k]);
+    for (u64 k = k0; k < up_to; ++k) {
+      const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
+      if (c_.Rhm[k] != never && b >= from) regular(k, c_.Rhm[k] - b);
+    }
   } else {
     c_.regular_from<false>(up_to, from, [&](u64 k, i64 r) {
       const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;

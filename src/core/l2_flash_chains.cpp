@@ -129,6 +129,10 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     }
     while (fo.size() < n) pop();
   }
+  if (hm) {
+    Rhm.resize(n);
+    for (u64 k = 0; k < n; ++k) Rhm[k] = e[k] > 0 && nxt[k] != none32 ? s[nxt[k]] + static_cast<i64>(e[k]) - 1 : never;
+  }
   PM.resize(n);
   PMh.resize(n);
   for (u64 k = 0; k < n; ++k) {

@@ -78,7 +78,7 @@ struct ChainGrid {
   }
   template <bool HM>
   i64 R_(u64 k) const {
-    if constexpr (HM) return e[k] > 0 && nxt[k] != none32 ? s[nxt[k]] + static_cast<i64>(e[k]) - 1 : never;
+    if constexpr (HM) return Rhm[k];
     else return e[k] > 0 && k + 1 < n && head[k + 1] == head[k] ? s[k + 1] + static_cast<i64>(e[k]) - 1 : never;
   }
 
@@ -93,6 +93,7 @@ struct ChainGrid {
   std::vector<std::uint32_t> seq;         // a ragged batch's sequence (a dense one's are alike)
   std::vector<std::uint32_t> prv, nxt;    // head-major: the pair's previous and next CTA that read
   std::vector<i64> s;                     // first step
+  std::vector<i64> Rhm;                   // head-major: R (its next reader's start is far off in memory)
   std::vector<i64> PM, PMh;               // prefix maxima of R over all ids and over the head's (head-major: one head)
   std::vector<u64> sp;                    // the CTAs that read and are not regular (a head's last), in launch order
   std::vector<i64> sp_s, spm;             // their starts, prefix maximum of their last steps
@@ -240,7 +241,6 @@ class ChainBounds {
   std::vector<i64> short_gap_;                 // peak_hi: per slot (-1: none), and the slots set
   std::vector<u64> short_slots_;
   std::vector<u64> events_;                  // peak_hi: slope changes past the first read, as sort keys
-  std::vector<i64> gaps_;                    // peak_hi in head-major order: each CTA's gap (-1: not regular)
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
   bool rising_ = false;  // head-major, a dense batch whose e rises along a sequence
 };
