@@ -346,12 +346,19 @@ void run(const ChainGrid& c, Tally& t) {
     else if (hi < floor_of_max) count(i, m);
     else top.push_back(i);
   }
-  std::sort(top.begin(), top.end(), [&](u64 a, u64 b) { return range[a].second > range[b].second; });
-  for (u64 i : top) {
+  // (A heap: once the largest upper bound left is below the floor, the rest
+  // are counted in any order.)
+  auto below = [&](u64 a, u64 b) { return range[a].second < range[b].second; };
+  std::make_heap(top.begin(), top.end(), below);
+  auto end = top.end();
+  for (; end != top.begin() && range[top.front()].second >= floor_of_max; --end) {
+    const u64 i = top.front();
+    std::pop_heap(top.begin(), end, below);
     const auto [P, m] = rereads(i);
-    if (range[i].second < floor_of_max || bounds.peak_hi(i, P) < floor_of_max) count(i, m);
+    if (bounds.peak_hi(i, P) < floor_of_max) count(i, m);
     else floor_of_max = std::max(floor_of_max, reads.chain(i, P, m, batches));
   }
+  for (auto it = top.begin(); it != end; ++it) count(*it, rereads(*it).second);
   batches.flush(t);
 }
 
