@@ -305,7 +305,7 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   }
   best = std::max(best, A * Thi - B);
   // Q tiles started and O tiles ended from the first read's predecessor on.
-  auto in = [](const std::vector<i64>& v, i64 lo, i64 hi) {
+  auto in = [](const auto& v, i64 lo, i64 hi) {
     return static_cast<u64>(std::upper_bound(v.begin(), v.end(), hi) - std::lower_bound(v.begin(), v.end(), lo));
   };
   const u64 qo = c_.qo ? in(c_.s, from, Thi) * qmax_ + in(c_.fo_f, from, Thi) * omax_ : 0;

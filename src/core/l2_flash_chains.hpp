@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,30 @@ using i64 = std::int64_t;
 using u64 = std::uint64_t;
 inline constexpr u64 no_cta = ~u64{0};
 inline constexpr i64 never = std::numeric_limits<i64>::min() / 4;
+
+// Per-CTA arrays that every CTA writes before any reads: resized without
+// zeroing (an allocator whose default construction leaves trivial values as
+// they are).
+template <class T>
+struct NoInit : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = NoInit<U>;
+  };
+  NoInit() = default;
+  template <class U>
+  NoInit(const NoInit<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+template <class T>
+using Array = std::vector<T, NoInit<T>>;
 
 // The forward grid scheduled: per CTA in launch order.
 struct ChainGrid {
@@ -88,18 +113,18 @@ struct ChainGrid {
   // Per CTA, in 4 bytes where a value allows (ids below 2^23, key blocks and
   // rows below 2^32: about 60 bytes a CTA in all); what follows from them
   // (last steps, R, a head's next head, tile bytes) is computed.
-  std::vector<std::uint32_t> e, rows, head_first;
-  std::vector<std::uint32_t> head, pair;  // (sequence, head) and (sequence, kv head), dense
-  std::vector<std::uint32_t> seq;         // a ragged batch's sequence (a dense one's are alike)
+  Array<std::uint32_t> e, rows, head_first;
+  Array<std::uint32_t> head, pair;        // (sequence, head) and (sequence, kv head), dense
+  Array<std::uint32_t> seq;               // a ragged batch's sequence (a dense one's are alike)
   std::vector<std::uint32_t> prv, nxt;    // head-major: the pair's previous and next CTA that read
-  std::vector<i64> s;                     // first step
-  std::vector<i64> Rhm;                   // head-major: R (its next reader's start is far off in memory)
-  std::vector<i64> PM, PMh;               // prefix maxima of R over all ids and over the head's (head-major: one head)
+  Array<i64> s;                           // first step
+  Array<i64> Rhm;                         // head-major: R (its next reader's start is far off in memory)
+  Array<i64> PM, PMh;                     // prefix maxima of R over all ids and over the head's (head-major: one head)
   std::vector<u64> sp;                    // the CTAs that read and are not regular (a head's last), in launch order
   std::vector<i64> sp_s, spm;             // their starts, prefix maximum of their last steps
-  std::vector<std::uint32_t> fo;          // CTAs by (last step, id)
-  std::vector<std::uint32_t> slot;        // the slot each CTA runs on
-  std::vector<i64> fo_f;
+  Array<std::uint32_t> fo;                // CTAs by (last step, id)
+  Array<std::uint32_t> slot;              // the slot each CTA runs on
+  Array<i64> fo_f;
   std::vector<u64> qpre, opre;            // prefix sums of Q bytes by id and of O bytes in fo order (with --l2-qo allocate)
   std::vector<u64> seq_nkb, seq_zfull, seq_zlast;  // per sequence: key blocks, a full and the last block's bytes
   u64 q_row = 0, o_row = 0;                        // Q and O bytes a row
@@ -231,8 +256,8 @@ class ChainBounds {
   bool usable_ = false;
   const ChainGrid& c_;
   std::vector<u64> slot_start_;
-  std::vector<SlotCta> slot_cta_;
-  std::vector<std::uint32_t> pos_;  // each CTA's place among its slot's
+  Array<SlotCta> slot_cta_;
+  Array<std::uint32_t> pos_;  // each CTA's place among its slot's
   Cursor cursor_[2];                // P = i - 1, and the others
   const Cursor* at_ = nullptr;      // the last call's
   std::vector<std::uint8_t> dirty_;
