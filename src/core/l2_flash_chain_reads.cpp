@@ -104,7 +104,7 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
   const bool any_partial = !c_.dense || c_.zlast(0) != c_.zfull(0);
   const i64 z0 = static_cast<i64>(c_.zfull(0));
   auto regular = [&]<bool HM>(std::bool_constant<HM>) {
-    c_.regular_from<HM>(up_to, Tlo - 1, [&](u64 k, i64 r) {
+    auto visit = [&](u64 k, i64 r) {
       const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
       if (Lo && r - b <= gamma) return;
       const u64 nx = HM ? c_.nxt[k] : k + 1;
@@ -115,7 +115,20 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
       } else {
         trapezoid(c_.s[k] + d, b + d, M, c_.dense ? z0 : static_cast<i64>(c_.zfull(k)));
       }
-    });
+    };
+    if (Lo && HM && c_.dense && c_.group > 1) {
+      // A dense batch in head-major order: the long gaps are the groups'
+      // last heads' (ids G - 1 mod G), read directly from the first id whose
+      // prefix maximum of R reaches the reads.
+      const u64 G = c_.group, k0 = static_cast<u64>(
+                                  std::partition_point(c_.PMh.begin(), c_.PMh.begin() + static_cast<std::ptrdiff_t>(up_to),
+                                                       [&](i64 r) { return r < Tlo - 1; }) -
+                                  c_.PMh.begin());
+      for (u64 k = k0 + (G - 1 + G - k0 % G) % G; k < up_to; k += G)
+        if (c_.Rhm[k] >= Tlo - 1) visit(k, c_.Rhm[k]);
+    } else {
+      c_.regular_from<HM>(up_to, Tlo - 1, visit);
+    }
   };
   if (c_.hm) regular(std::true_type{});
   else regular(std::false_type{});
