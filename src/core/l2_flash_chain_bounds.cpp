@@ -53,6 +53,19 @@ i64 ChainBounds::Sums::capped_hi(i64 g) const {
   return s + g * (total - c);
 }
 
+void ChainBounds::Sums::capped_both(const Sums& a, const Sums& b, i64 g, i64& sa, i64& sb) {
+  const u64 n = static_cast<u64>(g);
+  i64 ca = 0, cb = 0, ta = 0, tb = 0;
+  for (u64 k = 0; k < n / 256; ++k) ca += a.count256[k], ta += a.sum256[k], cb += b.count256[k], tb += b.sum256[k];
+  for (u64 k = n / 256 * 16; k < n / 16; ++k) ca += a.count16[k], ta += a.sum16[k], cb += b.count16[k], tb += b.sum16[k];
+  for (u64 v = n / 16 * 16; v < n; ++v) {
+    ca += a.count[v], ta += static_cast<i64>(v) * a.count[v];
+    cb += b.count[v], tb += static_cast<i64>(v) * b.count[v];
+  }
+  sa = ta + g * (a.total - ca);
+  sb = tb + g * (b.total - cb);
+}
+
 i64 ChainBounds::Sums::capped(i64 g) const {  // the sum over slots of min(g, value), g < cap
   i64 s = 0;
   const i64 c = below(g, s);
@@ -172,8 +185,11 @@ Bounds ChainBounds::of(u64 i, u64 P) {
   // tiles started and O tiles ended from X to Thi.
   // (Σ min(g, G_min) - 1 over the slots whose G_min is not 0: less the count of those.)
   const i64 nonzero = cu.min.total - cu.min.count[0];
-  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(std::max<i64>(0, cu.min.capped_lo(g) - nonzero));
-  const u64 blocks_hi = static_cast<u64>(cu.max.capped_hi(g)) + (c_.hm ? c_.slots : 0);
+  i64 lo_sum = 0, hi_sum = 0;
+  if (g < Sums::cap) Sums::capped_both(cu.min, cu.max, g, lo_sum, hi_sum);
+  else lo_sum = cu.min.capped_lo(g), hi_sum = cu.max.capped_hi(g);
+  const u64 blocks_lo = g == 0 ? 0 : static_cast<u64>(std::max<i64>(0, lo_sum - nonzero));
+  const u64 blocks_hi = static_cast<u64>(hi_sum) + (c_.hm ? c_.slots : 0);
   u64 qo = 0;
   if (c_.qo) {
     cu.from = P;  // the first id started at X

@@ -227,6 +227,8 @@ class ChainBounds {
     i64 capped(i64 g) const;     // the sum over slots of min(g, value), g < cap
     i64 capped_lo(i64 g) const;  // at most that sum, any g
     i64 capped_hi(i64 g) const;  // at least that sum, any g
+    // capped(g) of a and of b at once (g < cap: one walk over the counts).
+    static void capped_both(const Sums& a, const Sums& b, i64 g, i64& sa, i64& sb);
   };
   struct SlotCta {  // a slot's CTAs in order: their gaps to their blocks' next access
     std::int32_t gap_lo, gap_hi;
