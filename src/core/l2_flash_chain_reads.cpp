@@ -95,7 +95,11 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
   };
   auto trapezoid = [&](i64 a, i64 b, i64 M, i64 w) {  // range(t, t + M - 1, w) for t in [a, b]
     if (a > b || M <= 0 || b + M - 1 < Tlo || a > Thi) return;
-    at(a, w), at(a + M, -w), at(b + 1, -w), at(b + M + 1, w);
+    // (A rise over by the first read is its plateau there: neighbours come
+    // latest start first, so this branch changes once a CTA.)
+    if (a + M <= base) V0 += w * M;
+    else at(a, w), at(a + M, -w);
+    at(b + 1, -w), at(b + M + 1, w);
   };
   // Regular neighbours: every block's next access G steps later. An access
   // at t counts for the reads at t + d to t + E.
