@@ -204,10 +204,10 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
   Tally::Batch& full = batches->of(c_.zfull(i));
   i64 V = V0, S = S0;
   if (single_ != 0) {  // one capacity (a report row): counted step by step, without branches
-    const i64 C = static_cast<i64>(single_), full_steps = part ? mm - 1 : mm;
+    const i64 C = static_cast<i64>(single_) - zf, full_steps = part ? mm - 1 : mm;  // (V against C less the read)
     i64 le = 0, top = 0;
     if (full_steps > 0) {
-      le += zf + V <= C;
+      le += V <= C;
       top = std::max(top, V);
     }
     for (i64 x = 1; x < full_steps; ++x) {
@@ -215,7 +215,7 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
       d2[x] = 0;
       V += S + d1[x];
       d1[x] = 0;
-      le += zf + V <= C;
+      le += V <= C;
       top = std::max(top, V);
     }
     u64 most = full_steps > 0 ? static_cast<u64>(zf + top) : 0;
