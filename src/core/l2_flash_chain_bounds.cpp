@@ -9,6 +9,7 @@
 // one bucket of the tally, and below the largest distance, they are counted
 // and not evaluated.
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <span>
 
@@ -32,14 +33,17 @@ void ChainBounds::Sums::add(i64 value, i64 sign) {
   total += sign;
 }
 
-i64 ChainBounds::Sums::below(i64 g, i64& sum) const {
+template <std::size_t N>
+void ChainBounds::Sums::below(const std::array<const Sums*, N>& t, i64 g, std::array<i64, N>& c,
+                              std::array<i64, N>& s) {
   const u64 n = static_cast<u64>(g);
-  i64 c = 0, s = 0;
-  for (u64 b = 0; b < n / 256; ++b) c += count256[b], s += sum256[b];
-  for (u64 b = n / 256 * 16; b < n / 16; ++b) c += count16[b], s += sum16[b];
-  for (u64 v = n / 16 * 16; v < n; ++v) c += count[v], s += static_cast<i64>(v) * count[v];
-  sum = s;
-  return c;
+  c.fill(0), s.fill(0);
+  for (u64 b = 0; b < n / 256; ++b)
+    for (std::size_t j = 0; j < N; ++j) c[j] += t[j]->count256[b], s[j] += t[j]->sum256[b];
+  for (u64 b = n / 256 * 16; b < n / 16; ++b)
+    for (std::size_t j = 0; j < N; ++j) c[j] += t[j]->count16[b], s[j] += t[j]->sum16[b];
+  for (u64 v = n / 16 * 16; v < n; ++v)
+    for (std::size_t j = 0; j < N; ++j) c[j] += t[j]->count[v], s[j] += static_cast<i64>(v) * t[j]->count[v];
 }
 
 // Values from cap - 1 on are kept as cap - 1: below that the sums are exact;
@@ -48,28 +52,22 @@ i64 ChainBounds::Sums::capped_lo(i64 g) const { return capped(std::min(g, cap - 
 
 i64 ChainBounds::Sums::capped_hi(i64 g) const {
   if (g < cap) return capped(g);
-  i64 s = 0;
-  const i64 c = below(cap - 1, s);  // the values at cap - 1 stand for any value from there: g each
-  return s + g * (total - c);
+  std::array<i64, 1> c, s;
+  below<1>({this}, cap - 1, c, s);  // the values at cap - 1 stand for any value from there: g each
+  return s[0] + g * (total - c[0]);
 }
 
 void ChainBounds::Sums::capped_both(const Sums& a, const Sums& b, i64 g, i64& sa, i64& sb) {
-  const u64 n = static_cast<u64>(g);
-  i64 ca = 0, cb = 0, ta = 0, tb = 0;
-  for (u64 k = 0; k < n / 256; ++k) ca += a.count256[k], ta += a.sum256[k], cb += b.count256[k], tb += b.sum256[k];
-  for (u64 k = n / 256 * 16; k < n / 16; ++k) ca += a.count16[k], ta += a.sum16[k], cb += b.count16[k], tb += b.sum16[k];
-  for (u64 v = n / 16 * 16; v < n; ++v) {
-    ca += a.count[v], ta += static_cast<i64>(v) * a.count[v];
-    cb += b.count[v], tb += static_cast<i64>(v) * b.count[v];
-  }
-  sa = ta + g * (a.total - ca);
-  sb = tb + g * (b.total - cb);
+  std::array<i64, 2> c, s;
+  below<2>({&a, &b}, g, c, s);
+  sa = s[0] + g * (a.total - c[0]);
+  sb = s[1] + g * (b.total - c[1]);
 }
 
 i64 ChainBounds::Sums::capped(i64 g) const {  // the sum over slots of min(g, value), g < cap
-  i64 s = 0;
-  const i64 c = below(g, s);
-  return s + g * (total - c);
+  std::array<i64, 1> c, s;
+  below<1>({this}, g, c, s);
+  return s[0] + g * (total - c[0]);
 }
 
 ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {

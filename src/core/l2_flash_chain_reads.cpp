@@ -13,10 +13,8 @@ namespace hbmscope::l2::chains {
 
 ChainReads::ChainReads(const ChainGrid& g, const Tally& t)
     : c_(g), single_(t.capacities().size() == 1 && t.capacities()[0] > 0 ? t.capacities()[0] : 0) {
-  u64 max_e = 0;
-  for (u64 k = 0; k < g.n; ++k) max_e = std::max<u64>(max_e, g.e[k]);
-  d2_.assign(max_e + 2, 0);
-  d1_.assign(max_e + 2, 0);
+  d2_.assign(g.longest + 2, 0);  // (no CTA reads more blocks than the longest)
+  d1_.assign(g.longest + 2, 0);
 }
 
 i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {

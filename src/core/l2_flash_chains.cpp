@@ -368,25 +368,15 @@ void run(const ChainGrid& c, Tally& t) {
 bool flash_in_chains(const FlashGrid& grid) {
   // Every CTA reads key blocks [0, e); e does not decrease within a head
   // (query-block-major order) or along a kv pair (head-major order). A dense
-  // batch's heads are all alike: its first head (its first sequence) tells.
+  // batch's heads are all alike: its first head (its first sequence) tells,
+  // in head-major order every H-th CTA.
   const bool hm = grid.order() == Rasterization::head_major;
-  const std::uint64_t H = grid.shape().heads;
-  if (hm && grid.dense()) {  // a pair's CTAs by query block, alike in every head: the first head's tell
-    std::uint64_t last_e = 0;
-    for (std::uint64_t q = 0; q < grid.sequence(0).q_blocks && q * H < grid.ctas(); ++q) {
-      const FlashCta t = grid.cta(q * H);
-      if (t.blocks() > 0 && t.first != 0) return false;
-      const std::uint64_t e = t.blocks() > 0 ? t.end : 0;
-      if (e > 0 && e < last_e) return false;
-      last_e = std::max(last_e, e);
-    }
-    return true;
-  }
-  const std::uint64_t per = hm ? H * grid.sequence(0).q_blocks : grid.sequence(0).q_blocks;
+  const std::uint64_t per = grid.sequence(0).q_blocks * (hm ? grid.shape().heads : 1);
   const std::uint64_t n = grid.dense() ? std::min(grid.ctas(), per) : grid.ctas();
+  const std::uint64_t stride = hm && grid.dense() ? grid.shape().heads : 1;
   std::vector<std::uint64_t> last_e(hm ? grid.pairs() : 0, 0);
   std::uint64_t prev_head = chains::no_cta, prev_e = 0;
-  for (std::uint64_t k = 0; k < n; ++k) {
+  for (std::uint64_t k = 0; k < n; k += stride) {
     const FlashCta t = grid.cta(k);
     if (t.blocks() > 0 && t.first != 0) return false;
     const std::uint64_t e = t.blocks() > 0 ? t.end : 0;

@@ -12,6 +12,7 @@
 // a CTA's re-reads without evaluating them (l2_flash_chain_bounds.cpp) and
 // the run that chooses (l2_flash_chains.cpp). Internal to src/core.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -223,7 +224,9 @@ class ChainBounds {
     i64 total = 0;
     void reset();
     void add(i64 value, i64 sign);
-    i64 below(i64 g, i64& sum) const;  // how many values lie below g (< cap), and their sum
+    // How many values of each of t lie below g (< cap), and their sum: one walk a level.
+    template <std::size_t N>
+    static void below(const std::array<const Sums*, N>& t, i64 g, std::array<i64, N>& c, std::array<i64, N>& s);
     i64 capped(i64 g) const;     // the sum over slots of min(g, value), g < cap
     i64 capped_lo(i64 g) const;  // at most that sum, any g
     i64 capped_hi(i64 g) const;  // at least that sum, any g
