@@ -235,6 +235,55 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
   }
 }
 
+// Many causal heads of tens of key blocks beside a few slots, query-block-
+// major: the schedule settles into a period of heads that repeat earlier ones.
+Shape many_heads(std::mt19937_64& rng) {
+  Shape s;
+  s.kv_heads = pick(rng, 1, 4);
+  s.heads = s.kv_heads * pick(rng, 1, 8);
+  s.batch = pick(rng, 1, 2);
+  s.block_rows = s.block_cols = 16;
+  s.seq_q = s.seq_kv = pick(rng, 0, 2) == 0 ? pick(rng, 100, 600) : pick(rng, 600, 2500);  // (short heads overlap)
+  s.head_dim = 64;
+  s.causal = true;
+  return s;
+}
+
+TEST_CASE("L2 runs: a repeated head's re-readers have the distances of the head they repeat", "[l2runs][chains]") {
+  std::mt19937_64 rng(GENERATE(61, 62));
+  std::uint64_t repeated = 0;
+  for (int k = 0; k < 40; ++k) {
+    const Shape s = many_heads(rng);
+    L2SimConfig c;
+    c.sm_count = static_cast<std::uint32_t>(pick(rng, 6, s.seq_q < 600 ? 40 : 16));
+    c.ctas_per_sm = 1;
+    c.q_o_allocate = pick(rng, 0, 1) == 1;
+    INFO(describe(s) << " qo " << c.q_o_allocate << " slots " << c.sm_count);
+    const l2::FlashGrid grid(s, c.order);
+    REQUIRE(l2::flash_in_chains(grid));
+    const l2::chains::ChainGrid cg(grid, c);
+    const l2::chains::HeadRepeats r = l2::chains::find_repeats(cg);
+    const auto caps = ladder(kv_footprint_bytes(s) + qo_footprint_bytes(s));
+    for (std::uint64_t i = 0; i < cg.n; ++i) {
+      const std::uint64_t from = r.of(i);
+      if (from == l2::chains::no_cta) continue;
+      REQUIRE(r.source_of_any(from));
+      // Each evaluated alone into a tally of its own: every capacity's
+      // misses, and the largest distance, alike.
+      l2::Tally ti(caps), tf(caps);
+      l2::chains::ChainReads ri(cg, ti), rf(cg, tf);
+      l2::chains::Batches bi(ti), bf(tf);
+      CHECK(ri.chain(i, cg.prev(i), cg.e[cg.prev(i)], bi) == rf.chain(from, cg.prev(from), cg.e[cg.prev(from)], bf));
+      bi.flush(ti), bf.flush(tf);
+      for (std::uint64_t cap : caps) CHECK(ti.dram_reads(cap) == tf.dram_reads(cap));
+      CHECK(ti.max_reuse_distance() == tf.max_reuse_distance());
+      ++repeated;
+    }
+    same_chains(s, c);
+  }
+  CHECK(repeated > 1000);
+}
+
 TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and narrow grids", "[l2runs]") {
   std::mt19937_64 rng(31);
   for (int k = 0; k < 300; ++k) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <queue>
+#include <unordered_map>
 
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
@@ -305,11 +306,18 @@ void run(const ChainGrid& c, Tally& t) {
     const u64 P = c.prev(i);
     return {P, c.e[i] == 0 || P == no_cta ? 0 : c.e[P]};
   };
+  // (A re-reader that repeats an earlier one's distances takes its bounds,
+  // and its evaluation where it has one.)
+  const HeadRepeats repeats = find_repeats(c);
   ChainBounds bounds(c);
   std::vector<std::pair<u64, u64>> range(c.n, {0, 0});  // the bounds kept: hi 0 where none
   for (u64 i = 0; i < c.n; ++i) {
     const auto [P, m] = rereads(i);
     if (m == 0) continue;
+    if (const u64 from = repeats.of(i); from != no_cta) {
+      range[i] = range[from];
+      continue;
+    }
     Bounds b = bounds.of(i, P);
     if (!b.valid) continue;
     if (bucket(b.lo) != bucket(b.hi)) {
@@ -337,12 +345,30 @@ void run(const ChainGrid& c, Tally& t) {
     t.read_in_bucket(bucket(range[i].first), checked_add(checked_mul(m - part, c.zfull(i), "L2 simulation bytes"),
                                                          part ? c.zlast(i) : 0, "L2 simulation bytes"));
   };
+  struct Evaluated {
+    Batches::Counts counts;
+    u64 most;
+  };
+  std::unordered_map<u64, Evaluated> evaluated;  // re-readers that others repeat
+  Batches apart(t);
+  auto exact = [&](u64 i, u64 P, u64 m) -> u64 {
+    if (const u64 from = repeats.of(i); from != no_cta)
+      if (const auto it = evaluated.find(from); it != evaluated.end()) {
+        batches.add(it->second.counts);
+        return it->second.most;
+      }
+    if (!repeats.source_of_any(i)) return reads.chain(i, P, m, batches);
+    const u64 most = reads.chain(i, P, m, apart);
+    const auto& kept = evaluated.emplace(i, Evaluated{apart.take(), most}).first->second;
+    batches.add(kept.counts);
+    return most;
+  };
   std::vector<u64> top;
   for (u64 i = 0; i < c.n; ++i) {
     const auto [P, m] = rereads(i);
     if (m == 0) continue;
     const auto [lo, hi] = range[i];
-    if (hi == 0 || bucket(lo) != bucket(hi)) floor_of_max = std::max(floor_of_max, reads.chain(i, P, m, batches));
+    if (hi == 0 || bucket(lo) != bucket(hi)) floor_of_max = std::max(floor_of_max, exact(i, P, m));
     else if (hi < floor_of_max) count(i, m);
     else top.push_back(i);
   }
@@ -356,7 +382,7 @@ void run(const ChainGrid& c, Tally& t) {
     std::pop_heap(top.begin(), end, below);
     const auto [P, m] = rereads(i);
     if (bounds.peak_hi(i, P) < floor_of_max) count(i, m);
-    else floor_of_max = std::max(floor_of_max, reads.chain(i, P, m, batches));
+    else floor_of_max = std::max(floor_of_max, exact(i, P, m));
   }
   for (auto it = top.begin(); it != end; ++it) count(*it, rereads(*it).second);
   batches.flush(t);

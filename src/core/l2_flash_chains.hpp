@@ -153,11 +153,50 @@ class Batches {
   void flush(Tally& t) {
     for (auto& [b, batch] : v_) batch.flush(t, b);
   }
+  // The reads counted so far, by size, taken out (these start again), and
+  // such reads added.
+  using Counts = std::vector<std::pair<u64, Tally::Batch>>;
+  Counts take() {
+    Counts r;
+    for (auto& [b, batch] : v_)
+      if (!batch.empty()) r.emplace_back(b, batch), batch.clear();
+    return r;
+  }
+  void add(const Counts& counts) {
+    for (const auto& [b, batch] : counts) of(b).merge(batch);
+  }
 
  private:
   const Tally& t_;
   std::deque<std::pair<u64, Tally::Batch>> v_;  // references stay valid as it grows
 };
+
+// Heads that repeat an earlier one (l2_flash_chain_repeats.cpp): in a dense
+// batch in query-block-major order, where a head and the head before it
+// started as an earlier head and its predecessor did (every start the same
+// relative to the head's first, in both), with the same pair relation
+// between the two and no older head running, a re-reader of the head whose
+// reads end before the head's last CTA starts has the distances of its
+// place in the earlier head.
+struct HeadRepeats {
+  u64 per_head = 0;                   // CTAs a head (0: none repeats)
+  std::vector<std::uint32_t> from;    // per head: the earlier head it repeats (none32: none)
+  std::vector<std::uint32_t> upto;    // per head: its CTAs at places [1, upto) repeat (and the source's)
+  std::vector<std::uint8_t> source;   // per head: a later head repeats it
+  // The CTA whose re-reads CTA i's repeat (no_cta: none).
+  u64 of(u64 i) const {
+    if (per_head == 0) return no_cta;
+    const u64 h = i / per_head, q = i % per_head;
+    return from[h] == ChainGrid::none32 || q == 0 || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
+  }
+  // Whether a later CTA's re-reads repeat CTA i's.
+  bool source_of_any(u64 i) const {
+    if (per_head == 0) return false;
+    const u64 h = i / per_head, q = i % per_head;
+    return source[h] != 0 && q != 0 && q < upto[h];
+  }
+};
+HeadRepeats find_repeats(const ChainGrid& c);
 
 // Exact distances (l2_flash_chain_reads.cpp).
 class ChainReads {

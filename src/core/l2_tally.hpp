@@ -108,6 +108,18 @@ class Tally {
       total_ += le + gt;
       if (le + gt > 0) max_ = std::max(max_, top);
     }
+    // Another batch's reads added to these (the same tally's).
+    void merge(const Batch& o) {
+      for (std::size_t k = 0; k < n_.size(); ++k) n_[k] += o.n_[k];
+      total_ += o.total_;
+      max_ = std::max(max_, o.max_);
+    }
+    bool empty() const { return total_ == 0; }
+    void clear() {
+      std::fill(n_.begin(), n_.end(), 0);
+      total_ = 0;
+      max_ = 0;
+    }
     // Adds them to t, `bytes` each, and starts again.
     void flush(Tally& t, std::uint64_t bytes) {
       if (total_ == 0) return;
@@ -115,9 +127,7 @@ class Tally {
       for (std::size_t k = 0; k < n_.size(); ++k)
         if (n_[k] != 0) t.read_add_[k] = add(t.read_add_[k], mul(n_[k], bytes));
       t.max_reuse_ = std::max(t.max_reuse_, max_);
-      std::fill(n_.begin(), n_.end(), 0);
-      total_ = 0;
-      max_ = 0;
+      clear();
     }
 
    private:

@@ -1,0 +1,67 @@
+// Heads that repeat an earlier one (docs/l2-simulation.md, "Repeated heads"):
+// a re-reader's distances depend on the starts, last steps, next readers and
+// tile sizes of the CTAs that run in its window, all relative to its own
+// start. In a dense batch in query-block-major order every head's CTAs are
+// alike, and once no head older than the previous one runs, the window of a
+// head's re-reader holds CTAs of the two heads alone (until the head's last
+// CTA starts). So where the two heads' starts are those of an earlier head
+// and its predecessor, shifted, and the two pairs are alike (one pair or two),
+// the re-reader's distances are those of its place in the earlier head: the
+// schedule settles into a period of a few tens of heads.
+#include <unordered_map>
+
+#include "l2_flash_chains.hpp"
+
+namespace hbmscope::l2::chains {
+
+HeadRepeats find_repeats(const ChainGrid& c) {
+  HeadRepeats r;
+  if (c.hm || !c.dense || c.n == 0) return r;
+  u64 per = 1;
+  while (per < c.n && c.head[per] == c.head[0]) ++per;
+  const u64 heads = c.n / per;
+  if (per < 2 || heads < 3 || heads * per != c.n) return r;
+  // Each head's starts after its first as a hash of the steps between them.
+  std::vector<u64> hash(heads);
+  for (u64 h = 0; h < heads; ++h) {
+    u64 x = 1469598103934665603ull;
+    for (u64 k = h * per + 1; k < (h + 1) * per; ++k) x = (x ^ static_cast<u64>(c.s[k] - c.s[k - 1])) * 1099511628211ull;
+    hash[h] = x;
+  }
+  r.from.assign(heads, ChainGrid::none32);
+  r.upto.assign(heads, 1);
+  r.source.assign(heads, 0);
+  std::unordered_map<u64, std::uint32_t> first;  // key -> the first head with it
+  i64 older = never;                             // the last step of the heads before h - 1
+  auto same = [&](u64 h, u64 g) {  // heads h - 1 and h started as g - 1 and g did
+    const u64 d = (h - g) * per;
+    for (u64 k = (h - 1) * per + 1; k < (h + 1) * per; ++k)
+      if (c.s[k] - c.s[k - 1] != c.s[k - d] - c.s[k - d - 1]) return false;
+    return true;
+  };
+  for (u64 h = 1; h < heads; ++h) {
+    if (h >= 2)
+      for (u64 k = (h - 2) * per; k < (h - 1) * per; ++k) older = std::max(older, c.f(k));
+    // Re-readers whose reads end before the head's last CTA starts.
+    const u64 h0 = h * per, last = h0 + per - 1;
+    u64 q = 1;
+    while (q < per - 1 && c.s[h0 + q] + static_cast<i64>(c.e[h0 + q - 1]) - 1 < c.s[last]) ++q;
+    r.upto[h] = static_cast<std::uint32_t>(q);
+    // No older head's CTA runs from the head's start on (minus one step: a
+    // regular CTA's next access counts to a read one step after it).
+    if (older >= c.s[h0] - 1 || q == 1) continue;
+    const bool one_pair = c.pair[h0 - 1] == c.pair[h0];
+    const u64 key = (hash[h - 1] * 31 + hash[h]) * 1099511628211ull ^ static_cast<u64>(c.s[h0] - c.s[h0 - 1]) << 1 ^
+                    (one_pair ? 1 : 0);
+    const auto [it, fresh] = first.try_emplace(key, static_cast<std::uint32_t>(h));
+    if (fresh) continue;
+    const u64 g = it->second;
+    if ((c.pair[g * per - 1] == c.pair[g * per]) != one_pair || r.upto[g] != r.upto[h] || !same(h, g)) continue;
+    r.from[h] = static_cast<std::uint32_t>(g);
+    r.source[g] = 1;
+  }
+  r.per_head = per;
+  return r;
+}
+
+}  // namespace hbmscope::l2::chains
