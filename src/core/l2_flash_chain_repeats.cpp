@@ -42,14 +42,15 @@ HeadRepeats find_repeats(const ChainGrid& c) {
   for (u64 h = 1; h < heads; ++h) {
     if (h >= 2)
       for (u64 k = (h - 2) * per; k < (h - 1) * per; ++k) older = std::max(older, c.f(k));
-    // Re-readers whose reads end before the head's last CTA starts.
+    // CTAs whose reads end before the head's last CTA starts.
     const u64 h0 = h * per, last = h0 + per - 1;
     u64 q = 1;
-    while (q < per - 1 && c.s[h0 + q] + static_cast<i64>(c.e[h0 + q - 1]) - 1 < c.s[last]) ++q;
+    while (q < per - 1 && c.s[h0 + q] + static_cast<i64>(c.e[h0 + q]) - 1 < c.s[last]) ++q;
     r.upto[h] = static_cast<std::uint32_t>(q);
-    // No older head's CTA runs from the head's start on (minus one step: a
-    // regular CTA's next access counts to a read one step after it).
-    if (older >= c.s[h0] - 1 || q == 1) continue;
+    // No older head's CTA runs from the previous head's last CTA's start on
+    // (minus one step: a regular CTA's next access counts to a read one step
+    // after it); a head's first reads reach back to that start.
+    if (older >= c.s[h0 - 1] - 1 || q == 1) continue;
     const bool one_pair = c.pair[h0 - 1] == c.pair[h0];
     const u64 key = (hash[h - 1] * 31 + hash[h]) * 1099511628211ull ^ static_cast<u64>(c.s[h0] - c.s[h0 - 1]) << 1 ^
                     (one_pair ? 1 : 0);
@@ -60,6 +61,11 @@ HeadRepeats find_repeats(const ChainGrid& c) {
     r.from[h] = static_cast<std::uint32_t>(g);
     r.source[g] = 1;
   }
+  r.kept.assign(heads, ChainGrid::none32);
+  for (u64 h = 0, n = 0; h < heads; ++h)
+    if (r.source[h] != 0) r.kept[h] = static_cast<std::uint32_t>(n++);
+  r.first_at.assign(per + 1, 0);
+  for (u64 q = 0; q < per; ++q) r.first_at[q + 1] = r.first_at[q] + c.e[q] - (q == 0 ? 0 : c.e[q - 1]);
   r.per_head = per;
   return r;
 }

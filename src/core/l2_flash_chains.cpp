@@ -250,6 +250,12 @@ void run(const ChainGrid& c, Tally& t) {
   // bounds the largest from below), or counted where bounds put one in a
   // bucket below the largest distance found; in head-major order, first accesses.
   u64 floor_of_max = 0;
+  // (A CTA that repeats an earlier one's distances takes its first reads'
+  // buckets, and below its re-reads' bounds and evaluated counts.)
+  const HeadRepeats repeats = find_repeats(c);
+  u64 sources = 0;
+  for (std::uint8_t v : repeats.source) sources += v;
+  std::vector<std::uint16_t> first_buckets(caps.size() < 0xffff && repeats.per_head > 0 ? sources * repeats.first_at.back() : 0);
   QoWalk walk(c);
   u64 walking = no_cta;  // the L whose head the walk follows
   for (u64 i = 0; i < c.n; ++i) {
@@ -263,6 +269,15 @@ void run(const ChainGrid& c, Tally& t) {
     const u64 hf = c.head_first[i];
     const u64 m = hf == i ? 0 : c.e[i - 1];
     const u64 L = hf > 0 && c.next_head(hf - 1) == hf ? hf - 1 : no_cta;  // the pair's previous head's last CTA
+    std::uint16_t* kept = nullptr;
+    if (L != no_cta && !first_buckets.empty()) {
+      if (const u64 from = repeats.of(i); from != no_cta) {
+        const std::uint16_t* k = &first_buckets[repeats.first_kept(from)];
+        for (u64 y = m; y < c.e[i]; ++y) t.read_in_bucket(k[y - m], c.kv_bytes(i, y));
+        continue;
+      }
+      if (repeats.source_of_any(i)) kept = &first_buckets[repeats.first_kept(i)];
+    }
     for (u64 y = m; y < c.e[i]; ++y) {
       const u64 z = c.kv_bytes(i, y);
       if (L == no_cta) {
@@ -291,6 +306,7 @@ void run(const ChainGrid& c, Tally& t) {
           const u64 hi = d + c.zpair[pi];
           if (hi < floor_of_max && bucket(lo) == bucket(hi)) {
             t.read_in_bucket(bucket(lo), z);
+            if (kept != nullptr) kept[y - m] = static_cast<std::uint16_t>(bucket(lo));
             continue;
           }
         }
@@ -298,6 +314,7 @@ void run(const ChainGrid& c, Tally& t) {
       }
       floor_of_max = std::max(floor_of_max, d);
       batches.of(z).reads(d, 0, 1);
+      if (kept != nullptr) kept[y - m] = static_cast<std::uint16_t>(bucket(d));
     }
   }
   // Re-reads: where bounds put all of a CTA's in one bucket below the largest
@@ -306,9 +323,6 @@ void run(const ChainGrid& c, Tally& t) {
     const u64 P = c.prev(i);
     return {P, c.e[i] == 0 || P == no_cta ? 0 : c.e[P]};
   };
-  // (A re-reader that repeats an earlier one's distances takes its bounds,
-  // and its evaluation where it has one.)
-  const HeadRepeats repeats = find_repeats(c);
   ChainBounds bounds(c);
   std::vector<std::pair<u64, u64>> range(c.n, {0, 0});  // the bounds kept: hi 0 where none
   for (u64 i = 0; i < c.n; ++i) {

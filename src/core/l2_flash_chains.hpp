@@ -175,14 +175,19 @@ class Batches {
 // batch in query-block-major order, where a head and the head before it
 // started as an earlier head and its predecessor did (every start the same
 // relative to the head's first, in both), with the same pair relation
-// between the two and no older head running, a re-reader of the head whose
-// reads end before the head's last CTA starts has the distances of its
-// place in the earlier head.
+// between the two and no older head running from the previous head's last
+// CTA's start, a CTA of the head whose reads end before the head's last CTA
+// starts has the distances of its place in the earlier head (its re-reads'
+// and its first reads').
 struct HeadRepeats {
   u64 per_head = 0;                   // CTAs a head (0: none repeats)
   std::vector<std::uint32_t> from;    // per head: the earlier head it repeats (none32: none)
   std::vector<std::uint32_t> upto;    // per head: its CTAs at places [1, upto) repeat (and the source's)
   std::vector<std::uint8_t> source;   // per head: a later head repeats it
+  std::vector<std::uint32_t> kept;    // per head that others repeat: its rank among them
+  std::vector<u64> first_at;          // per place: its first reads' offset among a head's ([per_head]: all)
+  // Where CTA i's first reads are kept among the heads that others repeat.
+  u64 first_kept(u64 i) const { return kept[i / per_head] * first_at[per_head] + first_at[i % per_head]; }
   // The CTA whose re-reads CTA i's repeat (no_cta: none).
   u64 of(u64 i) const {
     if (per_head == 0) return no_cta;
