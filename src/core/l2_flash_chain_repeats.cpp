@@ -29,41 +29,75 @@ HeadRepeats find_repeats(const ChainGrid& c) {
     hash[h] = x;
   }
   r.from.assign(heads, ChainGrid::none32);
+  r.lo.assign(heads, 1);
   r.upto.assign(heads, 1);
+  r.full.assign(heads, 0);
   r.source.assign(heads, 0);
-  std::unordered_map<u64, std::uint32_t> first;  // key -> the first head with it
-  i64 older = never;                             // the last step of the heads before h - 1
+  r.source_full.assign(heads, 0);
+  // Keys -> the first head with them: the steps of two heads, and that with
+  // whether the two share a kv pair.
+  std::unordered_map<u64, std::uint32_t> by_steps, by_pairs;
+  i64 older = never;  // the last step of the heads before h - 1
   auto same = [&](u64 h, u64 g) {  // heads h - 1 and h started as g - 1 and g did
     const u64 d = (h - g) * per;
     for (u64 k = (h - 1) * per + 1; k < (h + 1) * per; ++k)
       if (c.s[k] - c.s[k - 1] != c.s[k - d] - c.s[k - d - 1]) return false;
     return true;
   };
+  auto one_pair = [&](u64 h) { return c.pair[h * per - 1] == c.pair[h * per]; };
   for (u64 h = 1; h < heads; ++h) {
     if (h >= 2)
       for (u64 k = (h - 2) * per; k < (h - 1) * per; ++k) older = std::max(older, c.f(k));
     // CTAs whose reads end before the head's last CTA starts.
-    const u64 h0 = h * per, last = h0 + per - 1;
+    const u64 h0 = h * per, last = h0 + per - 1, L = h0 - 1;
     u64 q = 1;
     while (q < per - 1 && c.s[h0 + q] + static_cast<i64>(c.e[h0 + q]) - 1 < c.s[last]) ++q;
     r.upto[h] = static_cast<std::uint32_t>(q);
     // No older head's CTA runs from the previous head's last CTA's start on
     // (minus one step: a regular CTA's next access counts to a read one step
     // after it); a head's first reads reach back to that start.
-    if (older >= c.s[h0 - 1] - 1 || q == 1) continue;
-    const bool one_pair = c.pair[h0 - 1] == c.pair[h0];
-    const u64 key = (hash[h - 1] * 31 + hash[h]) * 1099511628211ull ^ static_cast<u64>(c.s[h0] - c.s[h0 - 1]) << 1 ^
-                    (one_pair ? 1 : 0);
-    const auto [it, fresh] = first.try_emplace(key, static_cast<std::uint32_t>(h));
-    if (fresh) continue;
-    const u64 g = it->second;
-    if ((c.pair[g * per - 1] == c.pair[g * per]) != one_pair || r.upto[g] != r.upto[h] || !same(h, g)) continue;
+    if (older >= c.s[L] - 1 || q == 1) continue;
+    const u64 key = (hash[h - 1] * 31 + hash[h]) * 1099511628211ull ^ static_cast<u64>(c.s[h0] - c.s[L]);
+    const auto [pairs_at, new_pairs] = by_pairs.try_emplace(key << 1 ^ (one_pair(h) ? 1 : 0), static_cast<std::uint32_t>(h));
+    const auto [steps_at, new_steps] = by_steps.try_emplace(key, static_cast<std::uint32_t>(h));
+    if (!new_pairs) {
+      const u64 g = pairs_at->second;
+      if (one_pair(g) == one_pair(h) && r.upto[g] == r.upto[h] && same(h, g)) {
+        r.from[h] = static_cast<std::uint32_t>(g);
+        r.full[h] = 1;
+        r.source[g] = r.source_full[g] = 1;
+        continue;
+      }
+    }
+    if (new_steps) continue;
+    const u64 g = steps_at->second;
+    if (r.upto[g] != r.upto[h] || !same(h, g)) continue;
+    // Pairs told apart: where the previous head shares the pair, a re-read
+    // counts L's blocks read in its window unless the head reads them again
+    // by then. They are not, for a re-reader whose window starts at step s
+    // (its predecessor's start) and has g steps, where the first CTA r of
+    // the head to read block y = s - s_L starts at s_L + g - 1 + [r ≤ i] or
+    // later (the first of L's blocks in the window; later ones are read
+    // later). A run of such places up to upto.
+    u64 lo = r.upto[h];
+    while (lo > 1) {
+      const u64 i = h0 + lo - 1;
+      const i64 ylo = c.s[i - 1] - c.s[L], gap = c.s[i] - c.s[i - 1];
+      const i64 yhi = std::min<i64>(static_cast<i64>(c.e[L]) - 1, c.s[i] + static_cast<i64>(c.e[i - 1]) - 1 - c.s[L]);
+      if (ylo <= yhi) {
+        const u64 reader = h0 + c.first_reader[static_cast<u64>(ylo)];
+        if (c.s[reader] - (reader <= i ? 1 : 0) < c.s[L] + gap - 1) break;
+      }
+      --lo;
+    }
+    if (lo == r.upto[h]) continue;
     r.from[h] = static_cast<std::uint32_t>(g);
+    r.lo[h] = static_cast<std::uint32_t>(lo);
     r.source[g] = 1;
   }
   r.kept.assign(heads, ChainGrid::none32);
   for (u64 h = 0, n = 0; h < heads; ++h)
-    if (r.source[h] != 0) r.kept[h] = static_cast<std::uint32_t>(n++);
+    if (r.source_full[h] != 0) r.kept[h] = static_cast<std::uint32_t>(n++);
   r.first_at.assign(per + 1, 0);
   for (u64 q = 0; q < per; ++q) r.first_at[q + 1] = r.first_at[q] + c.e[q] - (q == 0 ? 0 : c.e[q - 1]);
   r.per_head = per;

@@ -254,7 +254,7 @@ void run(const ChainGrid& c, Tally& t) {
   // buckets, and below its re-reads' bounds and evaluated counts.)
   const HeadRepeats repeats = find_repeats(c);
   u64 sources = 0;
-  for (std::uint8_t v : repeats.source) sources += v;
+  for (std::uint8_t v : repeats.source_full) sources += v;
   std::vector<std::uint16_t> first_buckets(caps.size() < 0xffff && repeats.per_head > 0 ? sources * repeats.first_at.back() : 0);
   QoWalk walk(c);
   u64 walking = no_cta;  // the L whose head the walk follows
@@ -271,12 +271,12 @@ void run(const ChainGrid& c, Tally& t) {
     const u64 L = hf > 0 && c.next_head(hf - 1) == hf ? hf - 1 : no_cta;  // the pair's previous head's last CTA
     std::uint16_t* kept = nullptr;
     if (L != no_cta && !first_buckets.empty()) {
-      if (const u64 from = repeats.of(i); from != no_cta) {
+      if (const u64 from = repeats.first_of(i); from != no_cta) {
         const std::uint16_t* k = &first_buckets[repeats.first_kept(from)];
         for (u64 y = m; y < c.e[i]; ++y) t.read_in_bucket(k[y - m], c.kv_bytes(i, y));
         continue;
       }
-      if (repeats.source_of_any(i)) kept = &first_buckets[repeats.first_kept(i)];
+      if (repeats.first_source_of_any(i)) kept = &first_buckets[repeats.first_kept(i)];
     }
     for (u64 y = m; y < c.e[i]; ++y) {
       const u64 z = c.kv_bytes(i, y);

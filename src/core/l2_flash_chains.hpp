@@ -174,31 +174,44 @@ class Batches {
 // Heads that repeat an earlier one (l2_flash_chain_repeats.cpp): in a dense
 // batch in query-block-major order, where a head and the head before it
 // started as an earlier head and its predecessor did (every start the same
-// relative to the head's first, in both), with the same pair relation
-// between the two and no older head running from the previous head's last
-// CTA's start, a CTA of the head whose reads end before the head's last CTA
-// starts has the distances of its place in the earlier head (its re-reads'
-// and its first reads').
+// relative to the head's first, in both), and no older head runs from the
+// previous head's last CTA's start, a CTA of the head whose reads end before
+// the head's last CTA starts has the distances of its place in the earlier
+// head: its re-reads' and its first reads' where the two heads share a kv
+// pair with their predecessors alike, its re-reads' where the previous
+// head's last CTA's blocks are not read again by the head within them.
 struct HeadRepeats {
-  u64 per_head = 0;                   // CTAs a head (0: none repeats)
-  std::vector<std::uint32_t> from;    // per head: the earlier head it repeats (none32: none)
-  std::vector<std::uint32_t> upto;    // per head: its CTAs at places [1, upto) repeat (and the source's)
-  std::vector<std::uint8_t> source;   // per head: a later head repeats it
-  std::vector<std::uint32_t> kept;    // per head that others repeat: its rank among them
-  std::vector<u64> first_at;          // per place: its first reads' offset among a head's ([per_head]: all)
-  // Where CTA i's first reads are kept among the heads that others repeat.
+  u64 per_head = 0;                      // CTAs a head (0: none repeats)
+  std::vector<std::uint32_t> from;       // per head: the earlier head it repeats (none32: none)
+  std::vector<std::uint32_t> lo, upto;   // per head: its CTAs at places [lo, upto) repeat (and the source's)
+  std::vector<std::uint8_t> full;        // per head: its first reads repeat too (places [1, upto))
+  std::vector<std::uint8_t> source;      // per head: a later head repeats it
+  std::vector<std::uint8_t> source_full; // per head: a later head repeats its first reads
+  std::vector<std::uint32_t> kept;       // per head whose first reads others repeat: its rank among them
+  std::vector<u64> first_at;             // per place: its first reads' offset among a head's ([per_head]: all)
+  // Where CTA i's first reads are kept among the heads whose first reads others repeat.
   u64 first_kept(u64 i) const { return kept[i / per_head] * first_at[per_head] + first_at[i % per_head]; }
   // The CTA whose re-reads CTA i's repeat (no_cta: none).
   u64 of(u64 i) const {
     if (per_head == 0) return no_cta;
     const u64 h = i / per_head, q = i % per_head;
-    return from[h] == ChainGrid::none32 || q == 0 || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
+    return from[h] == ChainGrid::none32 || q < lo[h] || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
   }
-  // Whether a later CTA's re-reads repeat CTA i's.
-  bool source_of_any(u64 i) const {
+  // The CTA whose first reads CTA i's repeat (no_cta: none).
+  u64 first_of(u64 i) const {
+    if (per_head == 0) return no_cta;
+    const u64 h = i / per_head, q = i % per_head;
+    return full[h] == 0 || q == 0 || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
+  }
+  // Whether a later CTA's re-reads (first reads) repeat CTA i's.
+  bool source_of_any(u64 i) const { return in(source, i); }
+  bool first_source_of_any(u64 i) const { return in(source_full, i); }
+
+ private:
+  bool in(const std::vector<std::uint8_t>& v, u64 i) const {
     if (per_head == 0) return false;
     const u64 h = i / per_head, q = i % per_head;
-    return source[h] != 0 && q != 0 && q < upto[h];
+    return v[h] != 0 && q != 0 && q < upto[h];
   }
 };
 HeadRepeats find_repeats(const ChainGrid& c);
