@@ -59,12 +59,12 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
   return sum;
 }
 
-u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& b) { return evaluate<false>(i, P, m, &b); }
+u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& b, bool most) { return evaluate<false>(i, P, m, &b, most); }
 
 u64 ChainReads::long_lo(u64 i, u64 P, u64 m) { return evaluate<true>(i, P, m, nullptr); }
 
 template <bool Lo>
-u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
+u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) {
   const i64 base = c_.s[i], g = c_.s[i] - c_.s[P];
   const i64 gamma = Lo ? g / 8 : -1;  // (Lo: neighbours re-read within that are left out)
   const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
@@ -208,15 +208,20 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches) {
       le += V <= C;
       top = std::max(top, V);
     }
-    for (i64 x = 1; x < full_steps; ++x) {
-      S += d2[x];
-      d2[x] = 0;
-      V += S + d1[x];
-      d1[x] = 0;
-      le += V <= C;
-      top = std::max(top, V);
-    }
-    u64 most = full_steps > 0 ? static_cast<u64>(zf + top) : 0;
+    auto pass = [&]<bool Top>(std::bool_constant<Top>) {
+#pragma GCC unroll 4
+      for (i64 x = 1; x < full_steps; ++x) {
+        S += d2[x];
+        d2[x] = 0;
+        V += S + d1[x];
+        d1[x] = 0;
+        le += V <= C;
+        if constexpr (Top) top = std::max(top, V);
+      }
+    };
+    if (need_most) pass(std::true_type{});
+    else pass(std::false_type{});
+    u64 most = full_steps > 0 && need_most ? static_cast<u64>(zf + top) : 0;
     full.counted(static_cast<u64>(le), static_cast<u64>(full_steps - le), most);
     if (part) {
       if (mm > 1) {

@@ -371,8 +371,11 @@ void run(const ChainGrid& c, Tally& t) {
         batches.add(it->second.counts);
         return it->second.most;
       }
-    if (!repeats.source_of_any(i)) return reads.chain(i, P, m, batches);
-    const u64 most = reads.chain(i, P, m, apart);
+    // (Bounds below the largest distance found: not the largest. A repeat's
+    // are its source's, and the floor only rises.)
+    const bool need_most = range[i].second == 0 || range[i].second >= floor_of_max;
+    if (!repeats.source_of_any(i)) return reads.chain(i, P, m, batches, need_most);
+    const u64 most = reads.chain(i, P, m, apart, need_most);
     const auto& kept = evaluated.emplace(i, Evaluated{apart.take(), most}).first->second;
     batches.add(kept.counts);
     return most;

@@ -225,8 +225,10 @@ class ChainReads {
   // and O tiles apart).
   i64 between(u64 i, u64 P, i64 T, i64 g) const;
   // CTA i's re-reads of blocks [0, m) (P: their previous reader) into the
-  // batches; returns their largest distance.
-  u64 chain(u64 i, u64 P, u64 m, Batches& b);
+  // batches; returns their largest distance. most = false: where they cannot
+  // hold the largest distance of all (a bound below one found), the reads of
+  // full blocks at one capacity are counted without it (0 for them).
+  u64 chain(u64 i, u64 P, u64 m, Batches& b, bool most = true);
   // At most the smallest distance of those re-reads: exact over the regular
   // neighbours whose gap is long next to g (G > g / 8) alone (in head-major
   // order with GQA, a pair's first CTA beside the group's other heads).
@@ -234,7 +236,7 @@ class ChainReads {
 
  private:
   template <bool Lo>
-  u64 evaluate(u64 i, u64 P, u64 m, Batches* batches);
+  u64 evaluate(u64 i, u64 P, u64 m, Batches* batches, bool most = true);
   const ChainGrid& c_;
   u64 single_ = 0;       // the tally's one capacity, if it has one (and it is not 0)
   std::vector<i64> d2_, d1_;  // slope and value changes over one CTA's steps
