@@ -369,6 +369,9 @@ void run(const ChainGrid& c, Tally& t) {
     if (const u64 from = repeats.of(i); from != no_cta)
       if (const auto it = evaluated.find(from); it != evaluated.end()) {
         batches.add(it->second.counts);
+        // (A head may repeat one and be repeated by another of the other
+        // pair relation: its counts are kept too.)
+        if (repeats.source_of_any(i)) return evaluated.emplace(i, it->second).first->second.most;
         return it->second.most;
       }
     // (Bounds below the largest distance found: not the largest. A repeat's
