@@ -1,12 +1,15 @@
 // Heads that repeat an earlier one (docs/l2-simulation.md, "Repeated heads"):
-// a re-reader's distances depend on the starts, last steps, next readers and
-// tile sizes of the CTAs that run in its window, all relative to its own
-// start. In a dense batch in query-block-major order every head's CTAs are
-// alike, and once no head older than the previous one runs, the window of a
-// head's re-reader holds CTAs of the two heads alone (until the head's last
-// CTA starts). So where the two heads' starts are those of an earlier head
-// and its predecessor, shifted, and the two pairs are alike (one pair or two),
-// the re-reader's distances are those of its place in the earlier head: the
+// a read's distance depends on the starts, last steps, next readers and tile
+// sizes of the CTAs that run between it and its predecessor, all relative to
+// the reader, and on which of them read the same pair's blocks. In a dense
+// batch in query-block-major order every head's CTAs are alike, and once no
+// head older than the previous one runs, a head's CTA reaches back to the
+// previous head's last CTA's start at most and meets CTAs of the two heads
+// alone (until the head's last CTA starts). So where the two heads' starts
+// are those of an earlier head and its predecessor, shifted, a CTA's
+// distances are those of its place in the earlier head: all of them where
+// the two pair relations are alike (one pair or two), its re-reads' where
+// the previous head's last CTA's blocks are not read again in between. The
 // schedule settles into a period of a few tens of heads.
 #include <unordered_map>
 
