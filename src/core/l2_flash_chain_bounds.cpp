@@ -288,10 +288,10 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
         c_.PMh.begin());
     for (u64 k = k0; k < up_to; ++k) {
       const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
-      if (c_.Rhm[k] != never && b >= from) regular(k, c_.Rhm[k] - b);
+      if (c_.Rk[k] != never && b >= from) regular(k, c_.Rk[k] - b);
     }
   } else {
-    c_.regular_from<false>(up_to, from, [&](u64 k, i64 r) {
+    c_.regular_from(up_to, from, [&](u64 k, i64 r) {
       const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
       if (b >= from) regular(k, r - b);
     });

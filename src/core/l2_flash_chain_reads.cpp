@@ -22,7 +22,7 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
   // CTAs that are not their head's last: the next access of each block is
   // the next CTA's, G steps later.
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), T) - c_.s.begin());
-  c_.regular_from<false>(up_to, T - 1, [&](u64 k, i64 r) {
+  c_.regular_from(up_to, T - 1, [&](u64 k, i64 r) {
     const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1, G = r - b;
     const i64 lo = std::max({c_.s[k], T - g + (k <= P), T - G + (k + 1 <= i)});
     const i64 hi = std::min(b, T - (k >= i));
@@ -127,9 +127,9 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
                                                        [&](i64 r) { return r < Tlo - 1; }) -
                                   c_.PMh.begin());
       for (u64 k = k0 + (G - 1 + G - k0 % G) % G; k < up_to; k += G)
-        if (c_.Rhm[k] >= Tlo - 1) visit(k, c_.Rhm[k]);
+        if (c_.Rk[k] >= Tlo - 1) visit(k, c_.Rk[k]);
     } else {
-      c_.regular_from<HM>(up_to, Tlo - 1, visit);
+      c_.regular_from(up_to, Tlo - 1, visit);
     }
   };
   if (c_.hm) regular(std::true_type{});

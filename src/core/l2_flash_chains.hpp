@@ -78,7 +78,7 @@ struct ChainGrid {
   }
   i64 f(u64 k) const { return s[k] + static_cast<i64>(std::max<std::uint32_t>(e[k], 1)) - 1; }
   // A regular CTA's (next(k) reads all its blocks) last K/V step + G; never for the others.
-  i64 R(u64 k) const { return hm ? R_<true>(k) : R_<false>(k); }
+  i64 R(u64 k) const { return Rk[k]; }
   i64 gap(u64 k) const { return R(k) - (s[k] + static_cast<i64>(e[k]) - 1); }
   u64 nkb(u64 k) const { return seq_nkb[dense ? 0 : seq[k]]; }
   u64 zfull(u64 k) const { return seq_zfull[dense ? 0 : seq[k]]; }
@@ -89,37 +89,32 @@ struct ChainGrid {
   bool reads_partial(u64 k) const { return e[k] == nkb(k) && zlast(k) != zfull(k); }
   // visit(k, R(k)) for every CTA k < up_to that is not its head's last and
   // whose R is at least thr, head by head down (a head's prefix maximum ends
-  // its scan, the overall one the heads'). HM: head-major order (hm).
-  template <bool HM, class F>
+  // its scan, the overall one the heads').
+  template <class F>
   void regular_from(u64 up_to, i64 thr, F visit) const {
     for (u64 k = up_to; k > 0;) {
       const u64 hf = head_first[k - 1];
       for (u64 j = k; j-- > hf && PMh[j] >= thr;) {
-        const i64 r = R_<HM>(j);
+        const i64 r = Rk[j];
         if (r >= thr) visit(j, r);
       }
       k = hf;
       if (k == 0 || PM[k - 1] < thr) return;
     }
   }
-  template <bool HM>
-  i64 R_(u64 k) const {
-    if constexpr (HM) return Rhm[k];
-    else return e[k] > 0 && k + 1 < n && head[k + 1] == head[k] ? s[k + 1] + static_cast<i64>(e[k]) - 1 : never;
-  }
 
   static constexpr std::uint32_t none32 = ~std::uint32_t{0};
   bool qo = false, dense = false, hm = false;  // hm: head-major order
   u64 n = 0, slots = 0, steps = 0;
   // Per CTA, in 4 bytes where a value allows (ids below 2^23, key blocks and
-  // rows below 2^32: about 60 bytes a CTA in all); what follows from them
-  // (last steps, R, a head's next head, tile bytes) is computed.
+  // rows below 2^32: about 60 bytes a CTA in all), and R; what follows from
+  // them (last steps, a head's next head, tile bytes) is computed.
   Array<std::uint32_t> e, rows, head_first;
   Array<std::uint32_t> head, pair;        // (sequence, head) and (sequence, kv head), dense
   Array<std::uint32_t> seq;               // a ragged batch's sequence (a dense one's are alike)
   std::vector<std::uint32_t> prv, nxt;    // head-major: the pair's previous and next CTA that read
   Array<i64> s;                           // first step
-  Array<i64> Rhm;                         // head-major: R (its next reader's start is far off in memory)
+  Array<i64> Rk;                          // R (read in every walk over neighbours; head-major: the next reader lies far off)
   Array<i64> PM, PMh;                     // prefix maxima of R over all ids and over the head's (head-major: one head)
   std::vector<u64> sp;                    // the CTAs that read and are not regular (a head's last), in launch order
   std::vector<i64> sp_s, spm;             // their starts, prefix maximum of their last steps
