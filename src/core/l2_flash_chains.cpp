@@ -131,11 +131,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     while (fo.size() < n) pop();
   }
   Rk.resize(n);
-  if (hm)
-    for (u64 k = 0; k < n; ++k) Rk[k] = e[k] > 0 && nxt[k] != none32 ? s[nxt[k]] + static_cast<i64>(e[k]) - 1 : never;
-  else
-    for (u64 k = 0; k < n; ++k)
-      Rk[k] = e[k] > 0 && k + 1 < n && head[k + 1] == head[k] ? s[k + 1] + static_cast<i64>(e[k]) - 1 : never;
+  for (u64 k = 0; k < n; ++k) Rk[k] = e[k] > 0 && !last_in_chain(k) ? s[next(k)] + static_cast<i64>(e[k]) - 1 : never;
   PM.resize(n);
   PMh.resize(n);
   for (u64 k = 0; k < n; ++k) {

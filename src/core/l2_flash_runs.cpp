@@ -77,7 +77,7 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 // capacity and near the largest distance) of up to n key blocks each, and in
 // head-major order with GQA the pairs' first CTAs of every query block; where
 // they do not, every access, and 12 units a slot a CTA. Measured on causal
-// shapes of 128K to 16M tokens (bench/, "L2 runs"). About 105 bytes a CTA:
+// shapes of 128K to 16M tokens (bench/, "L2 runs"). About 113 bytes a CTA:
 // past 8.4 M CTAs (about 950 MB; the schedule keeps ids in 23 bits) the
 // chains are not used.
 std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
