@@ -115,7 +115,7 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   for (u64 k = 1; rising_ && k < std::min(g.n, g.seq_ctas); ++k) rising_ = g.e[k] >= g.e[k - 1];
   zhi_ = g.zfull(0);
   zlo_ = std::min(g.zfull(0), g.zlast(0));
-  const u64 most_rows = *std::max_element(g.rows.begin(), g.rows.end());
+  const u64 most_rows = g.rows.empty() ? g.rows0 : *std::max_element(g.rows.begin(), g.rows.end());
   qmax_ = g.q_row * most_rows;
   omax_ = g.o_row * most_rows;
 }

@@ -38,21 +38,29 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     seq_zfull.push_back(grid.kv_bytes(b, 0));
     seq_zlast.push_back(grid.kv_bytes(b, nk - 1));
   }
-  e.resize(n), rows.resize(n), head_first.resize(n);
-  pair.resize(n), head.resize(n);
-  if (!dense) seq.resize(n);
   // A dense batch's heads are alike: one head's CTAs (by query block), the
   // rest by arithmetic.
   std::vector<FlashCta> first_head;
   const u64 H = grid.shape().heads, G = grid.group(), Hkv = grid.shape().kv_heads;
-  if (dense)
-    for (u64 q = 0; q < std::min(n, grid.sequence(0).q_blocks); ++q) first_head.push_back(grid.cta(hm ? q * H : q));
+  if (dense) {
+    seq_q_blocks = grid.sequence(0).q_blocks;
+    for (u64 q = 0; q < std::min(n, seq_q_blocks); ++q) first_head.push_back(grid.cta(hm ? q * H : q));
+  }
+  rows0 = first_head.empty() ? 0 : first_head[0].rows;
+  const bool alike = dense && std::all_of(first_head.begin(), first_head.end(), [&](const FlashCta& t) { return t.rows == rows0; });
+  if (alike && qo)  // (q_prefix and o_prefix then multiply: refused here where that would overflow)
+    static_cast<void>(checked_mul(checked_mul(n, rows0, "L2 simulation bytes"), std::max(q_row, o_row), "L2 simulation bytes"));
+  e.resize(n), pair.resize(n), head.resize(n);
+  if (!alike) rows.resize(n);
+  if (!dense) seq.resize(n);
+  if (!dense && !hm) head_first.resize(n);
   auto put = [&](u64 k, const FlashCta& t, u64 h, u64 p) {
     e[k] = static_cast<std::uint32_t>(t.blocks() > 0 ? t.end : 0);
-    rows[k] = static_cast<std::uint32_t>(t.rows);
+    if (!alike) rows[k] = static_cast<std::uint32_t>(t.rows);
     pair[k] = static_cast<std::uint32_t>(p);
     head[k] = static_cast<std::uint32_t>(h);
-    head_first[k] = hm ? 0 : k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : static_cast<std::uint32_t>(k);
+    if (!head_first.empty())
+      head_first[k] = k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : static_cast<std::uint32_t>(k);
   };
   if (dense) {  // (sequence, head) h and its pair, then the CTAs in launch order
     const u64 nq = first_head.size();
@@ -132,22 +140,24 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   }
   Rk.resize(n);
   for (u64 k = 0; k < n; ++k) Rk[k] = e[k] > 0 && !last_in_chain(k) ? s[next(k)] + static_cast<i64>(e[k]) - 1 : never;
-  PM.resize(n);
+  if (!hm) PM.assign(grid.heads(), never);
   PMh.resize(n);
+  i64 pm = never;
   for (u64 k = 0; k < n; ++k) {
     if (e[k] > 0 && last_in_chain(k)) {
       sp.push_back(k);
       sp_s.push_back(s[k]);
       spm.push_back(std::max(spm.empty() ? never : spm.back(), f(k)));
     }
-    PM[k] = std::max(k > 0 ? PM[k - 1] : never, R(k));
-    PMh[k] = std::max(head_first[k] < k ? PMh[k - 1] : never, R(k));
+    pm = std::max(pm, R(k));
+    if (!hm) PM[head[k]] = pm;  // (a head's CTAs are consecutive: its last writes)
+    PMh[k] = std::max(first_of_head(k) < k ? PMh[k - 1] : never, R(k));
   }
   // Ties of equal last steps were broken by id already: (last step, id) keys.
   fo_f.resize(n);
   for (u64 k = 0; k < n; ++k) fo_f[k] = f(fo[k]);
   if (hm) return;  // (the rest serves a head's first reads in query-block-major order)
-  if (qo) {
+  if (qo && !rows.empty()) {
     qpre.assign(n + 1, 0);
     opre.assign(n + 1, 0);
     for (u64 k = 0; k < n; ++k) {
@@ -187,7 +197,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
 u64 ChainGrid::next_reader(u64 k, u64 y) const {
   const u64 F = next_head(k);
   if (!first_reader.empty()) return F + first_reader[y];  // a dense batch: every head alike
-  u64 lo = F, hi = F + (k + 1 - head_first[k]);  // the next head has as many CTAs
+  u64 lo = F, hi = F + (k + 1 - first_of_head(k));  // the next head has as many CTAs
   while (lo < hi) {
     const u64 mid = lo + (hi - lo) / 2;
     if (e[mid] > y) hi = mid;
@@ -220,13 +230,13 @@ class QoWalk {
     const u64 a0 = first_at(q_[0], T - g), a1 = first_at(q_[1], T - g + 1);
     const u64 b0 = first_at(q_[2], T), b1 = first_at(q_[3], T + 1);
     const u64 qlo = clamp(P + 1, a0, a1), qhi = clamp(i + 1, b0, b1);
-    u64 sum = qhi > qlo ? c_.qpre[qhi] - c_.qpre[qlo] : 0;
+    u64 sum = qhi > qlo ? c_.q_prefix(qhi) - c_.q_prefix(qlo) : 0;
     auto by_finish = [&](u64& at, i64 step, u64 id) {
       while (at < c_.n && (c_.fo_f[at] < step || (c_.fo_f[at] == step && c_.fo[at] < id))) ++at;
       return at;
     };
     const u64 olo = by_finish(o_[0], T - g, P), ohi = by_finish(o_[1], T, i);
-    if (ohi > olo) sum += c_.opre[ohi] - c_.opre[olo];
+    if (ohi > olo) sum += c_.o_prefix(ohi) - c_.o_prefix(olo);
     return sum;
   }
 
@@ -264,7 +274,7 @@ void run(const ChainGrid& c, Tally& t) {
       for (u64 y = c.prev(i) == no_cta ? 0 : c.e[c.prev(i)]; y < c.e[i]; ++y) t.reads(infinite, 0, 1, c.kv_bytes(i, y));
       continue;
     }
-    const u64 hf = c.head_first[i];
+    const u64 hf = c.first_of_head(i);
     const u64 m = hf == i ? 0 : c.e[i - 1];
     const u64 L = hf > 0 && c.next_head(hf - 1) == hf ? hf - 1 : no_cta;  // the pair's previous head's last CTA
     std::uint16_t* kept = nullptr;

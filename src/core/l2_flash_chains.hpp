@@ -66,7 +66,7 @@ struct ChainGrid {
   // regular CTA k's blocks, G steps later.
   u64 prev(u64 i) const {
     if (hm) return prv[i] == none32 ? no_cta : prv[i];
-    return head_first[i] < i ? i - 1 : no_cta;
+    return first_of_head(i) < i ? i - 1 : no_cta;
   }
   u64 next(u64 k) const { return hm ? (nxt[k] == none32 ? no_cta : nxt[k]) : k + 1; }
   // Whether k is the last CTA of its head (query-block-major) or pair
@@ -83,8 +83,13 @@ struct ChainGrid {
   u64 nkb(u64 k) const { return seq_nkb[dense ? 0 : seq[k]]; }
   u64 zfull(u64 k) const { return seq_zfull[dense ? 0 : seq[k]]; }
   u64 zlast(u64 k) const { return seq_zlast[dense ? 0 : seq[k]]; }
-  u64 qb(u64 k) const { return q_row * rows[k]; }
-  u64 ob(u64 k) const { return o_row * rows[k]; }
+  u64 qb(u64 k) const { return q_row * (rows.empty() ? rows0 : rows[k]); }
+  u64 ob(u64 k) const { return o_row * (rows.empty() ? rows0 : rows[k]); }
+  // The first CTA of k's head in launch order (head-major: 0, one chain).
+  u64 first_of_head(u64 k) const { return hm ? 0 : dense ? u64{head[k]} * seq_q_blocks : head_first[k]; }
+  // Q bytes of CTAs [0, k) and O bytes of the first k in finish order (with --l2-qo allocate).
+  u64 q_prefix(u64 k) const { return rows.empty() ? k * q_row * rows0 : qpre[k]; }
+  u64 o_prefix(u64 k) const { return rows.empty() ? k * o_row * rows0 : opre[k]; }
   u64 kv_bytes(u64 k, u64 y) const { return y + 1 == nkb(k) ? zlast(k) : zfull(k); }
   bool reads_partial(u64 k) const { return e[k] == nkb(k) && zlast(k) != zfull(k); }
   // visit(k, R(k)) for every CTA k < up_to that is not its head's last and
@@ -93,13 +98,13 @@ struct ChainGrid {
   template <class F>
   void regular_from(u64 up_to, i64 thr, F visit) const {
     for (u64 k = up_to; k > 0;) {
-      const u64 hf = head_first[k - 1];
+      const u64 hf = first_of_head(k - 1);
       for (u64 j = k; j-- > hf && PMh[j] >= thr;) {
         const i64 r = Rk[j];
         if (r >= thr) visit(j, r);
       }
       k = hf;
-      if (k == 0 || PM[k - 1] < thr) return;
+      if (k == 0 || PM[head[k - 1]] < thr) return;
     }
   }
 
@@ -107,24 +112,29 @@ struct ChainGrid {
   bool qo = false, dense = false, hm = false;  // hm: head-major order
   u64 n = 0, slots = 0, steps = 0;
   // Per CTA, in 4 bytes where a value allows (ids below 2^23, key blocks and
-  // rows below 2^32: about 60 bytes a CTA in all), and R; what follows from
-  // them (last steps, a head's next head, tile bytes) is computed.
-  Array<std::uint32_t> e, rows, head_first;
+  // rows below 2^32), and R; what follows from them (last steps, a head's
+  // next head, tile bytes; a dense batch's heads' first CTAs, rows where all
+  // are alike) is computed.
+  Array<std::uint32_t> e;
+  Array<std::uint32_t> rows;              // empty where every CTA has rows0 rows
+  Array<std::uint32_t> head_first;        // query-block-major, a ragged batch: each CTA's head's first
   Array<std::uint32_t> head, pair;        // (sequence, head) and (sequence, kv head), dense
   Array<std::uint32_t> seq;               // a ragged batch's sequence (a dense one's are alike)
   std::vector<std::uint32_t> prv, nxt;    // head-major: the pair's previous and next CTA that read
   Array<i64> s;                           // first step
   Array<i64> Rk;                          // R (read in every walk over neighbours; head-major: the next reader lies far off)
-  Array<i64> PM, PMh;                     // prefix maxima of R over all ids and over the head's (head-major: one head)
+  Array<i64> PMh;                         // prefix maximum of R over the head's CTAs (head-major: all)
+  std::vector<i64> PM;                    // per (sequence, head), query-block-major: the largest R up to its last CTA
   std::vector<u64> sp;                    // the CTAs that read and are not regular (a head's last), in launch order
   std::vector<i64> sp_s, spm;             // their starts, prefix maximum of their last steps
   Array<std::uint32_t> fo;                // CTAs by (last step, id)
   Array<std::uint32_t> slot;              // the slot each CTA runs on
   Array<i64> fo_f;
-  std::vector<u64> qpre, opre;            // prefix sums of Q bytes by id and of O bytes in fo order (with --l2-qo allocate)
+  std::vector<u64> qpre, opre;            // q_prefix and o_prefix where rows differ
   std::vector<u64> seq_nkb, seq_zfull, seq_zlast;  // per sequence: key blocks, a full and the last block's bytes
   u64 q_row = 0, o_row = 0;                        // Q and O bytes a row
   u64 seq_ctas = 0, kv_heads = 0;                  // a dense batch: CTAs a sequence, pairs a sequence
+  u64 seq_q_blocks = 0, rows0 = 0;                 // a dense batch: query blocks a sequence; rows where all alike
   u64 group = 1;                                   // heads a kv head
   u64 longest = 1;                                 // the most steps a CTA runs
   // Per pair: one past its last CTA, the largest last step of the CTAs before
