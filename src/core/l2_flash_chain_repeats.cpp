@@ -104,6 +104,7 @@ HeadRepeats find_repeats(const ChainGrid& c) {
   r.first_at.assign(per + 1, 0);
   for (u64 q = 0; q < per; ++q) r.first_at[q + 1] = r.first_at[q] + c.e[q] - (q == 0 ? 0 : c.e[q - 1]);
   r.per_head = per;
+  r.head = c.head.data();
   return r;
 }
 

@@ -266,9 +266,10 @@ void run(const ChainGrid& c, Tally& t) {
   std::vector<std::uint16_t> first_buckets(caps.size() < 0xffff && repeats.per_head > 0 ? sources * repeats.first_at.back() : 0);
   QoWalk walk(c);
   u64 walking = no_cta;  // the L whose head the walk follows
+  u64 q_read = 0, o_written = 0;  // (every Q tile is a first access, every O tile written once: added at the end)
   for (u64 i = 0; i < c.n; ++i) {
-    t.read(infinite, c.qb(i));
-    t.write(c.ob(i));
+    q_read = checked_add(q_read, c.qb(i), "L2 simulation bytes");
+    o_written = checked_add(o_written, c.ob(i), "L2 simulation bytes");
     if (c.e[i] == 0) continue;
     if (c.hm) {
       for (u64 y = c.prev(i) == no_cta ? 0 : c.e[c.prev(i)]; y < c.e[i]; ++y) t.reads(infinite, 0, 1, c.kv_bytes(i, y));
@@ -325,6 +326,8 @@ void run(const ChainGrid& c, Tally& t) {
       if (kept != nullptr) kept[y - m] = static_cast<std::uint16_t>(bucket(d));
     }
   }
+  t.read(infinite, q_read);
+  t.write(o_written);
   // Re-reads: where bounds put all of a CTA's in one bucket below the largest
   // distance, counted; else evaluated.
   auto rereads = [&](u64 i) -> std::pair<u64, u64> {  // (P, blocks re-read)

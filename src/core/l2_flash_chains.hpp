@@ -194,18 +194,22 @@ struct HeadRepeats {
   std::vector<std::uint8_t> source_full; // per head: a later head repeats its first reads
   std::vector<std::uint32_t> kept;       // per head whose first reads others repeat: its rank among them
   std::vector<u64> first_at;             // per place: its first reads' offset among a head's ([per_head]: all)
+  const std::uint32_t* head = nullptr;   // the grid's: each CTA's head
   // Where CTA i's first reads are kept among the heads whose first reads others repeat.
-  u64 first_kept(u64 i) const { return kept[i / per_head] * first_at[per_head] + first_at[i % per_head]; }
+  u64 first_kept(u64 i) const {
+    const u64 h = head[i];
+    return kept[h] * first_at[per_head] + first_at[i - h * per_head];
+  }
   // The CTA whose re-reads CTA i's repeat (no_cta: none).
   u64 of(u64 i) const {
     if (per_head == 0) return no_cta;
-    const u64 h = i / per_head, q = i % per_head;
+    const u64 h = head[i], q = i - h * per_head;  // (the grid's heads: no division a CTA)
     return from[h] == ChainGrid::none32 || q < lo[h] || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
   }
   // The CTA whose first reads CTA i's repeat (no_cta: none).
   u64 first_of(u64 i) const {
     if (per_head == 0) return no_cta;
-    const u64 h = i / per_head, q = i % per_head;
+    const u64 h = head[i], q = i - h * per_head;
     return full[h] == 0 || q == 0 || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
   }
   // Whether a later CTA's re-reads (first reads) repeat CTA i's.
@@ -215,7 +219,7 @@ struct HeadRepeats {
  private:
   bool in(const std::vector<std::uint8_t>& v, u64 i) const {
     if (per_head == 0) return false;
-    const u64 h = i / per_head, q = i % per_head;
+    const u64 h = head[i], q = i - h * per_head;
     return v[h] != 0 && q != 0 && q < upto[h];
   }
 };
