@@ -13,8 +13,7 @@ namespace hbmscope::l2::chains {
 
 ChainReads::ChainReads(const ChainGrid& g, const Tally& t)
     : c_(g), single_(t.capacities().size() == 1 && t.capacities()[0] > 0 ? t.capacities()[0] : 0) {
-  d2_.assign(g.longest + 2, 0);  // (no CTA reads more blocks than the longest)
-  d1_.assign(g.longest + 2, 0);
+  d2_.assign(g.longest + 3, 0);  // (no CTA reads more blocks than the longest)
 }
 
 i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
@@ -69,11 +68,11 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
   const i64 gamma = Lo ? g / 8 : -1;  // (Lo: neighbours re-read within that are left out)
   const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
   i64 V0 = 0, S0 = 0;
-  i64 *d2 = d2_.data(), *d1 = d1_.data();
-  // D over the CTA's re-reads as second differences (ramps: d2[x] at step
-  // base + x) and first differences (boxes: d1[x]). (Without branches: a
-  // change at or before the first read goes to V0 and S0, one past the last
-  // to index mm, which the pass never reads.)
+  i64* d2 = d2_.data();
+  // D over the CTA's re-reads as second differences (d2[x] at step base +
+  // x; a box's edge is two). (Without branches: a change at or before the
+  // first read goes to V0 and S0, one past the last to index mm or mm + 1,
+  // which the pass never reads.)
   const u64 last = static_cast<u64>(mm - 1);
   auto at = [&](i64 pos, i64 w) {  // + w (x - pos + 1) from pos on
     const i64 x = pos - base;
@@ -85,7 +84,10 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
   auto step = [&](i64 pos, i64 w) {  // + w from pos on
     const i64 x = pos - base;
     V0 += x <= 0 ? w : 0;
-    d1[std::min(static_cast<u64>(x - 1), last) + 1] += w;
+    const u64 j = std::min(static_cast<u64>(x - 1), last) + 1;
+    const i64 v = x <= 0 ? 0 : w;  // (a slope of w at x and -w after)
+    d2[j] += v;
+    d2[j + 1] -= v;
   };
   auto range = [&](i64 lo, i64 hi, i64 w) {  // +w at every step of [lo, hi]
     if (lo > hi || hi < Tlo || lo > Thi) return;
@@ -140,11 +142,10 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
     for (i64 x = 1; x < mm; ++x) {
       S += d2[x];
       d2[x] = 0;
-      V += S + d1[x];
-      d1[x] = 0;
+      V += S;
       least = std::min(least, V);
     }
-    d2[mm] = 0, d1[mm] = 0;
+    d2[mm] = 0, d2[mm + 1] = 0;
     return std::min(c_.zfull(i), c_.zlast(i)) + static_cast<u64>(least);
   }
   // Heads' last CTAs: per block, up to its next access in the next head.
@@ -213,8 +214,7 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
       for (i64 x = 1; x < full_steps; ++x) {
         S += d2[x];
         d2[x] = 0;
-        V += S + d1[x];
-        d1[x] = 0;
+        V += S;
         le += V <= C;
         if constexpr (Top) top = std::max(top, V);
       }
@@ -227,20 +227,19 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
       if (mm > 1) {
         S += d2[mm - 1];
         d2[mm - 1] = 0;
-        V += S + d1[mm - 1];
-        d1[mm - 1] = 0;
+        V += S;
       }
       batches->of(c_.zlast(i)).reads(c_.zlast(i) + static_cast<u64>(V), 0, 1);
       most = std::max(most, c_.zlast(i) + static_cast<u64>(V));
     }
-    d2[mm] = 0, d1[mm] = 0;
+    d2[mm] = 0, d2[mm + 1] = 0;
     return most;
   }
   u64 most = 0;
   for (i64 x = 0; x < mm;) {
     const i64 cap = part && x < mm - 1 ? mm - 1 : mm;
     i64 x1 = x + 1;
-    while (x1 < cap && d2[x1] == 0 && d1[x1] == 0) ++x1;
+    while (x1 < cap && d2[x1] == 0) ++x1;
     const i64 z = part && x == mm - 1 ? static_cast<i64>(c_.zlast(i)) : zf;
     Tally::Batch& to = z == zf ? full : batches->of(static_cast<u64>(z));
     to.reads(static_cast<u64>(z + V), S, static_cast<u64>(x1 - x));
@@ -249,12 +248,11 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
     if (x1 < mm) {
       S += d2[x1];
       d2[x1] = 0;
-      V += S + d1[x1];
-      d1[x1] = 0;
+      V += S;
     }
     x = x1;
   }
-  d2[mm] = 0, d1[mm] = 0;
+  d2[mm] = 0, d2[mm + 1] = 0;
   return most;
 }
 

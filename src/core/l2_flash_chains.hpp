@@ -248,7 +248,7 @@ class ChainReads {
   u64 evaluate(u64 i, u64 P, u64 m, Batches* batches, bool most = true);
   const ChainGrid& c_;
   u64 single_ = 0;       // the tally's one capacity, if it has one (and it is not 0)
-  std::vector<i64> d2_, d1_;  // slope and value changes over one CTA's steps
+  std::vector<i64> d2_;  // slope changes over one CTA's steps
 };
 
 // Bounds on all of a CTA's re-reads' distances (l2_flash_chain_bounds.cpp).
