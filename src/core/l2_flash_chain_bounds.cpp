@@ -103,7 +103,7 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
     for (Sums* t : {&w.min, &w.max}) t->reset();
     w.win.assign(S, Window{});
     for (u64 v = 0; v < S; ++v) {
-      w.win[v].lo = w.win[v].hi = slot_start_[v];
+      w.win[v].lo = w.win[v].hi = w.win[v].seen_lo = w.win[v].seen_hi = slot_start_[v];
       w.win[v].gmin = w.win[v].gmax = Sums::cap;
       w.min.add(Sums::cap, +1);
       w.max.add(Sums::cap, +1);
@@ -147,12 +147,15 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
     const u64 v = touched_[t];
     dirty_[v] = 0;
     Window& w = cu.win[v];
-    i64 lo = Sums::cap, hi = 0;
-    for (u64 j = w.lo; j < w.hi; ++j) {
+    // (A window that only grew on the right adds its new CTAs' gaps.)
+    const bool grew = w.lo == w.seen_lo && w.hi >= w.seen_hi && w.seen_hi > w.seen_lo;
+    i64 lo = grew ? w.gmin : Sums::cap, hi = grew ? w.gmax : 0;
+    for (u64 j = grew ? w.seen_hi : w.lo; j < w.hi; ++j) {
       lo = std::min<i64>(lo, slot_cta_[j].gap_lo);
       hi = std::max<i64>(hi, slot_cta_[j].gap_hi);
     }
     if (w.lo == w.hi) hi = Sums::cap;
+    w.seen_lo = w.lo, w.seen_hi = w.hi;
     if (lo != w.gmin) {
       cu.min.add(w.gmin, -1);
       cu.min.add(lo, +1);

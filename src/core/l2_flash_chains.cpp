@@ -63,11 +63,13 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       head_first[k] = k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : static_cast<std::uint32_t>(k);
   };
   if (dense) {  // (sequence, head) h and its pair, then the CTAs in launch order
-    const u64 nq = first_head.size();
-    for (u64 k = 0, h0 = 0; k < n; h0 += hm ? H : 1) {
+    const u64 nq = first_head.size(), per_q = hm ? H : 1;
+    std::vector<u64> pair_of(per_q);  // a query block's CTAs' pairs from the first's
+    for (u64 hh = 0; hh < per_q; ++hh) pair_of[hh] = hh / G;
+    for (u64 k = 0, h0 = 0; k < n; h0 += per_q) {
       const u64 p0 = h0 / H * Hkv + h0 % H / G;  // (head-major: the sequence's first pair)
       for (u64 q = 0; q < nq && k < n; ++q)
-        for (u64 hh = 0; hh < (hm ? H : 1) && k < n; ++hh, ++k) put(k, first_head[q], h0 + hh, p0 + hh / G);
+        for (u64 hh = 0; hh < per_q && k < n; ++hh, ++k) put(k, first_head[q], h0 + hh, p0 + pair_of[hh]);
     }
   } else {
     for (u64 k = 0; k < n; ++k) {

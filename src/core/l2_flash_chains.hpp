@@ -307,6 +307,7 @@ class ChainBounds {
   struct Window {  // a slot's CTAs that run in the current window: [lo, hi) of slot_cta_
     u64 lo = 0, hi = 0;
     i64 gmin = 0, gmax = 0;
+    u64 seen_lo = 0, seen_hi = 0;  // the CTAs gmin and gmax were taken over
   };
   // The moving part: each slot's window, the trees over their gaps, pointers.
   struct Cursor {
