@@ -2,6 +2,7 @@
 // on every shape where the enumeration runs (docs/model.md, "How it is
 // evaluated"). Hundreds of random shapes, both launch orders, both --l2-qo
 // modes, ladders of L2 sizes.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
 
@@ -217,12 +218,24 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
       l2::chains::ChainReads reads(cg, t);
       l2::chains::Batches batches(t);
       l2::chains::ChainBounds bounds(cg);
-      std::uint64_t checked = 0;
+      const std::uint64_t rows = cg.rows.empty() ? cg.rows0 : *std::max_element(cg.rows.begin(), cg.rows.end());
+      std::uint64_t checked = 0, quick = 0;
       for (std::uint64_t i = 0; i < cg.n; ++i) {
         const std::uint64_t P = cg.prev(i);
         if (cg.e[i] == 0 || P == l2::chains::no_cta || cg.e[P] == 0) continue;
-        l2::chains::Bounds b = bounds.of(i, P);
         const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
+        // The quick bound (every threshold met: no backing off), some calls
+        // passed over (its pointers jump), its Q and O tiles counted anew.
+        if (l2::chains::Bounds q; rng() % 3 != 0 && bounds.quick(i, P, ~std::uint64_t{0}, q)) {
+          REQUIRE(q.hi >= most);
+          const std::int64_t X = cg.s[P], Thi = cg.s[i] + static_cast<std::int64_t>(cg.e[P]) - 1;
+          auto in = [&](const auto& v) {
+            return static_cast<std::uint64_t>(std::upper_bound(v.begin(), v.end(), Thi) - std::lower_bound(v.begin(), v.end(), X));
+          };
+          CHECK(q.qo == (c.q_o_allocate ? in(cg.s) * cg.q_row * rows + in(cg.fo_f) * cg.o_row * rows : 0));
+          ++quick;
+        }
+        l2::chains::Bounds b = bounds.of(i, P);
         REQUIRE(bounds.peak_hi(i, P) >= most);
         if (!b.valid) continue;
         REQUIRE(b.hi >= most);
@@ -231,6 +244,7 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
         ++checked;
       }
       CHECK(checked > 0);
+      CHECK(quick > 0);
     });
   }
 }

@@ -219,6 +219,46 @@ Bounds ChainBounds::of(u64 i, u64 P) {
   return b;
 }
 
+bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
+  if (!usable_ || P == no_cta || c_.e[P] == 0) return false;
+  const i64 g = c_.s[i] - c_.s[P], X = c_.s[P], Thi = c_.s[i] + static_cast<i64>(c_.e[P]) - 1;
+  if (Thi > c_.s[c_.n - 1]) return false;
+  u64 qo = 0;
+  if (c_.qo) {
+    // Pointers that move with X and Thi: searched from where they were, up
+    // in steps that double (calls may be far apart), down by bisection.
+    auto count = [&](u64& at, const Array<i64>& v, i64 step, bool by) {  // the values below step (by: up to it)
+      auto before = [&](u64 j) { return by ? v[j] <= step : v[j] < step; };
+      u64 lo = 0, hi = at;  // the count lies in [lo, hi]: before every j < lo, hi = n or not before hi
+      if (at == 0 || before(at - 1)) {  // (most calls: a few steps on)
+        for (int near = 0; near < 8 && at < c_.n && before(at); ++near) ++at;
+        if (at == c_.n || !before(at)) return at;
+        lo = hi = at + 1;
+        for (u64 d = 2; hi < c_.n && before(hi); d *= 2) lo = hi + 1, hi = std::min(c_.n, hi + d);
+      }
+      const auto b0 = v.begin() + static_cast<std::ptrdiff_t>(lo), b1 = v.begin() + static_cast<std::ptrdiff_t>(hi);
+      at = static_cast<u64>((by ? std::upper_bound(b0, b1, step) : std::lower_bound(b0, b1, step)) - v.begin());
+      return at;
+    };
+    const u64 q0 = count(k.at[0], c_.s, X, false), q1 = count(k.at[1], c_.s, Thi, true);
+    const u64 o0 = count(k.at[2], c_.fo_f, X, false), o1 = count(k.at[3], c_.fo_f, Thi, true);
+    qo = (q1 - q0) * qmax_ + (o1 - o0) * omax_;
+  }
+  // (As of(): at most min(g, G_max) a slot, one more in head-major order.)
+  const u64 hi = zhi_ + zhi_ * c_.slots * static_cast<u64>(g + (c_.hm ? 1 : 0)) + qo;
+  if (hi > first) {
+    k.skip = k.wait;
+    k.wait = std::min<u64>(2 * k.wait + 1, 255);
+    return false;
+  }
+  k.wait = 0;
+  b.lo = std::min(zlo_, hi);  // (at least its own block)
+  b.hi = hi;
+  b.qo = qo;
+  b.valid = true;
+  return true;
+}
+
 namespace {
 // The most of the sorted values [first, last) within width of each other.
 u64 densest(const i64* first, const i64* last, i64 width) {

@@ -345,7 +345,13 @@ void run(const ChainGrid& c, Tally& t) {
       range[i] = range[from];
       continue;
     }
-    Bounds b = bounds.of(i, P);
+    Bounds b;
+    if (!caps.empty() && bounds.quick(i, P, caps[0], b)) {
+      floor_of_max = std::max(floor_of_max, b.lo);
+      range[i] = {b.lo, b.hi};
+      continue;
+    }
+    b = bounds.of(i, P);
     if (!b.valid) continue;
     if (bucket(b.lo) != bucket(b.hi)) {
       // refine_hi leaves at least hi - qo: lo must reach that bucket, and

@@ -265,6 +265,17 @@ class ChainBounds {
   // windows of their own, forward (a call whose P starts before its kind's
   // last one gets none).
   Bounds of(u64 i, u64 P);
+  // Bounds on CTA i's re-reads where they all lie at or below `first` (the
+  // smallest capacity), from g alone (every slot's last g + 1 steps) and the
+  // Q and O tiles of the window: O(1) amortized, and the call's windows
+  // stay where they are. Where such calls fail, they are tried less often
+  // (each kind, as of()'s, backs off).
+  bool quick(u64 i, u64 P, u64 first, Bounds& b) {
+    Quick& k = quick_[P + 1 == i ? 0 : 1];
+    if (k.skip == 0) return quick(k, i, P, first, b);
+    --k.skip;
+    return false;
+  }
   // Tighter bounds, O(slots), right after of(i, P), whose state they use:
   // below, only the slots that count one access less at a time (those whose
   // first CTA launched from i on has just started; P = i - 1) rather than
@@ -341,6 +352,12 @@ class ChainBounds {
   std::vector<u64> short_slots_;
   std::vector<u64> events_;                  // peak_hi: slope changes past the first read, as sort keys
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
+  struct Quick {
+    std::array<u64, 4> at{};  // ids started before X and by Thi, CTAs (finish order) ended before X and by Thi
+    u64 wait = 0, skip = 0;   // calls to pass over after a failure, and left to pass
+  };
+  Quick quick_[2];  // P = i - 1, and the others
+  bool quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b);
   bool rising_ = false;  // head-major, a dense batch whose e rises along a sequence
 };
 
