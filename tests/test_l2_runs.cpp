@@ -249,6 +249,36 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
   }
 }
 
+TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA", "[l2runs][chains]") {
+  // A window's state is a function of where it is: found by bisection after
+  // a long jump (past CTAs whose bounds are not asked for) or moved CTA by
+  // CTA, the bounds are the same.
+  std::mt19937_64 rng(GENERATE(71, 72));
+  std::uint64_t jumped = 0;
+  for (int k = 0; k < 10; ++k) {
+    const Shape s = long_causal_heads(rng, 1500, 4000, 6);
+    beside_few_slots(rng, s, [&](const Shape&, const L2SimConfig& c) {
+      const l2::FlashGrid grid(s, c.order);
+      if (!l2::flash_in_chains(grid)) return;
+      const l2::chains::ChainGrid cg(grid, c);
+      l2::chains::ChainBounds every(cg), sparse(cg);
+      for (std::uint64_t i = 0; i < cg.n; ++i) {
+        const std::uint64_t P = cg.prev(i);
+        if (cg.e[i] == 0 || P == l2::chains::no_cta || cg.e[P] == 0) continue;
+        const l2::chains::Bounds a = every.of(i, P);
+        if (rng() % (12 * cg.slots) != 0) continue;  // (jumps of some slots' CTAs)
+        const l2::chains::Bounds b = sparse.of(i, P);
+        REQUIRE(a.valid == b.valid);
+        CHECK(a.lo == b.lo);
+        CHECK(a.hi == b.hi);
+        CHECK(a.qo == b.qo);
+        ++jumped;
+      }
+    });
+  }
+  CHECK(jumped > 50);
+}
+
 // Many causal heads of tens of key blocks beside a few slots, query-block-
 // major: the schedule settles into a period of heads that repeat earlier ones.
 Shape many_heads(std::mt19937_64& rng) {

@@ -85,6 +85,7 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   const u64 S = g.slots;
   slot_start_.assign(S + 1, 0);
   slot_cta_.resize(g.n);
+  slot_id_.resize(g.n);
   pos_.resize(g.n);
   std::vector<u64> count(S, 0);
   for (u64 k = 0; k < g.n; ++k) ++count[g.slot[k]];
@@ -95,6 +96,7 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
     if (g.R(k) != never) lo = hi = g.gap(k);
     else if (g.next_head(k) != no_cta) lo = g.s[k + 1] - g.s[k];
     pos_[k] = static_cast<std::uint32_t>(at[g.slot[k]] - slot_start_[g.slot[k]]);
+    slot_id_[at[g.slot[k]]] = static_cast<std::uint32_t>(k);
     slot_cta_[at[g.slot[k]]++] = {static_cast<std::int32_t>(std::min<i64>(lo, Sums::cap)),
                                     static_cast<std::int32_t>(std::min<i64>(hi, Sums::cap))};
   }
@@ -121,6 +123,24 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
 }
 
 void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
+  // Far ahead (past a repeated head's CTAs, whose bounds are not asked
+  // for): every slot's window found by bisection, not CTA by CTA (some
+  // slots' worth of bisections against more CTAs' steps).
+  const u64 far = 8 * c_.slots;
+  if (cu.started + far < c_.n && c_.s[cu.started + far] <= Thi && cu.ended + far < c_.n && c_.fo_f[cu.ended + far] < X) {
+    cu.started = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
+    cu.ended = static_cast<u64>(std::lower_bound(c_.fo_f.begin(), c_.fo_f.end(), X) - c_.fo_f.begin());
+    for (u64 v = 0; v < c_.slots; ++v) {
+      // (A slot's CTAs start and end in its order: those ended before X, then those started by Thi.)
+      const std::uint32_t *a = slot_id_.data() + slot_start_[v], *b = slot_id_.data() + slot_start_[v + 1];
+      const u64 ended = static_cast<u64>(std::partition_point(a, b, [&](std::uint32_t k) { return c_.f(k) < X; }) - a);
+      const u64 started = static_cast<u64>(std::partition_point(a, b, [&](std::uint32_t k) { return c_.s[k] <= Thi; }) - a);
+      Window& w = cu.win[v];
+      w.lo = slot_start_[v] + ended;
+      w.hi = slot_start_[v] + std::max(ended, started);
+      touch(v);
+    }
+  }
   // Right ends: CTAs started by Thi (Thi drops at a head's start: those
   // started after it leave).
   while (cu.started > 0 && c_.s[cu.started - 1] > Thi) {

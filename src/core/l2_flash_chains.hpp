@@ -342,7 +342,8 @@ class ChainBounds {
   const ChainGrid& c_;
   std::vector<u64> slot_start_;
   Array<SlotCta> slot_cta_;
-  Array<std::uint32_t> pos_;  // each CTA's place among its slot's
+  Array<std::uint32_t> pos_;      // each CTA's place among its slot's
+  Array<std::uint32_t> slot_id_;  // the CTA at each place of slot_cta_
   Cursor cursor_[2];                // P = i - 1, and the others
   const Cursor* at_ = nullptr;      // the last call's
   std::vector<std::uint8_t> dirty_;
