@@ -253,7 +253,8 @@ void run(const ChainGrid& c, Tally& t) {
   Batches batches(t);
   ChainReads reads(c, t);
   const std::vector<std::uint64_t>& caps = t.capacities();
-  auto bucket = [&](u64 d) {
+  auto bucket = [&, one = caps.size() == 1](u64 d) -> std::size_t {  // (one capacity, a report row's: a comparison)
+    if (one) return d > caps[0];
     return static_cast<std::size_t>(std::lower_bound(caps.begin(), caps.end(), d) - caps.begin());
   };
   // First reads: in query-block-major order exact (their largest distance
@@ -337,9 +338,10 @@ void run(const ChainGrid& c, Tally& t) {
     return {P, c.e[i] == 0 || P == no_cta ? 0 : c.e[P]};
   };
   ChainBounds bounds(c);
-  std::vector<std::pair<u64, u64>> range(c.n, {0, 0});  // the bounds kept: hi 0 where none
+  Array<std::pair<u64, u64>> range(c.n);  // the bounds kept: hi 0 where none
   for (u64 i = 0; i < c.n; ++i) {
     const auto [P, m] = rereads(i);
+    range[i] = {0, 0};
     if (m == 0) continue;
     if (const u64 from = repeats.of(i); from != no_cta) {
       range[i] = range[from];
