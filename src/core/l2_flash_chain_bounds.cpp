@@ -251,9 +251,9 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
       auto before = [&](u64 j) { return by ? v[j] <= step : v[j] < step; };
       u64 lo = 0, hi = at;  // the count lies in [lo, hi]: before every j < lo, hi = n or not before hi
       if (at == 0 || before(at - 1)) {  // (most calls: a few steps on)
-        for (int near = 0; near < 8 && at < c_.n && before(at); ++near) ++at;
-        if (at == c_.n || !before(at)) return at;
-        lo = hi = at + 1;
+        for (int near = 0; near < 8; ++near, ++at)
+          if (at == c_.n || !before(at)) return at;
+        lo = hi = at;
         for (u64 d = 2; hi < c_.n && before(hi); d *= 2) lo = hi + 1, hi = std::min(c_.n, hi + d);
       }
       const auto b0 = v.begin() + static_cast<std::ptrdiff_t>(lo), b1 = v.begin() + static_cast<std::ptrdiff_t>(hi);
