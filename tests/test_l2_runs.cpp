@@ -202,51 +202,65 @@ TEST_CASE("L2 runs: the chains equal the enumeration on long causal heads", "[l2
   for (int k = 0; k < 12; ++k) beside_few_slots(rng, long_causal_heads(rng, 3000, 8000, 4), same_chains);
 }
 
-TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]") {
-  // Each upper bound the chains compare with the largest distance (the
-  // windows' and the refined one, and the one resolved in time) is at least
-  // the CTA's own largest distance, evaluated exactly; on long causal heads
-  // with wide GQA groups (head-major order: loose windows, tight peak_hi).
-  std::mt19937_64 rng(GENERATE(51, 52));
-  for (int k = 0; k < 8; ++k) {
+// Long causal heads with wide GQA groups beside a few slots, both orders:
+// check(s, c, chain grid) on each grid the chains take.
+template <class Check>
+void long_chain_grids(std::mt19937_64& rng, int shapes, Check check) {
+  for (int k = 0; k < shapes; ++k) {
     const Shape s = long_causal_heads(rng, 1500, 4000, 6);
     beside_few_slots(rng, s, [&](const Shape&, const L2SimConfig& c) {
       const l2::FlashGrid grid(s, c.order);
-      if (!l2::flash_in_chains(grid)) return;
-      const l2::chains::ChainGrid cg(grid, c);
-      l2::Tally t({kv_footprint_bytes(s) / 4});
-      l2::chains::ChainReads reads(cg, t);
-      l2::chains::Batches batches(t);
-      l2::chains::ChainBounds bounds(cg);
-      const std::uint64_t rows = cg.rows.empty() ? cg.rows0 : *std::max_element(cg.rows.begin(), cg.rows.end());
-      std::uint64_t checked = 0, quick = 0;
-      for (std::uint64_t i = 0; i < cg.n; ++i) {
-        const std::uint64_t P = cg.prev(i);
-        if (cg.e[i] == 0 || P == l2::chains::no_cta || cg.e[P] == 0) continue;
-        const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
-        // The quick bound (every threshold met: no backing off), some calls
-        // passed over (its pointers jump), its Q and O tiles counted anew.
-        if (l2::chains::Bounds q; rng() % 3 != 0 && bounds.quick(i, P, ~std::uint64_t{0}, q)) {
-          REQUIRE(q.hi >= most);
-          const std::int64_t X = cg.s[P], Thi = cg.s[i] + static_cast<std::int64_t>(cg.e[P]) - 1;
-          auto in = [&](const auto& v) {
-            return static_cast<std::uint64_t>(std::upper_bound(v.begin(), v.end(), Thi) - std::lower_bound(v.begin(), v.end(), X));
-          };
-          CHECK(q.qo == (c.q_o_allocate ? in(cg.s) * cg.q_row * rows + in(cg.fo_f) * cg.o_row * rows : 0));
-          ++quick;
-        }
-        l2::chains::Bounds b = bounds.of(i, P);
-        REQUIRE(bounds.peak_hi(i, P) >= most);
-        if (!b.valid) continue;
-        REQUIRE(b.hi >= most);
-        bounds.refine_hi(i, P, b);
-        REQUIRE(b.hi >= most);
-        ++checked;
-      }
-      CHECK(checked > 0);
-      CHECK(quick > 0);
+      if (l2::flash_in_chains(grid)) check(s, c, l2::chains::ChainGrid(grid, c));
     });
   }
+}
+
+// visit(i, P) for every CTA i that re-reads its predecessor P's blocks.
+template <class Visit>
+void each_rereader(const l2::chains::ChainGrid& cg, Visit visit) {
+  for (std::uint64_t i = 0; i < cg.n; ++i) {
+    const std::uint64_t P = cg.prev(i);
+    if (cg.e[i] != 0 && P != l2::chains::no_cta && cg.e[P] != 0) visit(i, P);
+  }
+}
+
+TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]") {
+  // Each upper bound the chains compare with the largest distance (the
+  // windows' and the refined one, the quick one and the one resolved in
+  // time) is at least the CTA's own largest distance, evaluated exactly (in
+  // head-major order: loose windows, tight peak_hi).
+  std::mt19937_64 rng(GENERATE(51, 52));
+  long_chain_grids(rng, 8, [&](const Shape& s, const L2SimConfig& c, const l2::chains::ChainGrid& cg) {
+    l2::Tally t({kv_footprint_bytes(s) / 4});
+    l2::chains::ChainReads reads(cg, t);
+    l2::chains::Batches batches(t);
+    l2::chains::ChainBounds bounds(cg);
+    const std::uint64_t rows = cg.rows.empty() ? cg.rows0 : *std::max_element(cg.rows.begin(), cg.rows.end());
+    std::uint64_t checked = 0, quick = 0;
+    each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
+      const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
+      // The quick bound (every threshold met: no backing off), some calls
+      // passed over (its pointers jump), its Q and O tiles counted anew.
+      if (l2::chains::Bounds q; rng() % 3 != 0 && bounds.quick(i, P, ~std::uint64_t{0}, q)) {
+        REQUIRE(q.hi >= most);
+        const std::int64_t X = cg.s[P], Thi = cg.s[i] + static_cast<std::int64_t>(cg.e[P]) - 1;
+        auto in = [&](const auto& v) {
+          return static_cast<std::uint64_t>(std::upper_bound(v.begin(), v.end(), Thi) - std::lower_bound(v.begin(), v.end(), X));
+        };
+        CHECK(q.qo == (c.q_o_allocate ? in(cg.s) * cg.q_row * rows + in(cg.fo_f) * cg.o_row * rows : 0));
+        ++quick;
+      }
+      l2::chains::Bounds b = bounds.of(i, P);
+      REQUIRE(bounds.peak_hi(i, P) >= most);
+      if (!b.valid) return;
+      REQUIRE(b.hi >= most);
+      bounds.refine_hi(i, P, b);
+      REQUIRE(b.hi >= most);
+      ++checked;
+    });
+    CHECK(checked > 0);
+    CHECK(quick > 0);
+  });
 }
 
 TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA", "[l2runs][chains]") {
@@ -255,27 +269,19 @@ TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA
   // CTA, the bounds are the same.
   std::mt19937_64 rng(GENERATE(71, 72));
   std::uint64_t jumped = 0;
-  for (int k = 0; k < 10; ++k) {
-    const Shape s = long_causal_heads(rng, 1500, 4000, 6);
-    beside_few_slots(rng, s, [&](const Shape&, const L2SimConfig& c) {
-      const l2::FlashGrid grid(s, c.order);
-      if (!l2::flash_in_chains(grid)) return;
-      const l2::chains::ChainGrid cg(grid, c);
-      l2::chains::ChainBounds every(cg), sparse(cg);
-      for (std::uint64_t i = 0; i < cg.n; ++i) {
-        const std::uint64_t P = cg.prev(i);
-        if (cg.e[i] == 0 || P == l2::chains::no_cta || cg.e[P] == 0) continue;
-        const l2::chains::Bounds a = every.of(i, P);
-        if (rng() % (12 * cg.slots) != 0) continue;  // (jumps of some slots' CTAs)
-        const l2::chains::Bounds b = sparse.of(i, P);
-        REQUIRE(a.valid == b.valid);
-        CHECK(a.lo == b.lo);
-        CHECK(a.hi == b.hi);
-        CHECK(a.qo == b.qo);
-        ++jumped;
-      }
+  long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
+    l2::chains::ChainBounds every(cg), sparse(cg);
+    each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
+      const l2::chains::Bounds a = every.of(i, P);
+      if (rng() % (12 * cg.slots) != 0) return;  // (jumps of some slots' CTAs)
+      const l2::chains::Bounds b = sparse.of(i, P);
+      REQUIRE(a.valid == b.valid);
+      CHECK(a.lo == b.lo);
+      CHECK(a.hi == b.hi);
+      CHECK(a.qo == b.qo);
+      ++jumped;
     });
-  }
+  });
   CHECK(jumped > 50);
 }
 

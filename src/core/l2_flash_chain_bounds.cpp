@@ -193,10 +193,11 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
 Bounds ChainBounds::of(u64 i, u64 P) {
   Bounds b;
   at_ = nullptr;
-  if (!usable_ || P == no_cta || c_.e[P] == 0) return b;
-  const i64 g = c_.s[i] - c_.s[P], X = c_.s[P], Thi = c_.s[i] + static_cast<i64>(c_.e[P]) - 1;
+  const std::optional<Span> w = reread_span(i, P);
+  if (!w) return b;
+  const auto [g, X, Thi] = *w;
   Cursor& cu = cursor_[P + 1 == i ? 0 : 1];
-  if (Thi > c_.s[c_.n - 1] || X < cu.last_x) return b;
+  if (X < cu.last_x) return b;
   cu.last_x = X;
   move_to(cu, X, Thi);
   at_ = &cu;
@@ -240,9 +241,9 @@ Bounds ChainBounds::of(u64 i, u64 P) {
 }
 
 bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
-  if (!usable_ || P == no_cta || c_.e[P] == 0) return false;
-  const i64 g = c_.s[i] - c_.s[P], X = c_.s[P], Thi = c_.s[i] + static_cast<i64>(c_.e[P]) - 1;
-  if (Thi > c_.s[c_.n - 1]) return false;
+  const std::optional<Span> w = reread_span(i, P);
+  if (!w) return false;
+  const auto [g, X, Thi] = *w;
   u64 qo = 0;
   if (c_.qo) {
     // Pointers that move with X and Thi: searched from where they were, up

@@ -338,10 +338,9 @@ void run(const ChainGrid& c, Tally& t) {
     return {P, c.e[i] == 0 || P == no_cta ? 0 : c.e[P]};
   };
   ChainBounds bounds(c);
-  Array<std::pair<u64, u64>> range(c.n);  // the bounds kept: hi 0 where none
+  std::vector<std::pair<u64, u64>> range(c.n, {0, 0});  // the bounds kept: hi 0 where none
   for (u64 i = 0; i < c.n; ++i) {
     const auto [P, m] = rereads(i);
-    range[i] = {0, 0};
     if (m == 0) continue;
     if (const u64 from = repeats.of(i); from != no_cta) {
       range[i] = range[from];

@@ -17,6 +17,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -332,6 +333,16 @@ class ChainBounds {
     i64 last_x = never;
   };
   void move_to(Cursor& cu, i64 X, i64 Thi);
+  struct Span {  // CTA i's re-reads of P's blocks: g, P's start X, the last read's step Thi
+    i64 g, X, Thi;
+  };
+  // Where the bounds hold for them (every slot busy through the reads), else none.
+  std::optional<Span> reread_span(u64 i, u64 P) const {
+    if (!usable_ || P == no_cta || c_.e[P] == 0) return std::nullopt;
+    const Span w{c_.s[i] - c_.s[P], c_.s[P], c_.s[i] + static_cast<i64>(c_.e[P]) - 1};
+    if (w.Thi > c_.s[c_.n - 1]) return std::nullopt;
+    return w;
+  }
   void touch(u64 v) {  // slot v's window changed (once a move)
     if (!dirty_[v]) dirty_[v] = 1, touched_[ntouched_++] = v;
   }
