@@ -101,6 +101,9 @@ HeadRepeats find_repeats(const ChainGrid& c) {
   r.kept.assign(heads, ChainGrid::none32);
   for (u64 h = 0, n = 0; h < heads; ++h)
     if (r.source_full[h] != 0) r.kept[h] = static_cast<std::uint32_t>(n++);
+  r.source_rank.assign(heads, ChainGrid::none32);
+  for (u64 h = 0; h < heads; ++h)
+    if (r.source[h] != 0) r.source_rank[h] = static_cast<std::uint32_t>(r.sources++);
   r.first_at.assign(per + 1, 0);
   for (u64 q = 0; q < per; ++q) r.first_at[q + 1] = r.first_at[q] + c.e[q] - (q == 0 ? 0 : c.e[q - 1]);
   r.per_head = per;

@@ -140,10 +140,12 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     }
     while (fo.size() < n) pop();
   }
-  Rk.resize(n);
-  for (u64 k = 0; k < n; ++k) Rk[k] = e[k] > 0 && !last_in_chain(k) ? s[next(k)] + static_cast<i64>(e[k]) - 1 : never;
-  if (!hm) PM.assign(grid.heads(), never);
-  PMh.resize(n);
+  if (hm) {
+    Rk.resize(n), PMh.resize(n);
+    for (u64 k = 0; k < n; ++k) Rk[k] = e[k] > 0 && !last_in_chain(k) ? s[next(k)] + static_cast<i64>(e[k]) - 1 : never;
+  } else {
+    PM.assign(grid.heads(), never);
+  }
   i64 pm = never;
   for (u64 k = 0; k < n; ++k) {
     if (e[k] > 0 && last_in_chain(k)) {
@@ -153,7 +155,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     }
     pm = std::max(pm, R(k));
     if (!hm) PM[head[k]] = pm;  // (a head's CTAs are consecutive: its last writes)
-    PMh[k] = std::max(first_of_head(k) < k ? PMh[k - 1] : never, R(k));
+    if (hm) PMh[k] = pm;  // (one chain)
   }
   // Ties of equal last steps were broken by id already: (last step, id) keys.
   fo_f.resize(n);
@@ -331,53 +333,21 @@ void run(const ChainGrid& c, Tally& t) {
   }
   t.read(infinite, q_read);
   t.write(o_written);
-  // Re-reads: where bounds put all of a CTA's in one bucket below the largest
-  // distance, counted; else evaluated.
+  // Re-reads, in one pass: bounds first; where they put all of a CTA's in
+  // one bucket below the largest distance found so far, counted; where they
+  // straddle a capacity, evaluated; the rest (those that may hold the
+  // largest distance) kept for the end.
   auto rereads = [&](u64 i) -> std::pair<u64, u64> {  // (P, blocks re-read)
     const u64 P = c.prev(i);
     return {P, c.e[i] == 0 || P == no_cta ? 0 : c.e[P]};
   };
-  ChainBounds bounds(c);
-  std::vector<std::pair<u64, u64>> range(c.n, {0, 0});  // the bounds kept: hi 0 where none
-  for (u64 i = 0; i < c.n; ++i) {
-    const auto [P, m] = rereads(i);
-    if (m == 0) continue;
-    if (const u64 from = repeats.of(i); from != no_cta) {
-      range[i] = range[from];
-      continue;
-    }
-    Bounds b;
-    if (!caps.empty() && bounds.quick(i, P, caps[0], b)) {
-      floor_of_max = std::max(floor_of_max, b.lo);
-      range[i] = {b.lo, b.hi};
-      continue;
-    }
-    b = bounds.of(i, P);
-    if (!b.valid) continue;
-    if (bucket(b.lo) != bucket(b.hi)) {
-      // refine_hi leaves at least hi - qo: lo must reach that bucket, and
-      // refine_hi is tried only where it can then settle them.
-      const std::size_t k = bucket(b.hi - b.qo);
-      bounds.refine_lo(i, P, b, k == 0 ? 0 : caps[k - 1] + 1);
-      if (bucket(b.lo) != bucket(b.hi) && bucket(b.lo) >= k) bounds.refine_hi(i, P, b);
-      // In head-major order with GQA a pair's first CTA shares its slots
-      // with the group's other heads, re-read a step or two later: the
-      // windows' lower bound counts little more than those, the long gaps
-      // resolved in time a good deal more.
-      if (bucket(b.lo) != bucket(b.hi) && c.hm && c.group > 1 && P + 1 != i)
-        b.lo = std::max(b.lo, reads.long_lo(i, P, m));
-    }
-    floor_of_max = std::max(floor_of_max, b.lo);
-    range[i] = {b.lo, b.hi};
-  }
-  // The CTAs whose bounds straddle a capacity first; then those that may hold
-  // the largest distance, largest upper bound first, until the rest lie below
-  // the largest distance found (every part of the floor is at most the
-  // largest distance, so the reads that reach it are never counted away).
-  auto count = [&](u64 i, u64 m) {
+  struct Range {  // bounds kept: hi 0 where none
+    u64 lo = 0, hi = 0;
+  };
+  auto count = [&](u64 i, u64 m, u64 lo) {
     const bool part = m == c.nkb(i) && c.zlast(i) != c.zfull(i);  // its last re-read: the short last block
-    t.read_in_bucket(bucket(range[i].first), checked_add(checked_mul(m - part, c.zfull(i), "L2 simulation bytes"),
-                                                         part ? c.zlast(i) : 0, "L2 simulation bytes"));
+    t.read_in_bucket(bucket(lo), checked_add(checked_mul(m - part, c.zfull(i), "L2 simulation bytes"),
+                                             part ? c.zlast(i) : 0, "L2 simulation bytes"));
   };
   struct Evaluated {
     Batches::Counts counts;
@@ -385,7 +355,7 @@ void run(const ChainGrid& c, Tally& t) {
   };
   std::unordered_map<u64, Evaluated> evaluated;  // re-readers that others repeat
   Batches apart(t);
-  auto exact = [&](u64 i, u64 P, u64 m) -> u64 {
+  auto exact = [&](u64 i, u64 P, u64 m, u64 hi) -> u64 {
     if (const u64 from = repeats.of(i); from != no_cta)
       if (const auto it = evaluated.find(from); it != evaluated.end()) {
         batches.add(it->second.counts);
@@ -396,35 +366,68 @@ void run(const ChainGrid& c, Tally& t) {
       }
     // (Bounds below the largest distance found: not the largest. A repeat's
     // are its source's, and the floor only rises.)
-    const bool need_most = range[i].second == 0 || range[i].second >= floor_of_max;
+    const bool need_most = hi == 0 || hi >= floor_of_max;
     if (!repeats.source_of_any(i)) return reads.chain(i, P, m, batches, need_most);
     const u64 most = reads.chain(i, P, m, apart, need_most);
     const auto& kept = evaluated.emplace(i, Evaluated{apart.take(), most}).first->second;
     batches.add(kept.counts);
     return most;
   };
-  std::vector<u64> top;
+  ChainBounds bounds(c);
+  std::vector<Range> kept(repeats.sources * repeats.per_head);  // the sources' bounds, for their repeats
+  struct Top {
+    u64 i;
+    Range r;
+  };
+  std::vector<Top> top;
   for (u64 i = 0; i < c.n; ++i) {
     const auto [P, m] = rereads(i);
     if (m == 0) continue;
-    const auto [lo, hi] = range[i];
-    if (hi == 0 || bucket(lo) != bucket(hi)) floor_of_max = std::max(floor_of_max, exact(i, P, m));
-    else if (hi < floor_of_max) count(i, m);
-    else top.push_back(i);
+    Range r;
+    if (const u64 from = repeats.of(i); from != no_cta) {
+      r = kept[repeats.source_kept(from)];
+    } else {
+      Bounds b;
+      if (caps.empty() || !bounds.quick(i, P, caps[0], b)) {
+        b = bounds.of(i, P);
+        if (b.valid && bucket(b.lo) != bucket(b.hi)) {
+          // refine_hi leaves at least hi - qo: lo must reach that bucket, and
+          // refine_hi is tried only where it can then settle them.
+          const std::size_t k = bucket(b.hi - b.qo);
+          bounds.refine_lo(i, P, b, k == 0 ? 0 : caps[k - 1] + 1);
+          if (bucket(b.lo) != bucket(b.hi) && bucket(b.lo) >= k) bounds.refine_hi(i, P, b);
+          // In head-major order with GQA a pair's first CTA shares its slots
+          // with the group's other heads, re-read a step or two later: the
+          // windows' lower bound counts little more than those, the long gaps
+          // resolved in time a good deal more.
+          if (bucket(b.lo) != bucket(b.hi) && c.hm && c.group > 1 && P + 1 != i)
+            b.lo = std::max(b.lo, reads.long_lo(i, P, m));
+        }
+      }
+      if (b.valid) r = {b.lo, b.hi};
+      floor_of_max = std::max(floor_of_max, r.lo);
+    }
+    if (const u64 at = repeats.source_kept(i); at != no_cta) kept[at] = r;
+    if (r.hi == 0 || bucket(r.lo) != bucket(r.hi)) floor_of_max = std::max(floor_of_max, exact(i, P, m, r.hi));
+    else if (r.hi < floor_of_max) count(i, m, r.lo);
+    else top.push_back({i, r});
   }
-  // (A heap: once the largest upper bound left is below the floor, the rest
-  // are counted in any order.)
-  auto below = [&](u64 a, u64 b) { return range[a].second < range[b].second; };
+  // Those that may hold the largest distance, largest upper bound first,
+  // until the rest lie below the largest distance found (every part of the
+  // floor is at most the largest distance, so the reads that reach it are
+  // never counted away). (A heap: once the largest upper bound left is
+  // below the floor, the rest are counted in any order.)
+  auto below = [](const Top& a, const Top& b) { return a.r.hi < b.r.hi; };
   std::make_heap(top.begin(), top.end(), below);
   auto end = top.end();
-  for (; end != top.begin() && range[top.front()].second >= floor_of_max; --end) {
-    const u64 i = top.front();
+  for (; end != top.begin() && top.front().r.hi >= floor_of_max; --end) {
+    const Top x = top.front();
     std::pop_heap(top.begin(), end, below);
-    const auto [P, m] = rereads(i);
-    if (bounds.peak_hi(i, P) < floor_of_max) count(i, m);
-    else floor_of_max = std::max(floor_of_max, exact(i, P, m));
+    const auto [P, m] = rereads(x.i);
+    if (bounds.peak_hi(x.i, P) < floor_of_max) count(x.i, m, x.r.lo);
+    else floor_of_max = std::max(floor_of_max, exact(x.i, P, m, x.r.hi));
   }
-  for (auto it = top.begin(); it != end; ++it) count(*it, rereads(*it).second);
+  for (auto it = top.begin(); it != end; ++it) count(it->i, rereads(it->i).second, it->r.lo);
   batches.flush(t);
 }
 

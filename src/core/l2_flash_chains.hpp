@@ -79,7 +79,11 @@ struct ChainGrid {
   }
   i64 f(u64 k) const { return s[k] + static_cast<i64>(std::max<std::uint32_t>(e[k], 1)) - 1; }
   // A regular CTA's (next(k) reads all its blocks) last K/V step + G; never for the others.
-  i64 R(u64 k) const { return Rk[k]; }
+  // (Query-block-major: the next CTA's start and k's blocks, computed.)
+  i64 R(u64 k) const {
+    if (hm) return Rk[k];
+    return e[k] > 0 && k + 1 < n && head[k + 1] == head[k] ? s[k + 1] + static_cast<i64>(e[k]) - 1 : never;
+  }
   i64 gap(u64 k) const { return R(k) - (s[k] + static_cast<i64>(e[k]) - 1); }
   u64 nkb(u64 k) const { return seq_nkb[dense ? 0 : seq[k]]; }
   u64 zfull(u64 k) const { return seq_zfull[dense ? 0 : seq[k]]; }
@@ -95,14 +99,25 @@ struct ChainGrid {
   bool reads_partial(u64 k) const { return e[k] == nkb(k) && zlast(k) != zfull(k); }
   // visit(k, R(k)) for every CTA k < up_to that is not its head's last and
   // whose R is at least thr, head by head down (a head's prefix maximum ends
-  // its scan, the overall one the heads').
+  // its scan, the overall one the heads'; in query-block-major order R rises
+  // along a head's CTAs but its last: the first below thr ends the scan).
   template <class F>
   void regular_from(u64 up_to, i64 thr, F visit) const {
     for (u64 k = up_to; k > 0;) {
       const u64 hf = first_of_head(k - 1);
-      for (u64 j = k; j-- > hf && PMh[j] >= thr;) {
-        const i64 r = Rk[j];
-        if (r >= thr) visit(j, r);
+      if (hm) {
+        for (u64 j = k; j-- > hf && PMh[j] >= thr;) {
+          const i64 r = Rk[j];
+          if (r >= thr) visit(j, r);
+        }
+      } else if (u64 j = k - 1; j > hf || (j == hf && !last_in_chain(j))) {
+        if (last_in_chain(j)) --j;  // (the head's last: none reads its blocks in the head)
+        for (i64 next_s = s[j + 1];; next_s = s[j--]) {
+          const i64 r = next_s + static_cast<i64>(e[j]) - 1;
+          if (e[j] == 0 || r < thr) break;
+          visit(j, r);
+          if (j == hf) break;
+        }
       }
       k = hf;
       if (k == 0 || PM[head[k - 1]] < thr) return;
@@ -123,8 +138,8 @@ struct ChainGrid {
   Array<std::uint32_t> seq;               // a ragged batch's sequence (a dense one's are alike)
   std::vector<std::uint32_t> prv, nxt;    // head-major: the pair's previous and next CTA that read
   Array<i64> s;                           // first step
-  Array<i64> Rk;                          // R (read in every walk over neighbours; head-major: the next reader lies far off)
-  Array<i64> PMh;                         // prefix maximum of R over the head's CTAs (head-major: all)
+  Array<i64> Rk;                          // head-major: R (the next reader lies far off)
+  Array<i64> PMh;                         // head-major: prefix maximum of R over all CTAs
   std::vector<i64> PM;                    // per (sequence, head), query-block-major: the largest R up to its last CTA
   std::vector<u64> sp;                    // the CTAs that read and are not regular (a head's last), in launch order
   std::vector<i64> sp_s, spm;             // their starts, prefix maximum of their last steps
@@ -194,12 +209,20 @@ struct HeadRepeats {
   std::vector<std::uint8_t> source;      // per head: a later head repeats it
   std::vector<std::uint8_t> source_full; // per head: a later head repeats its first reads
   std::vector<std::uint32_t> kept;       // per head whose first reads others repeat: its rank among them
+  std::vector<std::uint32_t> source_rank;  // per head that others repeat: its rank among them
+  u64 sources = 0;                         // heads that others repeat
   std::vector<u64> first_at;             // per place: its first reads' offset among a head's ([per_head]: all)
   const std::uint32_t* head = nullptr;   // the grid's: each CTA's head
   // Where CTA i's first reads are kept among the heads whose first reads others repeat.
   u64 first_kept(u64 i) const {
     const u64 h = head[i];
     return kept[h] * first_at[per_head] + first_at[i - h * per_head];
+  }
+  // Where a source's CTA i is kept among the sources' CTAs (no_cta: not a source).
+  u64 source_kept(u64 i) const {
+    if (per_head == 0) return no_cta;
+    const u64 h = head[i];
+    return source_rank[h] == ChainGrid::none32 ? no_cta : source_rank[h] * per_head + (i - h * per_head);
   }
   // The CTA whose re-reads CTA i's repeat (no_cta: none).
   u64 of(u64 i) const {
