@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "l2_flash.hpp"
 #include "l2_tally.hpp"
 
@@ -51,6 +53,21 @@ struct NoInit : std::allocator<T> {
   void construct(U* p, A&&... a) {
     ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
   }
+#ifdef MAP_POPULATE
+  // Large arrays mapped with their pages in one call: every page is written
+  // anyway, and a fault a page costs more than the array's own writes.
+  static constexpr std::size_t mapped = std::size_t{1} << 20;
+  T* allocate(std::size_t n) {
+    if (n < mapped / sizeof(T)) return std::allocator<T>::allocate(n);
+    void* p = ::mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (n < mapped / sizeof(T)) return std::allocator<T>::deallocate(p, n);
+    ::munmap(p, n * sizeof(T));
+  }
+#endif
 };
 template <class T>
 using Array = std::vector<T, NoInit<T>>;
@@ -136,7 +153,7 @@ struct ChainGrid {
   Array<std::uint32_t> head_first;        // query-block-major, a ragged batch: each CTA's head's first
   Array<std::uint32_t> head, pair;        // (sequence, head) and (sequence, kv head), dense
   Array<std::uint32_t> seq;               // a ragged batch's sequence (a dense one's are alike)
-  std::vector<std::uint32_t> prv, nxt;    // head-major: the pair's previous and next CTA that read
+  Array<std::uint32_t> prv, nxt;          // head-major: the pair's previous and next CTA that read
   Array<i64> s;                           // first step
   Array<i64> Rk;                          // head-major: R (the next reader lies far off)
   Array<i64> PMh;                         // head-major: prefix maximum of R over all CTAs
