@@ -94,20 +94,28 @@ FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 // Mean over steps of the distinct keys among resident CTAs (heads per wave),
 // from each of the n CTAs' key, first and last step: each key's steps are the
 // union of its CTAs' steps [first, last], CTAs of one key starting in launch
-// order.
-template <class Key, class First, class Last>
-double mean_distinct(std::uint64_t n, Key key, First first, Last last, std::uint64_t keys, std::uint64_t steps) {
-  std::vector<std::uint64_t> until(keys, 0);  // one past the last step covered
-  std::uint64_t sum = 0;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const std::uint64_t s = static_cast<std::uint64_t>(first(i)), f = static_cast<std::uint64_t>(last(i)) + 1;
-    std::uint64_t& u = until[key(i)];
-    if (f > u) {
-      sum += f - std::max(s, u);
-      u = f;
+// order. (KeySteps: one key's sum, CTA by CTA, for several keys in one pass.)
+class KeySteps {
+ public:
+  explicit KeySteps(std::uint64_t keys) : until_(keys, 0) {}
+  void add(std::uint64_t key, std::uint64_t first, std::uint64_t last) {
+    std::uint64_t& u = until_[key];  // one past the last step covered
+    if (last + 1 > u) {
+      sum_ += last + 1 - std::max(first, u);
+      u = last + 1;
     }
   }
-  return static_cast<double>(sum) / static_cast<double>(steps);
+  double mean(std::uint64_t steps) const { return static_cast<double>(sum_) / static_cast<double>(steps); }
+
+ private:
+  std::vector<std::uint64_t> until_;
+  std::uint64_t sum_ = 0;
+};
+template <class Key, class First, class Last>
+double mean_distinct(std::uint64_t n, Key key, First first, Last last, std::uint64_t keys, std::uint64_t steps) {
+  KeySteps k(keys);
+  for (std::uint64_t i = 0; i < n; ++i) k.add(key(i), static_cast<std::uint64_t>(first(i)), static_cast<std::uint64_t>(last(i)));
+  return k.mean(steps);
 }
 // The segment engine alone on the forward pass (tests hold it against the
 // enumeration on shapes where runs_flash would enumerate).

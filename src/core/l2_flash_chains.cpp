@@ -271,10 +271,19 @@ void run(const ChainGrid& c, Tally& t) {
   std::vector<std::uint16_t> first_buckets(caps.size() < 0xffff && repeats.per_head > 0 ? sources * repeats.first_at.back() : 0);
   QoWalk walk(c);
   u64 walking = no_cta;  // the L whose head the walk follows
-  u64 q_read = 0, o_written = 0;  // (every Q tile is a first access, every O tile written once: added at the end)
+  // (Every Q tile is a first access, every O tile written once: added at the end.)
+  u64 q_read = 0, o_written = 0;
+  if (c.rows.empty()) {
+    const u64 rows = checked_mul(c.n, c.rows0, "L2 simulation bytes");
+    q_read = checked_mul(rows, c.q_row, "L2 simulation bytes");
+    o_written = checked_mul(rows, c.o_row, "L2 simulation bytes");
+  } else {
+    for (u64 i = 0; i < c.n; ++i) {
+      q_read = checked_add(q_read, c.qb(i), "L2 simulation bytes");
+      o_written = checked_add(o_written, c.ob(i), "L2 simulation bytes");
+    }
+  }
   for (u64 i = 0; i < c.n; ++i) {
-    q_read = checked_add(q_read, c.qb(i), "L2 simulation bytes");
-    o_written = checked_add(o_written, c.ob(i), "L2 simulation bytes");
     if (c.e[i] == 0) continue;
     if (c.hm) {
       for (u64 y = c.prev(i) == no_cta ? 0 : c.e[c.prev(i)]; y < c.e[i]; ++y) t.reads(infinite, 0, 1, c.kv_bytes(i, y));
@@ -468,10 +477,14 @@ FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   FlashStats st;
   st.steps = cg.steps;
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
-  auto first = [&](std::uint64_t k) { return cg.s[k]; };
-  auto last = [&](std::uint64_t k) { return cg.f(k); };
-  st.heads = mean_distinct(cg.n, [&](std::uint64_t k) { return cg.head[k]; }, first, last, grid.heads(), st.steps);
-  st.kv_heads = mean_distinct(cg.n, [&](std::uint64_t k) { return cg.pair[k]; }, first, last, grid.pairs(), st.steps);
+  KeySteps heads(grid.heads()), pairs(grid.pairs());  // (one pass for both)
+  for (std::uint64_t k = 0; k < cg.n; ++k) {
+    const auto first = static_cast<std::uint64_t>(cg.s[k]), last = static_cast<std::uint64_t>(cg.f(k));
+    heads.add(cg.head[k], first, last);
+    pairs.add(cg.pair[k], first, last);
+  }
+  st.heads = heads.mean(st.steps);
+  st.kv_heads = pairs.mean(st.steps);
   return st;
 }
 
