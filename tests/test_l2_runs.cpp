@@ -83,18 +83,19 @@ void same_segments(const Shape& s, const L2SimConfig& c) { same_as_enumeration(s
 // without a mask; both launch orders), on the ladder and at single capacities
 // as a report row has (most CTAs' re-reads then fall in one bucket and are
 // counted from bounds, not evaluated).
+void same_chains_at(const Shape& s, const L2SimConfig& c, std::uint64_t cap) {
+  l2::Tally t1({cap}), t2({cap});
+  l2::enumerate_flash(s, c, t1);
+  l2::chains_flash(s, c, t2);
+  CHECK(t1.dram_reads(cap) == t2.dram_reads(cap));
+  CHECK(t1.max_reuse_distance() == t2.max_reuse_distance());
+  CHECK(t1.requested() == t2.requested());
+}
 void same_chains(const Shape& s, const L2SimConfig& c) {
   if (!l2::flash_in_chains(l2::FlashGrid(s, c.order))) return;
   same_as_enumeration(s, c, l2::chains_flash);
   const auto caps = ladder(kv_footprint_bytes(s) + qo_footprint_bytes(s));
-  for (std::uint64_t cap : {caps[5], caps[12], caps[24]}) {
-    l2::Tally t1({cap}), t2({cap});
-    l2::enumerate_flash(s, c, t1);
-    l2::chains_flash(s, c, t2);
-    CHECK(t1.dram_reads(cap) == t2.dram_reads(cap));
-    CHECK(t1.max_reuse_distance() == t2.max_reuse_distance());
-    CHECK(t1.requested() == t2.requested());
-  }
+  for (std::uint64_t cap : {caps[5], caps[12], caps[24]}) same_chains_at(s, c, cap);
 }
 
 // Holds `same` (same_flash or same_segments) on s in both launch orders and
@@ -314,10 +315,13 @@ TEST_CASE("L2 runs: a repeated head's re-readers have the distances of the head 
     const l2::chains::ChainGrid cg(grid, c);
     const l2::chains::HeadRepeats r = l2::chains::find_repeats(cg);
     const auto caps = ladder(kv_footprint_bytes(s) + qo_footprint_bytes(s));
+    std::vector<std::uint64_t> peaks;  // repeated re-readers' largest distances
     for (std::uint64_t i = 0; i < cg.n; ++i) {
       const std::uint64_t from = r.of(i);
       if (from == l2::chains::no_cta) continue;
       REQUIRE(r.source_of_any(from));
+      // (The run keeps the source's bounds for its repeats.)
+      REQUIRE(r.source_kept(from) < r.sources * r.per_head);
       // Each evaluated alone into a tally of its own: every capacity's
       // misses, and the largest distance, alike.
       l2::Tally ti(caps), tf(caps);
@@ -327,9 +331,18 @@ TEST_CASE("L2 runs: a repeated head's re-readers have the distances of the head 
       bi.flush(ti), bf.flush(tf);
       for (std::uint64_t cap : caps) CHECK(ti.dram_reads(cap) == tf.dram_reads(cap));
       CHECK(ti.max_reuse_distance() == tf.max_reuse_distance());
+      peaks.push_back(ti.max_reuse_distance());
       ++repeated;
     }
     same_chains(s, c);
+    // One capacity at (and one byte below) a repeated re-reader's largest
+    // distance: its re-reads straddle it or touch it, where its neighbours'
+    // may not, so a repeat given another place's bounds is counted wrong.
+    for (std::size_t at = 0; at < 3 && !peaks.empty(); ++at) {
+      const std::uint64_t peak = peaks[(2 * at + 1) * peaks.size() / 6];
+      same_chains_at(s, c, peak);
+      same_chains_at(s, c, peak - 1);
+    }
   }
   CHECK(repeated > 1000);
 }
