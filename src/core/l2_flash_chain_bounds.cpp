@@ -130,12 +130,23 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
   if (cu.started + far < c_.n && c_.s[cu.started + far] <= Thi && cu.ended + far < c_.n && c_.fo_f[cu.ended + far] < X) {
     cu.started = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
     cu.ended = static_cast<u64>(std::lower_bound(c_.fo_f.begin(), c_.fo_f.end(), X) - c_.fo_f.begin());
+    // (From where each window was, in steps that double: both ends only move
+    // on, and the arrays are large, so nearby probes cost less than a
+    // bisection over the whole slot.)
+    auto gallop = [](const std::uint32_t* at, const std::uint32_t* b, auto before) {  // every one before `at` is
+      if (at == b || !before(*at)) return at;
+      u64 step = 1;
+      while (step < static_cast<u64>(b - at) && before(at[step])) at += step, step *= 2;
+      return std::partition_point(at + 1, at + std::min<u64>(step, static_cast<u64>(b - at)), before);
+    };
     for (u64 v = 0; v < c_.slots; ++v) {
       // (A slot's CTAs start and end in its order: those ended before X, then those started by Thi.)
       const std::uint32_t *a = slot_id_.data() + slot_start_[v], *b = slot_id_.data() + slot_start_[v + 1];
-      const u64 ended = static_cast<u64>(std::partition_point(a, b, [&](std::uint32_t k) { return c_.f(k) < X; }) - a);
-      const u64 started = static_cast<u64>(std::partition_point(a, b, [&](std::uint32_t k) { return c_.s[k] <= Thi; }) - a);
       Window& w = cu.win[v];
+      const u64 ended =
+          static_cast<u64>(gallop(slot_id_.data() + w.lo, b, [&](std::uint32_t k) { return c_.f(k) < X; }) - a);
+      const u64 started =
+          static_cast<u64>(gallop(slot_id_.data() + w.hi, b, [&](std::uint32_t k) { return c_.s[k] <= Thi; }) - a);
       w.lo = slot_start_[v] + ended;
       w.hi = slot_start_[v] + std::max(ended, started);
       touch(v);
