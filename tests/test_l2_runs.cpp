@@ -265,7 +265,7 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
 }
 
 TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA", "[l2runs][chains]") {
-  // A window's state is a function of where it is: found by bisection after
+  // A window's state is a function of where it is: found by a search after
   // a long jump (past CTAs whose bounds are not asked for) or moved CTA by
   // CTA, the bounds are the same.
   std::mt19937_64 rng(GENERATE(71, 72));

@@ -95,10 +95,11 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
     i64 lo = Sums::cap, hi = Sums::cap;
     if (g.R(k) != never) lo = hi = g.gap(k);
     else if (g.next_head(k) != no_cta) lo = g.s[k + 1] - g.s[k];
-    pos_[k] = static_cast<std::uint32_t>(at[g.slot[k]] - slot_start_[g.slot[k]]);
-    slot_id_[at[g.slot[k]]] = static_cast<std::uint32_t>(k);
-    slot_cta_[at[g.slot[k]]++] = {static_cast<std::int32_t>(std::min<i64>(lo, Sums::cap)),
-                                    static_cast<std::int32_t>(std::min<i64>(hi, Sums::cap))};
+    const u64 v = g.slot[k], place = at[v]++;
+    pos_[k] = static_cast<std::uint32_t>(place - slot_start_[v]);
+    slot_id_[place] = static_cast<std::uint32_t>(k);
+    slot_cta_[place] = {static_cast<std::int32_t>(std::min<i64>(lo, Sums::cap)),
+                        static_cast<std::int32_t>(std::min<i64>(hi, Sums::cap))};
   }
   // Every slot's window starts empty: its G_min and G_max as large as can be.
   for (Cursor& w : std::span(cursor_, g.hm ? 2 : 1)) {  // query-block-major: every re-reader's P is i - 1
@@ -124,8 +125,8 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
 
 void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
   // Far ahead (past a repeated head's CTAs, whose bounds are not asked
-  // for): every slot's window found by bisection, not CTA by CTA (some
-  // slots' worth of bisections against more CTAs' steps).
+  // for): every slot's window found by a search in its list, not CTA by CTA
+  // (some slots' worth of searches against more CTAs' steps).
   const u64 far = 8 * c_.slots;
   if (cu.started + far < c_.n && c_.s[cu.started + far] <= Thi && cu.ended + far < c_.n && c_.fo_f[cu.ended + far] < X) {
     cu.started = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());

@@ -97,7 +97,7 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
     if (a > b || M <= 0 || b + M - 1 < Tlo || a > Thi) return;
     // (A rise over by the first read is its plateau there: neighbours come
     // latest start first, so this branch changes once a CTA.)
-    if (a + M <= base) [[likely]] V0 += w * M;
+    if (a + M <= base) V0 += w * M;
     else at(a, w), at(a + M, -w);
     at(b + 1, -w), at(b + M + 1, w);
   };
