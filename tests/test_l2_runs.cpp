@@ -302,7 +302,7 @@ Shape many_heads(std::mt19937_64& rng) {
 
 TEST_CASE("L2 runs: a repeated head's re-readers have the distances of the head they repeat", "[l2runs][chains]") {
   std::mt19937_64 rng(GENERATE(61, 62));
-  std::uint64_t repeated = 0;
+  std::uint64_t repeated = 0, whole = 0;  // (whole: at a place from which the head's next one runs beside it)
   for (int k = 0; k < 40; ++k) {
     const Shape s = many_heads(rng);
     L2SimConfig c;
@@ -333,6 +333,7 @@ TEST_CASE("L2 runs: a repeated head's re-readers have the distances of the head 
       CHECK(ti.max_reuse_distance() == tf.max_reuse_distance());
       peaks.push_back(ti.max_reuse_distance());
       ++repeated;
+      whole += i - cg.head[i] * r.per_head >= r.upto[cg.head[i]];
     }
     same_chains(s, c);
     // One capacity at (and one byte below) a repeated re-reader's largest
@@ -345,6 +346,7 @@ TEST_CASE("L2 runs: a repeated head's re-readers have the distances of the head 
     }
   }
   CHECK(repeated > 1000);
+  CHECK(whole > 100);
 }
 
 TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and narrow grids", "[l2runs]") {

@@ -98,6 +98,26 @@ HeadRepeats find_repeats(const ChainGrid& c) {
     r.lo[h] = static_cast<std::uint32_t>(lo);
     r.source[g] = 1;
   }
+  // Whole heads: where the next heads (h + 1 and g + 1) started alike too,
+  // with their pair relations alike, and the heads after them start only
+  // after the head's last read (and a step), a CTA of h meets CTAs of h - 1,
+  // h and h + 1 alone to its last read, as its place in g does: its
+  // re-reads repeat g's up to the head's last CTA.
+  r.rupto = r.upto;
+  std::vector<i64> last_read(heads, never);
+  for (u64 h = 0; h < heads; ++h)
+    for (u64 k = h * per; k < (h + 1) * per; ++k) last_read[h] = std::max(last_read[h], c.f(k));
+  auto alone = [&](u64 h) { return h + 2 >= heads || c.s[(h + 2) * per] > last_read[h] + 1; };
+  for (u64 h = 1; h + 1 < heads; ++h) {
+    const u64 g = r.from[h];
+    if (g == ChainGrid::none32 || r.full[h] == 0 || one_pair(h + 1) != one_pair(g + 1) || !alone(h) || !alone(g) ||
+        !same(h + 1, g + 1))
+      continue;
+    r.rupto[h] = static_cast<std::uint32_t>(per);
+  }
+  r.source_end.assign(heads, 0);
+  for (u64 h = 0; h < heads; ++h)
+    if (r.from[h] != ChainGrid::none32) r.source_end[r.from[h]] = std::max(r.source_end[r.from[h]], r.rupto[h]);
   r.kept.assign(heads, ChainGrid::none32);
   for (u64 h = 0, n = 0; h < heads; ++h)
     if (r.source_full[h] != 0) r.kept[h] = static_cast<std::uint32_t>(n++);

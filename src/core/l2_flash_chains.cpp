@@ -389,6 +389,7 @@ void run(const ChainGrid& c, Tally& t) {
     Range r;
   };
   std::vector<Top> top;
+  u64 tight_wait = 0, tight_skip = 0;  // (backing off, as peak_hi below)
   for (u64 i = 0; i < c.n; ++i) {
     const auto [P, m] = rereads(i);
     if (m == 0) continue;
@@ -412,6 +413,23 @@ void run(const ChainGrid& c, Tally& t) {
           if (bucket(b.lo) != bucket(b.hi) && c.hm && c.group > 1 && P + 1 != i)
             b.lo = std::max(b.lo, reads.long_lo(i, P, m));
         }
+        // (One that may hold the largest distance: its upper bound as tight
+        // as the Q and O tiles allow, so that it may fall below the largest
+        // found; tried less often where that fails in a row, as in head-major
+        // order, where the tiles are a small part of distances of gigabytes.)
+        if (b.valid && b.qo > 0 && b.hi >= floor_of_max && bucket(b.lo) == bucket(b.hi)) {
+          if (tight_skip > 0) {
+            --tight_skip;
+          } else {
+            bounds.refine_hi(i, P, b);
+            if (b.hi < floor_of_max) {
+              tight_wait = 0;
+            } else {
+              tight_skip = tight_wait;
+              tight_wait = std::min<u64>(2 * tight_wait + 1, 255);
+            }
+          }
+        }
       }
       if (b.valid) r = {b.lo, b.hi};
       floor_of_max = std::max(floor_of_max, r.lo);
@@ -428,13 +446,41 @@ void run(const ChainGrid& c, Tally& t) {
   // below the floor, the rest are counted in any order.)
   auto below = [](const Top& a, const Top& b) { return a.r.hi < b.r.hi; };
   std::make_heap(top.begin(), top.end(), below);
+  // Their reads lie in one bucket, counted from the bounds; what is left to
+  // know is the largest distance, a repeat's its source's (each evaluated
+  // once: a repeat and its source have the same bounds).
+  std::unordered_map<u64, u64> largest;
+  auto largest_of = [&](u64 i) {
+    const u64 from = repeats.of(i), k = from == no_cta ? i : from;
+    const auto [it, fresh] = largest.try_emplace(k, 0);
+    if (fresh) {
+      const auto [P, m] = rereads(k);
+      it->second = reads.chain(k, P, m, apart);
+      static_cast<void>(apart.take());  // (counted from the bounds)
+      t.reached(it->second);
+    }
+    return it->second;
+  };
+  // (peak_hi costs about what an evaluation does; where it settles none in
+  // a row, as when CTAs' largest distances lie just below the largest of
+  // all, it is tried less often.)
   auto end = top.end();
+  u64 peak_wait = 0, peak_skip = 0;
   for (; end != top.begin() && top.front().r.hi >= floor_of_max; --end) {
     const Top x = top.front();
     std::pop_heap(top.begin(), end, below);
     const auto [P, m] = rereads(x.i);
-    if (bounds.peak_hi(x.i, P) < floor_of_max) count(x.i, m, x.r.lo);
-    else floor_of_max = std::max(floor_of_max, exact(x.i, P, m, x.r.hi));
+    count(x.i, m, x.r.lo);
+    if (peak_skip > 0) {
+      --peak_skip;
+    } else if (bounds.peak_hi(x.i, P) < floor_of_max) {
+      peak_wait = 0;
+      continue;
+    } else {
+      peak_skip = peak_wait;
+      peak_wait = std::min<u64>(2 * peak_wait + 1, 255);
+    }
+    floor_of_max = std::max(floor_of_max, largest_of(x.i));
   }
   for (auto it = top.begin(); it != end; ++it) count(it->i, rereads(it->i).second, it->r.lo);
   batches.flush(t);

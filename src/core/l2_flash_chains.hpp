@@ -222,6 +222,8 @@ struct HeadRepeats {
   u64 per_head = 0;                      // CTAs a head (0: none repeats)
   std::vector<std::uint32_t> from;       // per head: the earlier head it repeats (none32: none)
   std::vector<std::uint32_t> lo, upto;   // per head: its CTAs at places [lo, upto) repeat (and the source's)
+  std::vector<std::uint32_t> rupto;      // per head: its re-reads repeat at places [lo, rupto) (upto, or the whole head)
+  std::vector<std::uint32_t> source_end; // per head: later heads' re-reads repeat its places below it
   std::vector<std::uint8_t> full;        // per head: its first reads repeat too (places [1, upto))
   std::vector<std::uint8_t> source;      // per head: a later head repeats it
   std::vector<std::uint8_t> source_full; // per head: a later head repeats its first reads
@@ -245,7 +247,7 @@ struct HeadRepeats {
   u64 of(u64 i) const {
     if (per_head == 0) return no_cta;
     const u64 h = head[i], q = i - h * per_head;  // (the grid's heads: no division a CTA)
-    return from[h] == ChainGrid::none32 || q < lo[h] || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
+    return from[h] == ChainGrid::none32 || q < lo[h] || q >= rupto[h] ? no_cta : i - (h - from[h]) * per_head;
   }
   // The CTA whose first reads CTA i's repeat (no_cta: none).
   u64 first_of(u64 i) const {
@@ -254,14 +256,14 @@ struct HeadRepeats {
     return full[h] == 0 || q == 0 || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
   }
   // Whether a later CTA's re-reads (first reads) repeat CTA i's.
-  bool source_of_any(u64 i) const { return in(source, i); }
-  bool first_source_of_any(u64 i) const { return in(source_full, i); }
+  bool source_of_any(u64 i) const { return in(source, source_end, i); }
+  bool first_source_of_any(u64 i) const { return in(source_full, upto, i); }
 
  private:
-  bool in(const std::vector<std::uint8_t>& v, u64 i) const {
+  bool in(const std::vector<std::uint8_t>& v, const std::vector<std::uint32_t>& end, u64 i) const {
     if (per_head == 0) return false;
     const u64 h = head[i], q = i - h * per_head;
-    return v[h] != 0 && q != 0 && q < upto[h];
+    return v[h] != 0 && q != 0 && q < end[h];
   }
 };
 HeadRepeats find_repeats(const ChainGrid& c);

@@ -52,6 +52,10 @@ class Tally {
     read_add_[k] = add(read_add_[k], bytes);
   }
 
+  // A finite distance that reads counted by bucket reach (their largest,
+  // found apart).
+  void reached(std::uint64_t d) { max_reuse_ = std::max(max_reuse_, d); }
+
   // A write that reaches DRAM whatever the capacity (outputs: write-back
   // stores reach DRAM once, when evicted or later).
   void write(std::uint64_t bytes) { writes_ = add(writes_, bytes); }
