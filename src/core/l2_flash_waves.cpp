@@ -4,8 +4,10 @@
 // [wn, wn + n). A K/V read then has its previous access either earlier in the
 // same step (the same kv head's previous CTA of the wave) or in the last wave
 // that held its kv head, and the distinct tiles in between are counted from
-// the waves' sets of kv heads. One pass over the CTAs, O(1) each.
+// the waves' sets of kv heads, or, between CTAs of one wave or two in a row,
+// from marks at each kv head's last CTA. One pass over the CTAs, O(log S) each.
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "hbmscope/checked.hpp"
@@ -15,41 +17,46 @@ namespace hbmscope::l2 {
 
 namespace {
 
-// A set of keys as sorted, disjoint, half-open intervals.
+// A set of keys as sorted, disjoint, half-open intervals: at most five from
+// one range of ids (below), ten for the union of two, kept in place (a set
+// is made for every CTA).
 struct Keys {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> iv;
+  using Interval = std::pair<std::uint64_t, std::uint64_t>;
+  std::array<Interval, 10> iv;
+  std::size_t count = 0;
+  const Interval* begin() const { return iv.data(); }
+  const Interval* end() const { return iv.data() + count; }
   void add(std::uint64_t a, std::uint64_t b) {
-    if (a < b) iv.push_back({a, b});
+    if (a < b) iv[count++] = {a, b};
   }
   void normalize() {
-    std::sort(iv.begin(), iv.end());
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
-    for (const auto& p : iv) {
-      if (!out.empty() && p.first <= out.back().second) out.back().second = std::max(out.back().second, p.second);
-      else out.push_back(p);
+    std::sort(iv.begin(), iv.begin() + static_cast<std::ptrdiff_t>(count));
+    std::size_t out = 0;
+    for (std::size_t k = 0; k < count; ++k) {
+      if (out > 0 && iv[k].first <= iv[out - 1].second) iv[out - 1].second = std::max(iv[out - 1].second, iv[k].second);
+      else iv[out++] = iv[k];
     }
-    iv.swap(out);
+    count = out;
   }
   std::uint64_t size() const {
     std::uint64_t n = 0;
-    for (const auto& p : iv) n += p.second - p.first;
+    for (const auto& p : *this) n += p.second - p.first;
     return n;
   }
   // |this \ other|
   std::uint64_t size_minus(const Keys& o) const {
     std::uint64_t n = size(), common = 0;
     std::size_t k = 0;
-    for (const auto& p : iv) {
-      while (k < o.iv.size() && o.iv[k].second <= p.first) ++k;
-      for (std::size_t m = k; m < o.iv.size() && o.iv[m].first < p.second; ++m)
+    for (const auto& p : *this) {
+      while (k < o.count && o.iv[k].second <= p.first) ++k;
+      for (std::size_t m = k; m < o.count && o.iv[m].first < p.second; ++m)
         common += std::min(p.second, o.iv[m].second) - std::max(p.first, o.iv[m].first);
     }
     return n - common;
   }
   static Keys unite(const Keys& a, const Keys& b) {
-    Keys u;
-    u.iv = a.iv;
-    u.iv.insert(u.iv.end(), b.iv.begin(), b.iv.end());
+    Keys u = a;
+    for (const auto& p : b) u.iv[u.count++] = p;
     u.normalize();
     return u;
   }
@@ -114,6 +121,80 @@ struct Rows {
   }
 };
 
+// The kv pairs of a dense grid's CTAs in launch order, one CTA after
+// another (no division a CTA).
+struct PairWalk {
+  std::uint64_t H, G, Hkv, nqb;
+  bool qbm;
+  std::uint64_t b = 0, h = 0, i = 0, hg = 0, hr = 0;  // sequence, head, query block; h / G and h % G
+  std::uint64_t pair() const { return b * Hkv + hg; }
+  void next() {
+    auto next_head = [&] {
+      ++h;
+      if (++hr == G) hr = 0, ++hg;
+    };
+    if (qbm) {
+      if (++i < nqb) return;
+      i = 0;
+      next_head();
+      if (h < H) return;
+    } else {
+      next_head();
+      if (h < H) return;
+      if (++i < nqb) {
+        h = hg = hr = 0;
+        return;
+      }
+      i = 0;
+    }
+    h = hg = hr = 0;
+    ++b;
+  }
+};
+
+// The distinct kv pairs of the CTAs between two of this wave and the one
+// before: a mark at each pair's last CTA so far, counted by a Fenwick tree
+// over the two waves' places (rebuilt at each wave).
+class LastSeen {
+ public:
+  explicit LastSeen(std::uint64_t S) : S_(S), mark_(2 * S, 0), tree_(2 * S + 1, 0) {}
+  // Wave w starts at id L: the previous wave's marks move to the first half.
+  void wave(std::uint64_t L) {
+    const std::uint64_t base = L >= S_ ? L - S_ : 0;
+    if (base > base_) {
+      const std::uint64_t shift = base - base_;
+      for (std::uint64_t p = 0; p < 2 * S_; ++p) mark_[p] = p + shift < 2 * S_ ? mark_[p + shift] : 0;
+    }
+    base_ = base;
+    std::fill(tree_.begin(), tree_.end(), 0);
+    for (std::uint64_t p = 0; p < 2 * S_; ++p)
+      if (mark_[p] != 0) add(p, 1);
+  }
+  bool holds(std::uint64_t id) const { return id >= base_; }
+  // CTA id reads pair's blocks; prev: the pair's last CTA before it (if held).
+  void seen(std::uint64_t id, std::uint64_t prev) {
+    if (prev != ~std::uint64_t{0} && holds(prev)) mark_[prev - base_] = 0, add(prev - base_, -1);
+    mark_[id - base_] = 1, add(id - base_, 1);
+  }
+  // The pairs whose last CTA lies in (a, b), both held.
+  std::uint64_t between(std::uint64_t a, std::uint64_t b) const {
+    return static_cast<std::uint64_t>(below(b - base_) - below(a - base_ + 1));
+  }
+
+ private:
+  void add(std::uint64_t p, std::int32_t v) {
+    for (std::uint64_t k = p + 1; k <= 2 * S_; k += k & (~k + 1)) tree_[k] += v;
+  }
+  std::int64_t below(std::uint64_t p) const {  // marks at places [0, p)
+    std::int64_t n = 0;
+    for (std::uint64_t k = p; k > 0; k -= k & (~k + 1)) n += tree_[k];
+    return n;
+  }
+  std::uint64_t S_, base_ = 0;
+  std::vector<std::uint8_t> mark_;
+  std::vector<std::int32_t> tree_;
+};
+
 }  // namespace
 
 bool flash_in_waves(const Shape& s) { return !masked(s) && s.seq_lens.empty(); }
@@ -154,18 +235,22 @@ FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
     t.write(checked_mul(grid.o_bytes(1), all_rows, "L2 simulation bytes"));
   }
   std::vector<std::uint64_t> last_in_wave(grid.pairs(), ~std::uint64_t{0});
+  PairWalk walk{s.heads, G, s.kv_heads, seq.q_blocks, ids.qbm};
+  LastSeen seen(S);
   for (std::uint64_t w = 0; w < st.waves; ++w) {
     const std::uint64_t L = w * S, U = std::min(N, L + S);
     const Keys pairs_w = ids.keys(L, U, G);
     heads_sum += ids.keys(L, U, 1).size() * n;
     kv_sum += pairs_w.size() * n;
-    for (std::uint64_t cta = L; cta < U; ++cta) {
-      const FlashCta f = grid.cta(cta);
-      const std::uint64_t prev = last_in_wave[f.pair];
-      last_in_wave[f.pair] = cta;
+    seen.wave(L);
+    for (std::uint64_t cta = L; cta < U; ++cta, walk.next()) {
+      const std::uint64_t pair = walk.pair();
+      const std::uint64_t prev = last_in_wave[pair];
+      last_in_wave[pair] = cta;
+      seen.seen(cta, prev);
       if (prev != ~std::uint64_t{0} && prev >= L) {
         // Within the step: this kv head's previous CTA of the wave read it just before.
-        const std::uint64_t X = ids.keys(prev + 1, cta, G).size();
+        const std::uint64_t X = seen.between(prev, cta);
         const std::uint64_t q = Q(prev + 1, cta + 1), o = O(prev, cta);
         if (n == 1) {
           t.read(zl * (1 + X) + q + o, zl);
@@ -187,7 +272,9 @@ FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
       const Keys mid = ids.keys(U1, L, G);
       const Keys a = ids.keys(L1, U1, G), b = pairs_w;
       const std::uint64_t nm = mid.size(), na = a.size_minus(mid), nb = b.size_minus(mid);
-      const std::uint64_t nj = Keys::unite(ids.keys(c1 + 1, U1, G), ids.keys(L, cta, G)).size_minus(mid);
+      // (From the wave before, the CTAs between are one run: counted as within a wave.)
+      const std::uint64_t nj = U1 == L ? seen.between(c1, cta)
+                                       : Keys::unite(ids.keys(c1 + 1, U1, G), ids.keys(L, cta, G)).size_minus(mid);
       const std::uint64_t qo_mid = Q(U1, L) + O(U1, L);
       auto D = [&](std::uint64_t j) {
         std::uint64_t d = zj(j) + nm * Z(0, n) + na * Z(j + 1, n) + nb * Z(0, j) + nj * zj(j) + qo_mid;
