@@ -476,6 +476,27 @@ int main(int argc, char** argv) {
          c.order = Rasterization::head_major;
          return l2_runs("1M x 64 heads, causal, head-major", long_shape(1 << 20, 64, 64, 1, true), c);
        }},
+      // Without GQA (the largest distance in the heads' last CTAs), 64 x 64
+      // blocks (8.4 M CTAs), and d = 64 (twice the blocks in the L2: longer
+      // CTAs straddle its capacity).
+      {"L2 runs", [] { return l2_runs("1M x 64 x batch 8, causal", long_shape(1 << 20, 64, 64, 8, true), h200()); }},
+      {"L2 runs", [] {
+         L2SimConfig c = h200();
+         c.order = Rasterization::head_major;
+         return l2_runs("1M x 64 x batch 8, causal, head-major", long_shape(1 << 20, 64, 64, 8, true), c);
+       }},
+      {"L2 runs", [] {
+         L2SimConfig c = h200();
+         c.order = Rasterization::head_major;
+         Shape s = long_shape(1 << 20, 64, 64, 8, false);
+         s.block_rows = s.block_cols = 64;
+         return l2_runs("1M x 64 x batch 8, head-major, blocks 64", s, c);
+       }},
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.head_dim = 64;
+         return l2_runs("1M x 64/8 x batch 8, causal, d 64", s, h200());
+       }},
       {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},
