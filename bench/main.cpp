@@ -325,8 +325,9 @@ Shape long_shape(std::uint64_t seq, std::uint64_t heads, std::uint64_t kv, std::
 }
 
 // H200: 60 MiB of L2, 132 SMs, one CTA of the d = 128 flash kernel per SM.
-L2SimConfig h200() {
+L2SimConfig h200(Rasterization order = Rasterization::query_block_major) {
   L2SimConfig c;
+  c.order = order;
   c.l2_bytes = 60ull << 20;
   c.sm_count = 132;
   c.ctas_per_sm = 1;
@@ -460,37 +461,19 @@ int main(int argc, char** argv) {
       {"decode L2 simulation", [] { return decode_l2_simulation(DecodeVariant::paged); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8 heads x batch 8, GQA", long_shape(1 << 20, 64, 8, 8, false), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64 heads x batch 8", long_shape(1 << 20, 64, 64, 8, false), h200()); }},
-      {"L2 runs", [] {
-         L2SimConfig c = h200();
-         c.order = Rasterization::head_major;
-         return l2_runs("1M x 64/8 x batch 8, head-major", long_shape(1 << 20, 64, 8, 8, false), c);
-       }},
+      {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, head-major", long_shape(1 << 20, 64, 8, 8, false), h200(Rasterization::head_major)); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, causal", long_shape(1 << 20, 64, 8, 8, true), h200()); }},
-      {"L2 runs", [] {
-         L2SimConfig c = h200();
-         c.order = Rasterization::head_major;
-         return l2_runs("1M x 64/8 x batch 8, causal, head-major", long_shape(1 << 20, 64, 8, 8, true), c);
-       }},
-      {"L2 runs", [] {
-         L2SimConfig c = h200();
-         c.order = Rasterization::head_major;
-         return l2_runs("1M x 64 heads, causal, head-major", long_shape(1 << 20, 64, 64, 1, true), c);
-       }},
+      {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, causal, head-major", long_shape(1 << 20, 64, 8, 8, true), h200(Rasterization::head_major)); }},
+      {"L2 runs", [] { return l2_runs("1M x 64 heads, causal, head-major", long_shape(1 << 20, 64, 64, 1, true), h200(Rasterization::head_major)); }},
       // Without GQA (the largest distance in the heads' last CTAs), 64 x 64
       // blocks (8.4 M CTAs), and d = 64 (twice the blocks in the L2: longer
       // CTAs straddle its capacity).
       {"L2 runs", [] { return l2_runs("1M x 64 x batch 8, causal", long_shape(1 << 20, 64, 64, 8, true), h200()); }},
+      {"L2 runs", [] { return l2_runs("1M x 64 x batch 8, causal, head-major", long_shape(1 << 20, 64, 64, 8, true), h200(Rasterization::head_major)); }},
       {"L2 runs", [] {
-         L2SimConfig c = h200();
-         c.order = Rasterization::head_major;
-         return l2_runs("1M x 64 x batch 8, causal, head-major", long_shape(1 << 20, 64, 64, 8, true), c);
-       }},
-      {"L2 runs", [] {
-         L2SimConfig c = h200();
-         c.order = Rasterization::head_major;
          Shape s = long_shape(1 << 20, 64, 64, 8, false);
          s.block_rows = s.block_cols = 64;
-         return l2_runs("1M x 64 x batch 8, head-major, blocks 64", s, c);
+         return l2_runs("1M x 64 x batch 8, head-major, blocks 64", s, h200(Rasterization::head_major));
        }},
       {"L2 runs", [] {
          Shape s = long_shape(1 << 20, 64, 8, 8, true);
@@ -500,11 +483,7 @@ int main(int argc, char** argv) {
       {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},
-      {"L2 runs", [] {
-         L2SimConfig c = h200();
-         c.order = Rasterization::head_major;
-         return l2_runs("1M x 32/8, causal, head-major", long_shape(1 << 20, 32, 8, 1, true), c);
-       }},
+      {"L2 runs", [] { return l2_runs("1M x 32/8, causal, head-major", long_shape(1 << 20, 32, 8, 1, true), h200(Rasterization::head_major)); }},
       {"L2 runs", [] {
          Shape s = long_shape(1 << 15, 32, 8, 1, true);
          s.pass = Pass::bwd;
