@@ -364,7 +364,7 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
         c_.PMh.begin());
     for (u64 k = k0; k < up_to; ++k) {
       const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
-      if (c_.Rk[k] != never && b >= from) regular(k, c_.Rk[k] - b);
+      if (const i64 r = c_.R(k); r != never && b >= from) regular(k, r - b);
     }
   } else {
     c_.regular_from(up_to, from, [&](u64 k, i64 r) {

@@ -129,7 +129,7 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
                                                        [&](i64 r) { return r < Tlo - 1; }) -
                                   c_.PMh.begin());
       for (u64 k = k0 + (G - 1 + G - k0 % G) % G; k < up_to; k += G)
-        if (c_.Rk[k] >= Tlo - 1) visit(k, c_.Rk[k]);
+        if (const i64 r = c_.R(k); r >= Tlo - 1) visit(k, r);
     } else {
       c_.regular_from(up_to, Tlo - 1, visit);
     }

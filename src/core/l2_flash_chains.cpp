@@ -141,8 +141,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     while (fo.size() < n) pop();
   }
   if (hm) {
-    Rk.resize(n), PMh.resize(n);
-    for (u64 k = 0; k < n; ++k) Rk[k] = e[k] > 0 && !last_in_chain(k) ? s[next(k)] + static_cast<i64>(e[k]) - 1 : never;
+    PMh.resize(n);
   } else {
     PM.assign(grid.heads(), never);
   }

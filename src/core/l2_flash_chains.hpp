@@ -95,10 +95,10 @@ struct ChainGrid {
     return !hm && e[k] > 0 && k + 1 < n && head[k + 1] != head[k] && pair[k + 1] == pair[k] ? k + 1 : no_cta;
   }
   i64 f(u64 k) const { return s[k] + static_cast<i64>(std::max<std::uint32_t>(e[k], 1)) - 1; }
-  // A regular CTA's (next(k) reads all its blocks) last K/V step + G; never for the others.
-  // (Query-block-major: the next CTA's start and k's blocks, computed.)
+  // A regular CTA's (next(k) reads all its blocks) last K/V step + G; never for the others:
+  // the next reader's start and k's blocks, computed.
   i64 R(u64 k) const {
-    if (hm) return Rk[k];
+    if (hm) return e[k] > 0 && nxt[k] != none32 ? s[nxt[k]] + static_cast<i64>(e[k]) - 1 : never;
     return e[k] > 0 && k + 1 < n && head[k + 1] == head[k] ? s[k + 1] + static_cast<i64>(e[k]) - 1 : never;
   }
   i64 gap(u64 k) const { return R(k) - (s[k] + static_cast<i64>(e[k]) - 1); }
@@ -124,7 +124,7 @@ struct ChainGrid {
       const u64 hf = first_of_head(k - 1);
       if (hm) {
         for (u64 j = k; j-- > hf && PMh[j] >= thr;) {
-          const i64 r = Rk[j];
+          const i64 r = R(j);
           if (r >= thr) visit(j, r);
         }
       } else if (u64 j = k - 1; j > hf || (j == hf && !last_in_chain(j))) {
@@ -155,7 +155,6 @@ struct ChainGrid {
   Array<std::uint32_t> seq;               // a ragged batch's sequence (a dense one's are alike)
   Array<std::uint32_t> prv, nxt;          // head-major: the pair's previous and next CTA that read
   Array<i64> s;                           // first step
-  Array<i64> Rk;                          // head-major: R (the next reader lies far off)
   Array<i64> PMh;                         // head-major: prefix maximum of R over all CTAs
   std::vector<i64> PM;                    // per (sequence, head), query-block-major: the largest R up to its last CTA
   std::vector<u64> sp;                    // the CTAs that read and are not regular (a head's last), in launch order
