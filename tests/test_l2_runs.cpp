@@ -238,6 +238,8 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
     l2::chains::ChainBounds bounds(cg);
     const std::uint64_t rows = cg.rows.empty() ? cg.rows0 : *std::max_element(cg.rows.begin(), cg.rows.end());
     std::uint64_t checked = 0, quick = 0;
+    std::vector<std::int64_t> fin(cg.n);  // last steps in finish order
+    for (std::uint64_t j = 0; j < cg.n; ++j) fin[j] = cg.f(cg.fo[j]);
     each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
       const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
       // The quick bound (every threshold met: no backing off), some calls
@@ -248,7 +250,7 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
         auto in = [&](const auto& v) {
           return static_cast<std::uint64_t>(std::upper_bound(v.begin(), v.end(), Thi) - std::lower_bound(v.begin(), v.end(), X));
         };
-        CHECK(q.qo == (c.q_o_allocate ? in(cg.s) * cg.q_row * rows + in(cg.fo_f) * cg.o_row * rows : 0));
+        CHECK(q.qo == (c.q_o_allocate ? in(cg.s) * cg.q_row * rows + in(fin) * cg.o_row * rows : 0));
         ++quick;
       }
       l2::chains::Bounds b = bounds.of(i, P);

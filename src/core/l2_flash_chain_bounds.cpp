@@ -128,9 +128,9 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
   // for): every slot's window found by a search in its list, not CTA by CTA
   // (some slots' worth of searches against more CTAs' steps).
   const u64 far = 8 * c_.slots;
-  if (cu.started + far < c_.n && c_.s[cu.started + far] <= Thi && cu.ended + far < c_.n && c_.fo_f[cu.ended + far] < X) {
+  if (cu.started + far < c_.n && c_.s[cu.started + far] <= Thi && cu.ended + far < c_.n && c_.fin(cu.ended + far) < X) {
     cu.started = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
-    cu.ended = static_cast<u64>(std::lower_bound(c_.fo_f.begin(), c_.fo_f.end(), X) - c_.fo_f.begin());
+    cu.ended = c_.fin_bound(X, false, 0, c_.n);
     // (From where each window was, in steps that double: both ends only move
     // on, and the arrays are large, so nearby probes cost less than a
     // bisection over the whole slot.)
@@ -168,7 +168,7 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
     touch(v);
   }
   // Left ends: CTAs that ended before X leave for good.
-  while (cu.ended < c_.n && c_.fo_f[cu.ended] < X) {
+  while (cu.ended < c_.n && c_.fin(cu.ended) < X) {
     const u64 k = c_.fo[cu.ended++], v = c_.slot[k];
     Window& w = cu.win[v];
     w.lo = std::max(w.lo, slot_start_[v] + pos_[k] + 1);
@@ -229,11 +229,8 @@ Bounds ChainBounds::of(u64 i, u64 P) {
     cu.from = P;  // the first id started at X
     while (cu.from > 0 && c_.s[cu.from - 1] == X) --cu.from;
     // O tiles ended by Thi: a pointer that moves up with Thi, searched again where it drops.
-    if (cu.ended_by > 0 && c_.fo_f[cu.ended_by - 1] > Thi)
-      cu.ended_by = static_cast<u64>(
-          std::upper_bound(c_.fo_f.begin(), c_.fo_f.begin() + static_cast<std::ptrdiff_t>(cu.ended_by), Thi) -
-          c_.fo_f.begin());
-    while (cu.ended_by < c_.n && c_.fo_f[cu.ended_by] <= Thi) ++cu.ended_by;
+    if (cu.ended_by > 0 && c_.fin(cu.ended_by - 1) > Thi) cu.ended_by = c_.fin_bound(Thi, true, 0, cu.ended_by);
+    while (cu.ended_by < c_.n && c_.fin(cu.ended_by) <= Thi) ++cu.ended_by;
     qo = (cu.started - cu.from) * qmax_ + (std::max(cu.ended_by, cu.ended) - cu.ended) * omax_;
   }
   b.lo = zlo_ + zlo_ * blocks_lo;
@@ -260,8 +257,8 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
   if (c_.qo) {
     // Pointers that move with X and Thi: searched from where they were, up
     // in steps that double (calls may be far apart), down by bisection.
-    auto count = [&](u64& at, const Array<i64>& v, i64 step, bool by) {  // the values below step (by: up to it)
-      auto before = [&](u64 j) { return by ? v[j] <= step : v[j] < step; };
+    auto count = [&](u64& at, auto v, i64 step, bool by) {  // the values v(j) below step (by: up to it)
+      auto before = [&](u64 j) { return by ? v(j) <= step : v(j) < step; };
       u64 lo = 0, hi = at;  // the count lies in [lo, hi]: before every j < lo, hi = n or not before hi
       if (at == 0 || before(at - 1)) {  // (most calls: a few steps on)
         for (int near = 0; near < 8; ++near, ++at)
@@ -269,12 +266,17 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
         lo = hi = at;
         for (u64 d = 2; hi < c_.n && before(hi); d *= 2) lo = hi + 1, hi = std::min(c_.n, hi + d);
       }
-      const auto b0 = v.begin() + static_cast<std::ptrdiff_t>(lo), b1 = v.begin() + static_cast<std::ptrdiff_t>(hi);
-      at = static_cast<u64>((by ? std::upper_bound(b0, b1, step) : std::lower_bound(b0, b1, step)) - v.begin());
-      return at;
+      while (lo < hi) {
+        const u64 mid = lo + (hi - lo) / 2;
+        if (before(mid)) lo = mid + 1;
+        else hi = mid;
+      }
+      return at = lo;
     };
-    const u64 q0 = count(k.at[0], c_.s, X, false), q1 = count(k.at[1], c_.s, Thi, true);
-    const u64 o0 = count(k.at[2], c_.fo_f, X, false), o1 = count(k.at[3], c_.fo_f, Thi, true);
+    auto start = [&](u64 j) { return c_.s[j]; };
+    auto fin = [&](u64 j) { return c_.fin(j); };
+    const u64 q0 = count(k.at[0], start, X, false), q1 = count(k.at[1], start, Thi, true);
+    const u64 o0 = count(k.at[2], fin, X, false), o1 = count(k.at[3], fin, Thi, true);
     qo = (q1 - q0) * qmax_ + (o1 - o0) * omax_;
   }
   // (As of(): at most min(g, G_max) a slot, one more in head-major order.)
@@ -293,12 +295,14 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
 }
 
 namespace {
-// The most of the sorted values [first, last) within width of each other.
-u64 densest(const i64* first, const i64* last, i64 width) {
+// The most of the sorted values v(j), j in [first, last), within width of each other.
+template <class V>
+u64 densest(V v, u64 first, u64 last, i64 width) {
   u64 best = 0;
-  for (const i64 *lo = first, *hi = first; hi != last; ++hi) {
-    while (*hi - *lo > width) ++lo;
-    best = std::max(best, static_cast<u64>(hi - lo + 1));
+  for (u64 lo = first, hi = first; hi != last; ++hi) {
+    const i64 top = v(hi);
+    while (top - v(lo) > width) ++lo;
+    best = std::max(best, hi - lo + 1);
   }
   return best;
 }
@@ -316,7 +320,7 @@ void ChainBounds::refine_lo(u64 i, u64 P, Bounds& b, u64 reach) const {
   if (g < 1) return;
   const i64 most = at_->min.capped_lo(g);  // (no dips)
   if (most <= 0 || zlo_ + zlo_ * static_cast<u64>(most) < reach) return;
-  const u64 dips = densest(c_.s.data() + i, c_.s.data() + at_->started, g - 1);
+  const u64 dips = densest([&](u64 j) { return c_.s[j]; }, i, at_->started, g - 1);
   const i64 blocks = most - static_cast<i64>(dips);
   if (blocks > 0) b.lo = std::max(b.lo, zlo_ + zlo_ * static_cast<u64>(blocks));
 }
@@ -326,8 +330,8 @@ void ChainBounds::refine_hi(u64 i, u64 P, Bounds& b) const {
   // Q tiles start and O tiles end in the last g + 1 steps up to a read: at
   // most those of the densest g + 1 steps of the window.
   const i64 g = c_.s[i] - c_.s[P];
-  b.hi = b.hi - b.qo + densest(c_.s.data() + at_->from, c_.s.data() + at_->started, g) * qmax_ +
-         densest(c_.fo_f.data() + at_->ended, c_.fo_f.data() + at_->ended_by, g) * omax_;
+  b.hi = b.hi - b.qo + densest([&](u64 j) { return c_.s[j]; }, at_->from, at_->started, g) * qmax_ +
+         densest([&](u64 j) { return c_.fin(j); }, at_->ended, at_->ended_by, g) * omax_;
   b.qo = 0;
 }
 
@@ -398,7 +402,7 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   auto in = [](const auto& v, i64 lo, i64 hi) {
     return static_cast<u64>(std::upper_bound(v.begin(), v.end(), hi) - std::lower_bound(v.begin(), v.end(), lo));
   };
-  const u64 qo = c_.qo ? in(c_.s, from, Thi) * qmax_ + in(c_.fo_f, from, Thi) * omax_ : 0;
+  const u64 qo = c_.qo ? in(c_.s, from, Thi) * qmax_ + (c_.fin_bound(Thi, true, 0, c_.n) - c_.fin_bound(from, false, 0, c_.n)) * omax_ : 0;
   return zhi_ + zhi_ * static_cast<u64>(blocks + best) + qo;
 }
 

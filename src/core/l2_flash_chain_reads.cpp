@@ -190,11 +190,11 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
     const u64 q0 = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), Tlo - g) - c_.s.begin());
     const u64 q1 = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
     for (u64 q = q0; q < q1; ++q) range(c_.s[q] + (q > i), c_.s[q] + g - (q <= P), static_cast<i64>(c_.qb(q)));
-    const u64 o0 = static_cast<u64>(std::lower_bound(c_.fo_f.begin(), c_.fo_f.end(), Tlo - g) - c_.fo_f.begin());
-    const u64 o1 = static_cast<u64>(std::upper_bound(c_.fo_f.begin(), c_.fo_f.end(), Thi) - c_.fo_f.begin());
+    const u64 o0 = c_.fin_bound(Tlo - g, false, 0, c_.n), o1 = c_.fin_bound(Thi, true, o0, c_.n);
     for (u64 o = o0; o < o1; ++o) {
       const u64 kk = c_.fo[o];
-      range(c_.fo_f[o] + (kk >= i), c_.fo_f[o] + g - (kk < P), static_cast<i64>(c_.ob(kk)));
+      const i64 f = c_.f(kk);
+      range(f + (kk >= i), f + g - (kk < P), static_cast<i64>(c_.ob(kk)));
     }
   }
   // One pass: pieces of constant slope to the tally.

@@ -157,8 +157,6 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     if (hm) PMh[k] = pm;  // (one chain)
   }
   // Ties of equal last steps were broken by id already: (last step, id) keys.
-  fo_f.resize(n);
-  for (u64 k = 0; k < n; ++k) fo_f[k] = f(fo[k]);
   if (hm) return;  // (the rest serves a head's first reads in query-block-major order)
   if (qo && !rows.empty()) {
     qpre.assign(n + 1, 0);
@@ -223,7 +221,7 @@ class QoWalk {
     if (fresh_) {  // a new head: the pointers start where a search puts them
       fresh_ = false;
       for (u64& q : q_) q = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), T - g) - c_.s.begin());
-      for (u64& o : o_) o = static_cast<u64>(std::lower_bound(c_.fo_f.begin(), c_.fo_f.end(), T - g) - c_.fo_f.begin());
+      for (u64& o : o_) o = c_.fin_bound(T - g, false, 0, c_.n);
     }
     auto first_at = [&](u64& at, i64 step) {
       while (at < c_.n && c_.s[at] < step) ++at;
@@ -235,7 +233,8 @@ class QoWalk {
     const u64 qlo = clamp(P + 1, a0, a1), qhi = clamp(i + 1, b0, b1);
     u64 sum = qhi > qlo ? c_.q_prefix(qhi) - c_.q_prefix(qlo) : 0;
     auto by_finish = [&](u64& at, i64 step, u64 id) {
-      while (at < c_.n && (c_.fo_f[at] < step || (c_.fo_f[at] == step && c_.fo[at] < id))) ++at;
+      for (; at < c_.n; ++at)
+        if (const i64 f = c_.fin(at); f > step || (f == step && c_.fo[at] >= id)) break;
       return at;
     };
     const u64 olo = by_finish(o_[0], T - g, P), ohi = by_finish(o_[1], T, i);

@@ -95,6 +95,17 @@ struct ChainGrid {
     return !hm && e[k] > 0 && k + 1 < n && head[k + 1] != head[k] && pair[k + 1] == pair[k] ? k + 1 : no_cta;
   }
   i64 f(u64 k) const { return s[k] + static_cast<i64>(std::max<std::uint32_t>(e[k], 1)) - 1; }
+  // The last step of the j-th CTA to finish (computed), and the first place
+  // in [lo, hi) of finish order whose last step is at least `step` (by: past it).
+  i64 fin(u64 j) const { return f(fo[j]); }
+  u64 fin_bound(i64 step, bool by, u64 lo, u64 hi) const {
+    while (lo < hi) {
+      const u64 mid = lo + (hi - lo) / 2;
+      if (by ? fin(mid) <= step : fin(mid) < step) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
   // A regular CTA's (next(k) reads all its blocks) last K/V step + G; never for the others:
   // the next reader's start and k's blocks, computed.
   i64 R(u64 k) const {
@@ -161,7 +172,6 @@ struct ChainGrid {
   std::vector<i64> sp_s, spm;             // their starts, prefix maximum of their last steps
   Array<std::uint32_t> fo;                // CTAs by (last step, id)
   Array<std::uint32_t> slot;              // the slot each CTA runs on
-  Array<i64> fo_f;
   std::vector<u64> qpre, opre;            // q_prefix and o_prefix where rows differ
   std::vector<u64> seq_nkb, seq_zfull, seq_zlast;  // per sequence: key blocks, a full and the last block's bytes
   u64 q_row = 0, o_row = 0;                        // Q and O bytes a row
