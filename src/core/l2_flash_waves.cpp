@@ -116,6 +116,7 @@ struct Rows {
   }
   std::uint64_t sum(std::uint64_t x, std::uint64_t y) const {
     if (x >= y) return 0;
+    if (last_rows == Br) return (y - x) * Br;  // (every query block full: no division)
     const std::uint64_t lasts = lasts_below(y) - lasts_below(x);
     return (y - x - lasts) * Br + lasts * last_rows;
   }
@@ -243,6 +244,10 @@ FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
     heads_sum += ids.keys(L, U, 1).size() * n;
     kv_sum += pairs_w.size() * n;
     seen.wave(L);
+    struct {
+      std::uint64_t w1 = ~std::uint64_t{0}, nm = 0, na = 0, nb = 0;
+      Keys mid;
+    } between;
     for (std::uint64_t cta = L; cta < U; ++cta, walk.next()) {
       const std::uint64_t pair = walk.pair();
       const std::uint64_t prev = last_in_wave[pair];
@@ -269,9 +274,15 @@ FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
       }
       // The kv head's last CTA c1 of wave w1, n (w - w1) steps before.
       const std::uint64_t w1 = c1 / S, L1 = w1 * S, U1 = L1 + S;
-      const Keys mid = ids.keys(U1, L, G);
-      const Keys a = ids.keys(L1, U1, G), b = pairs_w;
-      const std::uint64_t nm = mid.size(), na = a.size_minus(mid), nb = b.size_minus(mid);
+      if (w1 != between.w1) {  // (the kv heads of the waves between and of w1's, once a pair of waves)
+        between.w1 = w1;
+        between.mid = ids.keys(U1, L, G);
+        between.nm = between.mid.size();
+        between.na = ids.keys(L1, U1, G).size_minus(between.mid);
+        between.nb = pairs_w.size_minus(between.mid);
+      }
+      const Keys& mid = between.mid;
+      const std::uint64_t nm = between.nm, na = between.na, nb = between.nb;
       // (From the wave before, the CTAs between are one run: counted as within a wave.)
       const std::uint64_t nj = U1 == L ? seen.between(c1, cta)
                                        : Keys::unite(ids.keys(c1 + 1, U1, G), ids.keys(L, cta, G)).size_minus(mid);
