@@ -266,12 +266,7 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
         lo = hi = at;
         for (u64 d = 2; hi < c_.n && before(hi); d *= 2) lo = hi + 1, hi = std::min(c_.n, hi + d);
       }
-      while (lo < hi) {
-        const u64 mid = lo + (hi - lo) / 2;
-        if (before(mid)) lo = mid + 1;
-        else hi = mid;
-      }
-      return at = lo;
+      return at = first_not(lo, hi, before);
     };
     auto start = [&](u64 j) { return c_.s[j]; };
     auto fin = [&](u64 j) { return c_.fin(j); };
@@ -281,12 +276,8 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
   }
   // (As of(): at most min(g, G_max) a slot, one more in head-major order.)
   const u64 hi = zhi_ + zhi_ * c_.slots * static_cast<u64>(g + (c_.hm ? 1 : 0)) + qo;
-  if (hi > first) {
-    k.skip = k.wait;
-    k.wait = std::min<u64>(2 * k.wait + 1, 255);
-    return false;
-  }
-  k.wait = 0;
+  k.back_off.tried(hi <= first);
+  if (hi > first) return false;
   b.lo = std::min(zlo_, hi);  // (at least its own block)
   b.hi = hi;
   b.qo = qo;
@@ -402,7 +393,11 @@ u64 ChainBounds::peak_hi(u64 i, u64 P) {
   auto in = [](const auto& v, i64 lo, i64 hi) {
     return static_cast<u64>(std::upper_bound(v.begin(), v.end(), hi) - std::lower_bound(v.begin(), v.end(), lo));
   };
-  const u64 qo = c_.qo ? in(c_.s, from, Thi) * qmax_ + (c_.fin_bound(Thi, true, 0, c_.n) - c_.fin_bound(from, false, 0, c_.n)) * omax_ : 0;
+  u64 qo = 0;
+  if (c_.qo) {
+    const u64 o1 = c_.fin_bound(Thi, true, 0, c_.n);
+    qo = in(c_.s, from, Thi) * qmax_ + (o1 - c_.fin_bound(from, false, 0, o1)) * omax_;
+  }
   return zhi_ + zhi_ * static_cast<u64>(blocks + best) + qo;
 }
 

@@ -221,7 +221,7 @@ class QoWalk {
     if (fresh_) {  // a new head: the pointers start where a search puts them
       fresh_ = false;
       for (u64& q : q_) q = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), T - g) - c_.s.begin());
-      for (u64& o : o_) o = c_.fin_bound(T - g, false, 0, c_.n);
+      o_.fill(c_.fin_bound(T - g, false, 0, c_.n));
     }
     auto first_at = [&](u64& at, i64 step) {
       while (at < c_.n && c_.s[at] < step) ++at;
@@ -387,7 +387,7 @@ void run(const ChainGrid& c, Tally& t) {
     Range r;
   };
   std::vector<Top> top;
-  u64 tight_wait = 0, tight_skip = 0;  // (backing off, as peak_hi below)
+  BackOff tight;  // (as peak_hi below)
   for (u64 i = 0; i < c.n; ++i) {
     const auto [P, m] = rereads(i);
     if (m == 0) continue;
@@ -415,18 +415,9 @@ void run(const ChainGrid& c, Tally& t) {
         // as the Q and O tiles allow, so that it may fall below the largest
         // found; tried less often where that fails in a row, as in head-major
         // order, where the tiles are a small part of distances of gigabytes.)
-        if (b.valid && b.qo > 0 && b.hi >= floor_of_max && bucket(b.lo) == bucket(b.hi)) {
-          if (tight_skip > 0) {
-            --tight_skip;
-          } else {
-            bounds.refine_hi(i, P, b);
-            if (b.hi < floor_of_max) {
-              tight_wait = 0;
-            } else {
-              tight_skip = tight_wait;
-              tight_wait = std::min<u64>(2 * tight_wait + 1, 255);
-            }
-          }
+        if (b.valid && b.qo > 0 && b.hi >= floor_of_max && bucket(b.lo) == bucket(b.hi) && !tight.pass_over()) {
+          bounds.refine_hi(i, P, b);
+          tight.tried(b.hi < floor_of_max);
         }
       }
       if (b.valid) r = {b.lo, b.hi};
@@ -463,20 +454,16 @@ void run(const ChainGrid& c, Tally& t) {
   // a row, as when CTAs' largest distances lie just below the largest of
   // all, it is tried less often.)
   auto end = top.end();
-  u64 peak_wait = 0, peak_skip = 0;
+  BackOff peak;
   for (; end != top.begin() && top.front().r.hi >= floor_of_max; --end) {
     const Top x = top.front();
     std::pop_heap(top.begin(), end, below);
     const auto [P, m] = rereads(x.i);
     count(x.i, m, x.r.lo);
-    if (peak_skip > 0) {
-      --peak_skip;
-    } else if (bounds.peak_hi(x.i, P) < floor_of_max) {
-      peak_wait = 0;
-      continue;
-    } else {
-      peak_skip = peak_wait;
-      peak_wait = std::min<u64>(2 * peak_wait + 1, 255);
+    if (!peak.pass_over()) {
+      const bool below_floor = bounds.peak_hi(x.i, P) < floor_of_max;
+      peak.tried(below_floor);
+      if (below_floor) continue;
     }
     floor_of_max = std::max(floor_of_max, largest_of(x.i));
   }

@@ -72,6 +72,39 @@ struct NoInit : std::allocator<T> {
 template <class T>
 using Array = std::vector<T, NoInit<T>>;
 
+// The first place j in [lo, hi) that is not `before` (every place before it is).
+template <class Before>
+u64 first_not(u64 lo, u64 hi, Before before) {
+  while (lo < hi) {
+    const u64 mid = lo + (hi - lo) / 2;
+    if (before(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// A shortcut that is tried less often where it fails in a row: after the
+// k-th failure in a row the next 2^k - 1 calls (at most 255) pass it over.
+class BackOff {
+ public:
+  bool pass_over() {  // this call does not try it
+    if (skip_ == 0) return false;
+    --skip_;
+    return true;
+  }
+  void tried(bool worked) {
+    if (worked) {
+      wait_ = 0;
+      return;
+    }
+    skip_ = wait_;
+    wait_ = std::min<u64>(2 * wait_ + 1, 255);
+  }
+
+ private:
+  u64 wait_ = 0, skip_ = 0;
+};
+
 // The forward grid scheduled: per CTA in launch order.
 struct ChainGrid {
   ChainGrid(const FlashGrid& grid, const L2SimConfig& c);
@@ -99,12 +132,7 @@ struct ChainGrid {
   // in [lo, hi) of finish order whose last step is at least `step` (by: past it).
   i64 fin(u64 j) const { return f(fo[j]); }
   u64 fin_bound(i64 step, bool by, u64 lo, u64 hi) const {
-    while (lo < hi) {
-      const u64 mid = lo + (hi - lo) / 2;
-      if (by ? fin(mid) <= step : fin(mid) < step) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return first_not(lo, hi, [&](u64 j) { return by ? fin(j) <= step : fin(j) < step; });
   }
   // A regular CTA's (next(k) reads all its blocks) last K/V step + G; never for the others:
   // the next reader's start and k's blocks, computed.
@@ -324,9 +352,7 @@ class ChainBounds {
   // (each kind, as of()'s, backs off).
   bool quick(u64 i, u64 P, u64 first, Bounds& b) {
     Quick& k = quick_[P + 1 == i ? 0 : 1];
-    if (k.skip == 0) return quick(k, i, P, first, b);
-    --k.skip;
-    return false;
+    return !k.back_off.pass_over() && quick(k, i, P, first, b);
   }
   // Tighter bounds, O(slots), right after of(i, P), whose state they use:
   // below, only the slots that count one access less at a time (those whose
@@ -417,7 +443,7 @@ class ChainBounds {
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
   struct Quick {
     std::array<u64, 4> at{};  // ids started before X and by Thi, CTAs (finish order) ended before X and by Thi
-    u64 wait = 0, skip = 0;   // calls to pass over after a failure, and left to pass
+    BackOff back_off;
   };
   Quick quick_[2];  // P = i - 1, and the others
   bool quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b);

@@ -247,7 +247,7 @@ FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
     struct {
       std::uint64_t w1 = ~std::uint64_t{0}, nm = 0, na = 0, nb = 0;
       Keys mid;
-    } between;
+    } earlier;  // (the sets of the waves between an earlier wave w1 and this one)
     for (std::uint64_t cta = L; cta < U; ++cta, walk.next()) {
       const std::uint64_t pair = walk.pair();
       const std::uint64_t prev = last_in_wave[pair];
@@ -274,15 +274,15 @@ FlashStats waves_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
       }
       // The kv head's last CTA c1 of wave w1, n (w - w1) steps before.
       const std::uint64_t w1 = c1 / S, L1 = w1 * S, U1 = L1 + S;
-      if (w1 != between.w1) {  // (the kv heads of the waves between and of w1's, once a pair of waves)
-        between.w1 = w1;
-        between.mid = ids.keys(U1, L, G);
-        between.nm = between.mid.size();
-        between.na = ids.keys(L1, U1, G).size_minus(between.mid);
-        between.nb = pairs_w.size_minus(between.mid);
+      if (w1 != earlier.w1) {  // (once a pair of waves)
+        earlier.w1 = w1;
+        earlier.mid = ids.keys(U1, L, G);
+        earlier.nm = earlier.mid.size();
+        earlier.na = ids.keys(L1, U1, G).size_minus(earlier.mid);
+        earlier.nb = pairs_w.size_minus(earlier.mid);
       }
-      const Keys& mid = between.mid;
-      const std::uint64_t nm = between.nm, na = between.na, nb = between.nb;
+      const Keys& mid = earlier.mid;
+      const std::uint64_t nm = earlier.nm, na = earlier.na, nb = earlier.nb;
       // (From the wave before, the CTAs between are one run: counted as within a wave.)
       const std::uint64_t nj = U1 == L ? seen.between(c1, cta)
                                        : Keys::unite(ids.keys(c1 + 1, U1, G), ids.keys(L, cta, G)).size_minus(mid);
