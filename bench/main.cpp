@@ -480,6 +480,13 @@ int main(int argc, char** argv) {
          s.head_dim = 64;
          return l2_runs("1M x 64/8 x batch 8, causal, d 64", s, h200());
        }},
+      {"L2 runs", [] {  // (the CLI's defaults at d = 64: two CTAs an SM)
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.head_dim = 64;
+         L2SimConfig c = h200();
+         c.ctas_per_sm = 2;
+         return l2_runs("1M x 64/8 x batch 8, causal, d 64, 2 CTAs an SM", s, c);
+       }},
       {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},

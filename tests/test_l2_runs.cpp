@@ -351,6 +351,69 @@ TEST_CASE("L2 runs: a repeated head's re-readers have the distances of the head 
   CHECK(whole > 100);
 }
 
+TEST_CASE("L2 runs: a head's middle counted from profiles equals each CTA evaluated", "[l2runs][chains]") {
+  // Dense causal heads of whole blocks (the profiles' domain), query-block-
+  // major, one capacity: every CTA the profiles count (from one of its g,
+  // extended or new, or between two others') has the bytes at each side of
+  // the capacity and, where asked, the largest distance of its own
+  // evaluation; some CTAs are passed over, so that profiles are found
+  // ahead, behind and missing; and the run equals the enumeration.
+  std::mt19937_64 rng(GENERATE(81, 82));
+  l2::chains::ChainReads::ProfileStats all;
+  std::uint64_t checked = 0;
+  for (int k = 0; k < 24; ++k) {
+    Shape s = long_causal_heads(rng, 60, 300, 6);
+    s.seq_q *= 16;  // (whole blocks of 16)
+    s.seq_kv = pick(rng, 0, 3) == 0 ? s.seq_q + 16 * pick(rng, 1, 30) : s.seq_q;
+    L2SimConfig c;
+    c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 40));
+    c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 2));
+    c.q_o_allocate = pick(rng, 0, 1) == 1;
+    INFO(describe(s) << " qo " << c.q_o_allocate << " slots " << c.sm_count << "x" << c.ctas_per_sm);
+    const l2::FlashGrid grid(s, c.order);
+    REQUIRE(l2::flash_in_chains(grid));
+    const l2::chains::ChainGrid cg(grid, c);
+    const auto caps = ladder(kv_footprint_bytes(s) + qo_footprint_bytes(s));
+    // (Capacities on the ladder, and at an evaluated CTA's largest distance
+    // and a byte below: its reads straddle or touch it.)
+    std::vector<std::uint64_t> at = {caps[pick(rng, 4, 10)], caps[pick(rng, 11, 17)], caps[pick(rng, 18, 24)]};
+    {
+      l2::Tally t({at[1]});
+      l2::chains::ChainReads reads(cg, t);
+      l2::chains::Batches b(t);
+      const std::uint64_t i = cg.n / 3 + rng() % (cg.n / 3);
+      if (cg.prev(i) != l2::chains::no_cta && cg.e[cg.prev(i)] > 0) {
+        const std::uint64_t peak = reads.chain(i, cg.prev(i), cg.e[cg.prev(i)], b);
+        at.insert(at.end(), {peak, peak - 1});
+      }
+    }
+    for (std::uint64_t cap : at) {
+      l2::Tally t({cap});
+      l2::chains::ChainReads profiled(cg, t), evaluated(cg, t);
+      evaluated.profiles(false);
+      each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
+        const std::uint64_t m = cg.e[P];
+        if (!profiled.in_middle(i, m) || rng() % 5 == 0) return;
+        const bool most = rng() % 4 == 0;
+        l2::Tally ta({cap}), tb({cap});
+        l2::chains::Batches ba(ta), bb(tb);
+        REQUIRE(profiled.chain(i, P, m, ba, most) == evaluated.chain(i, P, m, bb, most));
+        ba.flush(ta), bb.flush(tb);
+        REQUIRE(ta.dram_reads(cap) == tb.dram_reads(cap));
+        REQUIRE(ta.max_reuse_distance() == tb.max_reuse_distance());
+        ++checked;
+      });
+      const auto& st = profiled.profile_stats();
+      all.ctas += st.ctas, all.hits += st.hits, all.between += st.between, all.builds += st.builds;
+      same_chains_at(s, c, cap);
+    }
+  }
+  CHECK(checked > 2000);
+  CHECK(all.hits > 500);
+  CHECK(all.between > 200);
+  CHECK(all.builds > 200);
+}
+
 TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and narrow grids", "[l2runs]") {
   std::mt19937_64 rng(31);
   for (int k = 0; k < 300; ++k) {

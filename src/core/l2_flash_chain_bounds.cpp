@@ -1,4 +1,4 @@
-// Bounds on a CTA's re-reads (docs/l2-simulation.md, "Chains"): a read g
+// Bounds on a CTA's re-reads (docs/l2-chains.md): a read g
 // steps after its predecessor counts, on each slot, the K/V accesses of the
 // last min(g, G) steps or so (G: the gap from an access to its object's next
 // access), so while every slot runs CTAs that read a block each step, a read

@@ -1,4 +1,4 @@
-// Exact distances of the chains (docs/l2-simulation.md, "Chains"): a read's
+// Exact distances of the chains (docs/l2-chains.md): a read's
 // distance is a sum over the accesses between it and its predecessor whose
 // next access comes after it. For one CTA's re-reads each neighbour adds a
 // trapezoid in the read's step, placed as slope changes in an array over the
@@ -14,6 +14,7 @@ namespace hbmscope::l2::chains {
 ChainReads::ChainReads(const ChainGrid& g, const Tally& t)
     : c_(g), single_(t.capacities().size() == 1 && t.capacities()[0] > 0 ? t.capacities()[0] : 0) {
   d2_.assign(g.longest + 3, 0);  // (no CTA reads more blocks than the longest)
+  middle_ok_ = single_ != 0 && !g.hm && g.dense && g.n > 0 && g.zlast(0) == g.zfull(0) && !g.first_reader.empty();
 }
 
 i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
@@ -58,7 +59,10 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
   return sum;
 }
 
-u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& b, bool most) { return evaluate<false>(i, P, m, &b, most); }
+u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& b, bool most) {
+  if (profiles_on_ && in_middle(i, m)) return middle(i, m, b, most);
+  return evaluate<false>(i, P, m, &b, most);
+}
 
 u64 ChainReads::long_lo(u64 i, u64 P, u64 m) { return evaluate<true>(i, P, m, nullptr); }
 
@@ -67,40 +71,11 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
   const i64 base = c_.s[i], g = c_.s[i] - c_.s[P];
   const i64 gamma = Lo ? g / 8 : -1;  // (Lo: neighbours re-read within that are left out)
   const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
-  i64 V0 = 0, S0 = 0;
   i64* d2 = d2_.data();
-  // D over the CTA's re-reads as second differences (d2[x] at step base +
-  // x; a box's edge is two). (Without branches: a change at or before the
-  // first read goes to V0 and S0, one past the last to index mm or mm + 1,
-  // which the pass never reads.)
-  const u64 last = static_cast<u64>(mm - 1);
-  auto at = [&](i64 pos, i64 w) {  // + w (x - pos + 1) from pos on
-    const i64 x = pos - base;
-    const i64 early = x <= 0 ? w : 0;
-    V0 += early * (1 - x);
-    S0 += early;
-    d2[std::min(static_cast<u64>(x - 1), last) + 1] += w;
-  };
-  auto step = [&](i64 pos, i64 w) {  // + w from pos on
-    const i64 x = pos - base;
-    V0 += x <= 0 ? w : 0;
-    const u64 j = std::min(static_cast<u64>(x - 1), last) + 1;
-    const i64 v = x <= 0 ? 0 : w;  // (a slope of w at x and -w after)
-    d2[j] += v;
-    d2[j + 1] -= v;
-  };
-  auto range = [&](i64 lo, i64 hi, i64 w) {  // +w at every step of [lo, hi]
-    if (lo > hi || hi < Tlo || lo > Thi) return;
-    step(lo, w), step(hi + 1, -w);
-  };
-  auto trapezoid = [&](i64 a, i64 b, i64 M, i64 w) {  // range(t, t + M - 1, w) for t in [a, b]
-    if (a > b || M <= 0 || b + M - 1 < Tlo || a > Thi) return;
-    // (A rise over by the first read is its plateau there: neighbours come
-    // latest start first, so this branch changes once a CTA.)
-    if (a + M <= base) V0 += w * M;
-    else at(a, w), at(a + M, -w);
-    at(b + 1, -w), at(b + M + 1, w);
-  };
+  // D over the CTA's re-reads as second differences.
+  Ramps ramps(d2, Tlo, Thi);
+  auto range = [&](i64 lo, i64 hi, i64 w) { ramps.range(lo, hi, w); };
+  auto trapezoid = [&](i64 a, i64 b, i64 M, i64 w) { ramps.trapezoid(a, b, M, w); };
   // Regular neighbours: every block's next access G steps later. An access
   // at t counts for the reads at t + d to t + E.
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
@@ -138,7 +113,7 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
   else regular(std::false_type{});
   if constexpr (Lo) {
     // The smallest sum over the re-reads, the short last block's read too (at least the smaller block).
-    i64 V = V0, S = S0, least = V;
+    i64 V = ramps.v0, S = ramps.s0, least = V;
     for (i64 x = 1; x < mm; ++x) {
       S += d2[x];
       d2[x] = 0;
@@ -201,7 +176,7 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
   const bool part = m == c_.nkb(i) && c_.zlast(i) != c_.zfull(i);
   const i64 zf = static_cast<i64>(c_.zfull(i));
   Tally::Batch& full = batches->of(c_.zfull(i));
-  i64 V = V0, S = S0;
+  i64 V = ramps.v0, S = ramps.s0;
   if (single_ != 0) {  // one capacity (a report row): counted step by step, without branches
     const i64 C = static_cast<i64>(single_) - zf, full_steps = part ? mm - 1 : mm;  // (V against C less the read)
     i64 le = 0, top = 0;

@@ -1,4 +1,4 @@
-// Heads that repeat an earlier one (docs/l2-simulation.md, "Repeated heads"):
+// Heads that repeat an earlier one (docs/l2-chains.md, "Repeated heads"):
 // a read's distance depends on the starts, last steps, next readers and tile
 // sizes of the CTAs that run between it and its predecessor, all relative to
 // the reader, and on which of them read the same pair's blocks. In a dense

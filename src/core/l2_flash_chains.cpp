@@ -1,4 +1,4 @@
-// The chains of the forward pass (docs/l2-simulation.md, "Chains"), in
+// The chains of the forward pass (docs/l2-chains.md), in
 // either launch order: the schedule, and the run that counts a CTA's
 // re-reads from bounds where they fall in one bucket below the largest
 // distance, and evaluates them exactly elsewhere. Exact, and in long causal

@@ -1,5 +1,5 @@
 #pragma once
-// The chains of the forward pass (docs/l2-simulation.md, "Chains"): where
+// The chains of the forward pass (docs/l2-chains.md): where
 // every CTA reads key blocks [0, e) and e does not decrease along the CTAs of
 // a kv pair in launch order, CTA i re-reads the blocks its pair's previous
 // CTA P read, each g steps after it, and a block CTA k reads is next read by
@@ -215,6 +215,49 @@ struct ChainGrid {
   std::vector<u64> first_reader;  // a dense batch: per block, its first reader's place in a head
 };
 
+// A sum of ramps and boxes over steps [lo, hi] (a CTA's re-reads, a
+// profile's stretch), as second differences: d2[x] at step lo + x, a box's
+// edge two of them. (Without branches: a change at or before lo goes to the
+// value and slope there, v0 and s0; one past hi to index hi - lo + 1 or + 2,
+// which a pass never reads.)
+class Ramps {
+ public:
+  Ramps(i64* d2, i64 lo, i64 hi) : d2_(d2), lo_(lo), hi_(hi), last_(static_cast<u64>(hi - lo)) {}
+  void range(i64 a, i64 b, i64 w) {  // +w at every step of [a, b]
+    if (a > b || b < lo_ || a > hi_) return;
+    step(a, w), step(b + 1, -w);
+  }
+  void trapezoid(i64 a, i64 b, i64 M, i64 w) {  // range(t, t + M - 1, w) for t in [a, b]
+    if (a > b || M <= 0 || b + M - 1 < lo_ || a > hi_) return;
+    // (A rise over by lo is its plateau there: callers place the latest
+    // start first, so this branch changes once a call.)
+    if (a + M <= lo_) v0 += w * M;
+    else at(a, w), at(a + M, -w);
+    at(b + 1, -w), at(b + M + 1, w);
+  }
+  i64 v0 = 0, s0 = 0;
+
+ private:
+  void at(i64 pos, i64 w) {  // + w (x - pos + 1) from pos on
+    const i64 x = pos - lo_;
+    const i64 early = x <= 0 ? w : 0;
+    v0 += early * (1 - x);
+    s0 += early;
+    d2_[std::min(static_cast<u64>(x - 1), last_) + 1] += w;
+  }
+  void step(i64 pos, i64 w) {  // + w from pos on
+    const i64 x = pos - lo_;
+    v0 += x <= 0 ? w : 0;
+    const u64 j = std::min(static_cast<u64>(x - 1), last_) + 1;
+    const i64 v = x <= 0 ? 0 : w;  // (a slope of w at x and -w after)
+    d2_[j] += v;
+    d2_[j + 1] -= v;
+  }
+  i64* d2_;
+  i64 lo_, hi_;
+  u64 last_;
+};
+
 // Reads of several sizes, each size's runs counted in its own batch.
 class Batches {
  public:
@@ -323,12 +366,45 @@ class ChainReads {
   // order with GQA, a pair's first CTA beside the group's other heads).
   u64 long_lo(u64 i, u64 P, u64 m);
 
+  // A head's middle (l2_flash_chain_middle.cpp): in query-block-major order,
+  // a dense batch of whole blocks and one capacity, where every neighbour
+  // of CTA i's re-reads is on a side of i known without i (the heads'
+  // last CTAs accessed then are earlier ones whose blocks are next read
+  // after i), a re-read's distance is one function of its step and g but
+  // at i's first and last read. chain() counts such CTAs from profiles of
+  // that function, each built for a stretch of steps and one g and shared
+  // by the head's CTAs of that g whose reads lie in it.
+  bool in_middle(u64 i, u64 m) const;
+  void profiles(bool on) { profiles_on_ = on; }  // (off: every CTA evaluated, as the tests' reference)
+  struct ProfileStats {
+    u64 ctas = 0, hits = 0, between = 0;  // counted from profiles; from one of their g; between two others'
+    u64 builds = 0, steps = 0;            // profiles built or extended, and their steps
+  };
+  const ProfileStats& profile_stats() const { return stats_; }
+
  private:
   template <bool Lo>
   u64 evaluate(u64 i, u64 P, u64 m, Batches* batches, bool most = true);
+  u64 middle(u64 i, u64 m, Batches& b, bool most);
+  // The distance, less the read's own block, at steps [A, B] for one g and
+  // the CTAs of one head (hf: its first): each step's, and how many steps
+  // before each are at most the capacity.
+  struct Profile {
+    i64 g = 0, A = 0, B = -1;
+    u64 hf = 0;
+    Array<i64> phi;
+    Array<std::uint32_t> le;  // le[x]: steps of [A, A + x) whose phi is at most single_ less a block
+    u64 used = 0;             // (least recently used: replaced)
+  };
+  void build(Profile& p, i64 A, i64 B);  // appends steps [A, B] (A: one past its end)
   const ChainGrid& c_;
   u64 single_ = 0;       // the tally's one capacity, if it has one (and it is not 0)
   std::vector<i64> d2_;  // slope changes over one CTA's steps
+  bool middle_ok_ = false, profiles_on_ = true;
+  std::array<Profile, 32> profiles_;
+  u64 clock_ = 0;
+  std::vector<i64> pd2_;  // a profile's slope changes (zero between builds)
+  ProfileStats stats_;
 };
 
 // Bounds on all of a CTA's re-reads' distances (l2_flash_chain_bounds.cpp).

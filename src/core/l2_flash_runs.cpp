@@ -68,7 +68,7 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
   return __builtin_mul_overflow(w, unit, &w) ? ~std::uint64_t{0} : w;
 }
 
-// The chains' cost (docs/l2-simulation.md, "Chains"), in units of about a
+// The chains' cost (docs/l2-chains.md), in units of about a
 // nanosecond: the schedule, the first reads and bounds for every CTA (about 4
 // units a slot and 300 more, an upper estimate: their windows move a few CTAs
 // a read, refined O(S) passes for the CTAs near a capacity) and the exact

@@ -1,0 +1,217 @@
+// A head's middle (docs/l2-chains.md, "A head's middle"):
+// where every neighbour of a re-read is on a side of its reader known
+// without the reader (CTAs that start within the read's window come after
+// it, those that end within it before, later heads' after), the distance is
+// one function of (step, g) for all of a head's readers of that g, but at a
+// reader's first read (its own Q tile, its predecessor's starting peers')
+// and its last (its predecessor's O tile, its own peers' ending then).
+// Profiles of that function over stretches of steps serve many readers; a
+// reader whose g has none is placed between those of the nearest g below
+// and above, as a distance does not decrease with g.
+#include <algorithm>
+
+#include "l2_flash_chains.hpp"
+
+namespace hbmscope::l2::chains {
+
+bool ChainReads::in_middle(u64 i, u64 m) const {
+  if (!middle_ok_ || m == 0) return false;
+  const u64 hf = c_.first_of_head(i);
+  if (hf == i) return false;
+  const i64 Tlo = c_.s[i], g = Tlo - c_.s[i - 1], Thi = Tlo + static_cast<i64>(m) - 1;
+  if (g < 1) return false;
+  // Heads' last CTAs accessed in the windows: this head's and later ones'
+  // come after i (as their blocks' next readers do); an earlier one's
+  // blocks there must be next read after i, or never.
+  u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), Thi) - c_.sp_s.begin());
+  while (j-- > 0 && c_.spm[j] >= Tlo - g) {
+    const u64 kk = c_.sp[j];
+    if (kk >= hf || c_.f(kk) < Tlo - g) continue;
+    const i64 ylo = std::max<i64>(0, Tlo - g - c_.s[kk]);
+    if (c_.next_head(kk) != no_cta && ylo < static_cast<i64>(c_.e[kk]) && c_.next_reader(kk, static_cast<u64>(ylo)) <= i)
+      return false;
+  }
+  return true;
+}
+
+void ChainReads::build(Profile& p, i64 A, i64 B) {
+  const i64 g = p.g, L = B - A + 1;
+  const u64 nh = p.hf + c_.seq_q_blocks;  // later heads' CTAs: after every reader
+  const std::size_t at0 = p.phi.size();
+  ++stats_.builds, stats_.steps += static_cast<u64>(L);
+  p.B = B;
+  p.phi.resize(at0 + static_cast<std::size_t>(L));
+  p.le.resize(at0 + static_cast<std::size_t>(L) + 1);
+  if (pd2_.size() < static_cast<std::size_t>(L) + 2) pd2_.assign(static_cast<std::size_t>(L) + 2, 0);
+  i64* d2 = pd2_.data();
+  Ramps ramps(d2, A, B);  // (as evaluate places them)
+  auto range = [&](i64 lo, i64 hi, i64 w) { ramps.range(lo, hi, w); };
+  auto trapezoid = [&](i64 a, i64 b, i64 M, i64 w) { ramps.trapezoid(a, b, M, w); };
+  const i64 z = static_cast<i64>(c_.zfull(0));
+  // Regular CTAs: M = min(g, G). An earlier CTA's access at t counts for the
+  // reads at t to t + M - 1; a later one's from t + 1 to t + M. A CTA of
+  // this head or an earlier one ends as an earlier one (it ends within a
+  // reader's window only if it is) and starts as a later one (likewise).
+  const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), B) - c_.s.begin());
+  c_.regular_from(up_to, A - 1, [&](u64 k, i64 r) {
+    const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1, M = std::min(g, r - b);
+    if (k >= nh) return trapezoid(c_.s[k] + 1, b + 1, M, z);
+    trapezoid(c_.s[k], b, M, z);
+    range(c_.s[k], std::min(b, c_.s[k] + M - 1), -z);
+  });
+  // Heads' last CTAs: block y counts up to its next access (by the next
+  // head's first reader of y, after every reader) or g steps; an earlier
+  // head's from its access, this head's last and later ones' a step later.
+  u64 j = static_cast<u64>(std::upper_bound(c_.sp_s.begin(), c_.sp_s.end(), B) - c_.sp_s.begin());
+  while (j-- > 0 && c_.spm[j] >= A - g) {
+    const u64 kk = c_.sp[j];
+    const i64 sk = c_.s[kk], d = kk >= p.hf;
+    const i64 ylo = std::max<i64>(0, A - g - sk), yhi = std::min<i64>(static_cast<i64>(c_.e[kk]) - 1, B - sk);
+    if (ylo > yhi) continue;
+    i64 ystar = ylo;
+    if (c_.next_head(kk) != no_cta) {
+      // (The blocks whose next access comes sooner than g steps: a prefix.)
+      ystar = static_cast<i64>(first_not(static_cast<u64>(ylo), static_cast<u64>(yhi) + 1,
+                                         [&](u64 y) { return c_.s[c_.next_reader(kk, y)] < sk + g - 1 + d; }));
+      for (i64 y = ylo; y < ystar; ++y) range(sk + y + d, c_.s[c_.next_reader(kk, static_cast<u64>(y))] + y, z);
+    }
+    trapezoid(sk + ystar + d, sk + yhi + d, g, z);
+  }
+  if (c_.qo) {
+    // Q tiles as later CTAs' (from a step after their start); O tiles as
+    // earlier ones' (from their last step), later heads' a step later.
+    const u64 q0 = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), A - g) - c_.s.begin());
+    for (u64 q = q0; q < up_to; ++q) range(c_.s[q] + 1, c_.s[q] + g, static_cast<i64>(c_.qb(q)));
+    const u64 o0 = c_.fin_bound(A - g, false, 0, c_.n), o1 = c_.fin_bound(B, true, o0, c_.n);
+    for (u64 o = o0; o < o1; ++o) {
+      const i64 f = c_.fin(o), d = c_.fo[o] >= nh;
+      range(f + d, f + g - 1 + d, static_cast<i64>(c_.ob(c_.fo[o])));
+    }
+  }
+  const i64 C = static_cast<i64>(single_) - z;
+  i64 V = ramps.v0, S = ramps.s0;
+  i64* phi = p.phi.data() + at0;
+  std::uint32_t* le = p.le.data() + at0;
+  std::uint32_t n = le[0];
+  for (i64 x = 0; x < L; ++x) {
+    if (x > 0) S += d2[x], V += S, d2[x] = 0;
+    phi[x] = V;
+    n += V <= C;
+    le[x + 1] = n;
+  }
+  d2[L] = 0, d2[L + 1] = 0;
+}
+
+u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
+  const i64 Tlo = c_.s[i], g = Tlo - c_.s[i - 1], Thi = Tlo + static_cast<i64>(m) - 1;
+  const u64 hf = c_.first_of_head(i), nh = hf + c_.seq_q_blocks;
+  ++stats_.ctas;
+  // At the first read its own Q tile counts, not those of the CTAs started
+  // with its predecessor (counted as later CTAs'); at the last, its
+  // predecessor's O tile counts, not those of CTAs after it ending then.
+  i64 first = 0, lastc = 0;
+  if (c_.qo) {
+    first += static_cast<i64>(c_.qb(i));
+    for (u64 q = i; q-- > 0 && c_.s[q] == c_.s[i - 1];) first -= static_cast<i64>(c_.qb(q));
+    lastc += static_cast<i64>(c_.ob(i - 1));
+    for (u64 k = i; k < nh && c_.f(k) == Thi; ++k) lastc -= static_cast<i64>(c_.ob(k));
+  }
+  const i64 C = static_cast<i64>(single_) - static_cast<i64>(c_.zfull(0));
+  auto corr = [&](i64 T) { return (T == Tlo ? first : 0) + (T == Thi ? lastc : 0); };
+  auto val = [](const Profile& q, i64 T) { return q.phi[static_cast<std::size_t>(T - q.A)]; };
+  auto cnt = [](const Profile& q, i64 a, i64 z) -> u64 {  // steps of [a, z] at most the capacity
+    return a > z ? 0 : q.le[static_cast<std::size_t>(z - q.A + 1)] - q.le[static_cast<std::size_t>(a - q.A)];
+  };
+  Profile *p = nullptr, *grow = nullptr, *lo = nullptr, *hi = nullptr;
+  for (Profile& q : profiles_) {
+    if (q.hf != hf || q.phi.empty() || q.A > Tlo) continue;
+    if (q.g == g) (Thi <= q.B ? p : grow) = &q;
+    else if (Thi > q.B) continue;
+    else if (q.g < g && (lo == nullptr || q.g > lo->g)) lo = &q;
+    else if (q.g > g && (hi == nullptr || q.g < hi->g)) hi = &q;
+  }
+  auto fresh = [&](i64 A, i64 B) {  // a profile of g over [A, B], where the least recently used one was
+    Profile* e = &*std::min_element(profiles_.begin(), profiles_.end(), [](const Profile& x, const Profile& y) { return x.used < y.used; });
+    e->g = g, e->hf = hf, e->A = A, e->used = ++clock_;
+    e->phi.clear(), e->le.assign(1, 0);
+    build(*e, A, B);
+    return e;
+  };
+  if (p == nullptr && !most && (lo != nullptr || hi != nullptr)) {
+    // Between the nearest g below and above (where one is missing, every
+    // step open on its side): a step is settled where both lie on one side
+    // of the capacity; the open ones, a stretch, are profiled for g (unless
+    // that is most of the reads).
+    auto lo_le = [&](i64 x, i64 y) -> u64 { return lo != nullptr ? cnt(*lo, x, y) : x > y ? 0 : static_cast<u64>(y - x + 1); };
+    auto hi_le = [&](i64 x, i64 y) -> u64 { return hi != nullptr ? cnt(*hi, x, y) : 0; };
+    u64 le = 0;
+    i64 a = Thi + 1, z = Tlo - 1;
+    bool open_first = false, open_last = false;
+    auto settle = [&](i64 T, bool& open) {
+      if (hi != nullptr && val(*hi, T) + corr(T) <= C) ++le;
+      else if (lo == nullptr || val(*lo, T) + corr(T) <= C) open = true, a = std::min(a, T), z = std::max(z, T);
+    };
+    settle(Tlo, open_first);
+    if (Thi > Tlo) settle(Thi, open_last);
+    const i64 u = Tlo + 1, v = Thi - 1;  // the reads between
+    if (u <= v) {
+      le += hi_le(u, v);
+      if (lo_le(u, v) != hi_le(u, v)) {
+        // (The open steps so far, lo's count less hi's, only grow.)
+        auto open_to = [&](u64 T) { return lo_le(u, static_cast<i64>(T)) == hi_le(u, static_cast<i64>(T)); };
+        auto open_from = [&](u64 T) { return lo_le(static_cast<i64>(T), v) != hi_le(static_cast<i64>(T), v); };
+        a = std::min(a, static_cast<i64>(first_not(static_cast<u64>(u), static_cast<u64>(v) + 1, open_to)));
+        z = std::max(z, static_cast<i64>(first_not(static_cast<u64>(u), static_cast<u64>(v) + 1, open_from)) - 1);
+      }
+    }
+    if (2 * (z - a + 1) <= static_cast<i64>(m)) {
+      if (lo != nullptr) lo->used = ++clock_;
+      if (hi != nullptr) hi->used = ++clock_;
+      if (a <= z) {
+        const Profile& e = *fresh(a, z);
+        const i64 iu = std::max(a, u), iv = std::min(z, v);
+        le += cnt(e, iu, iv) - hi_le(iu, iv);
+        if (open_first) le += val(e, Tlo) + corr(Tlo) <= C;
+        if (open_last) le += val(e, Thi) + corr(Thi) <= C;
+      }
+      ++stats_.between;
+      b.of(c_.zfull(0)).counted(le, m - le, 0);
+      return 0;
+    }
+  }
+  if (p != nullptr) {
+    ++stats_.hits;
+  } else {
+    // Built ahead (the head's next readers of this g start later and read
+    // about as many blocks): a profile of g extended, the steps before the
+    // reads dropped (later readers start no earlier), or a new one.
+    const i64 ahead = Thi + std::clamp<i64>(64 * (g + 1), 256, std::max<i64>(static_cast<i64>(m), 256));
+    if (grow != nullptr && Tlo <= grow->B + 1) {
+      p = grow;
+      if (const std::size_t drop = static_cast<std::size_t>(Tlo - p->A); 2 * drop > p->phi.size()) {
+        p->phi.erase(p->phi.begin(), p->phi.begin() + static_cast<std::ptrdiff_t>(drop));
+        p->le.erase(p->le.begin(), p->le.begin() + static_cast<std::ptrdiff_t>(drop));
+        p->A = Tlo;
+      }
+      build(*p, p->B + 1, ahead);
+    } else {
+      p = fresh(Tlo, ahead);
+    }
+  }
+  p->used = ++clock_;
+  u64 le = val(*p, Tlo) + corr(Tlo) <= C;
+  i64 top = val(*p, Tlo) + corr(Tlo);
+  if (Thi > Tlo) {
+    le += (val(*p, Thi) + lastc <= C) + cnt(*p, Tlo + 1, Thi - 1);
+    top = std::max(top, val(*p, Thi) + lastc);
+    if (most && m > 2) {
+      const i64* x = p->phi.data() + (Tlo - p->A);
+      top = std::max(top, *std::max_element(x + 1, x + m - 1));
+    }
+  }
+  const u64 largest = most ? c_.zfull(0) + static_cast<u64>(top) : 0;
+  b.of(c_.zfull(0)).counted(le, m - le, largest);
+  return largest;
+}
+
+}  // namespace hbmscope::l2::chains
