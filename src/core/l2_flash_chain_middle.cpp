@@ -45,8 +45,6 @@ void ChainReads::build(Profile& p, i64 A, i64 B) {
   if (pd2_.size() < static_cast<std::size_t>(L) + 2) pd2_.assign(static_cast<std::size_t>(L) + 2, 0);
   i64* d2 = pd2_.data();
   Ramps ramps(d2, A, B);  // (as evaluate places them)
-  auto range = [&](i64 lo, i64 hi, i64 w) { ramps.range(lo, hi, w); };
-  auto trapezoid = [&](i64 a, i64 b, i64 M, i64 w) { ramps.trapezoid(a, b, M, w); };
   const i64 z = static_cast<i64>(c_.zfull(0));
   // Regular CTAs: M = min(g, G). An earlier CTA's access at t counts for the
   // reads at t to t + M - 1; a later one's from t + 1 to t + M. A CTA of
@@ -55,9 +53,9 @@ void ChainReads::build(Profile& p, i64 A, i64 B) {
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), B) - c_.s.begin());
   c_.regular_from(up_to, A - 1, [&](u64 k, i64 r) {
     const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1, M = std::min(g, r - b);
-    if (k >= nh) return trapezoid(c_.s[k] + 1, b + 1, M, z);
-    trapezoid(c_.s[k], b, M, z);
-    range(c_.s[k], std::min(b, c_.s[k] + M - 1), -z);
+    if (k >= nh) return ramps.trapezoid(c_.s[k] + 1, b + 1, M, z);
+    ramps.trapezoid(c_.s[k], b, M, z);
+    ramps.range(c_.s[k], std::min(b, c_.s[k] + M - 1), -z);
   });
   // Heads' last CTAs: block y counts up to its next access (by the next
   // head's first reader of y, after every reader) or g steps; an earlier
@@ -73,19 +71,19 @@ void ChainReads::build(Profile& p, i64 A, i64 B) {
       // (The blocks whose next access comes sooner than g steps: a prefix.)
       ystar = static_cast<i64>(first_not(static_cast<u64>(ylo), static_cast<u64>(yhi) + 1,
                                          [&](u64 y) { return c_.s[c_.next_reader(kk, y)] < sk + g - 1 + d; }));
-      for (i64 y = ylo; y < ystar; ++y) range(sk + y + d, c_.s[c_.next_reader(kk, static_cast<u64>(y))] + y, z);
+      for (i64 y = ylo; y < ystar; ++y) ramps.range(sk + y + d, c_.s[c_.next_reader(kk, static_cast<u64>(y))] + y, z);
     }
-    trapezoid(sk + ystar + d, sk + yhi + d, g, z);
+    ramps.trapezoid(sk + ystar + d, sk + yhi + d, g, z);
   }
   if (c_.qo) {
     // Q tiles as later CTAs' (from a step after their start); O tiles as
     // earlier ones' (from their last step), later heads' a step later.
     const u64 q0 = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), A - g) - c_.s.begin());
-    for (u64 q = q0; q < up_to; ++q) range(c_.s[q] + 1, c_.s[q] + g, static_cast<i64>(c_.qb(q)));
+    for (u64 q = q0; q < up_to; ++q) ramps.range(c_.s[q] + 1, c_.s[q] + g, static_cast<i64>(c_.qb(q)));
     const u64 o0 = c_.fin_bound(A - g, false, 0, c_.n), o1 = c_.fin_bound(B, true, o0, c_.n);
     for (u64 o = o0; o < o1; ++o) {
       const i64 f = c_.fin(o), d = c_.fo[o] >= nh;
-      range(f + d, f + g - 1 + d, static_cast<i64>(c_.ob(c_.fo[o])));
+      ramps.range(f + d, f + g - 1 + d, static_cast<i64>(c_.ob(c_.fo[o])));
     }
   }
   const i64 C = static_cast<i64>(single_) - z;
@@ -130,8 +128,10 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
     else if (q.g < g && (lo == nullptr || q.g > lo->g)) lo = &q;
     else if (q.g > g && (hi == nullptr || q.g < hi->g)) hi = &q;
   }
-  auto fresh = [&](i64 A, i64 B) {  // a profile of g over [A, B], where the least recently used one was
-    Profile* e = &*std::min_element(profiles_.begin(), profiles_.end(), [](const Profile& x, const Profile& y) { return x.used < y.used; });
+  // A profile of g over [A, B], in place of `stale` (one of g that ends before
+  // the reads: no later CTA can use it) or of the least recently used one.
+  auto fresh = [&](i64 A, i64 B, Profile* stale = nullptr) {
+    Profile* e = stale != nullptr ? stale : &*std::min_element(profiles_.begin(), profiles_.end(), [](const Profile& x, const Profile& y) { return x.used < y.used; });
     e->g = g, e->hf = hf, e->A = A, e->used = ++clock_;
     e->phi.clear(), e->le.assign(1, 0);
     build(*e, A, B);
@@ -195,7 +195,7 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
       }
       build(*p, p->B + 1, ahead);
     } else {
-      p = fresh(Tlo, ahead);
+      p = fresh(Tlo, ahead, grow);
     }
   }
   p->used = ++clock_;

@@ -74,8 +74,6 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
   i64* d2 = d2_.data();
   // D over the CTA's re-reads as second differences.
   Ramps ramps(d2, Tlo, Thi);
-  auto range = [&](i64 lo, i64 hi, i64 w) { ramps.range(lo, hi, w); };
-  auto trapezoid = [&](i64 a, i64 b, i64 M, i64 w) { ramps.trapezoid(a, b, M, w); };
   // Regular neighbours: every block's next access G steps later. An access
   // at t counts for the reads at t + d to t + E.
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
@@ -89,10 +87,10 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
       const u64 nx = HM ? c_.nxt[k] : k + 1;
       const i64 d = k >= i, E = std::min(g - (k <= P), r - b - (nx <= i)), M = E - d + 1;
       if (any_partial && c_.reads_partial(k)) {
-        trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull(k)));
-        range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast(k)));
+        ramps.trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull(k)));
+        ramps.range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast(k)));
       } else {
-        trapezoid(c_.s[k] + d, b + d, M, c_.dense ? z0 : static_cast<i64>(c_.zfull(k)));
+        ramps.trapezoid(c_.s[k] + d, b + d, M, c_.dense ? z0 : static_cast<i64>(c_.zfull(k)));
       }
     };
     if (Lo && HM && c_.dense && c_.group > 1) {
@@ -149,27 +147,27 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
       for (i64 y = ylo; y < ystar; ++y) {
         while (c_.e[r] <= static_cast<u64>(y)) ++r;
         const i64 t = c_.s[kk] + y;
-        range(t + d, c_.s[r] + y - (r <= i), static_cast<i64>(c_.kv_bytes(kk, static_cast<u64>(y))));
+        ramps.range(t + d, c_.s[r] + y - (r <= i), static_cast<i64>(c_.kv_bytes(kk, static_cast<u64>(y))));
       }
     }
     if (ystar > yhi) continue;
     const i64 lastfull = std::min<i64>(yhi, static_cast<i64>(c_.nkb(kk)) - 2);
     if (lastfull >= ystar)
-      trapezoid(c_.s[kk] + ystar + d, c_.s[kk] + lastfull + d, g - le - d + 1, static_cast<i64>(c_.zfull(kk)));
+      ramps.trapezoid(c_.s[kk] + ystar + d, c_.s[kk] + lastfull + d, g - le - d + 1, static_cast<i64>(c_.zfull(kk)));
     if (static_cast<u64>(yhi) + 1 == c_.nkb(kk) && ystar <= yhi) {
       const i64 t = c_.s[kk] + yhi;
-      range(t + d, t + g - le, static_cast<i64>(c_.zlast(kk)));
+      ramps.range(t + d, t + g - le, static_cast<i64>(c_.zlast(kk)));
     }
   }
   if (c_.qo) {
     const u64 q0 = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), Tlo - g) - c_.s.begin());
     const u64 q1 = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
-    for (u64 q = q0; q < q1; ++q) range(c_.s[q] + (q > i), c_.s[q] + g - (q <= P), static_cast<i64>(c_.qb(q)));
+    for (u64 q = q0; q < q1; ++q) ramps.range(c_.s[q] + (q > i), c_.s[q] + g - (q <= P), static_cast<i64>(c_.qb(q)));
     const u64 o0 = c_.fin_bound(Tlo - g, false, 0, c_.n), o1 = c_.fin_bound(Thi, true, o0, c_.n);
     for (u64 o = o0; o < o1; ++o) {
       const u64 kk = c_.fo[o];
       const i64 f = c_.f(kk);
-      range(f + (kk >= i), f + g - (kk < P), static_cast<i64>(c_.ob(kk)));
+      ramps.range(f + (kk >= i), f + g - (kk < P), static_cast<i64>(c_.ob(kk)));
     }
   }
   // One pass: pieces of constant slope to the tally.
