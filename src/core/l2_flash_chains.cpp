@@ -319,12 +319,25 @@ void run(const ChainGrid& c, Tally& t) {
         d += c.zpair[pi];
       } else {
         // Alone, only the pair's other blocks can be accessed in between (at
-        // most), and L's blocks after y up to q are (at least: each is next
-        // read after q, by i or a later CTA).
+        // most). At least: L's blocks after y read before T, joined by those
+        // of its head's earlier CTAs whose reads in between begin at most a
+        // block above them (a run [y + 1, top]: each a bisection), and CTA
+        // i - 1's from the one it read at p's step on (below y).
         if (alone) {
-          const i64 after = std::min<i64>(g - 1, static_cast<i64>(c.e[L]) - 1 - static_cast<i64>(y));
-          const u64 lo = d + z + std::min(c.zfull(i), c.zlast(i)) * static_cast<u64>(std::max<i64>(0, after));
+          const i64 eL = static_cast<i64>(c.e[L]), Y = static_cast<i64>(y);
+          i64 top = std::min<i64>(Y + g - 1, eL - 1);
+          const i64 below = i == hf ? 0 : std::max<i64>(0, static_cast<i64>(c.e[i - 1]) - std::max<i64>(0, p - c.s[i - 1]));
+          const u64 zmin = std::min(c.zfull(i), c.zlast(i));
+          auto lower = [&] { return d + z + zmin * static_cast<u64>(std::max<i64>(0, top - Y) + below); };
           const u64 hi = d + c.zpair[pi];
+          u64 lo = lower();
+          const auto s0 = c.s.begin() + static_cast<std::ptrdiff_t>(c.first_of_head(L));
+          for (u64 k = L, jumps = 0; hi < floor_of_max && bucket(lo) != bucket(hi) && top < eL - 1 && jumps < 64; ++jumps) {
+            const u64 k2 = static_cast<u64>(std::lower_bound(s0, c.s.begin() + static_cast<std::ptrdiff_t>(k), p - top) - c.s.begin());
+            const i64 t2 = std::min<i64>(static_cast<i64>(c.e[k2]) - 1, T - 1 - c.s[k2]);
+            if (k2 == k || t2 <= top) break;
+            top = t2, k = k2, lo = lower();
+          }
           if (hi < floor_of_max && bucket(lo) == bucket(hi)) {
             t.read_in_bucket(bucket(lo), z);
             if (kept != nullptr) kept[y - m] = static_cast<std::uint16_t>(bucket(lo));
