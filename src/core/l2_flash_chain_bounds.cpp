@@ -287,14 +287,14 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
 
 namespace {
 // The most of the sorted values v(j), j in [first, last), within width of each other.
+// (A count reached is only ever passed: each j compares v(j) with the value
+// that would make one more.)
 template <class V>
 u64 densest(V v, u64 first, u64 last, i64 width) {
-  u64 best = 0;
-  for (u64 lo = first, hi = first; hi != last; ++hi) {
-    const i64 top = v(hi);
-    while (top - v(lo) > width) ++lo;
-    best = std::max(best, hi - lo + 1);
-  }
+  if (first >= last) return 0;
+  u64 best = 1;
+  for (u64 j = first; j + best < last; ++j)
+    while (j + best < last && v(j + best) - v(j) <= width) ++best;
   return best;
 }
 }  // namespace

@@ -120,11 +120,10 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
   auto cnt = [](const Profile& q, i64 a, i64 z) -> u64 {  // steps of [a, z] at most the capacity
     return a > z ? 0 : q.le[static_cast<std::size_t>(z - q.A + 1)] - q.le[static_cast<std::size_t>(a - q.A)];
   };
-  Profile *p = nullptr, *grow = nullptr, *lo = nullptr, *hi = nullptr;
+  Profile *p = nullptr, *lo = nullptr, *hi = nullptr;  // of g, the nearest g below and above: over the reads
   for (Profile& q : profiles_) {
-    if (q.hf != hf || q.phi.empty() || q.A > Tlo) continue;
-    if (q.g == g) (Thi <= q.B ? p : grow) = &q;
-    else if (Thi > q.B) continue;
+    if (q.hf != hf || q.phi.empty() || q.A > Tlo || Thi > q.B) continue;
+    if (q.g == g) p = &q;
     else if (q.g < g && (lo == nullptr || q.g > lo->g)) lo = &q;
     else if (q.g > g && (hi == nullptr || q.g < hi->g)) hi = &q;
   }
@@ -135,6 +134,30 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
     e->g = g, e->hf = hf, e->A = A, e->used = ++clock_;
     e->phi.clear(), e->le.assign(1, 0);
     build(*e, A, B);
+    return e;
+  };
+  // A profile of g over [a, z]: one that begins by a and reaches it (extended
+  // ahead where it ends before z; its steps before the reads dropped where
+  // they are most of it), or one built from a ahead, as the head's next
+  // readers of this g start later and read about as many blocks.
+  const i64 ahead = Thi + std::clamp<i64>(64 * (g + 1), 256, std::max<i64>(static_cast<i64>(m), 256));
+  auto own = [&](i64 a, i64 z) -> Profile* {
+    Profile *e = nullptr, *stale = nullptr;
+    for (Profile& q : profiles_) {
+      if (q.hf != hf || q.g != g || q.phi.empty()) continue;
+      if (q.A <= a && a <= q.B + 1) e = &q;
+      else if (q.B < a) stale = &q;  // (no later reader of g can use it)
+    }
+    if (e == nullptr) return fresh(a, std::max(z, ahead), stale);
+    if (e->B < z) {
+      if (const i64 drop = Tlo - e->A; 2 * drop > static_cast<i64>(e->phi.size())) {  // (a >= Tlo)
+        e->phi.erase(e->phi.begin(), e->phi.begin() + drop);
+        e->le.erase(e->le.begin(), e->le.begin() + drop);
+        e->A += drop;
+      }
+      build(*e, e->B + 1, std::max(z, ahead));
+    }
+    e->used = ++clock_;
     return e;
   };
   if (p == nullptr && !most && (lo != nullptr || hi != nullptr)) {
@@ -164,11 +187,11 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
         z = std::max(z, static_cast<i64>(first_not(static_cast<u64>(u), static_cast<u64>(v) + 1, open_from)) - 1);
       }
     }
-    if (2 * (z - a + 1) <= static_cast<i64>(m)) {
+    {
       if (lo != nullptr) lo->used = ++clock_;
       if (hi != nullptr) hi->used = ++clock_;
       if (a <= z) {
-        const Profile& e = *fresh(a, z);
+        const Profile& e = *own(a, z);
         const i64 iu = std::max(a, u), iv = std::min(z, v);
         le += cnt(e, iu, iv) - hi_le(iu, iv);
         if (open_first) le += val(e, Tlo) + corr(Tlo) <= C;
@@ -179,25 +202,8 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
       return 0;
     }
   }
-  if (p != nullptr) {
-    ++stats_.hits;
-  } else {
-    // Built ahead (the head's next readers of this g start later and read
-    // about as many blocks): a profile of g extended, the steps before the
-    // reads dropped (later readers start no earlier), or a new one.
-    const i64 ahead = Thi + std::clamp<i64>(64 * (g + 1), 256, std::max<i64>(static_cast<i64>(m), 256));
-    if (grow != nullptr && Tlo <= grow->B + 1) {
-      p = grow;
-      if (const std::size_t drop = static_cast<std::size_t>(Tlo - p->A); 2 * drop > p->phi.size()) {
-        p->phi.erase(p->phi.begin(), p->phi.begin() + static_cast<std::ptrdiff_t>(drop));
-        p->le.erase(p->le.begin(), p->le.begin() + static_cast<std::ptrdiff_t>(drop));
-        p->A = Tlo;
-      }
-      build(*p, p->B + 1, ahead);
-    } else {
-      p = fresh(Tlo, ahead, grow);
-    }
-  }
+  if (p != nullptr) ++stats_.hits;
+  else p = own(Tlo, Thi);
   p->used = ++clock_;
   u64 le = val(*p, Tlo) + corr(Tlo) <= C;
   i64 top = val(*p, Tlo) + corr(Tlo);
