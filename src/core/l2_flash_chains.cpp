@@ -416,7 +416,7 @@ void run(const ChainGrid& c, Tally& t) {
           // refine_hi is tried only where it can then settle them.
           const std::size_t k = bucket(b.hi - b.qo);
           bounds.refine_lo(i, P, b, k == 0 ? 0 : caps[k - 1] + 1);
-          if (bucket(b.lo) != bucket(b.hi) && bucket(b.lo) >= k) bounds.refine_hi(i, P, b);
+          if (bucket(b.lo) != bucket(b.hi) && bucket(b.lo) >= k && !reads.in_middle(i, m)) bounds.refine_hi(i, P, b);
           // In head-major order with GQA a pair's first CTA shares its slots
           // with the group's other heads, re-read a step or two later: the
           // windows' lower bound counts little more than those, the long gaps
