@@ -9,6 +9,7 @@
 // reader whose g has none is placed between those of the nearest g below
 // and above, as a distance does not decrease with g.
 #include <algorithm>
+#include <limits>
 
 #include "l2_flash_chains.hpp"
 
@@ -98,6 +99,21 @@ void ChainReads::build(Profile& p, i64 A, i64 B) {
     le[x + 1] = n;
   }
   d2[L] = 0, d2[L + 1] = 0;
+  p.tops = std::min(p.tops, at0 / 64);  // (a part block's largest may change)
+}
+
+i64 ChainReads::Profile::largest(std::size_t x0, std::size_t x1) {
+  constexpr std::size_t w = 64;
+  const i64* v = phi.data();
+  if (const std::size_t need = x1 / w; need > tops) {
+    top.resize(std::max(top.size(), need));
+    for (; tops < need; ++tops) top[tops] = *std::max_element(v + tops * w, v + (tops + 1) * w);
+  }
+  i64 r = std::numeric_limits<i64>::min();
+  for (; x0 < x1 && x0 % w != 0; ++x0) r = std::max(r, v[x0]);
+  for (; x0 + w <= x1; x0 += w) r = std::max(r, top[x0 / w]);
+  for (; x0 < x1; ++x0) r = std::max(r, v[x0]);
+  return r;
 }
 
 u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
@@ -132,7 +148,7 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
   auto fresh = [&](i64 A, i64 B, Profile* stale = nullptr) {
     Profile* e = stale != nullptr ? stale : &*std::min_element(profiles_.begin(), profiles_.end(), [](const Profile& x, const Profile& y) { return x.used < y.used; });
     e->g = g, e->hf = hf, e->A = A, e->used = ++clock_;
-    e->phi.clear(), e->le.assign(1, 0);
+    e->phi.clear(), e->le.assign(1, 0), e->tops = 0;
     build(*e, A, B);
     return e;
   };
@@ -154,6 +170,7 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
         e->phi.erase(e->phi.begin(), e->phi.begin() + drop);
         e->le.erase(e->le.begin(), e->le.begin() + drop);
         e->A += drop;
+        e->tops = 0;  // (the blocks moved)
       }
       build(*e, e->B + 1, std::max(z, ahead));
     }
@@ -211,8 +228,8 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
     le += (val(*p, Thi) + lastc <= C) + cnt(*p, Tlo + 1, Thi - 1);
     top = std::max(top, val(*p, Thi) + lastc);
     if (most && m > 2) {
-      const i64* x = p->phi.data() + (Tlo - p->A);
-      top = std::max(top, *std::max_element(x + 1, x + m - 1));
+      const auto x = static_cast<std::size_t>(Tlo - p->A);
+      top = std::max(top, p->largest(x + 1, x + m - 1));
     }
   }
   const u64 largest = most ? c_.zfull(0) + static_cast<u64>(top) : 0;
