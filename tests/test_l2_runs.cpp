@@ -266,32 +266,6 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
   });
 }
 
-TEST_CASE("L2 runs: the densest steps from 64 ids' largest counts equal a scan", "[l2runs][chains]") {
-  // Ranges long enough for the kept counts (and short ones), every width
-  // they are kept for and some past it, of starts and of last steps.
-  std::mt19937_64 rng(GENERATE(61, 62));
-  long_chain_grids(rng, 4, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
-    using Values = l2::chains::ChainBounds::Values;
-    const l2::chains::ChainBounds bounds(cg);
-    std::vector<std::int64_t> fin(cg.n);
-    for (std::uint64_t j = 0; j < cg.n; ++j) fin[j] = cg.f(cg.fo[j]);
-    auto scan = [](const auto& v, std::uint64_t a, std::uint64_t b, std::int64_t w) {
-      std::uint64_t best = 0;
-      for (std::uint64_t j = a; j < b; ++j)
-        best = std::max<std::uint64_t>(best, static_cast<std::uint64_t>(std::upper_bound(v.begin() + static_cast<std::ptrdiff_t>(j), v.begin() + static_cast<std::ptrdiff_t>(b), v[j] + w) - v.begin()) - j);
-      return best;
-    };
-    for (int k = 0; k < 400; ++k) {
-      const std::uint64_t a = rng() % cg.n, len = rng() % 4 == 0 ? rng() % 300 : rng() % 3000;
-      const std::uint64_t b = std::min(cg.n, a + len);
-      const auto w = static_cast<std::int64_t>(rng() % 80);
-      INFO("ids [" << a << ", " << b << "), width " << w);
-      REQUIRE(bounds.densest(Values::starts, a, b, w) == scan(cg.s, a, b, w));
-      REQUIRE(bounds.densest(Values::ends, a, b, w) == scan(fin, a, b, w));
-    }
-  });
-}
-
 TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA", "[l2runs][chains]") {
   // A window's state is a function of where it is: found by a search after
   // a long jump (past CTAs whose bounds are not asked for) or moved CTA by

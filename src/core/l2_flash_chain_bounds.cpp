@@ -290,7 +290,7 @@ namespace {
 // (A count reached is only ever passed: each j compares v(j) with the value
 // that would make one more.)
 template <class V>
-u64 densest_scan(V v, u64 first, u64 last, i64 width) {
+u64 densest(V v, u64 first, u64 last, i64 width) {
   if (first >= last) return 0;
   u64 best = 1;
   for (u64 j = first; j + best < last; ++j)
@@ -298,41 +298,6 @@ u64 densest_scan(V v, u64 first, u64 last, i64 width) {
   return best;
 }
 }  // namespace
-
-u64 ChainBounds::densest(Values which, u64 first, u64 last, i64 width) const {
-  auto run = [&](auto v) -> u64 {
-    constexpr u64 w = dense_block;
-    if (width < 0 || width >= dense_widths || last - std::min(first, last) < 4 * w) return densest_scan(v, first, last, width);
-    // c(j) = (the first id whose value is past v(j) + width) - j; j + c(j)
-    // does not decrease, so the ids from J, the first with j + c(j) > last
-    // (v(j) >= v(last) - width), count at most last - J, and the others c(j).
-    const u64 n = c_.n;
-    auto past = [&](u64 j, u64 from) {  // the first id from `from` whose value is past v(j) + width
-      const i64 top = v(j) + width;
-      while (from < n && v(from) <= top) ++from;
-      return from;
-    };
-    auto most_c = [&](u64 a, u64 b) {  // the largest c(j), j in [a, b)
-      u64 best = 0;
-      for (u64 j = a, k = a; j < b; ++j) best = std::max(best, (k = past(j, std::max(k, j))) - j);
-      return best;
-    };
-    const u64 J = last == n ? last : static_cast<u64>(first_not(first, last, [&](u64 j) { return v(j) < v(last) - width; }));
-    u64 best = last - J;
-    std::vector<std::uint32_t>& blocks = dense_[static_cast<std::size_t>(width) * 2 + (which == Values::ends)];
-    if (blocks.empty()) blocks.assign((n + w - 1) / w, ~std::uint32_t{0});
-    const u64 b0 = (first + w - 1) / w, b1 = J / w;  // whole blocks [b0, b1)
-    if (b0 >= b1) return std::max(best, most_c(first, J));
-    best = std::max({best, most_c(first, b0 * w), most_c(b1 * w, J)});
-    for (u64 b = b0; b < b1; ++b) {
-      if (blocks[b] == ~std::uint32_t{0}) blocks[b] = static_cast<std::uint32_t>(std::min<u64>(most_c(b * w, (b + 1) * w), 0xfffffffe));
-      best = std::max<u64>(best, blocks[b]);
-    }
-    return best;
-  };
-  if (which == Values::starts) return run([&](u64 j) { return c_.s[j]; });
-  return run([&](u64 j) { return c_.fin(j); });
-}
 
 void ChainBounds::refine_lo(u64 i, u64 P, Bounds& b, u64 reach) const {
   // A slot adds at least min(g, G_min) accesses to a read at T, one less
@@ -346,7 +311,7 @@ void ChainBounds::refine_lo(u64 i, u64 P, Bounds& b, u64 reach) const {
   if (g < 1) return;
   const i64 most = at_->min.capped_lo(g);  // (no dips)
   if (most <= 0 || zlo_ + zlo_ * static_cast<u64>(most) < reach) return;
-  const u64 dips = densest(Values::starts, i, at_->started, g - 1);
+  const u64 dips = densest([&](u64 j) { return c_.s[j]; }, i, at_->started, g - 1);
   const i64 blocks = most - static_cast<i64>(dips);
   if (blocks > 0) b.lo = std::max(b.lo, zlo_ + zlo_ * static_cast<u64>(blocks));
 }
@@ -356,8 +321,8 @@ void ChainBounds::refine_hi(u64 i, u64 P, Bounds& b) const {
   // Q tiles start and O tiles end in the last g + 1 steps up to a read: at
   // most those of the densest g + 1 steps of the window.
   const i64 g = c_.s[i] - c_.s[P];
-  b.hi = b.hi - b.qo + densest(Values::starts, at_->from, at_->started, g) * qmax_ +
-         densest(Values::ends, at_->ended, at_->ended_by, g) * omax_;
+  b.hi = b.hi - b.qo + densest([&](u64 j) { return c_.s[j]; }, at_->from, at_->started, g) * qmax_ +
+         densest([&](u64 j) { return c_.fin(j); }, at_->ended, at_->ended_by, g) * omax_;
   b.qo = 0;
 }
 

@@ -450,13 +450,6 @@ class ChainBounds {
   // next to g at most min(g, their largest gap) + 1 accesses, the others
   // exactly their steps among the last min(g, G) at the worst read.
   u64 peak_hi(u64 i, u64 P);
-  // The densest steps (refine_lo, refine_hi): the most values of ids
-  // [first, last) within `width` of each other, of the starts (by id) or
-  // the last steps (in finish order). Per width below 64, the count from
-  // each id, c(j), is kept as its largest over each 64 ids, made when a
-  // range first covers them.
-  enum class Values { starts, ends };
-  u64 densest(Values which, u64 first, u64 last, i64 width) const;
 
  private:
   // Counts and sums of one value a slot (capped), for sums of min(g, value).
@@ -537,9 +530,6 @@ class ChainBounds {
   Quick quick_[2];  // P = i - 1, and the others
   bool quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b);
   bool rising_ = false;  // head-major, a dense batch whose e rises along a sequence
-  static constexpr std::size_t dense_block = 64;
-  static constexpr i64 dense_widths = 64;
-  mutable std::array<std::vector<std::uint32_t>, 2 * dense_widths> dense_;  // (~0: not made)
 };
 
 }  // namespace hbmscope::l2::chains
