@@ -6,7 +6,7 @@
 # the full listings in results/sass/.
 set -u
 sum=$RESULTS/summary-sass.txt
-objs=$(ls "$BUILD"/CMakeFiles/hbmscope_backend.dir/src/cuda/*.cu.o 2>/dev/null)
+objs=$(ls "$BUILD"/CMakeFiles/*.dir/src/cuda/*.cu.o 2>/dev/null)  # (the CUDA library's objects, whatever its target name)
 if ! command -v cuobjdump >/dev/null 2>&1 || [ -z "$objs" ]; then
   echo "NO LOCAL MEMORY in any kernel (SASS): NOT MEASURED (cuobjdump or the objects missing)" >"$sum"
   exit 1
