@@ -111,12 +111,13 @@ class DecodeEmulator {
         long long row = 0;
         if (inside) {
           if (plan_.paged) {
+            const decode::PageSlot ps = decode::page_slot(token, static_cast<int>(plan_.page_size));
             const long long slot = static_cast<long long>(batch) * static_cast<long long>(plan_.max_pages) +
-                                   decode::page_of(token, static_cast<int>(plan_.page_size));
+                                   ps.page_index;
             const int page = p_.table.at(z(slot));
             REQUIRE(page >= 0);  // never a slot past the sequence's pages
-            row = decode::paged_row(page, kv_head, token, static_cast<int>(s_.kv_heads),
-                                    static_cast<int>(plan_.page_size), d_);
+            row = decode::paged_slot_row(page, kv_head, ps.slot, static_cast<int>(s_.kv_heads),
+                                         static_cast<int>(plan_.page_size), d_);
           } else {
             row = decode::contiguous_row(batch, kv_head, token, static_cast<int>(s_.kv_heads),
                                          static_cast<long long>(plan_.kv_stride), d_);
@@ -411,6 +412,26 @@ Problem make_problem(const Shape& s, bool paged, std::uint64_t splits, std::uint
 }
 
 }  // namespace
+
+TEST_CASE("a token's page and slot from one division, and stepped on, equal page_of and paged_row, past 2^31 too", "[decode]") {
+  std::mt19937_64 rng(7);
+  for (int page_size : {1, 7, 16, 64, 256, 1000}) {
+    std::vector<long long> tokens = {0, 1, page_size - 1LL, page_size, 0x7fffffffLL, 0x80000000LL, (1LL << 40) + 3};
+    for (int i = 0; i < 200; ++i) tokens.push_back(static_cast<long long>(rng() % (1ull << 34)));
+    for (long long t : tokens) {
+      const decode::PageSlot ps = decode::page_slot(t, page_size);
+      CHECK(ps.page_index == decode::page_of(t, page_size));
+      CHECK(ps.slot == t % page_size);
+      CHECK(decode::paged_slot_row(5, 3, ps.slot, 8, page_size, 128) == decode::paged_row(5, 3, t, 8, page_size, 128));
+      // The kernel's stepping from a tile's first token to its next rows (8 or 16 apart).
+      for (int by : {8, 16}) {
+        const decode::PageSlot next = decode::advance(ps, by, page_size);
+        CHECK(next.page_index == decode::page_of(t + by, page_size));
+        CHECK(next.slot == (t + by) % page_size);
+      }
+    }
+  }
+}
 
 TEST_CASE("emulated decode kernels equal the reference", "[decode][emulation]") {
   struct Case {

@@ -91,6 +91,9 @@ class CudaBackend final : public Backend {
         return info_.free_memory;
       };
       ctx.time = [this, &opt](const std::function<void()>& launch) { return time(launch, opt); };
+      ctx.count = [this, &opt](const std::function<void()>& launch, KernelMeasurement& m) {
+        count_dram(launch, m, opt);
+      };
       return cuda::run_decode(shape, kind, opt, ctx);
     }
     KernelMeasurement m;

@@ -59,33 +59,67 @@ __device__ __forceinline__ void load_q(__nv_bfloat16* tile, const __nv_bfloat16*
   }
 }
 
-// The K and V tile of tokens [k0, k0 + tile_keys): each thread copies the same
-// chunks of K and of V (one address computation, one block-table read for
-// both). Tokens at or past `end` are zero-filled; their page is never looked up.
+template <int D>
+inline constexpr int kv_steps = tile_keys * D / 8 / threads;  // 16-byte chunks per thread per K (or V) tile
+
+// Where each of the thread's chunks of the tile of tokens [k0, k0 + tile_keys)
+// comes from: the element offset of its token's K/V row, or -1 for tokens at
+// or past `end` (zero-filled, their page never looked up). Each thread copies
+// the same chunks of K and of V (one address, one block-table read for both).
 template <int D, bool Paged>
-__device__ __forceinline__ void load_kv_tile(__nv_bfloat16* tile_k, __nv_bfloat16* tile_v, const DecodeParams& p,
-                                             int batch, int kv_head, long long k0, long long end) {
-  constexpr int steps = tile_keys * D / 8 / threads;
-  static_assert(tile_keys * D / 8 % threads == 0, "tile chunks must divide among the threads");
+__device__ __forceinline__ void kv_tile_rows(long long (&rows)[kv_steps<D>], const DecodeParams& p, int batch,
+                                             int kv_head, long long k0, long long end) {
+  static_assert(threads % (D / 8) == 0, "whole rows per step: a thread's rows are `rows_per_step` apart");
+  constexpr int rows_per_step = threads / (D / 8);
+  long long token = k0 + flash::load_chunk(static_cast<int>(threadIdx.x), 0, threads, D).row;
+  if constexpr (Paged) {
+    // One division for the first token, then slots stepped on; the block
+    // table read once per page, and the page's offset kept: at low occupancy
+    // the paged kernel is held up by this integer work, not by the table.
+    const int* table = p.block_table + static_cast<long long>(batch) * p.max_pages;
+    PageSlot ps = page_slot(token, p.page_size);
+    long long page_index = -1, page_base = 0;
 #pragma unroll
-  for (int step = 0; step < steps; ++step) {
-    const RowCol rc = flash::load_chunk(static_cast<int>(threadIdx.x), step, threads, D);
-    const long long token = k0 + rc.row;
-    const bool inside = token < end;
-    long long row = 0;
-    if (inside) {
-      if constexpr (Paged) {
-        const int page =
-            __ldg(p.block_table + static_cast<long long>(batch) * p.max_pages + page_of(token, p.page_size));
-        row = paged_row(page, kv_head, token, p.kv_heads, p.page_size, D);
-      } else {
-        row = contiguous_row(batch, kv_head, token, p.kv_heads, p.kv_stride, D);
+    for (int step = 0; step < kv_steps<D>; ++step) {
+      rows[step] = -1;
+      if (token < end) {
+        if (ps.page_index != page_index) {
+          page_index = ps.page_index;
+          page_base = paged_slot_row(__ldg(table + page_index), kv_head, 0, p.kv_heads, p.page_size, D);
+        }
+        rows[step] = page_base + static_cast<long long>(ps.slot) * D;
       }
+      token += rows_per_step;
+      ps = advance(ps, rows_per_step, p.page_size);
     }
+  } else {
+#pragma unroll
+    for (int step = 0; step < kv_steps<D>; ++step, token += rows_per_step)
+      rows[step] = token < end ? contiguous_row(batch, kv_head, token, p.kv_heads, p.kv_stride, D) : -1;
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void copy_kv_tile(__nv_bfloat16* tile_k, __nv_bfloat16* tile_v, const DecodeParams& p,
+                                             const long long (&rows)[kv_steps<D>]) {
+#pragma unroll
+  for (int step = 0; step < kv_steps<D>; ++step) {
+    const RowCol rc = flash::load_chunk(static_cast<int>(threadIdx.x), step, threads, D);
+    const bool inside = rows[step] >= 0;
+    const long long row = inside ? rows[step] : 0;
     const int off = flash::swizzled_offset(rc.row, rc.col, D);
     cp_async_16_l2_128(tile_k + off, p.k + row + rc.col, inside ? 16 : 0);
     cp_async_16_l2_128(tile_v + off, p.v + row + rc.col, inside ? 16 : 0);
   }
+}
+
+// The K and V tile of tokens [k0, k0 + tile_keys), rows found and copies issued at once.
+template <int D, bool Paged>
+__device__ __forceinline__ void load_kv_tile(__nv_bfloat16* tile_k, __nv_bfloat16* tile_v, const DecodeParams& p,
+                                             int batch, int kv_head, long long k0, long long end) {
+  long long rows[kv_steps<D>];
+  kv_tile_rows<D, Paged>(rows, p, batch, kv_head, k0, end);
+  copy_kv_tile<D>(tile_k, tile_v, p, rows);
 }
 
 // --- 3. The split kernel -------------------------------------------------------

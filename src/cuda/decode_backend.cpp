@@ -194,7 +194,7 @@ KernelMeasurement run_decode(const Shape& shape, KernelKind kind, const MeasureO
       return m;
     }
   }
-  if (opt.repeats > 0) {
+  if (opt.repeats > 0 || opt.counters) {
     DecodeBuffers b(s, plan, opt.seed, ctx.stream);
     // Random data generated on the device, not zeros (see docs/cuda.md).
     launch_fill_random(b.q.get<__nv_bfloat16>(), q_elements(s), opt.seed * 3 + 1, ctx.stream);
@@ -202,7 +202,9 @@ KernelMeasurement run_decode(const Shape& shape, KernelKind kind, const MeasureO
     launch_fill_random(b.v.get<__nv_bfloat16>(), cache_elements(s, plan), opt.seed * 3 + 3, ctx.stream);
     HBMSCOPE_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     const decode::DecodeParams p = b.params(s, plan);
-    m.timing = ctx.time([&] { launch_decode(plan, p, ctx.stream); });
+    const auto launch = [&] { launch_decode(plan, p, ctx.stream); };
+    if (opt.repeats > 0) m.timing = ctx.time(launch);
+    if (opt.counters && ctx.count) ctx.count(launch, m);
   }
   m.status = MeasureStatus::ok;
   return m;

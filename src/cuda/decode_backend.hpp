@@ -17,6 +17,9 @@ struct DecodeContext {
   std::function<std::uint64_t()> free_memory;  // bytes free on the device now
   // The backend's timing: warm-up, an L2 flush before every sample, events.
   std::function<TimingStats(const std::function<void()>&)> time;
+  // measure --counters: DRAM bytes of one launch after the flush, into the
+  // measurement (or the reason it could not be counted).
+  std::function<void(const std::function<void()>&, KernelMeasurement&)> count;
 };
 
 // Backend::run for KernelKind::decode and decode_paged. shape.splits 0 takes

@@ -96,9 +96,38 @@ HBMSCOPE_HD constexpr long long contiguous_row(int batch, int kv_head, long long
 // Paged cache: pages of [kv_heads][page_size][d]; token t of a sequence is in
 // page block_table[t / page_size] at slot t % page_size.
 HBMSCOPE_HD constexpr long long page_of(long long token, int page_size) { return token / page_size; }
+HBMSCOPE_HD constexpr long long paged_slot_row(int page, int kv_head, int slot, int kv_heads, int page_size, int d) {
+  return ((static_cast<long long>(page) * kv_heads + kv_head) * page_size + slot) * d;
+}
 HBMSCOPE_HD constexpr long long paged_row(int page, int kv_head, long long token, int kv_heads, int page_size,
                                           int d) {
-  return ((static_cast<long long>(page) * kv_heads + kv_head) * page_size + token % page_size) * d;
+  return paged_slot_row(page, kv_head, static_cast<int>(token % page_size), kv_heads, page_size, d);
+}
+// A token's page index in its sequence and its slot in that page, from one
+// division, a 32-bit one while the token fits (a 64-bit division is a long
+// subroutine on the GPU).
+struct PageSlot {
+  long long page_index = 0;
+  int slot = 0;
+};
+HBMSCOPE_HD constexpr PageSlot page_slot(long long token, int page_size) {
+  if (token >= 0 && token <= 0x7fffffffLL) {
+    const int t = static_cast<int>(token);
+    const int pg = t / page_size;
+    return {pg, t - pg * page_size};
+  }
+  const long long pg = token / page_size;
+  return {pg, static_cast<int>(token - pg * page_size)};
+}
+// The page and slot `by` tokens on (by >= 0): no division; one step for
+// pages of at least `by` tokens.
+HBMSCOPE_HD constexpr PageSlot advance(PageSlot ps, int by, int page_size) {
+  ps.slot += by;
+  while (ps.slot >= page_size) {
+    ps.slot -= page_size;
+    ++ps.page_index;
+  }
+  return ps;
 }
 
 // Warp roles: m_tiles (1, 2 or 4) 16-row m-tiles per CTA, warps / m_tiles

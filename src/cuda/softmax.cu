@@ -1,12 +1,14 @@
-// The standard path's middle kernel: P = softmax(S), one CTA per row of S.
-// Single pass: each thread loads its 16-byte chunks of the row into registers
-// (several loads in flight), the CTA reduces max and sum, and P is written
+// The standard path's middle kernel: P = softmax(S), a row of S at a time per
+// CTA. Single pass: each thread loads its 16-byte chunks of the row into
+// registers (several loads in flight, and the CTA's next row's loads issued
+// before this row is reduced), the CTA reduces max and sum, and P is written
 // from the registers, so S is read once and P written once. The mask (causal,
 // sliding window, chunk) is applied here (cuBLAS computed the whole S). A row
-// the mask hides completely becomes zeros. Rows too long for registers (over 8 * 8 * 256 values) take the
-// two-pass kernel below.
+// the mask hides completely becomes zeros. Rows too long for registers (over
+// 8 * 8 * 256 values) take the two-pass kernel below, one CTA per row.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "check.hpp"
@@ -59,86 +61,29 @@ union Chunk {
   __nv_bfloat162 h[4];
 };
 
-// Masked or ragged rows (causal, padding, a row shorter than the CTA's
-// chunks): a predicate per element, and exp2 computed twice (for the sum,
-// then for the output) rather than kept.
-template <int ChunksPerThread>
-__device__ __forceinline__ void softmax_row_masked(const uint4* s, uint4* p, int chunks, flash::KeySpan visible,
-                                                   float* scratch) {
-
-  Chunk c[ChunksPerThread];
-#pragma unroll
-  for (int i = 0; i < ChunksPerThread; ++i) {
-    const int idx = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
-    c[i].raw = idx < chunks ? __ldcs(s + idx) : make_uint4(0, 0, 0, 0);
-  }
-  float mx = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < ChunksPerThread; ++i) {
-    const int col0 = (static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x)) * 8;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float x = e % 2 ? __high2float(c[i].h[e / 2]) : __low2float(c[i].h[e / 2]);
-      if (col0 + e >= visible.begin && col0 + e < visible.end) mx = fmaxf(mx, x);
-    }
-  }
-  mx = block_reduce<true>(mx, scratch);
-  const float m2 = mx == -INFINITY ? 0.f : mx * log2e;
-  // exp2 is computed twice (for the sum, then for the output) rather than
-  // kept: 8 chunks x 8 floats more per thread would spill.
-  float sum = 0.f;
-#pragma unroll
-  for (int i = 0; i < ChunksPerThread; ++i) {
-    const int col0 = (static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x)) * 8;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float x = e % 2 ? __high2float(c[i].h[e / 2]) : __low2float(c[i].h[e / 2]);
-      sum += col0 + e >= visible.begin && col0 + e < visible.end ? exp2_approx(fmaf(x, log2e, -m2)) : 0.f;
-    }
-  }
-  sum = block_reduce<false>(sum, scratch);
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
-#pragma unroll
-  for (int i = 0; i < ChunksPerThread; ++i) {
-    const int idx = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
-    if (idx < chunks) {
-      Chunk out;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float v[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float x = h ? __high2float(c[i].h[e]) : __low2float(c[i].h[e]);
-          const int col = idx * 8 + 2 * e + h;
-          v[h] = col >= visible.begin && col < visible.end ? exp2_approx(fmaf(x, log2e, -m2)) * inv : 0.f;
-        }
-        out.h[e] = __floats2bfloat162_rn(v[0], v[1]);
-      }
-      __stcs(p + idx, out.raw);
-    }
-  }
-}
-
-// Full rows: every column visible, no padding, and exactly blockDim.x *
-// ChunksPerThread chunks. No predicates; each exponential computed once and
-// kept in registers until P is written.
-template <int ChunksPerThread>
-__device__ __forceinline__ void softmax_row_full(const uint4* s, uint4* p, float* scratch) {
+// One row: the thread's chunks (already loaded) become P. Columns the mask
+// hides, and the padding past the row's chunks, enter as -inf, whose
+// exponential is 0: the masked and the full row take the same path, each
+// exponential computed once and kept until P is written. A row the mask
+// hides completely has max -inf and sum 0, and becomes zeros.
+template <int ChunksPerThread, bool Full>
+__device__ __forceinline__ void softmax_row(const Chunk (&c)[ChunksPerThread], uint4* p, int chunks,
+                                            flash::KeySpan visible, float* scratch) {
   const int tid = static_cast<int>(threadIdx.x), step = static_cast<int>(blockDim.x);
-  Chunk c[ChunksPerThread];
-#pragma unroll
-  for (int i = 0; i < ChunksPerThread; ++i) c[i].raw = __ldcs(s + tid + i * step);
   float x[ChunksPerThread][8];
   float mx = -INFINITY;
 #pragma unroll
-  for (int i = 0; i < ChunksPerThread; ++i)
+  for (int i = 0; i < ChunksPerThread; ++i) {
+    const int col0 = (tid + i * step) * 8;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float2 f = __bfloat1622float2(c[i].h[e]);
-      x[i][2 * e] = f.x;
-      x[i][2 * e + 1] = f.y;
-      mx = fmaxf(mx, fmaxf(f.x, f.y));
+      x[i][2 * e] = Full || (col0 + 2 * e >= visible.begin && col0 + 2 * e < visible.end) ? f.x : -INFINITY;
+      x[i][2 * e + 1] =
+          Full || (col0 + 2 * e + 1 >= visible.begin && col0 + 2 * e + 1 < visible.end) ? f.y : -INFINITY;
+      mx = fmaxf(mx, fmaxf(x[i][2 * e], x[i][2 * e + 1]));
     }
+  }
   mx = block_reduce<true>(mx, scratch);
   const float m2 = mx == -INFINITY ? 0.f : mx * log2e;
   float sum = 0.f;
@@ -153,33 +98,62 @@ __device__ __forceinline__ void softmax_row_full(const uint4* s, uint4* p, float
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
 #pragma unroll
   for (int i = 0; i < ChunksPerThread; ++i) {
-    Chunk out;
+    const int idx = tid + i * step;
+    if (Full || idx < chunks) {
+      Chunk out;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) out.h[e] = __floats2bfloat162_rn(x[i][2 * e] * inv, x[i][2 * e + 1] * inv);
-    __stcs(p + tid + i * step, out.raw);
+      for (int e = 0; e < 4; ++e) out.h[e] = __floats2bfloat162_rn(x[i][2 * e] * inv, x[i][2 * e + 1] * inv);
+      __stcs(p + idx, out.raw);
+    }
   }
 }
 
-// CTAs of 256 threads per SM the register budget must allow: 4 (64
-// registers) up to 2 chunks per thread (rows up to 4096 values), 3 (85) at 4
-// chunks (8192 values; the masked path needs about 80), and no bound at 8
-// (16384 values: 64 exponentials in registers). docs/cuda.md has ptxas's figures.
 template <int ChunksPerThread>
-constexpr int softmax_min_ctas = ChunksPerThread <= 2 ? 4 : ChunksPerThread == 4 ? 3 : 1;
+__device__ __forceinline__ void load_row(const uint4* s, int chunks, Chunk (&c)[ChunksPerThread]) {
+#pragma unroll
+  for (int i = 0; i < ChunksPerThread; ++i) {
+    const int idx = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
+    c[i].raw = idx < chunks ? __ldcs(s + idx) : make_uint4(0, 0, 0, 0);
+  }
+}
 
+// CTAs of 256 threads per SM the register budget must allow: 6 (42
+// registers) up to 2 chunks per thread (rows up to 4096 values), 3 (85) at 4
+// chunks (8192 values), and no bound at 8 (16384 values: 64 exponentials and
+// the next row's 32 registers). docs/cuda.md has ptxas's figures.
+template <int ChunksPerThread>
+constexpr int softmax_min_ctas = ChunksPerThread <= 2 ? 6 : ChunksPerThread == 4 ? 3 : 1;
+
+// Rows blockIdx.x, + gridDim.x, ...: with a persistent grid (as many CTAs as
+// fit at once) the next row's loads are issued before this row's reductions,
+// so every CTA keeps a row in flight while it computes, and no CTA is
+// launched per row (a row is only 2-8 KB); with a grid of one CTA per row
+// the loop runs once.
 template <int ChunksPerThread>
 __global__ void __launch_bounds__(256, softmax_min_ctas<ChunksPerThread>) softmax_rows_kernel(const SoftmaxArgs a) {
   __shared__ float scratch[32];
-  const std::uint64_t row = blockIdx.x;
-  const uint4* s = reinterpret_cast<const uint4*>(a.s + row * static_cast<std::uint64_t>(a.row_stride));
-  uint4* p = reinterpret_cast<uint4*>(a.p + row * static_cast<std::uint64_t>(a.row_stride));
   const int chunks = a.row_stride / 8;
-  const flash::KeySpan visible = visible_cols(a, row);
-  // Uniform over the CTA (one row per CTA).
-  if (visible.begin == 0 && visible.end == a.row_stride && chunks == static_cast<int>(blockDim.x) * ChunksPerThread)
-    softmax_row_full<ChunksPerThread>(s, p, scratch);
-  else
-    softmax_row_masked<ChunksPerThread>(s, p, chunks, visible, scratch);
+  const bool padded = chunks != static_cast<int>(blockDim.x) * ChunksPerThread;
+  const auto s_row = [&](std::uint64_t row) {
+    return reinterpret_cast<const uint4*>(a.s + row * static_cast<std::uint64_t>(a.row_stride));
+  };
+  std::uint64_t row = blockIdx.x;
+  Chunk cur[ChunksPerThread];
+  if (row < a.rows) load_row<ChunksPerThread>(s_row(row), chunks, cur);
+  for (; row < a.rows; row += gridDim.x) {
+    Chunk next[ChunksPerThread];
+    const std::uint64_t next_row = row + gridDim.x;
+    if (next_row < a.rows) load_row<ChunksPerThread>(s_row(next_row), chunks, next);
+    uint4* p = reinterpret_cast<uint4*>(a.p + row * static_cast<std::uint64_t>(a.row_stride));
+    const flash::KeySpan visible = visible_cols(a, row);
+    // Uniform over the CTA (one row at a time).
+    if (!padded && visible.begin == 0 && visible.end == a.row_stride)
+      softmax_row<ChunksPerThread, true>(cur, p, chunks, visible, scratch);
+    else
+      softmax_row<ChunksPerThread, false>(cur, p, chunks, visible, scratch);
+#pragma unroll
+    for (int i = 0; i < ChunksPerThread; ++i) cur[i].raw = next[i].raw;
+  }
 }
 
 // Rows longer than 8 * 8 * 256 values: an online max/sum pass, then a pass
@@ -233,17 +207,40 @@ __global__ void __launch_bounds__(1024) softmax_rows_two_pass_kernel(const Softm
 
 }  // namespace
 
+namespace {
+
+// The persistent grid: CTAs of `kernel` resident on the whole device at once,
+// never more than the rows.
+template <typename Kernel>
+dim3 resident_grid(Kernel kernel, unsigned threads, std::uint64_t rows) {
+  int device = 0, sms = 0, per_sm = 0;
+  HBMSCOPE_CUDA_CHECK(cudaGetDevice(&device));
+  HBMSCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  HBMSCOPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads), 0));
+  const std::uint64_t resident = static_cast<std::uint64_t>(std::max(sms, 1)) * static_cast<std::uint64_t>(std::max(per_sm, 1));
+  return dim3(static_cast<unsigned>(std::min<std::uint64_t>(rows, resident)));
+}
+
+}  // namespace
+
 void launch_softmax(const SoftmaxPlan& plan, const SoftmaxArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(plan.rows));
   const dim3 block(plan.threads);
   if (!plan.single_pass) {
-    softmax_rows_two_pass_kernel<<<grid, block, 0, stream>>>(a);
+    softmax_rows_two_pass_kernel<<<dim3(static_cast<unsigned>(plan.rows)), block, 0, stream>>>(a);
   } else {
+    // Persistent up to 2 chunks per thread (rows up to 4096 values: 0.77 ->
+    // 0.83 of copy on the H200); at 4 a CTA per row was faster (0.91 against
+    // 0.84 persistent), docs/results/2026-12-04-h200.md.
+    const auto run = [&](auto kernel) {
+      const dim3 grid = plan.chunks_per_thread <= 2 ? resident_grid(kernel, plan.threads, plan.rows)
+                                                    : dim3(static_cast<unsigned>(plan.rows));
+      kernel<<<grid, block, 0, stream>>>(a);
+    };
     switch (plan.chunks_per_thread) {
-      case 1: softmax_rows_kernel<1><<<grid, block, 0, stream>>>(a); break;
-      case 2: softmax_rows_kernel<2><<<grid, block, 0, stream>>>(a); break;
-      case 4: softmax_rows_kernel<4><<<grid, block, 0, stream>>>(a); break;
-      case 8: softmax_rows_kernel<8><<<grid, block, 0, stream>>>(a); break;
+      case 1: run(softmax_rows_kernel<1>); break;
+      case 2: run(softmax_rows_kernel<2>); break;
+      case 4: run(softmax_rows_kernel<4>); break;
+      case 8: run(softmax_rows_kernel<8>); break;
       default: throw Error("softmax kernel: no instantiation for " + std::to_string(plan.chunks_per_thread) + " chunks per thread");
     }
   }

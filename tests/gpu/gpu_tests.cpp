@@ -177,6 +177,24 @@ int run_family(Backend& b, KernelKind kind) {
       std::printf("\n");
       failures += ok ? 0 : 1;
     }
+  // measure --counters reaches every family: a DRAM count, or the reason
+  // there is none (the decode path once ignored it, saying nothing).
+  {
+    MeasureOptions co = opt;
+    co.validate = false;
+    co.counters = true;
+    co.seed = seed++;
+    const Shape s = decode ? to_shape(decode_cases[0]) : to_shape(cases[0]);
+    const KernelMeasurement m = b.run(s, kind, co);
+    ++runs;
+    const bool ok = m.status == MeasureStatus::ok && !m.counters.empty() &&
+                    (m.counters != "ok" || m.dram_read_bytes.has_value());
+    std::printf("%-7s --counters %-50s %s: %s", ok ? "ok" : "FAIL", describe(s).c_str(), m.kernel.c_str(),
+                m.counters.empty() ? "(nothing said)" : m.counters.c_str());
+    if (m.dram_read_bytes) std::printf(", %llu bytes read", static_cast<unsigned long long>(*m.dram_read_bytes));
+    std::printf("\n");
+    failures += ok ? 0 : 1;
+  }
   std::printf("%d of %d passed\n", runs - failures, runs);
   return failures == 0 ? 0 : 1;
 }
