@@ -86,10 +86,14 @@ S
   mkdir -p "$dry/bin"
   printf '#!/usr/bin/env bash\nshift 4\nexec "$@"\n' >"$dry/bin/compute-sanitizer"
   chmod +x "$dry/bin/compute-sanitizer"
-  for step in 30-measure 60-sanitizer; do
-    REPO=$(dirname "$(dirname "$runner")") HBMSCOPE=$dry/hbmscope PY=python3 RESULTS=$dry/results \
-      PATH="$dry/bin:$PATH" bash "$steps/$step.sh" >"$dry/$step.log" 2>&1
-  done
+  dry_steps() {  # the real steps, given the stand-in hbmscope and tools
+    local step
+    for step in "$@"; do
+      REPO=$(dirname "$(dirname "$runner")") HBMSCOPE=$dry/hbmscope PY=python3 RESULTS=$dry/results \
+        NCU=$dry/bin/ncu PATH="$dry/bin:$PATH" bash "$steps/$step.sh" >"$dry/$step.log" 2>&1
+    done
+  }
+  dry_steps 30-measure 60-sanitizer
   check "dry run: measure was called (6 measure calls, 6 under the sanitizer)" \
     test "$(grep -c '' "$dry/calls.txt" 2>/dev/null)" -eq 12
   check "dry run: every call is well formed and fails only for want of a device" \
@@ -97,6 +101,20 @@ S
   check "dry run: the full and the windowed measurements are NOT MEASURED" \
     bash -c "grep -q 'MEASURE (hbmscope measure.*NOT MEASURED' '$dry/results/summary-measure.txt' &&
              grep -q 'MEASURE WINDOW.*NOT MEASURED' '$dry/results/summary-measure.txt'"
+  # The profiling steps through a stand-in ncu that runs the program it is given.
+  printf '#!/usr/bin/env bash\nwhile [ $# -gt 0 ] && ! { [ -f "$1" ] && [ -x "$1" ]; }; do shift; done\n[ $# -gt 0 ] && exec "$@"\nexit 1\n' \
+    >"$dry/bin/ncu"
+  chmod +x "$dry/bin/ncu"
+  mv "$dry/calls.txt" "$dry/calls-measure.txt"
+  dry_steps 55-limiters 56-counters
+  check "dry run: the profiling steps called measure (8 cases under ncu, 2 floor copies; 3 with --counters, 4 under ncu)" \
+    test "$(grep -c '' "$dry/calls.txt" 2>/dev/null)" -eq 17
+  check "dry run: every profiling call is well formed and fails only for want of a device" \
+    bash -c "! grep -v 'rc 1: hbmscope: error: no CUDA device' '$dry/calls.txt'"
+  check "dry run: the profiling summaries say NOT MEASURED" \
+    bash -c "grep -q 'LIMITERS.*NOT MEASURED' '$dry/results/summary-limiters.txt' &&
+             grep -q 'COUNTERS VS NCU.*NOT MEASURED' '$dry/results/summary-counters.txt' &&
+             grep -q 'DECODE COUNTED VS MODEL.*NOT MEASURED' '$dry/results/summary-counters.txt'"
 fi
 echo "device_check: $pass passed, $fails failed"
 [ "$fails" -eq 0 ]

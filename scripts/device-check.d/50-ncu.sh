@@ -7,13 +7,7 @@
 # causal and not). Writes its CSVs, reports and logs into $RESULTS, and
 # $RESULTS/summary-50-ncu.txt. Dry run without a GPU:
 #   REPO=. HBMSCOPE=build/hbmscope PY=python3 RESULTS=/tmp/r NCU=true bash scripts/device-check.d/50-ncu.sh
-set -uo pipefail
-REPO=${REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
-HBMSCOPE=${HBMSCOPE:-$REPO/build/hbmscope}
-PY=${PY:-python3}
-RESULTS=${RESULTS:-$REPO/device-out/results}
-NCU=${NCU:-ncu}
-mkdir -p "$RESULTS"
+source "$(dirname "$0")/step-env.sh"
 log=$RESULTS/50-ncu.log
 summary=$RESULTS/summary-50-ncu.txt
 : >"$summary"
