@@ -32,7 +32,7 @@ def load(path):
 
 
 def measurements(report):
-    """(kernel, shape label, measurement) of a measure report."""
+    """(kernel, measurement) of every row of a measure report."""
     for row in (report or {}).get("rows", []):
         for m in row.get("measurements", []):
             yield m.get("kernel", "?"), m

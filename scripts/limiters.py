@@ -60,26 +60,19 @@ def rows_of(path):
             continue
         row = {}
         for i, (k, v) in enumerate(zip(header, rec)):
-            f = scale(units[i]) if units else 1.0
-            x = v.replace(",", "").strip()
             try:
-                row[k] = float(x) * f if f != 1.0 else v
+                row[k] = float(v.replace(",", "").strip()) * (scale(units[i]) if units else 1.0)
             except ValueError:
-                row[k] = v
+                row[k] = v  # a name, a grid "(1056, 1, 1)", "n/a"
         out.append(row)
     return out
 
 
 def num(row, *keys):
-    """The first of `keys` the row has, as a number."""
+    """The first of `keys` the row has as a number."""
     for key in keys:
-        v = row.get(key)
-        if isinstance(v, float):
-            return v
-        try:
-            return float(str(v).replace(",", "").strip())
-        except (TypeError, ValueError):
-            continue
+        if isinstance(row.get(key), float):
+            return row[key]
     return None
 
 
@@ -134,7 +127,7 @@ def main(argv):
     for arg in argv[1:]:
         tag, _, path = arg.partition("=")
         if not path:
-            tag, path = path or arg, arg
+            tag, path = arg, arg
         try:
             rows = rows_of(path)
         except OSError as e:

@@ -205,19 +205,25 @@ __global__ void __launch_bounds__(1024) softmax_rows_two_pass_kernel(const Softm
   }
 }
 
-}  // namespace
-
-namespace {
-
-// The persistent grid: CTAs of `kernel` resident on the whole device at once,
-// never more than the rows.
-template <typename Kernel>
-dim3 resident_grid(Kernel kernel, unsigned threads, std::uint64_t rows) {
-  int device = 0, sms = 0, per_sm = 0;
+// The persistent grid: as many CTAs of softmax_rows_kernel<ChunksPerThread>
+// as the device holds at once, never more than the rows. The runtime is asked
+// once per device and block size, not at every (timed) launch.
+template <int ChunksPerThread>
+dim3 resident_grid(unsigned threads, std::uint64_t rows) {
+  static int cached_device = -1;
+  static unsigned cached_threads = 0;
+  static std::uint64_t resident = 0;
+  int device = 0;
   HBMSCOPE_CUDA_CHECK(cudaGetDevice(&device));
-  HBMSCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  HBMSCOPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(threads), 0));
-  const std::uint64_t resident = static_cast<std::uint64_t>(std::max(sms, 1)) * static_cast<std::uint64_t>(std::max(per_sm, 1));
+  if (device != cached_device || threads != cached_threads) {
+    int sms = 0, per_sm = 0;
+    HBMSCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    HBMSCOPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, softmax_rows_kernel<ChunksPerThread>, static_cast<int>(threads), 0));
+    resident = static_cast<std::uint64_t>(std::max(sms, 1)) * static_cast<std::uint64_t>(std::max(per_sm, 1));
+    cached_device = device;
+    cached_threads = threads;
+  }
   return dim3(static_cast<unsigned>(std::min<std::uint64_t>(rows, resident)));
 }
 
@@ -230,17 +236,13 @@ void launch_softmax(const SoftmaxPlan& plan, const SoftmaxArgs& a, cudaStream_t 
   } else {
     // Persistent up to 2 chunks per thread (rows up to 4096 values: 0.77 ->
     // 0.83 of copy on the H200); at 4 a CTA per row was faster (0.91 against
-    // 0.84 persistent), docs/results/2026-12-04-h200.md.
-    const auto run = [&](auto kernel) {
-      const dim3 grid = plan.chunks_per_thread <= 2 ? resident_grid(kernel, plan.threads, plan.rows)
-                                                    : dim3(static_cast<unsigned>(plan.rows));
-      kernel<<<grid, block, 0, stream>>>(a);
-    };
+    // 0.84 persistent), docs/results/2026-12-04-h200-afternoon.md.
+    const dim3 one_per_row(static_cast<unsigned>(plan.rows));
     switch (plan.chunks_per_thread) {
-      case 1: run(softmax_rows_kernel<1>); break;
-      case 2: run(softmax_rows_kernel<2>); break;
-      case 4: run(softmax_rows_kernel<4>); break;
-      case 8: run(softmax_rows_kernel<8>); break;
+      case 1: softmax_rows_kernel<1><<<resident_grid<1>(plan.threads, plan.rows), block, 0, stream>>>(a); break;
+      case 2: softmax_rows_kernel<2><<<resident_grid<2>(plan.threads, plan.rows), block, 0, stream>>>(a); break;
+      case 4: softmax_rows_kernel<4><<<one_per_row, block, 0, stream>>>(a); break;
+      case 8: softmax_rows_kernel<8><<<one_per_row, block, 0, stream>>>(a); break;
       default: throw Error("softmax kernel: no instantiation for " + std::to_string(plan.chunks_per_thread) + " chunks per thread");
     }
   }
