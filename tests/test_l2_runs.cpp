@@ -145,6 +145,26 @@ void beside_few_slots(std::mt19937_64& rng, const Shape& s, Check check) {
 
 }  // namespace
 
+TEST_CASE("L2 runs: a head by arithmetic is the division, for every id the chains take", "[l2runs][chains]") {
+  // (Divisors of every size up to the largest id; ids at and beside each
+  // multiple, and the largest.)
+  constexpr std::uint64_t top = (std::uint64_t{1} << 23) - 1;
+  std::mt19937_64 rng(7);
+  std::vector<std::uint64_t> divisors{1, 2, 3, 7, 64, 127, 128, 129, 1000, 8191, 8192, 8193, 65535, top - 1, top};
+  for (int k = 0; k < 200; ++k) divisors.push_back(1 + rng() % top);
+  for (std::uint64_t d : divisors) {
+    const l2::chains::Divider div(d);
+    for (std::uint64_t q = 0; q * d <= top && q < 4000; ++q)
+      for (std::uint64_t k : {q * d, q * d + d - 1, q * d == 0 ? 0 : q * d - 1})
+        if (k <= top) REQUIRE(div(k) == k / d);
+    REQUIRE(div(top) == top / d);
+    for (int j = 0; j < 200; ++j) {
+      const std::uint64_t k = rng() % (top + 1);
+      REQUIRE(div(k) == k / d);
+    }
+  }
+}
+
 TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {
   std::mt19937_64 rng(GENERATE(2024, 7, 99));
   for (int k = 0; k < 160; ++k) {
@@ -335,7 +355,7 @@ TEST_CASE("L2 runs: a repeated head's re-readers have the distances of the head 
       CHECK(ti.max_reuse_distance() == tf.max_reuse_distance());
       peaks.push_back(ti.max_reuse_distance());
       ++repeated;
-      whole += i - cg.head[i] * r.per_head >= r.upto[cg.head[i]];
+      whole += i - cg.head_of(i) * r.per_head >= r.upto[cg.head_of(i)];
     }
     same_chains(s, c);
     // One capacity at (and one byte below) a repeated re-reader's largest

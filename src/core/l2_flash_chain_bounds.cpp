@@ -98,8 +98,8 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
     const u64 v = g.slot[k], place = at[v]++;
     pos_[k] = static_cast<std::uint32_t>(place - slot_start_[v]);
     slot_id_[place] = static_cast<std::uint32_t>(k);
-    slot_cta_[place] = {static_cast<std::int32_t>(std::min<i64>(lo, Sums::cap)),
-                        static_cast<std::int32_t>(std::min<i64>(hi, Sums::cap))};
+    slot_cta_[place] = {static_cast<std::uint16_t>(std::min<i64>(lo, Sums::cap)),
+                        static_cast<std::uint16_t>(std::min<i64>(hi, Sums::cap))};
   }
   // Every slot's window starts empty: its G_min and G_max as large as can be.
   for (Cursor& w : std::span(cursor_, g.hm ? 2 : 1)) {  // query-block-major: every re-reader's P is i - 1
@@ -293,8 +293,14 @@ template <class V>
 u64 densest(V v, u64 first, u64 last, i64 width) {
   if (first >= last) return 0;
   u64 best = 1;
-  for (u64 j = first; j + best < last; ++j)
+  for (u64 j = first; j + best < last; ++j) {
+    // (Four places at a time while none makes one more: no branch a place.)
+    for (; j + best + 4 <= last; j += 4)
+      if ((static_cast<int>(v(j + best) - v(j) <= width) | static_cast<int>(v(j + 1 + best) - v(j + 1) <= width) |
+           static_cast<int>(v(j + 2 + best) - v(j + 2) <= width) | static_cast<int>(v(j + 3 + best) - v(j + 3) <= width)) != 0)
+        break;
     while (j + best < last && v(j + best) - v(j) <= width) ++best;
+  }
   return best;
 }
 }  // namespace

@@ -21,7 +21,7 @@ HeadRepeats find_repeats(const ChainGrid& c) {
   HeadRepeats r;
   if (c.hm || !c.dense || c.n == 0) return r;
   u64 per = 1;
-  while (per < c.n && c.head[per] == c.head[0]) ++per;
+  while (per < c.n && c.head_of(per) == c.head_of(0)) ++per;
   const u64 heads = c.n / per;
   if (per < 2 || heads < 3 || heads * per != c.n) return r;
   // Each head's starts after its first as a hash of the steps between them.
@@ -47,7 +47,7 @@ HeadRepeats find_repeats(const ChainGrid& c) {
       if (c.s[k] - c.s[k - 1] != c.s[k - d] - c.s[k - d - 1]) return false;
     return true;
   };
-  auto one_pair = [&](u64 h) { return c.pair[h * per - 1] == c.pair[h * per]; };
+  auto one_pair = [&](u64 h) { return c.pair_of(h * per - 1) == c.pair_of(h * per); };
   for (u64 h = 1; h < heads; ++h) {
     if (h >= 2)
       for (u64 k = (h - 2) * per; k < (h - 1) * per; ++k) older = std::max(older, c.f(k));
@@ -127,7 +127,7 @@ HeadRepeats find_repeats(const ChainGrid& c) {
   r.first_at.assign(per + 1, 0);
   for (u64 q = 0; q < per; ++q) r.first_at[q + 1] = r.first_at[q] + c.e[q] - (q == 0 ? 0 : c.e[q - 1]);
   r.per_head = per;
-  r.head = c.head.data();
+  r.head = Divider(per);
   return r;
 }
 

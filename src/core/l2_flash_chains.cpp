@@ -50,7 +50,12 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   const bool alike = dense && std::all_of(first_head.begin(), first_head.end(), [&](const FlashCta& t) { return t.rows == rows0; });
   if (alike && qo)  // (q_prefix and o_prefix then multiply: refused here where that would overflow)
     static_cast<void>(checked_mul(checked_mul(n, rows0, "L2 simulation bytes"), std::max(q_row, o_row), "L2 simulation bytes"));
-  e.resize(n), pair.resize(n), head.resize(n);
+  // A dense batch in query-block-major order: a CTA's head and pair by
+  // arithmetic (8 bytes a CTA fewer), its key blocks (and rows) a copy of
+  // the first head's.
+  by_arithmetic = dense && !hm;
+  e.resize(n);
+  if (!by_arithmetic) pair.resize(n), head.resize(n);
   if (!alike) rows.resize(n);
   if (!dense) seq.resize(n);
   if (!dense && !hm) head_first.resize(n);
@@ -62,14 +67,27 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     if (!head_first.empty())
       head_first[k] = k > 0 && head[k - 1] == head[k] ? head_first[k - 1] : static_cast<std::uint32_t>(k);
   };
-  if (dense) {  // (sequence, head) h and its pair, then the CTAs in launch order
+  if (by_arithmetic) {
+    per_head = Divider(std::max<u64>(seq_q_blocks, 1));
+    for (u64 h = 0; h < grid.heads(); ++h) head_pair.push_back(static_cast<std::uint32_t>(h / H * Hkv + h % H / G));
+    std::vector<std::uint32_t> e_head(first_head.size()), rows_head(first_head.size());
+    for (u64 q = 0; q < e_head.size(); ++q) {
+      e_head[q] = static_cast<std::uint32_t>(first_head[q].blocks() > 0 ? first_head[q].end : 0);
+      rows_head[q] = static_cast<std::uint32_t>(first_head[q].rows);
+    }
+    for (u64 k = 0; k < n; k += e_head.size()) {
+      const u64 len = std::min<u64>(e_head.size(), n - k);
+      std::copy_n(e_head.data(), len, e.data() + k);
+      if (!alike) std::copy_n(rows_head.data(), len, rows.data() + k);
+    }
+  } else if (dense) {  // (sequence, head) h and its pair, then the CTAs in launch order
     const u64 nq = first_head.size(), per_q = hm ? H : 1;
-    std::vector<u64> pair_of(per_q);  // a query block's CTAs' pairs from the first's
-    for (u64 hh = 0; hh < per_q; ++hh) pair_of[hh] = hh / G;
+    std::vector<u64> pair_in(per_q);  // a query block's CTAs' pairs from the first's
+    for (u64 hh = 0; hh < per_q; ++hh) pair_in[hh] = hh / G;
     for (u64 k = 0, h0 = 0; k < n; h0 += per_q) {
       const u64 p0 = h0 / H * Hkv + h0 % H / G;  // (head-major: the sequence's first pair)
       for (u64 q = 0; q < nq && k < n; ++q)
-        for (u64 hh = 0; hh < per_q && k < n; ++hh, ++k) put(k, first_head[q], h0 + hh, p0 + pair_of[hh]);
+        for (u64 hh = 0; hh < per_q && k < n; ++hh, ++k) put(k, first_head[q], h0 + hh, p0 + pair_in[hh]);
     }
   } else {
     for (u64 k = 0; k < n; ++k) {
@@ -105,7 +123,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     u64 head_at = 0, tail_at = 0;        // [head_at, tail_at) in the ring
     const u64 ring = queue.size();
     const u64 id_mask = (u64{1} << id_bits) - 1;
-    auto pop = [&] {
+    auto pop = [&]() __attribute__((always_inline)) {  // (inlined: once a CTA)
       u64 key;
       if (head_at != tail_at && (heap.empty() || queue[head_at] < heap.top())) {
         key = queue[head_at];
@@ -153,7 +171,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       spm.push_back(std::max(spm.empty() ? never : spm.back(), f(k)));
     }
     pm = std::max(pm, R(k));
-    if (!hm) PM[head[k]] = pm;  // (a head's CTAs are consecutive: its last writes)
+    if (!hm) PM[head_of(k)] = pm;  // (a head's CTAs are consecutive: its last writes)
     if (hm) PMh[k] = pm;  // (one chain)
   }
   // Ties of equal last steps were broken by id already: (last step, id) keys.
@@ -184,12 +202,13 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   i64 fmax = never;
   for (u64 a = 0; a < n;) {
     u64 b = a;
-    while (b < n && pair[b] == pair[a]) ++b;
+    const u64 pa = pair_of(a);
+    while (b < n && pair_of(b) == pa) ++b;
     u64 z = 0;
     for (u64 y = 0; y < e[b - 1]; ++y) z = checked_add(z, kv_bytes(b - 1, y), "L2 simulation bytes");
-    pair_end[pair[a]] = b;
-    fmax_before[pair[a]] = fmax;
-    zpair[pair[a]] = z;
+    pair_end[pa] = b;
+    fmax_before[pa] = fmax;
+    zpair[pa] = z;
     for (u64 k = a; k < b; ++k) fmax = std::max(fmax, f(k));
     a = b;
   }
@@ -266,7 +285,9 @@ void run(const ChainGrid& c, Tally& t) {
   const HeadRepeats repeats = find_repeats(c);
   u64 sources = 0;
   for (std::uint8_t v : repeats.source_full) sources += v;
-  std::vector<std::uint16_t> first_buckets(caps.size() < 0xffff && repeats.per_head > 0 ? sources * repeats.first_at.back() : 0);
+  // (These and the kept bounds below are the run's largest arrays: mapped
+  // with their pages, as the grid's.)
+  Array<std::uint16_t> first_buckets(caps.size() < 0xffff && repeats.per_head > 0 ? sources * repeats.first_at.back() : 0, 0);
   QoWalk walk(c);
   u64 walking = no_cta;  // the L whose head the walk follows
   // (Every Q tile is a first access, every O tile written once: added at the end.)
@@ -313,7 +334,7 @@ void run(const ChainGrid& c, Tally& t) {
       u64 d = c.qo ? walk(i, L, T, g) : 0;  // the Q and O tiles in between
       // Started after L's last step, with no other pair's CTA running from p
       // to q: every other block of the pair is accessed in between.
-      const u64 pi = c.pair[i];
+      const u64 pi = c.pair_of(i);
       const bool alone = c.fmax_before[pi] <= p && (c.pair_end[pi] == c.n || c.s[c.pair_end[pi]] >= T);
       if (c.s[i] > c.f(L) && alone) {
         d += c.zpair[pi];
@@ -373,28 +394,31 @@ void run(const ChainGrid& c, Tally& t) {
     Batches::Counts counts;
     u64 most;
   };
-  std::unordered_map<u64, Evaluated> evaluated;  // re-readers that others repeat
+  // Re-readers that others repeat, by their place among the sources' CTAs.
+  std::vector<Evaluated> evaluated;
+  Array<std::uint32_t> evaluated_at(repeats.sources * repeats.per_head, ChainGrid::none32);
   Batches apart(t);
   auto exact = [&](u64 i, u64 P, u64 m, u64 hi) -> u64 {
     if (const u64 from = repeats.of(i); from != no_cta)
-      if (const auto it = evaluated.find(from); it != evaluated.end()) {
-        batches.add(it->second.counts);
+      if (const std::uint32_t at = evaluated_at[repeats.source_kept(from)]; at != ChainGrid::none32) {
+        batches.add(evaluated[at].counts);
         // (A head may repeat one and be repeated by another of the other
         // pair relation: its counts are kept too.)
-        if (repeats.source_of_any(i)) return evaluated.emplace(i, it->second).first->second.most;
-        return it->second.most;
+        if (repeats.source_of_any(i)) evaluated_at[repeats.source_kept(i)] = at;
+        return evaluated[at].most;
       }
     // (Bounds below the largest distance found: not the largest. A repeat's
     // are its source's, and the floor only rises.)
     const bool need_most = hi == 0 || hi >= floor_of_max;
     if (!repeats.source_of_any(i)) return reads.chain(i, P, m, batches, need_most);
     const u64 most = reads.chain(i, P, m, apart, need_most);
-    const auto& kept = evaluated.emplace(i, Evaluated{apart.take(), most}).first->second;
-    batches.add(kept.counts);
+    evaluated_at[repeats.source_kept(i)] = static_cast<std::uint32_t>(evaluated.size());
+    evaluated.push_back({apart.take(), most});
+    batches.add(evaluated.back().counts);
     return most;
   };
   ChainBounds bounds(c);
-  std::vector<Range> kept(repeats.sources * repeats.per_head);  // the sources' bounds, for their repeats
+  Array<Range> kept(repeats.sources * repeats.per_head);  // the sources' bounds, for their repeats
   struct Top {
     u64 i;
     Range r;
@@ -522,10 +546,13 @@ FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   st.steps = cg.steps;
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
   KeySteps heads(grid.heads()), pairs(grid.pairs());  // (one pass for both)
-  for (std::uint64_t k = 0; k < cg.n; ++k) {
+  // (h: k's head, by arithmetic stepped on where a head's CTAs end)
+  for (std::uint64_t k = 0, h = 0, left = cg.seq_q_blocks; k < cg.n; ++k) {
     const auto first = static_cast<std::uint64_t>(cg.s[k]), last = static_cast<std::uint64_t>(cg.f(k));
-    heads.add(cg.head[k], first, last);
-    pairs.add(cg.pair[k], first, last);
+    if (!cg.by_arithmetic) h = cg.head[k];
+    heads.add(h, first, last);
+    pairs.add(cg.by_arithmetic ? cg.head_pair[h] : cg.pair[k], first, last);
+    if (cg.by_arithmetic && --left == 0) ++h, left = cg.seq_q_blocks;
   }
   st.heads = heads.mean(st.steps);
   st.kv_heads = pairs.mean(st.steps);

@@ -105,6 +105,23 @@ class BackOff {
   u64 wait_ = 0, skip_ = 0;
 };
 
+// k / d for every k below 2^23 by one multiply: m = ceil(2^(23 + l) / d)
+// with 2^l >= d (docs/l2-chains.md, "Heads by arithmetic").
+class Divider {
+ public:
+  Divider() = default;
+  explicit Divider(u64 d) {
+    u64 l = 0;
+    while ((u64{1} << l) < d) ++l;
+    shift_ = 23 + l;
+    m_ = ((u64{1} << shift_) + d - 1) / d;
+  }
+  u64 operator()(u64 k) const { return (k * m_) >> shift_; }
+
+ private:
+  u64 m_ = 1, shift_ = 0;
+};
+
 // The forward grid scheduled: per CTA in launch order.
 struct ChainGrid {
   ChainGrid(const FlashGrid& grid, const L2SimConfig& c);
@@ -122,10 +139,10 @@ struct ChainGrid {
   u64 next(u64 k) const { return hm ? (nxt[k] == none32 ? no_cta : nxt[k]) : k + 1; }
   // Whether k is the last CTA of its head (query-block-major) or pair
   // (head-major) that reads: none reads its blocks after it in its chain.
-  bool last_in_chain(u64 k) const { return hm ? nxt[k] == none32 : k + 1 == n || head[k + 1] != head[k]; }
+  bool last_in_chain(u64 k) const { return hm ? nxt[k] == none32 : k + 1 == n || head_ends_at(k); }
   // A head's last CTA whose pair's next head follows it: that head's first (else none).
   u64 next_head(u64 k) const {
-    return !hm && e[k] > 0 && k + 1 < n && head[k + 1] != head[k] && pair[k + 1] == pair[k] ? k + 1 : no_cta;
+    return !hm && e[k] > 0 && k + 1 < n && head_ends_at(k) && pair_of(k + 1) == pair_of(k) ? k + 1 : no_cta;
   }
   i64 f(u64 k) const { return s[k] + static_cast<i64>(std::max<std::uint32_t>(e[k], 1)) - 1; }
   // The last step of the j-th CTA to finish (computed), and the first place
@@ -138,7 +155,7 @@ struct ChainGrid {
   // the next reader's start and k's blocks, computed.
   i64 R(u64 k) const {
     if (hm) return e[k] > 0 && nxt[k] != none32 ? s[nxt[k]] + static_cast<i64>(e[k]) - 1 : never;
-    return e[k] > 0 && k + 1 < n && head[k + 1] == head[k] ? s[k + 1] + static_cast<i64>(e[k]) - 1 : never;
+    return e[k] > 0 && k + 1 < n && !head_ends_at(k) ? s[k + 1] + static_cast<i64>(e[k]) - 1 : never;
   }
   i64 gap(u64 k) const { return R(k) - (s[k] + static_cast<i64>(e[k]) - 1); }
   u64 nkb(u64 k) const { return seq_nkb[dense ? 0 : seq[k]]; }
@@ -147,7 +164,12 @@ struct ChainGrid {
   u64 qb(u64 k) const { return q_row * (rows.empty() ? rows0 : rows[k]); }
   u64 ob(u64 k) const { return o_row * (rows.empty() ? rows0 : rows[k]); }
   // The first CTA of k's head in launch order (head-major: 0, one chain).
-  u64 first_of_head(u64 k) const { return hm ? 0 : dense ? u64{head[k]} * seq_q_blocks : head_first[k]; }
+  u64 first_of_head(u64 k) const { return hm ? 0 : dense ? head_of(k) * seq_q_blocks : head_first[k]; }
+  // Each CTA's (sequence, head) and (sequence, kv head).
+  u64 head_of(u64 k) const { return by_arithmetic ? per_head(k) : head[k]; }
+  u64 pair_of(u64 k) const { return by_arithmetic ? head_pair[per_head(k)] : pair[k]; }
+  // Whether CTA k + 1 (there is one) is of another head than k.
+  bool head_ends_at(u64 k) const { return by_arithmetic ? k + 1 == (per_head(k) + 1) * seq_q_blocks : head[k + 1] != head[k]; }
   // Q bytes of CTAs [0, k) and O bytes of the first k in finish order (with --l2-qo allocate).
   u64 q_prefix(u64 k) const { return rows.empty() ? k * q_row * rows0 : qpre[k]; }
   u64 o_prefix(u64 k) const { return rows.empty() ? k * o_row * rows0 : opre[k]; }
@@ -176,7 +198,7 @@ struct ChainGrid {
         }
       }
       k = hf;
-      if (k == 0 || PM[head[k - 1]] < thr) return;
+      if (k == 0 || PM[head_of(k - 1)] < thr) return;
     }
   }
 
@@ -190,7 +212,10 @@ struct ChainGrid {
   Array<std::uint32_t> e;
   Array<std::uint32_t> rows;              // empty where every CTA has rows0 rows
   Array<std::uint32_t> head_first;        // query-block-major, a ragged batch: each CTA's head's first
-  Array<std::uint32_t> head, pair;        // (sequence, head) and (sequence, kv head), dense
+  Array<std::uint32_t> head, pair;        // (sequence, head) and (sequence, kv head), but by arithmetic
+  bool by_arithmetic = false;             // a dense batch in query-block-major order: head k / seq_q_blocks
+  Divider per_head;                       // (then) that division
+  std::vector<std::uint32_t> head_pair;   // (then) each head's pair
   Array<std::uint32_t> seq;               // a ragged batch's sequence (a dense one's are alike)
   Array<std::uint32_t> prv, nxt;          // head-major: the pair's previous and next CTA that read
   Array<i64> s;                           // first step
@@ -311,28 +336,28 @@ struct HeadRepeats {
   std::vector<std::uint32_t> source_rank;  // per head that others repeat: its rank among them
   u64 sources = 0;                         // heads that others repeat
   std::vector<u64> first_at;             // per place: its first reads' offset among a head's ([per_head]: all)
-  const std::uint32_t* head = nullptr;   // the grid's: each CTA's head
+  Divider head;                          // the grid's: each CTA's head
   // Where CTA i's first reads are kept among the heads whose first reads others repeat.
   u64 first_kept(u64 i) const {
-    const u64 h = head[i];
+    const u64 h = head(i);
     return kept[h] * first_at[per_head] + first_at[i - h * per_head];
   }
   // Where a source's CTA i is kept among the sources' CTAs (no_cta: not a source).
   u64 source_kept(u64 i) const {
     if (per_head == 0) return no_cta;
-    const u64 h = head[i];
+    const u64 h = head(i);
     return source_rank[h] == ChainGrid::none32 ? no_cta : source_rank[h] * per_head + (i - h * per_head);
   }
   // The CTA whose re-reads CTA i's repeat (no_cta: none).
-  u64 of(u64 i) const {
+  __attribute__((always_inline)) u64 of(u64 i) const {  // (once a CTA)
     if (per_head == 0) return no_cta;
-    const u64 h = head[i], q = i - h * per_head;  // (the grid's heads: no division a CTA)
+    const u64 h = head(i), q = i - h * per_head;
     return from[h] == ChainGrid::none32 || q < lo[h] || q >= rupto[h] ? no_cta : i - (h - from[h]) * per_head;
   }
   // The CTA whose first reads CTA i's repeat (no_cta: none).
   u64 first_of(u64 i) const {
     if (per_head == 0) return no_cta;
-    const u64 h = head[i], q = i - h * per_head;
+    const u64 h = head(i), q = i - h * per_head;
     return full[h] == 0 || q == 0 || q >= upto[h] ? no_cta : i - (h - from[h]) * per_head;
   }
   // Whether a later CTA's re-reads (first reads) repeat CTA i's.
@@ -342,7 +367,7 @@ struct HeadRepeats {
  private:
   bool in(const std::vector<std::uint8_t>& v, const std::vector<std::uint32_t>& end, u64 i) const {
     if (per_head == 0) return false;
-    const u64 h = head[i], q = i - h * per_head;
+    const u64 h = head(i), q = i - h * per_head;
     return v[h] != 0 && q != 0 && q < end[h];
   }
 };
@@ -472,9 +497,10 @@ class ChainBounds {
     // capped(g) of a and of b at once (g < cap: one walk over the counts).
     static void capped_both(const Sums& a, const Sums& b, i64 g, i64& sa, i64& sb);
   };
-  struct SlotCta {  // a slot's CTAs in order: their gaps to their blocks' next access
-    std::int32_t gap_lo, gap_hi;
+  struct SlotCta {  // a slot's CTAs in order: their gaps to their blocks' next access (0 to cap)
+    std::uint16_t gap_lo, gap_hi;
   };
+  static_assert(Sums::cap <= 0xffff);
   struct Window {  // a slot's CTAs that run in the current window: [lo, hi) of slot_cta_
     u64 lo = 0, hi = 0;
     i64 gmin = 0, gmax = 0;
