@@ -55,8 +55,11 @@ void ChainReads::build(Profile& p, i64 A, i64 B) {
   c_.regular_from(up_to, A - 1, [&](u64 k, i64 r) {
     const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1, M = std::min(g, r - b);
     if (k >= nh) return ramps.trapezoid(c_.s[k] + 1, b + 1, M, z);
+    // (Its accesses from s on, less the first's box where that ends by b:
+    // the accesses from s + 1 on.)
+    if (c_.s[k] + M - 1 <= b) return ramps.trapezoid(c_.s[k] + 1, b, M, z);
     ramps.trapezoid(c_.s[k], b, M, z);
-    ramps.range(c_.s[k], std::min(b, c_.s[k] + M - 1), -z);
+    ramps.range(c_.s[k], b, -z);
   });
   // Heads' last CTAs: block y counts up to its next access (by the next
   // head's first reader of y, after every reader) or g steps; an earlier

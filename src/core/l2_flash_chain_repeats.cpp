@@ -49,12 +49,12 @@ HeadRepeats find_repeats(const ChainGrid& c) {
   };
   auto one_pair = [&](u64 h) { return c.pair_of(h * per - 1) == c.pair_of(h * per); };
   for (u64 h = 1; h < heads; ++h) {
-    if (h >= 2)
-      for (u64 k = (h - 2) * per; k < (h - 1) * per; ++k) older = std::max(older, c.f(k));
-    // CTAs whose reads end before the head's last CTA starts.
+    // (Along a head, starts and key blocks do not decrease: nor do last
+    // steps, so a head's largest is its last CTA's.)
+    if (h >= 2) older = std::max(older, c.f((h - 1) * per - 1));
+    // CTAs whose reads end before the head's last CTA starts (a prefix).
     const u64 h0 = h * per, last = h0 + per - 1, L = h0 - 1;
-    u64 q = 1;
-    while (q < per - 1 && c.s[h0 + q] + static_cast<i64>(c.e[h0 + q]) - 1 < c.s[last]) ++q;
+    const u64 q = first_not(1, per - 1, [&](u64 x) { return c.s[h0 + x] + static_cast<i64>(c.e[h0 + x]) - 1 < c.s[last]; });
     r.upto[h] = static_cast<std::uint32_t>(q);
     // No older head's CTA runs from the previous head's last CTA's start on
     // (minus one step: a regular CTA's next access counts to a read one step
@@ -105,8 +105,7 @@ HeadRepeats find_repeats(const ChainGrid& c) {
   // re-reads repeat g's up to the head's last CTA.
   r.rupto = r.upto;
   std::vector<i64> last_read(heads, never);
-  for (u64 h = 0; h < heads; ++h)
-    for (u64 k = h * per; k < (h + 1) * per; ++k) last_read[h] = std::max(last_read[h], c.f(k));
+  for (u64 h = 0; h < heads; ++h) last_read[h] = c.f((h + 1) * per - 1);
   auto alone = [&](u64 h) { return h + 2 >= heads || c.s[(h + 2) * per] > last_read[h] + 1; };
   for (u64 h = 1; h + 1 < heads; ++h) {
     const u64 g = r.from[h];

@@ -164,7 +164,20 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     PM.assign(grid.heads(), never);
   }
   i64 pm = never;
-  for (u64 k = 0; k < n; ++k) {
+  if (by_arithmetic) {  // head by head: R from the next CTA's start but at the head's last
+    for (u64 h0 = 0, h = 0; h0 < n; h0 += seq_q_blocks, ++h) {
+      const u64 last = std::min(n, h0 + seq_q_blocks) - 1;
+      for (u64 k = h0; k < last; ++k)
+        if (e[k] > 0) pm = std::max(pm, s[k + 1] + static_cast<i64>(e[k]) - 1);
+      if (e[last] > 0) {
+        sp.push_back(last);
+        sp_s.push_back(s[last]);
+        spm.push_back(std::max(spm.empty() ? never : spm.back(), f(last)));
+      }
+      PM[h] = pm;
+    }
+  }
+  for (u64 k = 0; k < (by_arithmetic ? 0 : n); ++k) {
     if (e[k] > 0 && last_in_chain(k)) {
       sp.push_back(k);
       sp_s.push_back(s[k]);
@@ -203,6 +216,11 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   for (u64 a = 0; a < n;) {
     u64 b = a;
     const u64 pa = pair_of(a);
+    if (by_arithmetic) {  // (a: a head's first CTA; a pair's heads follow one another)
+      u64 h = per_head(a);
+      while (h + 1 < head_pair.size() && head_pair[h + 1] == pa) ++h;
+      b = std::min(n, (h + 1) * seq_q_blocks);
+    }
     while (b < n && pair_of(b) == pa) ++b;
     u64 z = 0;
     for (u64 y = 0; y < e[b - 1]; ++y) z = checked_add(z, kv_bytes(b - 1, y), "L2 simulation bytes");
@@ -302,6 +320,7 @@ void run(const ChainGrid& c, Tally& t) {
       o_written = checked_add(o_written, c.ob(i), "L2 simulation bytes");
     }
   }
+  u64 hf_at = no_cta, L = no_cta;  // i's head's first CTA (the last seen), and the pair's previous head's last CTA
   for (u64 i = 0; i < c.n; ++i) {
     if (c.e[i] == 0) continue;
     if (c.hm) {
@@ -310,7 +329,7 @@ void run(const ChainGrid& c, Tally& t) {
     }
     const u64 hf = c.first_of_head(i);
     const u64 m = hf == i ? 0 : c.e[i - 1];
-    const u64 L = hf > 0 && c.next_head(hf - 1) == hf ? hf - 1 : no_cta;  // the pair's previous head's last CTA
+    if (hf != hf_at) hf_at = hf, L = hf > 0 && c.next_head(hf - 1) == hf ? hf - 1 : no_cta;
     std::uint16_t* kept = nullptr;
     if (L != no_cta && !first_buckets.empty()) {
       if (const u64 from = repeats.first_of(i); from != no_cta) {
