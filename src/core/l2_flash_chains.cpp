@@ -176,16 +176,17 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       }
       PM[h] = pm;
     }
-  }
-  for (u64 k = 0; k < (by_arithmetic ? 0 : n); ++k) {
-    if (e[k] > 0 && last_in_chain(k)) {
-      sp.push_back(k);
-      sp_s.push_back(s[k]);
-      spm.push_back(std::max(spm.empty() ? never : spm.back(), f(k)));
+  } else {
+    for (u64 k = 0; k < n; ++k) {
+      if (e[k] > 0 && last_in_chain(k)) {
+        sp.push_back(k);
+        sp_s.push_back(s[k]);
+        spm.push_back(std::max(spm.empty() ? never : spm.back(), f(k)));
+      }
+      pm = std::max(pm, R(k));
+      if (!hm) PM[head[k]] = pm;  // (a head's CTAs are consecutive: its last writes)
+      if (hm) PMh[k] = pm;        // (one chain)
     }
-    pm = std::max(pm, R(k));
-    if (!hm) PM[head_of(k)] = pm;  // (a head's CTAs are consecutive: its last writes)
-    if (hm) PMh[k] = pm;  // (one chain)
   }
   // Ties of equal last steps were broken by id already: (last step, id) keys.
   if (hm) return;  // (the rest serves a head's first reads in query-block-major order)
@@ -220,8 +221,9 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       u64 h = per_head(a);
       while (h + 1 < head_pair.size() && head_pair[h + 1] == pa) ++h;
       b = std::min(n, (h + 1) * seq_q_blocks);
+    } else {
+      while (b < n && pair[b] == pa) ++b;
     }
-    while (b < n && pair_of(b) == pa) ++b;
     u64 z = 0;
     for (u64 y = 0; y < e[b - 1]; ++y) z = checked_add(z, kv_bytes(b - 1, y), "L2 simulation bytes");
     pair_end[pa] = b;
@@ -565,13 +567,10 @@ FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   st.steps = cg.steps;
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
   KeySteps heads(grid.heads()), pairs(grid.pairs());  // (one pass for both)
-  // (h: k's head, by arithmetic stepped on where a head's CTAs end)
-  for (std::uint64_t k = 0, h = 0, left = cg.seq_q_blocks; k < cg.n; ++k) {
+  for (std::uint64_t k = 0; k < cg.n; ++k) {
     const auto first = static_cast<std::uint64_t>(cg.s[k]), last = static_cast<std::uint64_t>(cg.f(k));
-    if (!cg.by_arithmetic) h = cg.head[k];
-    heads.add(h, first, last);
-    pairs.add(cg.by_arithmetic ? cg.head_pair[h] : cg.pair[k], first, last);
-    if (cg.by_arithmetic && --left == 0) ++h, left = cg.seq_q_blocks;
+    heads.add(cg.head_of(k), first, last);
+    pairs.add(cg.pair_of(k), first, last);
   }
   st.heads = heads.mean(st.steps);
   st.kv_heads = pairs.mean(st.steps);

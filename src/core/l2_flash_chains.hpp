@@ -106,7 +106,7 @@ class BackOff {
 };
 
 // k / d for every k below 2^23 by one multiply: m = ceil(2^(23 + l) / d)
-// with 2^l >= d (docs/l2-chains.md, "Heads by arithmetic").
+// with 2^l >= d (docs/l2-chains.md, "Cost": heads by arithmetic).
 class Divider {
  public:
   Divider() = default;
