@@ -13,6 +13,7 @@
 #include "hbmscope/tile_bytes.hpp"
 #include "../src/core/l2_flash.hpp"
 #include "../src/core/l2_flash_chains.hpp"
+#include "l2_chain_grids.hpp"
 #include "random_shapes.hpp"
 
 using namespace hbmscope;
@@ -113,36 +114,6 @@ void in_every_order(std::mt19937_64& rng, const Shape& s, Same same, Grid grid) 
 }
 void any_grid(L2SimConfig&) {}
 
-// Causal heads of lo to hi tokens in blocks of 16 (GQA groups up to `group`,
-// Nq != Nkv now and then), for the chains' long-head tests.
-Shape long_causal_heads(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi, std::uint64_t group) {
-  Shape s;
-  s.kv_heads = pick(rng, 1, 2);
-  s.heads = s.kv_heads * pick(rng, 1, group);
-  s.batch = pick(rng, 1, 2);
-  s.block_rows = s.block_cols = 16;
-  s.seq_q = pick(rng, lo, hi);
-  s.seq_kv = pick(rng, 0, 3) == 0 ? s.seq_q + pick(rng, 1, 500) : s.seq_q;
-  s.head_dim = 64;
-  s.causal = true;
-  return s;
-}
-
-// Holds `check` on s beside 8 to 48 slots of one CTA, in both launch orders
-// and both --l2-qo modes.
-template <class Check>
-void beside_few_slots(std::mt19937_64& rng, const Shape& s, Check check) {
-  for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
-    for (bool qo : {true, false}) {
-      L2SimConfig c;
-      c.sm_count = static_cast<std::uint32_t>(pick(rng, 8, 48));
-      c.q_o_allocate = qo;
-      c.order = order;
-      INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count);
-      check(s, c);
-    }
-}
-
 }  // namespace
 
 TEST_CASE("L2 runs: a head by arithmetic is the division, for every id the chains take", "[l2runs][chains]") {
@@ -221,91 +192,6 @@ TEST_CASE("L2 runs: the chains equal the enumeration on long causal heads", "[l2
   // regular schedules; one capacity (a report row) and a curve.
   std::mt19937_64 rng(GENERATE(41, 42));
   for (int k = 0; k < 12; ++k) beside_few_slots(rng, long_causal_heads(rng, 3000, 8000, 4), same_chains);
-}
-
-// Long causal heads with wide GQA groups beside a few slots, both orders:
-// check(s, c, chain grid) on each grid the chains take.
-template <class Check>
-void long_chain_grids(std::mt19937_64& rng, int shapes, Check check) {
-  for (int k = 0; k < shapes; ++k) {
-    const Shape s = long_causal_heads(rng, 1500, 4000, 6);
-    beside_few_slots(rng, s, [&](const Shape&, const L2SimConfig& c) {
-      const l2::FlashGrid grid(s, c.order);
-      if (l2::flash_in_chains(grid)) check(s, c, l2::chains::ChainGrid(grid, c));
-    });
-  }
-}
-
-// visit(i, P) for every CTA i that re-reads its predecessor P's blocks.
-template <class Visit>
-void each_rereader(const l2::chains::ChainGrid& cg, Visit visit) {
-  for (std::uint64_t i = 0; i < cg.n; ++i) {
-    const std::uint64_t P = cg.prev(i);
-    if (cg.e[i] != 0 && P != l2::chains::no_cta && cg.e[P] != 0) visit(i, P);
-  }
-}
-
-TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]") {
-  // Each upper bound the chains compare with the largest distance (the
-  // windows' and the refined one, the quick one and the one resolved in
-  // time) is at least the CTA's own largest distance, evaluated exactly (in
-  // head-major order: loose windows, tight peak_hi).
-  std::mt19937_64 rng(GENERATE(51, 52));
-  long_chain_grids(rng, 8, [&](const Shape& s, const L2SimConfig& c, const l2::chains::ChainGrid& cg) {
-    l2::Tally t({kv_footprint_bytes(s) / 4});
-    l2::chains::ChainReads reads(cg, t);
-    l2::chains::Batches batches(t);
-    l2::chains::ChainBounds bounds(cg);
-    const std::uint64_t rows = cg.rows.empty() ? cg.rows0 : *std::max_element(cg.rows.begin(), cg.rows.end());
-    std::uint64_t checked = 0, quick = 0;
-    std::vector<std::int64_t> fin(cg.n);  // last steps in finish order
-    for (std::uint64_t j = 0; j < cg.n; ++j) fin[j] = cg.f(cg.fo[j]);
-    each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
-      const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
-      // The quick bound (every threshold met: no backing off), some calls
-      // passed over (its pointers jump), its Q and O tiles counted anew.
-      if (l2::chains::Bounds q; rng() % 3 != 0 && bounds.quick(i, P, ~std::uint64_t{0}, q)) {
-        REQUIRE(q.hi >= most);
-        const std::int64_t X = cg.s[P], Thi = cg.s[i] + static_cast<std::int64_t>(cg.e[P]) - 1;
-        auto in = [&](const auto& v) {
-          return static_cast<std::uint64_t>(std::upper_bound(v.begin(), v.end(), Thi) - std::lower_bound(v.begin(), v.end(), X));
-        };
-        CHECK(q.qo == (c.q_o_allocate ? in(cg.s) * cg.q_row * rows + in(fin) * cg.o_row * rows : 0));
-        ++quick;
-      }
-      l2::chains::Bounds b = bounds.of(i, P);
-      REQUIRE(bounds.peak_hi(i, P) >= most);
-      if (!b.valid) return;
-      REQUIRE(b.hi >= most);
-      bounds.refine_hi(i, P, b);
-      REQUIRE(b.hi >= most);
-      ++checked;
-    });
-    CHECK(checked > 0);
-    CHECK(quick > 0);
-  });
-}
-
-TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA", "[l2runs][chains]") {
-  // A window's state is a function of where it is: found by a search after
-  // a long jump (past CTAs whose bounds are not asked for) or moved CTA by
-  // CTA, the bounds are the same.
-  std::mt19937_64 rng(GENERATE(71, 72));
-  std::uint64_t jumped = 0;
-  long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
-    l2::chains::ChainBounds every(cg), sparse(cg);
-    each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
-      const l2::chains::Bounds a = every.of(i, P);
-      if (rng() % (12 * cg.slots) != 0) return;  // (jumps of some slots' CTAs)
-      const l2::chains::Bounds b = sparse.of(i, P);
-      REQUIRE(a.valid == b.valid);
-      CHECK(a.lo == b.lo);
-      CHECK(a.hi == b.hi);
-      CHECK(a.qo == b.qo);
-      ++jumped;
-    });
-  });
-  CHECK(jumped > 50);
 }
 
 // Many causal heads of tens of key blocks beside a few slots, query-block-

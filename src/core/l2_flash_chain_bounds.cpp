@@ -249,10 +249,66 @@ Bounds ChainBounds::of(u64 i, u64 P) {
   return b;
 }
 
+Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo) {
+  Bounds r;
+  if (!usable_ || c_.hm || a == 0 || b <= a || c_.first_of_head(a) == a || c_.first_of_head(b - 1) > a) return r;
+  // The union of the CTAs' windows: from the first's predecessor's start to
+  // the latest last re-read.
+  const i64 X = c_.s[a - 1];
+  i64 Thi = X, gmax = 0;
+  for (u64 k = a; k < b; ++k) {
+    if (c_.e[k - 1] == 0) return r;
+    gmax = std::max(gmax, c_.s[k] - c_.s[k - 1]);
+    Thi = std::max(Thi, c_.s[k] + static_cast<i64>(c_.e[k - 1]) - 1);
+  }
+  if (Thi > c_.s[c_.n - 1]) return r;
+  const u64 S = c_.slots;
+  if (run_lo_.size() != S) run_lo_.assign(slot_start_.begin(), slot_start_.end() - 1), run_hi_ = run_lo_;
+  // The first place of a slot's CTAs [begin, end) not `before`, from where it
+  // was: forward a place at a time for a few places (a run moves each
+  // slot's window by a CTA or two), then in steps that double; back by bisection.
+  auto seek = [&](u64 at, u64 begin, u64 end, auto before) {
+    auto place_before = [&](u64 j) { return before(slot_id_[j]); };
+    if (at > begin && !place_before(at - 1)) return first_not(begin, at, place_before);
+    for (int near = 0; near < 8; ++near, ++at)
+      if (at == end || !place_before(at)) return at;
+    u64 step = 1;
+    for (begin = at; at < end && place_before(at); step *= 2) begin = at + 1, at = std::min(end, at + step);
+    return first_not(begin, at, place_before);
+  };
+  i64 lo_blocks = 0, hi_blocks = 0;
+  for (u64 v = 0; v < S; ++v) {
+    const u64 begin = slot_start_[v], end = slot_start_[v + 1];
+    const u64 lo = run_lo_[v] = seek(run_lo_[v], begin, end, [&](std::uint32_t k) { return c_.f(k) < X; });
+    const u64 hi = run_hi_[v] = std::max(lo, seek(std::max(run_hi_[v], lo), begin, end, [&](std::uint32_t k) { return c_.s[k] <= Thi; }));
+    // (As of(): an empty window's gaps as large as can be; a gap from cap - 1
+    // on stands for any, g above.)
+    i64 Gmin = Sums::cap, Gmax = lo == hi ? Sums::cap : 0;
+    for (u64 j = lo; j < hi; ++j) Gmin = std::min<i64>(Gmin, slot_cta_[j].gap_lo), Gmax = std::max<i64>(Gmax, slot_cta_[j].gap_hi);
+    lo_blocks += std::max<i64>(0, std::min({g_lo, Gmin, Sums::cap - 1}) - 1);
+    hi_blocks += Gmax >= Sums::cap - 1 ? gmax : std::min(gmax, Gmax);
+  }
+  u64 qo = 0;
+  if (c_.qo) {
+    const u64 q0 = static_cast<u64>(std::lower_bound(c_.s.begin(), c_.s.end(), X) - c_.s.begin());
+    const u64 q1 = static_cast<u64>(std::upper_bound(c_.s.begin() + static_cast<std::ptrdiff_t>(q0), c_.s.end(), Thi) - c_.s.begin());
+    const u64 o0 = c_.fin_bound(X, false, 0, c_.n), o1 = c_.fin_bound(Thi, true, o0, c_.n);
+    qo = (q1 - q0) * qmax_ + (o1 - o0) * omax_;
+  }
+  r.lo = zlo_ + zlo_ * static_cast<u64>(g_lo == 0 ? 0 : lo_blocks);
+  r.hi = zhi_ + zhi_ * static_cast<u64>(hi_blocks) + qo;
+  r.qo = qo;
+  r.valid = true;
+  return r;
+}
+
 bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
   const std::optional<Span> w = reread_span(i, P);
   if (!w) return false;
   const auto [g, X, Thi] = *w;
+  // (As of(): at most min(g, G_max) a slot, one more in head-major order.)
+  const u64 kv = zhi_ + zhi_ * c_.slots * static_cast<u64>(g + (c_.hm ? 1 : 0));
+  if (kv > first) return false;  // (g alone: no tiles counted, no backing off)
   u64 qo = 0;
   if (c_.qo) {
     // Pointers that move with X and Thi: searched from where they were, up
@@ -274,8 +330,7 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
     const u64 o0 = count(k.at[2], fin, X, false), o1 = count(k.at[3], fin, Thi, true);
     qo = (q1 - q0) * qmax_ + (o1 - o0) * omax_;
   }
-  // (As of(): at most min(g, G_max) a slot, one more in head-major order.)
-  const u64 hi = zhi_ + zhi_ * c_.slots * static_cast<u64>(g + (c_.hm ? 1 : 0)) + qo;
+  const u64 hi = kv + qo;
   k.back_off.tried(hi <= first);
   if (hi > first) return false;
   b.lo = std::min(zlo_, hi);  // (at least its own block)

@@ -461,6 +461,13 @@ class ChainBounds {
     Quick& k = quick_[P + 1 == i ? 0 : 1];
     return !k.back_off.pass_over() && quick(k, i, P, first, b);
   }
+  // Bounds on the re-reads of a run of CTAs [a, b) of one head, each of its
+  // predecessor's blocks (query-block-major order): the windows' over the
+  // union of theirs, with g_lo below and the run's largest g above; at most
+  // the lower bound of each of its CTAs whose g is at least g_lo, at least
+  // every one's upper bound. O(slots) a call (each slot's window found from
+  // where the last call's was); none where a CTA of the run has none.
+  Bounds of_run(u64 a, u64 b, i64 g_lo);
   // Tighter bounds, O(slots), right after of(i, P), whose state they use:
   // below, only the slots that count one access less at a time (those whose
   // first CTA launched from i on has just started; P = i - 1) rather than
@@ -553,6 +560,7 @@ class ChainBounds {
     std::array<u64, 4> at{};  // ids started before X and by Thi, CTAs (finish order) ended before X and by Thi
     BackOff back_off;
   };
+  std::vector<u64> run_lo_, run_hi_;  // of_run: each slot's window at the last call (places of slot_cta_)
   Quick quick_[2];  // P = i - 1, and the others
   bool quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b);
   bool rising_ = false;  // head-major, a dense batch whose e rises along a sequence

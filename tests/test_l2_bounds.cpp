@@ -1,0 +1,110 @@
+// The chains' bounds (docs/l2-chains.md, "Counting without evaluating"),
+// each held to what it bounds on long causal heads beside a few slots: the
+// upper ones to each CTA's largest distance, evaluated exactly; the windows
+// after a jump to those moved CTA by CTA; a run's to each of its CTAs' own.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "l2_chain_grids.hpp"
+
+using namespace hbmscope;
+using namespace hbmscope::test;
+
+TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]") {
+  // Each upper bound the chains compare with the largest distance (the
+  // windows' and the refined one, the quick one and the one resolved in
+  // time) is at least the CTA's own largest distance, evaluated exactly (in
+  // head-major order: loose windows, tight peak_hi).
+  std::mt19937_64 rng(GENERATE(51, 52));
+  long_chain_grids(rng, 8, [&](const Shape& s, const L2SimConfig& c, const l2::chains::ChainGrid& cg) {
+    l2::Tally t({kv_footprint_bytes(s) / 4});
+    l2::chains::ChainReads reads(cg, t);
+    l2::chains::Batches batches(t);
+    l2::chains::ChainBounds bounds(cg);
+    const std::uint64_t rows = cg.rows.empty() ? cg.rows0 : *std::max_element(cg.rows.begin(), cg.rows.end());
+    std::uint64_t checked = 0, quick = 0;
+    std::vector<std::int64_t> fin(cg.n);  // last steps in finish order
+    for (std::uint64_t j = 0; j < cg.n; ++j) fin[j] = cg.f(cg.fo[j]);
+    each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
+      const std::uint64_t most = reads.chain(i, P, cg.e[P], batches);
+      // The quick bound (every threshold met: no backing off), some calls
+      // passed over (its pointers jump), its Q and O tiles counted anew.
+      if (l2::chains::Bounds q; rng() % 3 != 0 && bounds.quick(i, P, ~std::uint64_t{0}, q)) {
+        REQUIRE(q.hi >= most);
+        const std::int64_t X = cg.s[P], Thi = cg.s[i] + static_cast<std::int64_t>(cg.e[P]) - 1;
+        auto in = [&](const auto& v) {
+          return static_cast<std::uint64_t>(std::upper_bound(v.begin(), v.end(), Thi) - std::lower_bound(v.begin(), v.end(), X));
+        };
+        CHECK(q.qo == (c.q_o_allocate ? in(cg.s) * cg.q_row * rows + in(fin) * cg.o_row * rows : 0));
+        ++quick;
+      }
+      l2::chains::Bounds b = bounds.of(i, P);
+      REQUIRE(bounds.peak_hi(i, P) >= most);
+      if (!b.valid) return;
+      REQUIRE(b.hi >= most);
+      bounds.refine_hi(i, P, b);
+      REQUIRE(b.hi >= most);
+      ++checked;
+    });
+    CHECK(checked > 0);
+    CHECK(quick > 0);
+  });
+}
+
+TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA", "[l2runs][chains]") {
+  // A window's state is a function of where it is: found by a search after
+  // a long jump (past CTAs whose bounds are not asked for) or moved CTA by
+  // CTA, the bounds are the same.
+  std::mt19937_64 rng(GENERATE(71, 72));
+  std::uint64_t jumped = 0;
+  long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
+    l2::chains::ChainBounds every(cg), sparse(cg);
+    each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
+      const l2::chains::Bounds a = every.of(i, P);
+      if (rng() % (12 * cg.slots) != 0) return;  // (jumps of some slots' CTAs)
+      const l2::chains::Bounds b = sparse.of(i, P);
+      REQUIRE(a.valid == b.valid);
+      CHECK(a.lo == b.lo);
+      CHECK(a.hi == b.hi);
+      CHECK(a.qo == b.qo);
+      ++jumped;
+    });
+  });
+  CHECK(jumped > 50);
+}
+
+TEST_CASE("L2 runs: a run's bounds hold each of its CTAs' own", "[l2runs][chains]") {
+  // Over the union of a run's windows, with g_lo below and the run's largest
+  // g above: at most the lower bound of each CTA whose g is at least g_lo,
+  // at least every one's upper bound (query-block-major order; runs of one
+  // head at random places, forward and back).
+  std::mt19937_64 rng(GENERATE(81, 82));
+  std::uint64_t runs = 0, below = 0;
+  long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
+    if (cg.hm) return;
+    l2::chains::ChainBounds every(cg), sparse(cg);
+    std::vector<l2::chains::Bounds> own(cg.n);
+    each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) { own[i] = every.of(i, P); });
+    for (int k = 0; k < 200; ++k) {
+      const std::uint64_t a = pick(rng, 1, cg.n - 1), hf = cg.first_of_head(a);
+      if (hf == a) continue;
+      const std::uint64_t b = std::min({cg.n, hf + cg.seq_q_blocks, a + pick(rng, 1, 300)});
+      std::int64_t gmax = 0;
+      for (std::uint64_t j = a; j < b; ++j) gmax = std::max(gmax, cg.s[j] - cg.s[j - 1]);
+      const auto g_lo = static_cast<std::int64_t>(pick(rng, 0, static_cast<std::uint64_t>(gmax)));
+      const l2::chains::Bounds r = sparse.of_run(a, b, g_lo);
+      if (!r.valid) continue;
+      for (std::uint64_t j = a; j < b; ++j) {
+        REQUIRE(own[j].valid);
+        REQUIRE(r.hi >= own[j].hi);
+        if (cg.s[j] - cg.s[j - 1] < g_lo) continue;
+        REQUIRE(r.lo <= own[j].lo);
+        ++below;
+      }
+      ++runs;
+    }
+  });
+  CHECK(runs > 100);
+  CHECK(below > 1000);
+}
