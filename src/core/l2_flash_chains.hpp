@@ -8,9 +8,10 @@
 // and a head's other blocks are read first in its head (their previous
 // access is the last CTA of the pair's previous head); in head-major order
 // along the whole pair (the other blocks are first accesses). The schedule
-// (ChainGrid), exact distances (l2_flash_chain_reads.cpp), bounds that count
-// a CTA's re-reads without evaluating them (l2_flash_chain_bounds.cpp) and
-// the run that chooses (l2_flash_chains.cpp). Internal to src/core.
+// (ChainGrid, l2_flash_chain_grid.cpp), exact distances
+// (l2_flash_chain_reads.cpp), bounds that count a CTA's re-reads without
+// evaluating them (l2_flash_chain_bounds.cpp) and the run that chooses
+// (l2_flash_chains.cpp). Internal to src/core.
 #include <algorithm>
 #include <array>
 #include <cstdint>
