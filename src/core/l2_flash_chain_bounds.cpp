@@ -131,25 +131,14 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
   if (cu.started + far < c_.n && c_.s[cu.started + far] <= Thi && cu.ended + far < c_.n && c_.fin(cu.ended + far) < X) {
     cu.started = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
     cu.ended = c_.fin_bound(X, false, 0, c_.n);
-    // (From where each window was, in steps that double: both ends only move
-    // on, and the arrays are large, so nearby probes cost less than a
-    // bisection over the whole slot.)
-    auto gallop = [](const std::uint32_t* at, const std::uint32_t* b, auto before) {  // every one before `at` is
-      if (at == b || !before(*at)) return at;
-      u64 step = 1;
-      while (step < static_cast<u64>(b - at) && before(at[step])) at += step, step *= 2;
-      return std::partition_point(at + 1, at + std::min<u64>(step, static_cast<u64>(b - at)), before);
-    };
+    // (From where each window was: both ends only move on, and the arrays
+    // are large, so nearby probes cost less than a bisection over the whole slot.)
     for (u64 v = 0; v < c_.slots; ++v) {
       // (A slot's CTAs start and end in its order: those ended before X, then those started by Thi.)
-      const std::uint32_t *a = slot_id_.data() + slot_start_[v], *b = slot_id_.data() + slot_start_[v + 1];
+      const u64 a = slot_start_[v], b = slot_start_[v + 1];
       Window& w = cu.win[v];
-      const u64 ended =
-          static_cast<u64>(gallop(slot_id_.data() + w.lo, b, [&](std::uint32_t k) { return c_.f(k) < X; }) - a);
-      const u64 started =
-          static_cast<u64>(gallop(slot_id_.data() + w.hi, b, [&](std::uint32_t k) { return c_.s[k] <= Thi; }) - a);
-      w.lo = slot_start_[v] + ended;
-      w.hi = slot_start_[v] + std::max(ended, started);
+      w.lo = first_not_from(w.lo, a, b, [&](u64 j) { return c_.f(slot_id_[j]) < X; });
+      w.hi = std::max(w.lo, first_not_from(w.hi, a, b, [&](u64 j) { return c_.s[slot_id_[j]] <= Thi; }));
       touch(v);
     }
   }
@@ -264,23 +253,14 @@ Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo) {
   if (Thi > c_.s[c_.n - 1]) return r;
   const u64 S = c_.slots;
   if (run_lo_.size() != S) run_lo_.assign(slot_start_.begin(), slot_start_.end() - 1), run_hi_ = run_lo_;
-  // The first place of a slot's CTAs [begin, end) not `before`, from where it
-  // was: forward a place at a time for a few places (a run moves each
-  // slot's window by a CTA or two), then in steps that double; back by bisection.
-  auto seek = [&](u64 at, u64 begin, u64 end, auto before) {
-    auto place_before = [&](u64 j) { return before(slot_id_[j]); };
-    if (at > begin && !place_before(at - 1)) return first_not(begin, at, place_before);
-    for (int near = 0; near < 8; ++near, ++at)
-      if (at == end || !place_before(at)) return at;
-    u64 step = 1;
-    for (begin = at; at < end && place_before(at); step *= 2) begin = at + 1, at = std::min(end, at + step);
-    return first_not(begin, at, place_before);
-  };
+  // (Each slot's window from where the last call's was: a run moves it by a
+  // CTA or two, back where a run starts in another head.)
   i64 lo_blocks = 0, hi_blocks = 0;
   for (u64 v = 0; v < S; ++v) {
     const u64 begin = slot_start_[v], end = slot_start_[v + 1];
-    const u64 lo = run_lo_[v] = seek(run_lo_[v], begin, end, [&](std::uint32_t k) { return c_.f(k) < X; });
-    const u64 hi = run_hi_[v] = std::max(lo, seek(std::max(run_hi_[v], lo), begin, end, [&](std::uint32_t k) { return c_.s[k] <= Thi; }));
+    const u64 lo = run_lo_[v] = first_not_from(run_lo_[v], begin, end, [&](u64 j) { return c_.f(slot_id_[j]) < X; });
+    const u64 hi = run_hi_[v] =
+        std::max(lo, first_not_from(std::max(run_hi_[v], lo), begin, end, [&](u64 j) { return c_.s[slot_id_[j]] <= Thi; }));
     // (As of(): an empty window's gaps as large as can be; a gap from cap - 1
     // on stands for any, g above.)
     i64 Gmin = Sums::cap, Gmax = lo == hi ? Sums::cap : 0;
@@ -314,15 +294,7 @@ bool ChainBounds::quick(Quick& k, u64 i, u64 P, u64 first, Bounds& b) {
     // Pointers that move with X and Thi: searched from where they were, up
     // in steps that double (calls may be far apart), down by bisection.
     auto count = [&](u64& at, auto v, i64 step, bool by) {  // the values v(j) below step (by: up to it)
-      auto before = [&](u64 j) { return by ? v(j) <= step : v(j) < step; };
-      u64 lo = 0, hi = at;  // the count lies in [lo, hi]: before every j < lo, hi = n or not before hi
-      if (at == 0 || before(at - 1)) {  // (most calls: a few steps on)
-        for (int near = 0; near < 8; ++near, ++at)
-          if (at == c_.n || !before(at)) return at;
-        lo = hi = at;
-        for (u64 d = 2; hi < c_.n && before(hi); d *= 2) lo = hi + 1, hi = std::min(c_.n, hi + d);
-      }
-      return at = first_not(lo, hi, before);
+      return at = first_not_from(at, 0, c_.n, [&](u64 j) { return by ? v(j) <= step : v(j) < step; });
     };
     auto start = [&](u64 j) { return c_.s[j]; };
     auto fin = [&](u64 j) { return c_.fin(j); };

@@ -84,6 +84,19 @@ u64 first_not(u64 lo, u64 hi, Before before) {
   return lo;
 }
 
+// The same place, searched from `at` (in [lo, hi]) where it was near the
+// answer last time: back by bisection; forward a place at a time for a few
+// places, then in steps that double, then by bisection.
+template <class Before>
+__attribute__((always_inline)) inline u64 first_not_from(u64 at, u64 lo, u64 hi, Before before) {
+  if (at > lo && !before(at - 1)) return first_not(lo, at, before);
+  for (int near = 0; near < 8; ++near, ++at)
+    if (at == hi || !before(at)) return at;
+  lo = at;
+  for (u64 d = 2; at < hi && before(at); d *= 2) lo = at + 1, at = std::min(hi, at + d);
+  return first_not(lo, at, before);
+}
+
 // A shortcut that is tried less often where it fails in a row: after the
 // k-th failure in a row the next 2^k - 1 calls (at most 255) pass it over.
 class BackOff {
