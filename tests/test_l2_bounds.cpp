@@ -77,34 +77,42 @@ TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA
 TEST_CASE("L2 runs: a run's bounds hold each of its CTAs' own", "[l2runs][chains]") {
   // Over the union of a run's windows, with g_lo below and the run's largest
   // g above: at most the lower bound of each CTA whose g is at least g_lo,
-  // at least every one's upper bound (query-block-major order; runs of one
-  // head at random places, forward and back).
+  // at least every one's upper bound (runs at random places, forward and
+  // back: in query-block-major order of one head, in head-major order of
+  // consecutive CTAs that each re-read their pair's previous one).
   std::mt19937_64 rng(GENERATE(81, 82));
-  std::uint64_t runs = 0, below = 0;
+  std::uint64_t runs[2] = {}, below = 0;
   long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
-    if (cg.hm) return;
     l2::chains::ChainBounds every(cg), sparse(cg);
     std::vector<l2::chains::Bounds> own(cg.n);
     each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) { own[i] = every.of(i, P); });
+    auto rereads = [&](std::uint64_t j) { return cg.prev(j) != l2::chains::no_cta && cg.e[cg.prev(j)] != 0; };
     for (int k = 0; k < 200; ++k) {
-      const std::uint64_t a = pick(rng, 1, cg.n - 1), hf = cg.first_of_head(a);
-      if (hf == a) continue;
-      const std::uint64_t b = std::min({cg.n, hf + cg.seq_q_blocks, a + pick(rng, 1, 300)});
+      const std::uint64_t a = pick(rng, 1, cg.n - 1);
+      std::uint64_t b = std::min(cg.n, a + pick(rng, 1, 300));
+      if (cg.hm) {
+        for (std::uint64_t j = a; j < b; ++j)
+          if (!rereads(j)) b = j;
+      } else {
+        b = std::min(b, cg.first_of_head(a) + cg.seq_q_blocks);
+      }
+      if (b <= a || !rereads(a)) continue;
       std::int64_t gmax = 0;
-      for (std::uint64_t j = a; j < b; ++j) gmax = std::max(gmax, cg.s[j] - cg.s[j - 1]);
+      for (std::uint64_t j = a; j < b; ++j) gmax = std::max(gmax, cg.s[j] - cg.s[cg.prev(j)]);
       const auto g_lo = static_cast<std::int64_t>(pick(rng, 0, static_cast<std::uint64_t>(gmax)));
       const l2::chains::Bounds r = sparse.of_run(a, b, g_lo);
       if (!r.valid) continue;
       for (std::uint64_t j = a; j < b; ++j) {
         REQUIRE(own[j].valid);
         REQUIRE(r.hi >= own[j].hi);
-        if (cg.s[j] - cg.s[j - 1] < g_lo) continue;
+        if (cg.s[j] - cg.s[cg.prev(j)] < g_lo) continue;
         REQUIRE(r.lo <= own[j].lo);
         ++below;
       }
-      ++runs;
+      ++runs[cg.hm ? 1 : 0];
     }
   });
-  CHECK(runs > 100);
+  CHECK(runs[0] > 100);
+  CHECK(runs[1] > 100);
   CHECK(below > 1000);
 }

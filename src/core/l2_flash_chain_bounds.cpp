@@ -240,15 +240,17 @@ Bounds ChainBounds::of(u64 i, u64 P) {
 
 Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo) {
   Bounds r;
-  if (!usable_ || c_.hm || a == 0 || b <= a || c_.first_of_head(a) == a || c_.first_of_head(b - 1) > a) return r;
-  // The union of the CTAs' windows: from the first's predecessor's start to
-  // the latest last re-read.
-  const i64 X = c_.s[a - 1];
-  i64 Thi = X, gmax = 0;
+  if (!usable_ || b <= a) return r;
+  if (!c_.hm && (a == 0 || c_.first_of_head(a) == a || c_.first_of_head(b - 1) > a)) return r;
+  // The union of the CTAs' windows: from the earliest predecessor's start
+  // (query-block-major: the first's, a - 1) to the latest last re-read.
+  i64 X = std::numeric_limits<i64>::max(), Thi = std::numeric_limits<i64>::min(), gmax = 0;
   for (u64 k = a; k < b; ++k) {
-    if (c_.e[k - 1] == 0) return r;
-    gmax = std::max(gmax, c_.s[k] - c_.s[k - 1]);
-    Thi = std::max(Thi, c_.s[k] + static_cast<i64>(c_.e[k - 1]) - 1);
+    const u64 P = c_.prev(k);
+    if (P == no_cta || c_.e[P] == 0) return r;
+    X = std::min(X, c_.s[P]);
+    gmax = std::max(gmax, c_.s[k] - c_.s[P]);
+    Thi = std::max(Thi, c_.s[k] + static_cast<i64>(c_.e[P]) - 1);
   }
   if (Thi > c_.s[c_.n - 1]) return r;
   const u64 S = c_.slots;
@@ -266,7 +268,7 @@ Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo) {
     i64 Gmin = Sums::cap, Gmax = lo == hi ? Sums::cap : 0;
     for (u64 j = lo; j < hi; ++j) Gmin = std::min<i64>(Gmin, slot_cta_[j].gap_lo), Gmax = std::max<i64>(Gmax, slot_cta_[j].gap_hi);
     lo_blocks += std::max<i64>(0, std::min({g_lo, Gmin, Sums::cap - 1}) - 1);
-    hi_blocks += Gmax >= Sums::cap - 1 ? gmax : std::min(gmax, Gmax);
+    hi_blocks += (Gmax >= Sums::cap - 1 ? gmax : std::min(gmax, Gmax)) + (c_.hm ? 1 : 0);
   }
   u64 qo = 0;
   if (c_.qo) {

@@ -214,7 +214,8 @@ void run(const ChainGrid& c, Tally& t) {
   };
   std::vector<Top> top;
   BackOff tight;  // (as peak_hi below)
-  // Runs of a head's CTAs whose union of windows settles them all: tried
+  // Runs of CTAs whose union of windows settles them all (a head's in
+  // query-block-major order, any that re-read in head-major order): tried
   // where the quick bound fails, less often where they fail in a row.
   constexpr u64 run_length = 512;
   BackOff runs;
@@ -225,9 +226,13 @@ void run(const ChainGrid& c, Tally& t) {
   // capacity, and a step more: the g a run's CTAs need.)
   const i64 run_g = caps.empty() ? 0 : static_cast<i64>(caps[0] / (std::max<u64>(c.zfull(0), 1) * c.slots)) + 3;
   auto settled_by_run = [&](u64 i) {
-    if (i < no_run_before || c.s[i] - c.s[i - 1] < run_g || runs.pass_over()) return false;
+    if (i < no_run_before || c.s[i] - c.s[c.prev(i)] < run_g || runs.pass_over()) return false;
     u64 j = i;
-    for (const u64 end = std::min(c.n, c.first_of_head(i) + c.seq_q_blocks); j < std::min(end, i + run_length) && repeats.of(j) == no_cta; ++j) {}
+    if (c.hm) {
+      for (const u64 end = std::min(c.n, i + run_length); j < end && rereads(j).second > 0; ++j) {}
+    } else {
+      for (const u64 end = std::min(c.n, c.first_of_head(i) + c.seq_q_blocks); j < std::min(end, i + run_length) && repeats.of(j) == no_cta; ++j) {}
+    }
     const Bounds b = bounds.of_run(i, j, run_g);
     const bool settled = b.valid && bucket(b.lo) == bucket(b.hi) && b.hi < floor_of_max;
     runs.tried(settled);
@@ -246,7 +251,7 @@ void run(const ChainGrid& c, Tally& t) {
     } else {
       Bounds b;
       const bool quick = !caps.empty() && bounds.quick(i, P, caps[0], b);
-      if (!quick && !caps.empty() && c.by_arithmetic && settled_by_run(i)) {
+      if (!quick && !caps.empty() && (c.by_arithmetic || (c.hm && c.dense)) && settled_by_run(i)) {
         b = {run_r.lo, run_r.hi, 0, true};
       } else if (!quick) {
         b = bounds.of(i, P);

@@ -475,9 +475,9 @@ class ChainBounds {
     Quick& k = quick_[P + 1 == i ? 0 : 1];
     return !k.back_off.pass_over() && quick(k, i, P, first, b);
   }
-  // Bounds on the re-reads of a run of CTAs [a, b) of one head, each of its
-  // predecessor's blocks (query-block-major order): the windows' over the
-  // union of theirs, with g_lo below and the run's largest g above; at most
+  // Bounds on the re-reads of a run of CTAs [a, b), each of its
+  // predecessor's blocks (query-block-major order: of one head; head-major:
+  // each with a predecessor): the windows' over the union of theirs, with g_lo below and the run's largest g above; at most
   // the lower bound of each of its CTAs whose g is at least g_lo, at least
   // every one's upper bound. O(slots) a call (each slot's window found from
   // where the last call's was); none where a CTA of the run has none.
