@@ -215,8 +215,10 @@ void run(const ChainGrid& c, Tally& t) {
   std::vector<Top> top;
   BackOff tight;  // (as peak_hi below)
   // Runs of CTAs whose union of windows settles them all (a head's in
-  // query-block-major order, any that re-read in head-major order): tried
-  // where the quick bound fails, less often where they fail in a row.
+  // query-block-major order, any that re-read in head-major order without
+  // GQA; with it a slot's group heads, re-read a step later, keep a run's
+  // lower bound low): tried where the quick bound fails, less often where
+  // they fail in a row.
   constexpr u64 run_length = 512;
   BackOff runs;
   u64 run_end = 0;
@@ -251,7 +253,7 @@ void run(const ChainGrid& c, Tally& t) {
     } else {
       Bounds b;
       const bool quick = !caps.empty() && bounds.quick(i, P, caps[0], b);
-      if (!quick && !caps.empty() && (c.by_arithmetic || (c.hm && c.dense)) && settled_by_run(i)) {
+      if (!quick && !caps.empty() && (c.by_arithmetic || (c.hm && c.dense && c.group == 1)) && settled_by_run(i)) {
         b = {run_r.lo, run_r.hi, 0, true};
       } else if (!quick) {
         b = bounds.of(i, P);
