@@ -75,13 +75,14 @@ TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA
 }
 
 TEST_CASE("L2 runs: a run's bounds hold each of its CTAs' own", "[l2runs][chains]") {
-  // Over the union of a run's windows, with g_lo below and the run's largest
-  // g above: at most the lower bound of each CTA whose g is at least g_lo,
-  // at least every one's upper bound (runs at random places, forward and
-  // back: in query-block-major order of one head, in head-major order of
-  // consecutive CTAs that each re-read their pair's previous one).
+  // Over the union of the counted CTAs' windows, with their smallest g below
+  // and their largest above: at most the lower bound of each counted CTA (g
+  // at least g_lo; P = i - 1 alone where near_only), at least its upper one
+  // (runs at random places, forward and back: in query-block-major order of
+  // one head, in head-major order of consecutive CTAs that each re-read
+  // their pair's previous one, near_only or not).
   std::mt19937_64 rng(GENERATE(81, 82));
-  std::uint64_t runs[2] = {}, below = 0;
+  std::uint64_t runs[3] = {}, counted = 0;
   long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
     l2::chains::ChainBounds every(cg), sparse(cg);
     std::vector<l2::chains::Bounds> own(cg.n);
@@ -100,19 +101,22 @@ TEST_CASE("L2 runs: a run's bounds hold each of its CTAs' own", "[l2runs][chains
       std::int64_t gmax = 0;
       for (std::uint64_t j = a; j < b; ++j) gmax = std::max(gmax, cg.s[j] - cg.s[cg.prev(j)]);
       const auto g_lo = static_cast<std::int64_t>(pick(rng, 0, static_cast<std::uint64_t>(gmax)));
-      const l2::chains::Bounds r = sparse.of_run(a, b, g_lo);
+      const bool near_only = cg.hm && pick(rng, 0, 1) == 1;
+      const l2::chains::Bounds r = sparse.of_run(a, b, g_lo, near_only);
       if (!r.valid) continue;
       for (std::uint64_t j = a; j < b; ++j) {
+        const std::uint64_t P = cg.prev(j);
+        if (cg.s[j] - cg.s[P] < g_lo || (near_only && P + 1 != j)) continue;
         REQUIRE(own[j].valid);
         REQUIRE(r.hi >= own[j].hi);
-        if (cg.s[j] - cg.s[cg.prev(j)] < g_lo) continue;
         REQUIRE(r.lo <= own[j].lo);
-        ++below;
+        ++counted;
       }
-      ++runs[cg.hm ? 1 : 0];
+      ++runs[cg.hm ? (near_only ? 2 : 1) : 0];
     }
   });
   CHECK(runs[0] > 100);
   CHECK(runs[1] > 100);
-  CHECK(below > 1000);
+  CHECK(runs[2] > 100);
+  CHECK(counted > 1000);
 }

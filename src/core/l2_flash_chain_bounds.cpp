@@ -238,21 +238,25 @@ Bounds ChainBounds::of(u64 i, u64 P) {
   return b;
 }
 
-Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo) {
+Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo, bool near_only) {
   Bounds r;
   if (!usable_ || b <= a) return r;
   if (!c_.hm && (a == 0 || c_.first_of_head(a) == a || c_.first_of_head(b - 1) > a)) return r;
-  // The union of the CTAs' windows: from the earliest predecessor's start
-  // (query-block-major: the first's, a - 1) to the latest last re-read.
-  i64 X = std::numeric_limits<i64>::max(), Thi = std::numeric_limits<i64>::min(), gmax = 0;
+  // The union of the counted CTAs' windows (those whose g is at least g_lo,
+  // P = i - 1 alone where near_only): from the earliest predecessor's start
+  // to the latest last re-read; their smallest and largest g.
+  i64 X = std::numeric_limits<i64>::max(), Thi = std::numeric_limits<i64>::min();
+  i64 gmin = std::numeric_limits<i64>::max(), gmax = 0;
   for (u64 k = a; k < b; ++k) {
     const u64 P = c_.prev(k);
     if (P == no_cta || c_.e[P] == 0) return r;
+    const i64 g = c_.s[k] - c_.s[P];
+    if (g < g_lo || (near_only && P + 1 != k)) continue;
     X = std::min(X, c_.s[P]);
-    gmax = std::max(gmax, c_.s[k] - c_.s[P]);
+    gmin = std::min(gmin, g), gmax = std::max(gmax, g);
     Thi = std::max(Thi, c_.s[k] + static_cast<i64>(c_.e[P]) - 1);
   }
-  if (Thi > c_.s[c_.n - 1]) return r;
+  if (X == std::numeric_limits<i64>::max() || Thi > c_.s[c_.n - 1]) return r;  // (none counted)
   const u64 S = c_.slots;
   if (run_lo_.size() != S) run_lo_.assign(slot_start_.begin(), slot_start_.end() - 1), run_hi_ = run_lo_;
   // (Each slot's window from where the last call's was: a run moves it by a
@@ -267,7 +271,7 @@ Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo) {
     // on stands for any, g above.)
     i64 Gmin = Sums::cap, Gmax = lo == hi ? Sums::cap : 0;
     for (u64 j = lo; j < hi; ++j) Gmin = std::min<i64>(Gmin, slot_cta_[j].gap_lo), Gmax = std::max<i64>(Gmax, slot_cta_[j].gap_hi);
-    lo_blocks += std::max<i64>(0, std::min({g_lo, Gmin, Sums::cap - 1}) - 1);
+    lo_blocks += std::max<i64>(0, std::min({gmin, Gmin, Sums::cap - 1}) - 1);
     hi_blocks += (Gmax >= Sums::cap - 1 ? gmax : std::min(gmax, Gmax)) + (c_.hm ? 1 : 0);
   }
   u64 qo = 0;
@@ -277,7 +281,7 @@ Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo) {
     const u64 o0 = c_.fin_bound(X, false, 0, c_.n), o1 = c_.fin_bound(Thi, true, o0, c_.n);
     qo = (q1 - q0) * qmax_ + (o1 - o0) * omax_;
   }
-  r.lo = zlo_ + zlo_ * static_cast<u64>(g_lo == 0 ? 0 : lo_blocks);
+  r.lo = zlo_ + zlo_ * static_cast<u64>(lo_blocks);
   r.hi = zhi_ + zhi_ * static_cast<u64>(hi_blocks) + qo;
   r.qo = qo;
   r.valid = true;

@@ -214,11 +214,9 @@ void run(const ChainGrid& c, Tally& t) {
   };
   std::vector<Top> top;
   BackOff tight;  // (as peak_hi below)
-  // Runs of CTAs whose union of windows settles them all (a head's in
-  // query-block-major order, any that re-read in head-major order without
-  // GQA; with it a slot's group heads, re-read a step later, keep a run's
-  // lower bound low): tried where the quick bound fails, less often where
-  // they fail in a row.
+  // Runs of CTAs whose union of windows settles those it counts (a head's
+  // in query-block-major order, any that re-read in head-major order):
+  // tried where the quick bound fails, less often where they fail in a row.
   constexpr u64 run_length = 512;
   BackOff runs;
   u64 run_end = 0;
@@ -227,15 +225,20 @@ void run(const ChainGrid& c, Tally& t) {
   // (The smallest g at which a run's lower bound may pass the smallest
   // capacity, and a step more: the g a run's CTAs need.)
   const i64 run_g = caps.empty() ? 0 : static_cast<i64>(caps[0] / (std::max<u64>(c.zfull(0), 1) * c.slots)) + 3;
+  // (In head-major order with GQA, only the group's other heads (P = i - 1):
+  // a pair's first CTA of a block has a g some group's worth larger, which
+  // would lift the run's upper bound past the largest distance.)
+  const bool run_near = c.hm && c.group > 1;
+  auto counted_by_run = [&](u64 i, u64 P) { return c.s[i] - c.s[P] >= run_g && (!run_near || P + 1 == i); };
   auto settled_by_run = [&](u64 i) {
-    if (i < no_run_before || c.s[i] - c.s[c.prev(i)] < run_g || runs.pass_over()) return false;
+    if (i < no_run_before || !counted_by_run(i, c.prev(i)) || runs.pass_over()) return false;
     u64 j = i;
     if (c.hm) {
       for (const u64 end = std::min(c.n, i + run_length); j < end && rereads(j).second > 0; ++j) {}
     } else {
       for (const u64 end = std::min(c.n, c.first_of_head(i) + c.seq_q_blocks); j < std::min(end, i + run_length) && repeats.of(j) == no_cta; ++j) {}
     }
-    const Bounds b = bounds.of_run(i, j, run_g);
+    const Bounds b = bounds.of_run(i, j, run_g, run_near);
     const bool settled = b.valid && bucket(b.lo) == bucket(b.hi) && b.hi < floor_of_max;
     runs.tried(settled);
     if (settled) run_end = j, run_r = {b.lo, b.hi};
@@ -248,12 +251,12 @@ void run(const ChainGrid& c, Tally& t) {
     Range r;
     if (const u64 from = repeats.of(i); from != no_cta) {
       r = kept[repeats.source_kept(from)];
-    } else if (i < run_end && c.s[i] - c.s[P] >= run_g) {
+    } else if (i < run_end && counted_by_run(i, P)) {
       r = run_r;
     } else {
       Bounds b;
       const bool quick = !caps.empty() && bounds.quick(i, P, caps[0], b);
-      if (!quick && !caps.empty() && (c.by_arithmetic || (c.hm && c.dense && c.group == 1)) && settled_by_run(i)) {
+      if (!quick && !caps.empty() && (c.by_arithmetic || (c.hm && c.dense)) && settled_by_run(i)) {
         b = {run_r.lo, run_r.hi, 0, true};
       } else if (!quick) {
         b = bounds.of(i, P);

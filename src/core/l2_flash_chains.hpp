@@ -477,11 +477,13 @@ class ChainBounds {
   }
   // Bounds on the re-reads of a run of CTAs [a, b), each of its
   // predecessor's blocks (query-block-major order: of one head; head-major:
-  // each with a predecessor): the windows' over the union of theirs, with g_lo below and the run's largest g above; at most
-  // the lower bound of each of its CTAs whose g is at least g_lo, at least
-  // every one's upper bound. O(slots) a call (each slot's window found from
-  // where the last call's was); none where a CTA of the run has none.
-  Bounds of_run(u64 a, u64 b, i64 g_lo);
+  // each with a predecessor), that hold for its counted CTAs: those whose g
+  // is at least g_lo (and, near_only, whose P is i - 1). The windows' over
+  // the union of theirs, with their smallest g below and their largest
+  // above: at most each counted CTA's lower bound, at least its upper one.
+  // O(slots) a call (each slot's window found from where the last call's
+  // was); none where a CTA of the run has none, or none is counted.
+  Bounds of_run(u64 a, u64 b, i64 g_lo, bool near_only = false);
   // Tighter bounds, O(slots), right after of(i, P), whose state they use:
   // below, only the slots that count one access less at a time (those whose
   // first CTA launched from i on has just started; P = i - 1) rather than
