@@ -134,11 +134,7 @@ void ChainBounds::move_to(Cursor& cu, i64 X, i64 Thi) {
     // (From where each window was: both ends only move on, and the arrays
     // are large, so nearby probes cost less than a bisection over the whole slot.)
     for (u64 v = 0; v < c_.slots; ++v) {
-      // (A slot's CTAs start and end in its order: those ended before X, then those started by Thi.)
-      const u64 a = slot_start_[v], b = slot_start_[v + 1];
-      Window& w = cu.win[v];
-      w.lo = first_not_from(w.lo, a, b, [&](u64 j) { return c_.f(slot_id_[j]) < X; });
-      w.hi = std::max(w.lo, first_not_from(w.hi, a, b, [&](u64 j) { return c_.s[slot_id_[j]] <= Thi; }));
+      seek(v, X, Thi, cu.win[v].lo, cu.win[v].hi);
       touch(v);
     }
   }
@@ -263,10 +259,8 @@ Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo, bool near_only) {
   // CTA or two, back where a run starts in another head.)
   i64 lo_blocks = 0, hi_blocks = 0;
   for (u64 v = 0; v < S; ++v) {
-    const u64 begin = slot_start_[v], end = slot_start_[v + 1];
-    const u64 lo = run_lo_[v] = first_not_from(run_lo_[v], begin, end, [&](u64 j) { return c_.f(slot_id_[j]) < X; });
-    const u64 hi = run_hi_[v] =
-        std::max(lo, first_not_from(std::max(run_hi_[v], lo), begin, end, [&](u64 j) { return c_.s[slot_id_[j]] <= Thi; }));
+    seek(v, X, Thi, run_lo_[v], run_hi_[v]);
+    const u64 lo = run_lo_[v], hi = run_hi_[v];
     // (As of(): an empty window's gaps as large as can be; a gap from cap - 1
     // on stands for any, g above.)
     i64 Gmin = Sums::cap, Gmax = lo == hi ? Sums::cap : 0;

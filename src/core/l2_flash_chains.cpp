@@ -256,7 +256,7 @@ void run(const ChainGrid& c, Tally& t) {
     } else {
       Bounds b;
       const bool quick = !caps.empty() && bounds.quick(i, P, caps[0], b);
-      if (!quick && !caps.empty() && (c.by_arithmetic || (c.hm && c.dense)) && settled_by_run(i)) {
+      if (!quick && !caps.empty() && c.dense && settled_by_run(i)) {
         b = {run_r.lo, run_r.hi, 0, true};
       } else if (!quick) {
         b = bounds.of(i, P);

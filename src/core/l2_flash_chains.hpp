@@ -551,6 +551,14 @@ class ChainBounds {
     if (w.Thi > c_.s[c_.n - 1]) return std::nullopt;
     return w;
   }
+  // Slot v's window for [X, Thi], searched from where lo and hi (places of
+  // slot_cta_) were: a slot's CTAs start and end in its order, so those
+  // ended before X come first, then those started by Thi.
+  void seek(u64 v, i64 X, i64 Thi, u64& lo, u64& hi) const {
+    const u64 a = slot_start_[v], b = slot_start_[v + 1];
+    lo = first_not_from(lo, a, b, [&](u64 j) { return c_.f(slot_id_[j]) < X; });
+    hi = std::max(lo, first_not_from(std::max(hi, lo), a, b, [&](u64 j) { return c_.s[slot_id_[j]] <= Thi; }));
+  }
   void touch(u64 v) {  // slot v's window changed (once a move)
     if (!dirty_[v]) dirty_[v] = 1, touched_[ntouched_++] = v;
   }
