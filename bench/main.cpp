@@ -334,6 +334,15 @@ L2SimConfig h200(Rasterization order = Rasterization::query_block_major) {
   return c;
 }
 
+// Another device's L2 (MiB, as the presets in configs/devices) and slots.
+L2SimConfig l2_device(std::uint64_t l2_mib, std::uint32_t sms, std::uint32_t ctas_per_sm) {
+  L2SimConfig c = h200();
+  c.l2_bytes = l2_mib << 20;
+  c.sm_count = sms;
+  c.ctas_per_sm = ctas_per_sm;
+  return c;
+}
+
 Result decode_runs(DecodeVariant v) {
   Shape s;
   s.decode = true;
@@ -486,6 +495,26 @@ int main(int argc, char** argv) {
          L2SimConfig c = h200();
          c.ctas_per_sm = 2;
          return l2_runs("1M x 64/8 x batch 8, causal, d 64, 2 CTAs an SM", s, c);
+       }},
+      // Where the schedule settles into its period late or never (every head
+      // evaluated): 3 CTAs an SM, and the CLI's d = 64 defaults on B200 (126 MiB,
+      // 148 SMs) and L40S (96 MiB, 142 SMs).
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.head_dim = 64;
+         L2SimConfig c = h200();
+         c.ctas_per_sm = 3;
+         return l2_runs("1M x 64/8 x batch 8, causal, d 64, 3 CTAs an SM", s, c);
+       }},
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.head_dim = 64;
+         return l2_runs("B200: 1M x 64/8 x batch 8, causal, d 64, 2 CTAs", s, l2_device(126, 148, 2));
+       }},
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.head_dim = 64;
+         return l2_runs("L40S: 1M x 64/8 x batch 8, causal, d 64, 2 CTAs", s, l2_device(96, 142, 2));
        }},
       {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
