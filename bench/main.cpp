@@ -334,6 +334,13 @@ L2SimConfig h200(Rasterization order = Rasterization::query_block_major) {
   return c;
 }
 
+// 1M x 64/8 x batch 8, causal, at d = 64: twice d = 128's blocks in the L2.
+Shape long_d64() {
+  Shape s = long_shape(1 << 20, 64, 8, 8, true);
+  s.head_dim = 64;
+  return s;
+}
+
 // Another device's L2 (MiB, as the presets in configs/devices) and slots.
 L2SimConfig l2_device(std::uint64_t l2_mib, std::uint32_t sms, std::uint32_t ctas_per_sm) {
   L2SimConfig c = h200();
@@ -484,38 +491,15 @@ int main(int argc, char** argv) {
          s.block_rows = s.block_cols = 64;
          return l2_runs("1M x 64 x batch 8, head-major, blocks 64", s, h200(Rasterization::head_major));
        }},
-      {"L2 runs", [] {
-         Shape s = long_shape(1 << 20, 64, 8, 8, true);
-         s.head_dim = 64;
-         return l2_runs("1M x 64/8 x batch 8, causal, d 64", s, h200());
-       }},
-      {"L2 runs", [] {  // (the CLI's defaults at d = 64: two CTAs an SM)
-         Shape s = long_shape(1 << 20, 64, 8, 8, true);
-         s.head_dim = 64;
-         L2SimConfig c = h200();
-         c.ctas_per_sm = 2;
-         return l2_runs("1M x 64/8 x batch 8, causal, d 64, 2 CTAs an SM", s, c);
-       }},
+      {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, causal, d 64", long_d64(), h200()); }},
+      // (The CLI's defaults at d = 64: two CTAs an SM.)
+      {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, causal, d 64, 2 CTAs an SM", long_d64(), l2_device(60, 132, 2)); }},
       // Where the schedule settles into its period late or never (every head
       // evaluated): 3 CTAs an SM, and the CLI's d = 64 defaults on B200 (126 MiB,
       // 148 SMs) and L40S (96 MiB, 142 SMs).
-      {"L2 runs", [] {
-         Shape s = long_shape(1 << 20, 64, 8, 8, true);
-         s.head_dim = 64;
-         L2SimConfig c = h200();
-         c.ctas_per_sm = 3;
-         return l2_runs("1M x 64/8 x batch 8, causal, d 64, 3 CTAs an SM", s, c);
-       }},
-      {"L2 runs", [] {
-         Shape s = long_shape(1 << 20, 64, 8, 8, true);
-         s.head_dim = 64;
-         return l2_runs("B200: 1M x 64/8 x batch 8, causal, d 64, 2 CTAs", s, l2_device(126, 148, 2));
-       }},
-      {"L2 runs", [] {
-         Shape s = long_shape(1 << 20, 64, 8, 8, true);
-         s.head_dim = 64;
-         return l2_runs("L40S: 1M x 64/8 x batch 8, causal, d 64, 2 CTAs", s, l2_device(96, 142, 2));
-       }},
+      {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, causal, d 64, 3 CTAs an SM", long_d64(), l2_device(60, 132, 3)); }},
+      {"L2 runs", [] { return l2_runs("B200: 1M x 64/8 x batch 8, causal, d 64, 2 CTAs", long_d64(), l2_device(126, 148, 2)); }},
+      {"L2 runs", [] { return l2_runs("L40S: 1M x 64/8 x batch 8, causal, d 64, 2 CTAs", long_d64(), l2_device(96, 142, 2)); }},
       {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},
