@@ -266,7 +266,7 @@ TEST_CASE("L2 runs: a head's middle counted from profiles equals each CTA evalua
   // ahead, behind and missing; and the run equals the enumeration.
   std::mt19937_64 rng(GENERATE(81, 82));
   l2::chains::ChainReads::ProfileStats all;
-  std::uint64_t checked = 0;
+  std::uint64_t checked = 0, builds_short = 0, builds_long = 0;
   for (int k = 0; k < 24; ++k) {
     Shape s = long_causal_heads(rng, 60, 300, 6);
     s.seq_q *= 16;  // (whole blocks of 16)
@@ -297,6 +297,10 @@ TEST_CASE("L2 runs: a head's middle counted from profiles equals each CTA evalua
       l2::Tally t({cap});
       l2::chains::ChainReads profiled(cg, t), evaluated(cg, t);
       evaluated.profiles(false);
+      // (Profiles built far ahead as the CLI's, or a few steps: extended and
+      // their steps dropped more often.)
+      const bool short_ahead = pick(rng, 0, 1) == 1;
+      if (short_ahead) profiled.profile_ahead(static_cast<std::int64_t>(pick(rng, 1, 256)));
       each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
         const std::uint64_t m = cg.e[P];
         if (!profiled.in_middle(i, m) || rng() % 5 == 0) return;
@@ -311,6 +315,7 @@ TEST_CASE("L2 runs: a head's middle counted from profiles equals each CTA evalua
       });
       const auto& st = profiled.profile_stats();
       all.ctas += st.ctas, all.hits += st.hits, all.between += st.between, all.builds += st.builds;
+      (short_ahead ? builds_short : builds_long) += st.builds;
       same_chains_at(s, c, cap);
     }
   }
@@ -318,6 +323,8 @@ TEST_CASE("L2 runs: a head's middle counted from profiles equals each CTA evalua
   CHECK(all.hits > 500);
   CHECK(all.between > 200);
   CHECK(all.builds > 200);
+  CHECK(builds_short > 100);
+  CHECK(builds_long > 100);
 }
 
 TEST_CASE("L2 runs: waves in lockstep (no mask) equal the enumeration, wide and narrow grids", "[l2runs]") {

@@ -159,8 +159,9 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
   // ahead where it ends before z; its steps before the reads dropped where
   // they are most of it), or one built from a ahead, as the head's next
   // readers of this g start later and read about as many blocks.
-  // (Not past the head's last read: no reader of this profile reads later.)
-  const i64 ahead = std::min(Thi + std::clamp<i64>(64 * (g + 1), 256, std::max<i64>(static_cast<i64>(m), 256)), std::max(Thi, c_.f(nh - 1)));
+  // (At least ahead_ steps, fewer builds each with its neighbours to place;
+  // not past the head's last read: no reader of this profile reads later.)
+  const i64 ahead = std::min(Thi + std::clamp<i64>(64 * (g + 1), ahead_, std::max<i64>(static_cast<i64>(m), ahead_)), std::max(Thi, c_.f(nh - 1)));
   auto own = [&](i64 a, i64 z) -> Profile* {
     Profile *e = nullptr, *stale = nullptr;
     for (Profile& q : profiles_) {

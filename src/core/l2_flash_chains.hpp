@@ -415,6 +415,9 @@ class ChainReads {
   // by the head's CTAs of that g whose reads lie in it.
   bool in_middle(u64 i, u64 m) const;
   void profiles(bool on) { profiles_on_ = on; }  // (off: every CTA evaluated, as the tests' reference)
+  // The fewest steps a profile is built ahead of the reads it is built for
+  // (2,048; the tests' short ones are extended and dropped more often).
+  void profile_ahead(i64 steps) { ahead_ = steps; }
   struct ProfileStats {
     u64 ctas = 0, hits = 0, between = 0;  // counted from profiles; from one of their g; between two others'
     u64 builds = 0, steps = 0;            // profiles built or extended, and their steps
@@ -448,6 +451,7 @@ class ChainReads {
   bool middle_ok_ = false, profiles_on_ = true;
   std::array<Profile, 32> profiles_;
   u64 clock_ = 0;
+  i64 ahead_ = 2048;
   std::vector<i64> pd2_;  // a profile's slope changes (zero between builds)
   ProfileStats stats_;
 };
