@@ -59,7 +59,8 @@ TEST_CASE("L2 runs: the chains' bounds after a jump equal those moved CTA by CTA
   std::mt19937_64 rng(GENERATE(71, 72));
   std::uint64_t jumped = 0;
   long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
-    l2::chains::ChainBounds every(cg), sparse(cg);
+    // (Each slot's starts in 4 bytes or, as where steps pass 2^32, in 8.)
+    l2::chains::ChainBounds every(cg), sparse(cg, rng() % 2 == 0);
     each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
       const l2::chains::Bounds a = every.of(i, P);
       if (rng() % (12 * cg.slots) != 0) return;  // (jumps of some slots' CTAs)
@@ -84,7 +85,7 @@ TEST_CASE("L2 runs: a run's bounds hold each of its CTAs' own", "[l2runs][chains
   std::mt19937_64 rng(GENERATE(81, 82));
   std::uint64_t runs[3] = {}, counted = 0;
   long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
-    l2::chains::ChainBounds every(cg), sparse(cg);
+    l2::chains::ChainBounds every(cg), sparse(cg, rng() % 2 == 0);
     std::vector<l2::chains::Bounds> own(cg.n);
     each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) { own[i] = every.of(i, P); });
     auto rereads = [&](std::uint64_t j) { return cg.prev(j) != l2::chains::no_cta && cg.e[cg.prev(j)] != 0; };

@@ -70,7 +70,7 @@ i64 ChainBounds::Sums::capped(i64 g) const {  // the sum over slots of min(g, va
   return s[0] + g * (total - c[0]);
 }
 
-ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
+ChainBounds::ChainBounds(const ChainGrid& g, bool wide) : c_(g) {
   // Bounds hold where every slot runs a CTA reading one K/V block at each step
   // of the window: no CTA without key blocks, the slots all busy (before the
   // last CTA starts), one block size.
@@ -85,7 +85,10 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
   const u64 S = g.slots;
   slot_start_.assign(S + 1, 0);
   slot_cta_.resize(g.n);
-  slot_id_.resize(g.n);
+  wide_ = wide || g.steps > 0xffffffffu;
+  if (wide_) place_s_.resize(g.n);
+  else place_s32_.resize(g.n);
+  slot_last_.assign(S, never);
   pos_.resize(g.n);
   std::vector<u64> count(S, 0);
   for (u64 k = 0; k < g.n; ++k) ++count[g.slot[k]];
@@ -97,7 +100,9 @@ ChainBounds::ChainBounds(const ChainGrid& g) : c_(g) {
     else if (g.next_head(k) != no_cta) lo = g.s[k + 1] - g.s[k];
     const u64 v = g.slot[k], place = at[v]++;
     pos_[k] = static_cast<std::uint32_t>(place - slot_start_[v]);
-    slot_id_[place] = static_cast<std::uint32_t>(k);
+    if (wide_) place_s_[place] = g.s[k];
+    else place_s32_[place] = static_cast<std::uint32_t>(g.s[k]);
+    slot_last_[v] = g.f(k);  // (a slot's CTAs in launch order: the last stays)
     slot_cta_[place] = {static_cast<std::uint16_t>(std::min<i64>(lo, Sums::cap)),
                         static_cast<std::uint16_t>(std::min<i64>(hi, Sums::cap))};
   }

@@ -464,7 +464,9 @@ struct Bounds {
 };
 class ChainBounds {
  public:
-  explicit ChainBounds(const ChainGrid& g);
+  // (wide: the starts kept in 8 bytes even where 4 hold them, as the tests
+  // take both.)
+  explicit ChainBounds(const ChainGrid& g, bool wide = false);
   // CTA i's bounds (its re-reads of what P read), O(log) a CTA amortized.
   // Calls in launch order; those with P = i - 1 and the others each move
   // windows of their own, forward (a call whose P starts before its kind's
@@ -560,8 +562,11 @@ class ChainBounds {
   // ended before X come first, then those started by Thi.
   void seek(u64 v, i64 X, i64 Thi, u64& lo, u64& hi) const {
     const u64 a = slot_start_[v], b = slot_start_[v + 1];
-    lo = first_not_from(lo, a, b, [&](u64 j) { return c_.f(slot_id_[j]) < X; });
-    hi = std::max(lo, first_not_from(std::max(hi, lo), a, b, [&](u64 j) { return c_.s[slot_id_[j]] <= Thi; }));
+    // (A slot's next CTA starts the step after its CTA's last: the last
+    // steps from the starts, in place order, but the slot's last CTA's.)
+    auto start = [&](u64 j) { return wide_ ? place_s_[j] : static_cast<i64>(place_s32_[j]); };
+    lo = first_not_from(lo, a, b, [&](u64 j) { return (j + 1 < b ? start(j + 1) - 1 : slot_last_[v]) < X; });
+    hi = std::max(lo, first_not_from(std::max(hi, lo), a, b, [&](u64 j) { return start(j) <= Thi; }));
   }
   void touch(u64 v) {  // slot v's window changed (once a move)
     if (!dirty_[v]) dirty_[v] = 1, touched_[ntouched_++] = v;
@@ -574,7 +579,12 @@ class ChainBounds {
   std::vector<u64> slot_start_;
   Array<SlotCta> slot_cta_;
   Array<std::uint32_t> pos_;      // each CTA's place among its slot's
-  Array<std::uint32_t> slot_id_;  // the CTA at each place of slot_cta_
+  // The start of the CTA at each place of slot_cta_: in 4 bytes where every
+  // step fits (wide_: in 8), and per slot its last CTA's last step.
+  Array<std::uint32_t> place_s32_;
+  Array<i64> place_s_;
+  bool wide_ = false;
+  std::vector<i64> slot_last_;
   Cursor cursor_[2];                // P = i - 1, and the others
   const Cursor* at_ = nullptr;      // the last call's
   std::vector<std::uint8_t> dirty_;
