@@ -7,7 +7,7 @@
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/tile_bytes.hpp"
 #include "../src/core/l2_flash.hpp"
-#include "../src/core/l2_flash_chains.hpp"
+#include "../src/core/l2_flash_chain_bounds.hpp"
 #include "random_shapes.hpp"
 
 namespace hbmscope::test {

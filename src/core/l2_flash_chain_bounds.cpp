@@ -13,7 +13,7 @@
 #include <limits>
 #include <span>
 
-#include "l2_flash_chains.hpp"
+#include "l2_flash_chain_bounds.hpp"
 
 namespace hbmscope::l2::chains {
 

@@ -3,7 +3,7 @@
 // where they fall in one bucket below the largest distance, and evaluates
 // them exactly elsewhere (the schedule: l2_flash_chain_grid.cpp). Exact,
 // and in long causal heads O(log) for most CTAs.
-#include "l2_flash_chains.hpp"
+#include "l2_flash_chain_bounds.hpp"
 
 #include <algorithm>
 #include <array>
