@@ -241,8 +241,9 @@ Bounds ChainBounds::of(u64 i, u64 P) {
 
 Bounds ChainBounds::of_run(u64 a, u64 b, i64 g_lo, bool near_only) {
   Bounds r;
+  // (Query-block-major: a run that starts a head or reaches the next one
+  // holds a head's first CTA, which re-reads nothing: none, below.)
   if (!usable_ || b <= a) return r;
-  if (!c_.hm && (a == 0 || c_.first_of_head(a) == a || c_.first_of_head(b - 1) > a)) return r;
   // The union of the counted CTAs' windows (those whose g is at least g_lo,
   // P = i - 1 alone where near_only): from the earliest predecessor's start
   // to the latest last re-read; their smallest and largest g.
