@@ -500,6 +500,13 @@ int main(int argc, char** argv) {
       {"L2 runs", [] { return l2_runs("1M x 64/8 x batch 8, causal, d 64, 3 CTAs an SM", long_d64(), l2_device(60, 132, 3)); }},
       {"L2 runs", [] { return l2_runs("B200: 1M x 64/8 x batch 8, causal, d 64, 2 CTAs", long_d64(), l2_device(126, 148, 2)); }},
       {"L2 runs", [] { return l2_runs("L40S: 1M x 64/8 x batch 8, causal, d 64, 2 CTAs", long_d64(), l2_device(96, 142, 2)); }},
+      // (2^23 CTAs, the most the chains take; 3 CTAs an SM, the CLI's default
+      // for blocks of 64 rows.)
+      {"L2 runs", [] {
+         Shape s = long_d64();
+         s.block_rows = 64;
+         return l2_runs("1M x 64/8 x batch 8, causal, d 64, blocks 64 x 128", s, l2_device(60, 132, 3));
+       }},
       {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},

@@ -207,9 +207,9 @@ expect_error "sweep --measure without a device" "no CUDA device" sweep --seq 256
 expect_error "sweep --measure bwd" "measure runs forward kernels only" sweep --seq 256 --head-dim 64 --pass bwd --measure
 "$bin" sweep --config seed --device h200 --format json >"$work/l2dev.json"
 check "--device runs the L2 simulation with the device's L2 and SMs" python3 -c "import json; r=json.load(open('$work/l2dev.json'))['rows'][0]; assert r['l2_sim']['sm_count']==132 and r['l2_sim']['l2_bytes']>0; assert r['bytes']['floor']<=r['bytes']['flash_l2_sim']<=r['bytes']['flash_no_l2']; assert 'flash_l2_sim' in r['prediction']"
-"$bin" sweep --seq 16M --causal --head-dim 128 --heads 64 --device h200 --format csv >"$work/big.csv" 2>"$work/big.err"
+"$bin" sweep --seq 16M --causal --head-dim 128 --heads 128 --device h200 --format csv >"$work/big.csv" 2>"$work/big.err"
 check "--device skips shapes too large to simulate, with a note" grep -q "L2 simulation left out for 1 shape" "$work/big.err"
-expect_error "a failing run prints its error alone, no note" "--variants: 'flash_l2_sim' is not a variant of these rows" sweep --seq 16M --causal --head-dim 64 --heads 64 --device h100 --variants flash_l2_sim
+expect_error "a failing run prints its error alone, no note" "--variants: 'flash_l2_sim' is not a variant of these rows" sweep --seq 16M --causal --head-dim 64 --heads 128 --device h100 --variants flash_l2_sim
 "$bin" sweep --seq 4096 --head-dim 64 --pass fwd,bwd --fa1 --format json >"$work/passes.json"
 check "sweep --pass and --fa1" python3 -c "import json; rows=json.load(open('$work/passes.json'))['rows']; assert [r['shape']['pass'] for r in rows]==['fwd','bwd']; assert rows[0]['bytes']['flash1_no_l2']==54034432"
 # long-context's variant filter on shorter sequences (its 1M rows take minutes under the sanitizers).

@@ -136,6 +136,32 @@ TEST_CASE("L2 runs: a head by arithmetic is the division, for every id the chain
   }
 }
 
+TEST_CASE("L2 runs: the chains take 2^23 CTAs, 1M tokens x 64 heads x batch 8 in blocks of 64 rows", "[l2runs][chains]") {
+  // (Ids fill the schedule's 23 bits; the largest is 2^23 - 1.)
+  Shape s;
+  s.seq_q = s.seq_kv = 1ull << 20;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.batch = 8;
+  s.head_dim = 128;
+  s.block_rows = 64;
+  s.causal = true;
+  L2SimConfig c;
+  c.sm_count = 132;
+  c.ctas_per_sm = 1;
+  c.l2_bytes = 60ull << 20;
+  REQUIRE(l2::FlashGrid(s, c.order).ctas() == (1ull << 23));
+  REQUIRE(l2_sim_within_budget(s, c));
+  const L2SimResult r = flash_l2_sim(s, c);
+  CHECK(r.dram_bytes > floor_bytes(s));
+  CHECK(r.dram_bytes < flash_no_l2_bytes(s));
+  CHECK(r.l2_bytes_to_min > c.l2_bytes);
+  // One head more: past what the chains take, and left out.
+  s.heads = 65;
+  s.kv_heads = 5;
+  CHECK_FALSE(l2_sim_within_budget(s, c));
+}
+
 TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {
   std::mt19937_64 rng(GENERATE(2024, 7, 99));
   for (int k = 0; k < 160; ++k) {

@@ -379,8 +379,8 @@ TEST_CASE("L2 sim: options and refusals", "[l2sim]") {
   c.method = L2SimMethod::enumeration;  // enumerated: refused, naming the way out
   CHECK_THROWS_WITH(flash_l2_sim(s, c), Catch::Contains("work units") && Catch::Contains("--l2-method runs"));
   c.method = L2SimMethod::runs;
-  s.causal = true;  // not in lockstep, 64 heads of 131072 CTAs: more than any exact evaluation holds
-  s.heads = s.kv_heads = 64;
+  s.causal = true;  // not in lockstep, 128 heads of 131072 CTAs: more than any exact evaluation holds
+  s.heads = s.kv_heads = 128;
   c.sm_count = 132;
   CHECK_THROWS_WITH(flash_l2_sim(s, c), Catch::Contains("work units (at most"));
 }

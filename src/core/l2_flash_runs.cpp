@@ -71,17 +71,18 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 // The chains' cost (docs/l2-chains.md), in units of about a
 // nanosecond: the schedule, the first reads and bounds for every CTA (about 4
 // units a slot and 300 more, an upper estimate: their windows move a few CTAs
-// a read, refined O(S) passes for the CTAs near a capacity) and the exact
+// a read, refined O(S) passes for the CTAs near a capacity; 1 a slot on long
+// heads in query-block-major order) and the exact
 // evaluation of what they leave, two units a step: where they hold (a dense
 // batch whose CTAs all read), about S CTAs of every head (the ones near the
 // capacity and near the largest distance) of up to n key blocks each, and in
 // head-major order with GQA the pairs' first CTAs of every query block; where
 // they do not, every access, and 12 units a slot a CTA. Measured on causal
-// shapes of 128K to 16M tokens (bench/, "L2 runs"). About 113 bytes a CTA:
-// past 8.4 M CTAs (about 950 MB; the schedule keeps ids in 23 bits) the
-// chains are not used.
+// shapes of 128K to 16M tokens (bench/, "L2 runs"). At most about 65 bytes
+// a CTA (head-major order): past 2^23 CTAs (1M tokens x 64 heads x batch 8
+// in blocks of 64 rows; about 540 MB) the chains are not used.
 std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
-  constexpr std::uint64_t max_ctas = (std::uint64_t{1} << 23) - 1;
+  constexpr std::uint64_t max_ctas = std::uint64_t{1} << 23;
   std::uint64_t all_steps = 0;  // at most: below 2^41, as the chains' schedule keeps them
   if (grid.ctas() > max_ctas || __builtin_mul_overflow(grid.ctas(), grid.max_key_blocks() + 1, &all_steps) ||
       all_steps >= (std::uint64_t{1} << 41) || !flash_in_chains(grid))
@@ -101,7 +102,13 @@ std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
   } else if (__builtin_mul_overflow(flash_enum_accesses(grid.shape()), 2, &steps)) {
     return ~std::uint64_t{0};
   }
-  if (__builtin_mul_overflow(grid.ctas(), (bounded ? 4 : 12) * slots + 300, &w)) return ~std::uint64_t{0};
+  // (In query-block-major order with heads of at least 4 S CTAs, a slot
+  // costs a unit: measured at most 0.8 ns a slot a CTA on such heads, 2 to
+  // 8 CTAs an SM; shorter heads run beside each other and cost more.)
+  const bool long_heads = bounded && grid.order() == Rasterization::query_block_major &&
+                          grid.sequence(0).q_blocks >= 4 * slots;
+  const std::uint64_t per_slot = long_heads ? 1 : bounded ? 4 : 12;
+  if (__builtin_mul_overflow(grid.ctas(), per_slot * slots + 300, &w)) return ~std::uint64_t{0};
   return __builtin_add_overflow(w, steps, &w) ? ~std::uint64_t{0} : w;
 }
 
