@@ -119,7 +119,7 @@ void any_grid(L2SimConfig&) {}
 TEST_CASE("L2 runs: a head by arithmetic is the division, for every id the chains take", "[l2runs][chains]") {
   // (Divisors of every size up to the largest id; ids at and beside each
   // multiple, and the largest.)
-  constexpr std::uint64_t top = (std::uint64_t{1} << 23) - 1;
+  constexpr std::uint64_t top = l2::max_chain_ctas - 1;
   std::mt19937_64 rng(7);
   std::vector<std::uint64_t> divisors{1, 2, 3, 7, 64, 127, 128, 129, 1000, 8191, 8192, 8193, 65535, top - 1, top};
   for (int k = 0; k < 200; ++k) divisors.push_back(1 + rng() % top);

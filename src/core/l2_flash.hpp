@@ -91,6 +91,9 @@ std::uint64_t waves_flash_work(const FlashGrid& grid, std::uint64_t slots);
 // (l2_flash_chains.cpp) apply.
 bool flash_in_chains(const FlashGrid& grid);
 FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+// The most CTAs the chains take: their schedule keeps ids in 23 bits.
+inline constexpr unsigned chain_id_bits = 23;
+inline constexpr std::uint64_t max_chain_ctas = std::uint64_t{1} << chain_id_bits;
 // Mean over steps of the distinct keys among resident CTAs (heads per wave),
 // from each of the n CTAs' key, first and last step: each key's steps are the
 // union of its CTAs' steps [first, last], CTAs of one key starting in launch

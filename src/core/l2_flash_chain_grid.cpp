@@ -23,10 +23,10 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       seq_ctas(grid.dense() ? grid.ctas() / grid.sequences() : 0),
       kv_heads(grid.shape().kv_heads),
       group(grid.group()) {
-  // (last step, id) in one word below: ids below 2^23 (so at most 2^23
-  // CTAs), steps below 2^41 (every CTA's steps in a row stay below).
-  constexpr u64 id_bits = 23;
-  if (n > (u64{1} << id_bits) || grid.max_key_blocks() >= none32 || grid.pairs() >= none32)
+  // (last step, id) in one word below: ids below 2^23, steps below 2^41
+  // (every CTA's steps in a row stay below).
+  constexpr u64 id_bits = chain_id_bits;
+  if (n > max_chain_ctas || grid.max_key_blocks() >= none32 || grid.pairs() >= none32)
     throw Error("L2 simulation: too large a grid for the chains");
   for (u64 b = 0; b < (dense ? 1 : grid.sequences()); ++b) {
     const u64 nk = grid.sequence(b).k_blocks;

@@ -126,7 +126,7 @@ class Divider {
   explicit Divider(u64 d) {
     u64 l = 0;
     while ((u64{1} << l) < d) ++l;
-    shift_ = 23 + l;
+    shift_ = chain_id_bits + l;
     m_ = ((u64{1} << shift_) + d - 1) / d;
   }
   u64 operator()(u64 k) const { return (k * m_) >> shift_; }

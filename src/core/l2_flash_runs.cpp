@@ -72,7 +72,7 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 // nanosecond: the schedule, the first reads and bounds for every CTA (about 4
 // units a slot and 300 more, an upper estimate: their windows move a few CTAs
 // a read, refined O(S) passes for the CTAs near a capacity; 1 a slot on long
-// heads in query-block-major order) and the exact
+// heads with GQA in query-block-major order) and the exact
 // evaluation of what they leave, two units a step: where they hold (a dense
 // batch whose CTAs all read), about S CTAs of every head (the ones near the
 // capacity and near the largest distance) of up to n key blocks each, and in
@@ -82,9 +82,8 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 // a CTA (head-major order): past 2^23 CTAs (1M tokens x 64 heads x batch 8
 // in blocks of 64 rows; about 540 MB) the chains are not used.
 std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
-  constexpr std::uint64_t max_ctas = std::uint64_t{1} << 23;
   std::uint64_t all_steps = 0;  // at most: below 2^41, as the chains' schedule keeps them
-  if (grid.ctas() > max_ctas || __builtin_mul_overflow(grid.ctas(), grid.max_key_blocks() + 1, &all_steps) ||
+  if (grid.ctas() > max_chain_ctas || __builtin_mul_overflow(grid.ctas(), grid.max_key_blocks() + 1, &all_steps) ||
       all_steps >= (std::uint64_t{1} << 41) || !flash_in_chains(grid))
     return ~std::uint64_t{0};
   const bool bounded = grid.dense() && grid.ctas() >= slots && grid.cta(0).blocks() > 0;
