@@ -121,3 +121,23 @@ TEST_CASE("L2 runs: a run's bounds hold each of its CTAs' own", "[l2runs][chains
   CHECK(runs[2] > 100);
   CHECK(counted > 1000);
 }
+
+TEST_CASE("L2 runs: the searches from a place find what a bisection finds", "[l2runs][chains]") {
+  // (Starts that do not decrease, runs of equal ones; every value and every
+  // place to search from, back and forward of the answer, in sub-ranges.)
+  std::mt19937_64 rng(53);
+  for (int k = 0; k < 200; ++k) {
+    std::vector<std::int64_t> s(1 + rng() % 300);
+    std::int64_t at_step = 0;
+    for (auto& v : s) v = at_step += static_cast<std::int64_t>(rng() % 4 == 0 ? rng() % 40 : rng() % 2);
+    const std::uint64_t lo = rng() % s.size(), hi = lo + rng() % (s.size() - lo + 1);
+    for (std::int64_t v = s.front() - 1; v <= s.back() + 1; v += 1 + static_cast<std::int64_t>(rng() % 3)) {
+      auto before = [&](std::uint64_t j) { return s[j] < v; };
+      const auto want = static_cast<std::uint64_t>(std::lower_bound(s.begin() + static_cast<std::ptrdiff_t>(lo), s.begin() + static_cast<std::ptrdiff_t>(hi), v) - s.begin());
+      for (std::uint64_t at = lo; at <= hi; ++at) {
+        REQUIRE(l2::chains::first_not_near(at, lo, hi, before) == want);
+        REQUIRE(l2::chains::first_not_from(at, lo, hi, before) == want);
+      }
+    }
+  }
+}

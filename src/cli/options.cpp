@@ -33,7 +33,7 @@ that FlashAttention's backward reads. docs/model.md lists every read and write.
 
 With --l2-bytes, or --device (its L2 size and SM count), a simulation of the CTA schedule
 and an LRU L2 adds (docs/model.md; forward and backward rows; evaluated by closed forms
-over the schedule's runs, in well under a second for 1M tokens x 64 heads x batch 8;
+over the schedule's runs: 1M tokens x 64 heads x batch 8 in 0.3 to 2 s on one core;
 a shape whose simulation would take more than about 10 s is left out, named in a note):
   FlashAttention, simulated L2  FlashAttention-2's DRAM bytes when CTAs run in launch order on
                                 SMs x CTAs-per-SM slots and re-reads of K, V hit the L2

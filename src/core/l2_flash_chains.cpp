@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <unordered_map>
 
 #include "hbmscope/checked.hpp"
@@ -91,6 +92,11 @@ void run(const ChainGrid& c, Tally& t) {
     }
   }
   u64 hf_at = no_cta, L = no_cta;  // i's head's first CTA (the last seen), and the pair's previous head's last CTA
+  // (What a head's first reads share: its pair, the bytes of the pair's
+  // blocks, the last step before the pair's CTAs and the first after them,
+  // L's last step; and where the last search over L's head ended.)
+  u64 pi = 0, zpair = 0, hint = 0;
+  i64 before_pair = 0, after_pair = 0, fL = 0;
   for (u64 i = 0; i < c.n; ++i) {
     if (c.e[i] == 0) continue;
     if (c.hm) {
@@ -99,7 +105,15 @@ void run(const ChainGrid& c, Tally& t) {
     }
     const u64 hf = c.first_of_head(i);
     const u64 m = hf == i ? 0 : c.e[i - 1];
-    if (hf != hf_at) hf_at = hf, L = hf > 0 && c.next_head(hf - 1) == hf ? hf - 1 : no_cta;
+    if (hf != hf_at) {
+      hf_at = hf, L = hf > 0 && c.next_head(hf - 1) == hf ? hf - 1 : no_cta;
+      if (L != no_cta) {
+        pi = c.pair_of(i), zpair = c.zpair[pi], hint = L;
+        before_pair = c.fmax_before[pi];
+        after_pair = c.pair_end[pi] == c.n ? std::numeric_limits<i64>::max() : c.s[c.pair_end[pi]];
+        fL = c.f(L);
+      }
+    }
     std::uint16_t* kept = nullptr;
     if (L != no_cta && !first_buckets.empty()) {
       if (const u64 from = repeats.first_of(i); from != no_cta) {
@@ -123,10 +137,9 @@ void run(const ChainGrid& c, Tally& t) {
       u64 d = c.qo ? walk(i, L, T, g) : 0;  // the Q and O tiles in between
       // Started after L's last step, with no other pair's CTA running from p
       // to q: every other block of the pair is accessed in between.
-      const u64 pi = c.pair_of(i);
-      const bool alone = c.fmax_before[pi] <= p && (c.pair_end[pi] == c.n || c.s[c.pair_end[pi]] >= T);
-      if (c.s[i] > c.f(L) && alone) {
-        d += c.zpair[pi];
+      const bool alone = before_pair <= p && after_pair >= T;
+      if (c.s[i] > fL && alone) {
+        d += zpair;
       } else {
         // Alone, only the pair's other blocks can be accessed in between (at
         // most). At least: L's blocks after y read before T, joined by those
@@ -139,11 +152,15 @@ void run(const ChainGrid& c, Tally& t) {
           const i64 below = i == hf ? 0 : std::max<i64>(0, static_cast<i64>(c.e[i - 1]) - std::max<i64>(0, p - c.s[i - 1]));
           const u64 zmin = std::min(c.zfull(i), c.zlast(i));
           auto lower = [&] { return d + z + zmin * static_cast<u64>(std::max<i64>(0, top - Y) + below); };
-          const u64 hi = d + c.zpair[pi];
+          const u64 hi = d + zpair;
           u64 lo = lower();
-          const auto s0 = c.s.begin() + static_cast<std::ptrdiff_t>(c.first_of_head(L));
+          const u64 hL = c.first_of_head(L);
           for (u64 k = L, jumps = 0; hi < floor_of_max && bucket(lo) != bucket(hi) && top < eL - 1 && jumps < 64; ++jumps) {
-            const u64 k2 = static_cast<u64>(std::lower_bound(s0, c.s.begin() + static_cast<std::ptrdiff_t>(k), p - top) - c.s.begin());
+            // (The first start at least p - top among [hL, k): near the last
+            // read's, as p - top falls slowly from read to read.)
+            const i64 v = p - top;
+            const u64 k2 = first_not_near(std::min(hint, k), hL, k, [&](u64 j) { return c.s[j] < v; });
+            if (jumps == 0) hint = k2;
             const i64 t2 = std::min<i64>(static_cast<i64>(c.e[k2]) - 1, T - 1 - c.s[k2]);
             if (k2 == k || t2 <= top) break;
             top = t2, k = k2, lo = lower();

@@ -96,6 +96,18 @@ __attribute__((always_inline)) inline u64 first_not_from(u64 at, u64 lo, u64 hi,
   return first_not(lo, at, before);
 }
 
+// The same, where the answer may lie either side of `at` and near it: in
+// steps that double from `at` back or forward, then by bisection.
+template <class Before>
+inline u64 first_not_near(u64 at, u64 lo, u64 hi, Before before) {
+  if (at > lo && !before(at - 1)) {
+    u64 top = at - 1, d = 1;  // (top: not before)
+    while (top > lo + d && !before(top - d)) top -= d, d *= 2;
+    return first_not(top > lo + d ? top - d + 1 : lo, top, before);
+  }
+  return first_not_from(at, lo, hi, before);
+}
+
 // A shortcut that is tried less often where it fails in a row: after the
 // k-th failure in a row the next 2^k - 1 calls (at most 255) pass it over.
 class BackOff {
