@@ -168,6 +168,18 @@ TEST_CASE("L2 runs: the chains take 2^23 CTAs, 1M tokens x 64 heads x batch 8 in
   CHECK_FALSE(l2_sim_within_budget(s, c));
   s.kv_heads = 8;  // (with GQA, a unit a slot: 2.2 s measured at 8 CTAs an SM)
   CHECK(l2_sim_within_budget(s, c));
+  // Head-major order with GQA: a unit a slot where a head has at least 16 S
+  // query blocks (d = 64 in blocks of 64 rows at 3 CTAs an SM: 3.3 s
+  // measured), else 4 (d = 128 in blocks of 128 at 8 CTAs an SM: 52 s).
+  c.order = Rasterization::head_major;
+  s.head_dim = 64;
+  s.block_rows = 64;
+  c.ctas_per_sm = 3;
+  CHECK(l2_sim_within_budget(s, c));
+  s.head_dim = 128;
+  s.block_rows = 128;
+  c.ctas_per_sm = 8;
+  CHECK_FALSE(l2_sim_within_budget(s, c));
 }
 
 TEST_CASE("L2 runs: the forward pass equals the enumeration on random shapes", "[l2runs]") {

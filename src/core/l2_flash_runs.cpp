@@ -101,13 +101,15 @@ std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
   } else if (__builtin_mul_overflow(flash_enum_accesses(grid.shape()), 2, &steps)) {
     return ~std::uint64_t{0};
   }
-  // (In query-block-major order with GQA and heads of at least 4 S CTAs, a
-  // slot costs a unit: measured at most 0.8 ns a slot a CTA there, 2 to 8
-  // CTAs an SM. Shorter heads run beside each other and cost more; without
-  // GQA the largest distance lies in re-reads whose bounds are loose at many
-  // slots, and its search can cost more than 2 ns a slot a CTA.)
-  const bool long_heads = bounded && grid.order() == Rasterization::query_block_major && grid.group() > 1 &&
-                          grid.sequence(0).q_blocks >= 4 * slots;
+  // (With GQA and heads of at least 4 S query blocks in query-block-major
+  // order, 16 S in head-major order, a slot costs a unit: measured at most
+  // 0.8 ns a slot a CTA in the first, 2 to 8 CTAs an SM, and at most 0.4 ns
+  // a unit of the whole estimate in the second, 2 to 7. Shorter heads cost
+  // more (head-major, 8,192 query blocks beside 1,056 slots: 52 s);
+  // without GQA the largest distance lies in re-reads whose bounds are loose
+  // at many slots, and its search can cost more than 2 ns a slot a CTA.)
+  const std::uint64_t long_from = (grid.order() == Rasterization::query_block_major ? 4 : 16) * slots;
+  const bool long_heads = bounded && grid.group() > 1 && grid.sequence(0).q_blocks >= long_from;
   const std::uint64_t per_slot = long_heads ? 1 : bounded ? 4 : 12;
   if (__builtin_mul_overflow(grid.ctas(), per_slot * slots + 300, &w)) return ~std::uint64_t{0};
   return __builtin_add_overflow(w, steps, &w) ? ~std::uint64_t{0} : w;
