@@ -159,7 +159,7 @@ void run(const ChainGrid& c, Tally& t) {
             // (The first start at least p - top among [hL, k): near the last
             // read's, as p - top falls slowly from read to read.)
             const i64 v = p - top;
-            const u64 k2 = first_not_near(std::min(hint, k), hL, k, [&](u64 j) { return c.s[j] < v; });
+            const u64 k2 = first_not_from(std::min(hint, k), hL, k, [&](u64 j) { return c.s[j] < v; });
             if (jumps == 0) hint = k2;
             const i64 t2 = std::min<i64>(static_cast<i64>(c.e[k2]) - 1, T - 1 - c.s[k2]);
             if (k2 == k || t2 <= top) break;

@@ -84,28 +84,20 @@ u64 first_not(u64 lo, u64 hi, Before before) {
 }
 
 // The same place, searched from `at` (in [lo, hi]) where it was near the
-// answer last time: back by bisection; forward a place at a time for a few
-// places, then in steps that double, then by bisection.
+// answer last time: back or forward a place, then in steps that double,
+// then by bisection (forward, a few places one at a time first).
 template <class Before>
 __attribute__((always_inline)) inline u64 first_not_from(u64 at, u64 lo, u64 hi, Before before) {
-  if (at > lo && !before(at - 1)) return first_not(lo, at, before);
-  for (int near = 0; near < 8; ++near, ++at)
-    if (at == hi || !before(at)) return at;
-  lo = at;
-  for (u64 d = 2; at < hi && before(at); d *= 2) lo = at + 1, at = std::min(hi, at + d);
-  return first_not(lo, at, before);
-}
-
-// The same, where the answer may lie either side of `at` and near it: in
-// steps that double from `at` back or forward, then by bisection.
-template <class Before>
-inline u64 first_not_near(u64 at, u64 lo, u64 hi, Before before) {
   if (at > lo && !before(at - 1)) {
     u64 top = at - 1, d = 1;  // (top: not before)
     while (top > lo + d && !before(top - d)) top -= d, d *= 2;
     return first_not(top > lo + d ? top - d + 1 : lo, top, before);
   }
-  return first_not_from(at, lo, hi, before);
+  for (int near = 0; near < 8; ++near, ++at)
+    if (at == hi || !before(at)) return at;
+  lo = at;
+  for (u64 d = 2; at < hi && before(at); d *= 2) lo = at + 1, at = std::min(hi, at + d);
+  return first_not(lo, at, before);
 }
 
 // A shortcut that is tried less often where it fails in a row: after the

@@ -72,7 +72,7 @@ std::uint64_t segment_work(const FlashGrid& grid, std::uint64_t slots) {
 // nanosecond: the schedule, the first reads and bounds for every CTA (about 4
 // units a slot and 300 more, an upper estimate: their windows move a few CTAs
 // a read, refined O(S) passes for the CTAs near a capacity; 1 a slot on long
-// heads with GQA in query-block-major order) and the exact
+// heads with GQA, below) and the exact
 // evaluation of what they leave, two units a step: where they hold (a dense
 // batch whose CTAs all read), about S CTAs of every head (the ones near the
 // capacity and near the largest distance) of up to n key blocks each, and in
