@@ -140,3 +140,97 @@ TEST_CASE("L2 runs: the search from a place finds what a bisection finds", "[l2r
     }
   }
 }
+
+TEST_CASE("L2 runs: a sum of ramps from cells of steps: exact at the cells' ends, at most its least value", "[l2runs][chains]") {
+  // Random ramps and boxes, some starting before the first step or ending
+  // past the last, placed into an array over the steps and into cells:
+  // each cell's end value is the array's there, and the cells' least value
+  // is at most the array's (equal where every ramp is flat within a cell).
+  std::mt19937_64 rng(93);
+  std::uint64_t tight = 0;
+  for (int k = 0; k < 2000; ++k) {
+    const std::uint64_t steps = 1 + rng() % 300;
+    const std::int64_t lo = static_cast<std::int64_t>(rng() % 1000), hi = lo + static_cast<std::int64_t>(steps) - 1;
+    std::vector<std::int64_t> d2(steps + 3, 0), ends(steps / 16 + 2, 0);
+    std::vector<l2::chains::SlopeCell> cells(steps / 16 + 2);
+    l2::chains::Ramps fine(d2.data(), lo, hi);
+    l2::chains::BasicRamps<l2::chains::SlopeCells> coarse(l2::chains::SlopeCells{cells.data(), steps}, lo, hi);
+    const bool aligned = k % 4 == 0;  // (every change at a cell's edge: the cells exact)
+    auto at = [&](std::int64_t t) { return aligned ? lo + (t - lo) / 16 * 16 + 1 : t; };
+    for (int r = 0, n = 1 + static_cast<int>(rng() % 12); r < n; ++r) {
+      const std::int64_t a = at(lo - 40 + static_cast<std::int64_t>(rng() % (steps + 80)));
+      const std::int64_t b = at(a + static_cast<std::int64_t>(rng() % 200)), w = 1 + static_cast<std::int64_t>(rng() % 50);
+      if (rng() % 3 == 0) {
+        fine.range(a, b, w), coarse.range(a, b, w);
+      } else {
+        const std::int64_t M = aligned ? 16 * (1 + static_cast<std::int64_t>(rng() % 4)) : 1 + static_cast<std::int64_t>(rng() % 60);
+        fine.trapezoid(a, b, M, w), coarse.trapezoid(a, b, M, w);
+      }
+    }
+    std::int64_t V = fine.v0, S = fine.s0, least = V;
+    const std::int64_t got = l2::chains::least_of_cells(cells.data(), steps, coarse.v0, coarse.s0, ends.data());
+    for (std::uint64_t x = 1; x < steps; ++x) {
+      S += d2[x], V += S, least = std::min(least, V);
+      if (x % 16 == 0 || x == steps - 1) REQUIRE(ends[(x - 1) / 16] == V);
+    }
+    REQUIRE(got <= least);
+    tight += got == least;
+    for (const auto& c : cells) REQUIRE((c.sum == 0 && c.weighted == 0 && c.neg == 0 && c.pos == 0));
+  }
+  CHECK(tight > 500);
+}
+
+TEST_CASE("L2 runs: long_lo from cells of steps is at most long_lo step by step", "[l2runs][chains]") {
+  // On long causal heads in both orders (over the long gaps in head-major
+  // order with GQA, over every neighbour otherwise).
+  std::mt19937_64 rng(GENERATE(91, 92));
+  std::uint64_t checked = 0;
+  long_chain_grids(rng, 8, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
+    l2::Tally t({1});
+    l2::chains::ChainReads reads(cg, t);
+    each_rereader(cg, [&](std::uint64_t i, std::uint64_t P) {
+      const std::uint64_t m = cg.e[P];
+      if (m <= 64 || rng() % 4 != 0) return;
+      REQUIRE(reads.long_lo(i, P, m, 0) <= reads.long_lo(i, P, m, ~std::uint64_t{0}));
+      ++checked;
+    });
+  });
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("L2 runs: long_lo over a run of readers is at most each one's", "[l2runs][chains]") {
+  // Runs of CTAs that each re-read their predecessor's blocks, at random
+  // places in both orders, held step by step and at their least (in head-major order with GQA, the pairs' first
+  // CTAs of a block alone, as the chains take them, or any).
+  std::mt19937_64 rng(GENERATE(94, 95));
+  std::uint64_t runs = 0, held = 0;
+  long_chain_grids(rng, 10, [&](const Shape&, const L2SimConfig&, const l2::chains::ChainGrid& cg) {
+    l2::Tally t({1});
+    l2::chains::ChainReads reads(cg, t);
+    const bool firsts = cg.hm && cg.group > 1 && rng() % 4 != 0;
+    for (int k = 0; k < 60; ++k) {
+      std::vector<std::uint64_t> run;
+      for (std::uint64_t j = pick(rng, 1, cg.n - 1), end = std::min(cg.n, j + pick(rng, 2, 200)); j < end; ++j) {
+        const std::uint64_t P = cg.prev(j);
+        if (P == l2::chains::no_cta || cg.e[j] == 0 || cg.e[P] == 0 || (firsts && P + 1 == j)) continue;
+        if (rng() % 3 != 0) run.push_back(j);
+      }
+      if (run.size() < 2) continue;
+      const std::uint64_t lo = reads.long_lo_run(run);
+      const std::vector<std::int64_t> all = reads.long_values(run, true);
+      for (const std::uint64_t j : run) {
+        // Over every regular neighbour, step by step, the run's sum at most
+        // the CTA's; the run's long_lo at most the CTA's least (its g / 8 may
+        // keep neighbours the CTA's own long_lo leaves out).
+        const std::vector<std::int64_t> own = reads.long_values({j}, true);
+        const auto at = static_cast<std::size_t>(cg.s[j] - cg.s[run.front()]);
+        for (std::size_t x = 0; x < own.size(); ++x) REQUIRE(all[at + x] <= own[x]);
+        REQUIRE(lo <= std::min(cg.zfull(j), cg.zlast(j)) + static_cast<std::uint64_t>(*std::min_element(own.begin(), own.end())));
+        ++held;
+      }
+      ++runs;
+    }
+  });
+  CHECK(runs > 500);
+  CHECK(held > 10000);
+}

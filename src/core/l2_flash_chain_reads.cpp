@@ -5,6 +5,7 @@
 // CTA's steps and summed in one pass; a single read sums its neighbours'
 // counts directly.
 #include <algorithm>
+#include <limits>
 #include <type_traits>
 
 #include "l2_flash_chains.hpp"
@@ -64,18 +65,16 @@ u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& b, bool most) {
   return evaluate<false>(i, P, m, &b, most);
 }
 
-u64 ChainReads::long_lo(u64 i, u64 P, u64 m) { return evaluate<true>(i, P, m, nullptr); }
-
-template <bool Lo>
-u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) {
-  const i64 base = c_.s[i], g = c_.s[i] - c_.s[P];
-  const i64 gamma = Lo ? g / 8 : -1;  // (Lo: neighbours re-read within that are left out)
-  const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
-  i64* d2 = d2_.data();
-  // D over the CTA's re-reads as second differences.
-  Ramps ramps(d2, Tlo, Thi);
-  // Regular neighbours: every block's next access G steps later. An access
-  // at t counts for the reads at t + d to t + E.
+// Regular neighbours: every block's next access G steps later. An access at
+// t counts for the reads at t + d to t + E. (Lo: those re-read within g / 8
+// steps left out.) For a run of readers (first to last, P their latest
+// predecessor, g their least gap, reads at steps [Tlo, Thi]), at most each
+// one's: each access counts for the reads from the latest d to the least E.
+template <bool Lo, class R>
+void ChainReads::place_regular(const Readers& rd, R& ramps) const {
+  const i64 Tlo = rd.Tlo, Thi = rd.Thi, g = rd.g;
+  const u64 P = rd.P, first = rd.first, last = rd.last;
+  const i64 gamma = Lo ? g / 8 : -1;
   const u64 up_to = static_cast<u64>(std::upper_bound(c_.s.begin(), c_.s.end(), Thi) - c_.s.begin());
   // (A dense batch's blocks are all alike but perhaps the last.)
   const bool any_partial = !c_.dense || c_.zlast(0) != c_.zfull(0);
@@ -85,7 +84,7 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
       const i64 b = c_.s[k] + static_cast<i64>(c_.e[k]) - 1;
       if (Lo && r - b <= gamma) return;
       const u64 nx = HM ? c_.nxt[k] : k + 1;
-      const i64 d = k >= i, E = std::min(g - (k <= P), r - b - (nx <= i)), M = E - d + 1;
+      const i64 d = k >= first, E = std::min(g - (k <= P), r - b - (nx <= last)), M = E - d + 1;
       if (any_partial && c_.reads_partial(k)) {
         ramps.trapezoid(c_.s[k] + d, b - 1 + d, M, static_cast<i64>(c_.zfull(k)));
         ramps.range(b + d, b + d + M - 1, static_cast<i64>(c_.zlast(k)));
@@ -109,6 +108,87 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
   };
   if (c_.hm) regular(std::true_type{});
   else regular(std::false_type{});
+}
+
+i64 least_of_cells(SlopeCell* cells, u64 steps, i64 v0, i64 s0, i64* ends) {
+  constexpr u64 w = SlopeCells::width;
+  i64 V = v0, S = s0, least = V;
+  for (u64 k = 0; k * w + 1 < steps; ++k) {
+    SlopeCell& cell = cells[k];
+    const i64 n = static_cast<i64>(std::min(w, steps - 1 - k * w));  // (the last may be short)
+    const i64 end = V + n * S + cell.weighted - (static_cast<i64>(w) - n) * cell.sum;
+    least = std::min(least, std::max(V + n * std::min<i64>(0, S + cell.neg), end - (n - 1) * std::max<i64>(0, S + cell.pos)));
+    if (ends != nullptr) ends[k] = end;
+    V = end, S += cell.sum, cell = {};
+  }
+  return least;
+}
+
+u64 ChainReads::long_lo(u64 i, u64 P, u64 m, u64 need) {
+  // (From cells of 16 steps: the value at each cell's end exact, and within
+  // it at least the start's value less the cell's steps times its falling
+  // slope at most, or the end's less its rising slope at most. Most calls
+  // settle there, at a 16th of the steps.)
+  const u64 own = std::min(c_.zfull(i), c_.zlast(i));
+  constexpr u64 w = SlopeCells::width;
+  if (m > 4 * w) {
+    if (const u64 cells = (m - 2) / w + 1; cells_.size() < cells) cells_.resize(cells);  // (over steps [1, m))
+    const i64 Tlo = c_.s[i];
+    BasicRamps<SlopeCells> ramps(SlopeCells{cells_.data(), m}, Tlo, Tlo + static_cast<i64>(m) - 1);
+    place_regular<true>(Readers::of(c_, i, P, m), ramps);
+    const u64 lo = own + static_cast<u64>(std::max<i64>(least_of_cells(cells_.data(), m, ramps.v0, ramps.s0), 0));
+    if (lo >= need) return lo;
+  }
+  return evaluate<true>(i, P, m, nullptr);
+}
+
+ChainReads::Readers ChainReads::readers_of(const std::vector<u64>& ctas, u64* own) const {
+  // (The readers' least block, the latest predecessor, the least gap, the
+  // union of their reads.)
+  Readers rd{c_.s[ctas.front()], c_.s[ctas.front()], std::numeric_limits<i64>::max(), 0, ctas.front(), ctas.back()};
+  for (const u64 i : ctas) {
+    const u64 P = c_.prev(i);
+    rd.Thi = std::max(rd.Thi, c_.s[i] + static_cast<i64>(c_.e[P]) - 1);
+    rd.g = std::min(rd.g, c_.s[i] - c_.s[P]);
+    rd.P = std::max(rd.P, P);
+    if (own != nullptr) *own = std::min({*own, c_.zfull(i), c_.zlast(i)});
+  }
+  return rd;
+}
+
+u64 ChainReads::long_lo_run(const std::vector<u64>& ctas) {
+  u64 own = ~u64{0};
+  const Readers rd = readers_of(ctas, &own);
+  const u64 m = static_cast<u64>(rd.Thi - rd.Tlo + 1);
+  if (const u64 cells = (m + SlopeCells::width) / SlopeCells::width; cells_.size() < cells) cells_.resize(cells);
+  BasicRamps<SlopeCells> ramps(SlopeCells{cells_.data(), m}, rd.Tlo, rd.Thi);
+  place_regular<true>(rd, ramps);
+  return own + static_cast<u64>(std::max<i64>(least_of_cells(cells_.data(), m, ramps.v0, ramps.s0), 0));
+}
+
+std::vector<i64> ChainReads::long_values(const std::vector<u64>& ctas, bool every) const {
+  const Readers rd = ctas.size() == 1 ? Readers::of(c_, ctas[0], c_.prev(ctas[0]), c_.e[c_.prev(ctas[0])]) : readers_of(ctas, nullptr);
+  const auto m = static_cast<std::size_t>(rd.Thi - rd.Tlo + 1);
+  std::vector<i64> d2(m + 3, 0), v(m);
+  Ramps ramps(d2.data(), rd.Tlo, rd.Thi);
+  if (every) place_regular<false>(rd, ramps);
+  else place_regular<true>(rd, ramps);
+  i64 V = ramps.v0, S = ramps.s0;
+  for (std::size_t x = 0; x < m; ++x) {
+    if (x > 0) S += d2[x], V += S;
+    v[x] = V;
+  }
+  return v;
+}
+
+template <bool Lo>
+u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) {
+  const i64 base = c_.s[i], g = c_.s[i] - c_.s[P];
+  const i64 Tlo = base, Thi = base + static_cast<i64>(m) - 1, mm = static_cast<i64>(m);
+  i64* d2 = d2_.data();
+  // D over the CTA's re-reads as second differences.
+  Ramps ramps(d2, Tlo, Thi);
+  place_regular<Lo>(Readers::of(c_, i, P, m), ramps);
   if constexpr (Lo) {
     // The smallest sum over the re-reads, the short last block's read too (at least the smaller block).
     i64 V = ramps.v0, S = ramps.s0, least = V;

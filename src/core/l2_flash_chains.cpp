@@ -262,6 +262,25 @@ void run(const ChainGrid& c, Tally& t) {
     else no_run_before = j;
     return settled;
   };
+  // long_lo over a run of a block's pairs' first CTAs at once (up to 64 that
+  // re-read as many blocks): at most each one's, so where it reaches a CTA's
+  // bucket the CTA's own is not needed; where it does not, the CTAs to the
+  // run's end are taken one by one.
+  std::vector<u64> lrun;
+  u64 lrun_end = 0, lrun_lo = 0;
+  auto long_lo = [&](u64 i, u64 P, u64 m, u64 need) {
+    if (i >= lrun_end) {
+      lrun.clear();
+      for (u64 j = i; j < c.n && lrun.size() < 64; ++j) {
+        const u64 Pj = c.prev(j);
+        if (Pj == no_cta || Pj + 1 == j || c.e[j] == 0) continue;
+        if (c.e[Pj] != m) break;
+        lrun.push_back(j);
+      }
+      lrun_end = lrun.back() + 1, lrun_lo = lrun.size() > 1 ? reads.long_lo_run(lrun) : 0;
+    }
+    return lrun_lo >= need ? lrun_lo : reads.long_lo(i, P, m, need);
+  };
   for (u64 i = 0; i < c.n; ++i) {
     const auto [P, m] = rereads(i);
     if (m == 0) continue;
@@ -288,7 +307,7 @@ void run(const ChainGrid& c, Tally& t) {
           // windows' lower bound counts little more than those, the long gaps
           // resolved in time a good deal more.
           if (bucket(b.lo) != bucket(b.hi) && c.hm && c.group > 1 && P + 1 != i)
-            b.lo = std::max(b.lo, reads.long_lo(i, P, m));
+            b.lo = std::max(b.lo, long_lo(i, P, m, caps[bucket(b.hi) - 1] + 1));
         }
         // (One that may hold the largest distance: its upper bound as tight
         // as the Q and O tiles allow, so that it may fall below the largest

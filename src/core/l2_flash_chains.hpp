@@ -261,10 +261,12 @@ struct ChainGrid {
 // profile's stretch), as second differences: d2[x] at step lo + x, a box's
 // edge two of them. (Without branches: a change at or before lo goes to the
 // value and slope there, v0 and s0; one past hi to index hi - lo + 1 or + 2,
-// which a pass never reads.)
-class Ramps {
+// which a pass never reads.) Out takes each change: into an array over the
+// steps (SlopeArray) or summed per cell of steps (SlopeCells).
+template <class Out>
+class BasicRamps {
  public:
-  Ramps(i64* d2, i64 lo, i64 hi) : d2_(d2), lo_(lo), hi_(hi), last_(static_cast<u64>(hi - lo)) {}
+  BasicRamps(Out out, i64 lo, i64 hi) : out_(out), lo_(lo), hi_(hi), last_(static_cast<u64>(hi - lo)) {}
   void range(i64 a, i64 b, i64 w) {  // +w at every step of [a, b]
     if (a > b || b < lo_ || a > hi_) return;
     step(a, w), step(b + 1, -w);
@@ -285,20 +287,52 @@ class Ramps {
     const i64 early = x <= 0 ? w : 0;
     v0 += early * (1 - x);
     s0 += early;
-    d2_[std::min(static_cast<u64>(x - 1), last_) + 1] += w;
+    out_.add(std::min(static_cast<u64>(x - 1), last_) + 1, w);
   }
   void step(i64 pos, i64 w) {  // + w from pos on
     const i64 x = pos - lo_;
     v0 += x <= 0 ? w : 0;
     const u64 j = std::min(static_cast<u64>(x - 1), last_) + 1;
     const i64 v = x <= 0 ? 0 : w;  // (a slope of w at x and -w after)
-    d2_[j] += v;
-    d2_[j + 1] -= v;
+    out_.add(j, v);
+    out_.add(j + 1, -v);
   }
-  i64* d2_;
+  Out out_;
   i64 lo_, hi_;
   u64 last_;
 };
+
+struct SlopeArray {
+  SlopeArray(i64* to) : d2(to) {}  // NOLINT(google-explicit-constructor): Ramps(d2, lo, hi)
+  void add(u64 j, i64 w) { d2[j] += w; }
+  i64* d2;
+};
+using Ramps = BasicRamps<SlopeArray>;
+
+// The slope changes at steps [1, steps) summed per cell of 16 steps (cell c:
+// [16 c + 1, 16 c + 16]), with their sums weighted by the steps to the cell's
+// end and their negative and positive parts: the value at each cell's end,
+// and a lower bound of the values within, without a pass over the steps
+// (docs/l2-chains.md, "Counting without evaluating": long_lo).
+struct SlopeCell {
+  i64 sum = 0, weighted = 0, neg = 0, pos = 0;
+};
+struct SlopeCells {
+  static constexpr u64 width = 16;
+  void add(u64 j, i64 w) {
+    if (j >= steps) return;  // (past the last step)
+    SlopeCell& c = cells[(j - 1) / width];
+    c.sum += w;
+    c.weighted += w * static_cast<i64>((j - 1) / width * width + width + 1 - j);
+    c.neg += std::min<i64>(w, 0), c.pos += std::max<i64>(w, 0);
+  }
+  SlopeCell* cells;
+  u64 steps;
+};
+// At most the least value at steps [0, steps) of a sum of ramps whose
+// changes went to cells (v0, s0: its value and slope at step 0); the cells
+// left zero, each cell's end value (steps 16 k + 16, or the last) to ends.
+i64 least_of_cells(SlopeCell* cells, u64 steps, i64 v0, i64 s0, i64* ends = nullptr);
 
 // Reads of several sizes, each size's runs counted in its own batch.
 class Batches {
@@ -405,8 +439,17 @@ class ChainReads {
   u64 chain(u64 i, u64 P, u64 m, Batches& b, bool most = true);
   // At most the smallest distance of those re-reads: exact over the regular
   // neighbours whose gap is long next to g (G > g / 8) alone (in head-major
-  // order with GQA, a pair's first CTA beside the group's other heads).
-  u64 long_lo(u64 i, u64 P, u64 m);
+  // order with GQA, a pair's first CTA beside the group's other heads). From
+  // cells of steps first; step by step only where that is below `need`.
+  u64 long_lo(u64 i, u64 P, u64 m, u64 need = 0);
+  // At most long_lo of each of the CTAs (in launch order, each re-reading
+  // its predecessor's blocks), over the union of their reads, from cells.
+  u64 long_lo_run(const std::vector<u64>& ctas);
+  // (The tests': long_lo's sum less the readers' own block at each step of
+  // the union of their reads, for a run or a single CTA; every: over every
+  // regular neighbour, for a single CTA exact but for the heads' last CTAs
+  // and the Q and O tiles, which only add.)
+  std::vector<i64> long_values(const std::vector<u64>& ctas, bool every = false) const;
 
   // A head's middle (l2_flash_chain_middle.cpp): in query-block-major order,
   // a dense batch of whole blocks and one capacity, where every neighbour
@@ -430,6 +473,16 @@ class ChainReads {
  private:
   template <bool Lo>
   u64 evaluate(u64 i, u64 P, u64 m, Batches* batches, bool most = true);
+  struct Readers {  // one reader, or a run of them (long_lo_run)
+    i64 Tlo, Thi, g;  // reads at steps [Tlo, Thi]; the least gap
+    u64 P, first, last;  // the latest predecessor; the first and last reader
+    static Readers of(const ChainGrid& c, u64 i, u64 P, u64 m) {
+      return {c.s[i], c.s[i] + static_cast<i64>(m) - 1, c.s[i] - c.s[P], P, i, i};
+    }
+  };
+  Readers readers_of(const std::vector<u64>& ctas, u64* own) const;  // (own: their least block, where asked)
+  template <bool Lo, class R>
+  void place_regular(const Readers& rd, R& ramps) const;
   u64 middle(u64 i, u64 m, Batches& b, bool most);
   // The distance, less the read's own block, at steps [A, B] for one g and
   // the CTAs of one head (hf: its first): each step's, and how many steps
@@ -451,6 +504,7 @@ class ChainReads {
   const ChainGrid& c_;
   u64 single_ = 0;       // the tally's one capacity, if it has one (and it is not 0)
   std::vector<i64> d2_;  // slope changes over one CTA's steps
+  std::vector<SlopeCell> cells_;  // (long_lo's, zero between calls)
   bool middle_ok_ = false, profiles_on_ = true;
   std::array<Profile, 32> profiles_;
   u64 clock_ = 0;
