@@ -95,23 +95,28 @@ void ChainReads::build(Profile& p, i64 A, i64 B) {
   i64* phi = p.phi.data() + at0;
   std::uint32_t* le = p.le.data() + at0;
   std::uint32_t n = le[0];
-  for (i64 x = 0; x < L; ++x) {
-    if (x > 0) S += d2[x], V += S, d2[x] = 0;
-    phi[x] = V;
-    n += V <= C;
-    le[x + 1] = n;
+  // (Each block of 64 steps' largest as it is summed; a part block's so far,
+  // from where the last extension left it.)
+  constexpr std::size_t w = Profile::block;
+  p.top.resize((at0 + static_cast<std::size_t>(L) + w - 1) / w);
+  for (std::size_t x = 0, at = at0; x < static_cast<std::size_t>(L); at = at0 + x) {
+    const std::size_t end = std::min(static_cast<std::size_t>(L), x + w - at % w);
+    i64 top = at % w == 0 ? std::numeric_limits<i64>::min() : p.top[at / w];
+    for (; x < end; ++x) {
+      if (x > 0) S += d2[x], V += S, d2[x] = 0;
+      phi[x] = V;
+      n += V <= C;
+      le[x + 1] = n;
+      top = std::max(top, V);
+    }
+    p.top[at / w] = top;
   }
   d2[L] = 0, d2[L + 1] = 0;
-  p.tops = std::min(p.tops, at0 / 64);  // (a part block's largest may change)
 }
 
-i64 ChainReads::Profile::largest(std::size_t x0, std::size_t x1) {
-  constexpr std::size_t w = 64;
+i64 ChainReads::Profile::largest(std::size_t x0, std::size_t x1) const {
+  constexpr std::size_t w = block;
   const i64* v = phi.data();
-  if (const std::size_t need = x1 / w; need > tops) {
-    top.resize(std::max(top.size(), need));
-    for (; tops < need; ++tops) top[tops] = *std::max_element(v + tops * w, v + (tops + 1) * w);
-  }
   i64 r = std::numeric_limits<i64>::min();
   for (; x0 < x1 && x0 % w != 0; ++x0) r = std::max(r, v[x0]);
   for (; x0 + w <= x1; x0 += w) r = std::max(r, top[x0 / w]);
@@ -151,7 +156,7 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
   auto fresh = [&](i64 A, i64 B, Profile* stale = nullptr) {
     Profile* e = stale != nullptr ? stale : &*std::min_element(profiles_.begin(), profiles_.end(), [](const Profile& x, const Profile& y) { return x.used < y.used; });
     e->g = g, e->hf = hf, e->A = A, e->used = ++clock_;
-    e->phi.clear(), e->le.assign(1, 0), e->tops = 0;
+    e->phi.clear(), e->le.assign(1, 0), e->top.clear();
     build(*e, A, B);
     return e;
   };
@@ -171,11 +176,12 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
     }
     if (e == nullptr) return fresh(a, std::max(z, ahead), stale);
     if (e->B < z) {
-      if (const i64 drop = Tlo - e->A; 2 * drop > static_cast<i64>(e->phi.size())) {  // (a >= Tlo)
+      // (Whole blocks of 64 steps: the largest of each stays as it is.)
+      if (const i64 drop = (Tlo - e->A) / static_cast<i64>(Profile::block) * static_cast<i64>(Profile::block); 2 * drop > static_cast<i64>(e->phi.size())) {  // (a >= Tlo)
         e->phi.erase(e->phi.begin(), e->phi.begin() + drop);
         e->le.erase(e->le.begin(), e->le.begin() + drop);
         e->A += drop;
-        e->tops = 0;  // (the blocks moved)
+        e->top.erase(e->top.begin(), e->top.begin() + drop / static_cast<i64>(Profile::block));
       }
       build(*e, e->B + 1, std::max(z, ahead));
     }

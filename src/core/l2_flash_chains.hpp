@@ -494,11 +494,11 @@ class ChainReads {
     Array<std::uint32_t> le;  // le[x]: steps of [A, A + x) whose phi is at most single_ less a block
     u64 used = 0;             // (least recently used: replaced)
     // The largest phi of steps [x0, x1) (from A), from the largest of each
-    // 64 steps, made when first asked for: top[b] holds steps [64 b, 64 b + 64)
-    // for b below tops (a block changed by an extension or a drop is made again).
-    i64 largest(std::size_t x0, std::size_t x1);
+    // block of 64 steps, kept as they are built: top[b] holds steps
+    // [64 b, 64 b + 64) (the last block's so far). Drops are of whole blocks.
+    static constexpr std::size_t block = 64;
+    i64 largest(std::size_t x0, std::size_t x1) const;
     Array<i64> top;
-    std::size_t tops = 0;
   };
   void build(Profile& p, i64 A, i64 B);  // appends steps [A, B] (A: one past its end)
   const ChainGrid& c_;
