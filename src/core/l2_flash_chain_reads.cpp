@@ -194,11 +194,10 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
     i64 V = ramps.v0, S = ramps.s0, least = V;
     for (i64 x = 1; x < mm; ++x) {
       S += d2[x];
-      d2[x] = 0;
       V += S;
       least = std::min(least, V);
     }
-    d2[mm] = 0, d2[mm + 1] = 0;
+    std::fill(d2 + 1, d2 + mm + 2, 0);  // (after the pass: no store in it)
     return std::min(c_.zfull(i), c_.zlast(i)) + static_cast<u64>(least);
   }
   // Heads' last CTAs: per block, up to its next access in the next head.
@@ -266,7 +265,6 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
 #pragma GCC unroll 4
       for (i64 x = 1; x < full_steps; ++x) {
         S += d2[x];
-        d2[x] = 0;
         V += S;
         le += V <= C;
         if constexpr (Top) top = std::max(top, V);
@@ -279,13 +277,12 @@ u64 ChainReads::evaluate(u64 i, u64 P, u64 m, Batches* batches, bool need_most) 
     if (part) {
       if (mm > 1) {
         S += d2[mm - 1];
-        d2[mm - 1] = 0;
         V += S;
       }
       batches->of(c_.zlast(i)).reads(c_.zlast(i) + static_cast<u64>(V), 0, 1);
       most = std::max(most, c_.zlast(i) + static_cast<u64>(V));
     }
-    d2[mm] = 0, d2[mm + 1] = 0;
+    std::fill(d2 + 1, d2 + mm + 2, 0);  // (after the pass: no store in it)
     return most;
   }
   u64 most = 0;
