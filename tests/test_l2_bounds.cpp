@@ -13,8 +13,8 @@ using namespace hbmscope::test;
 
 TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]") {
   // Each upper bound the chains compare with the largest distance (the
-  // windows' and the refined one, the quick one and the one resolved in
-  // time) is at least the CTA's own largest distance, evaluated exactly (in
+  // windows' and the refined one, also from wider windows, the quick one and
+  // the one resolved in time) is at least the CTA's own largest distance, evaluated exactly (in
   // head-major order: loose windows, tight peak_hi).
   std::mt19937_64 rng(GENERATE(51, 52));
   long_chain_grids(rng, 8, [&](const Shape& s, const L2SimConfig& c, const l2::chains::ChainGrid& cg) {
@@ -43,8 +43,13 @@ TEST_CASE("L2 runs: the chains' upper bounds hold CTA by CTA", "[l2runs][chains]
       REQUIRE(bounds.peak_hi(i, P) >= most);
       if (!b.valid) return;
       REQUIRE(b.hi >= most);
+      l2::chains::Bounds ahead = b;
       bounds.refine_hi(i, P, b);
       REQUIRE(b.hi >= most);
+      // (From the wider windows' densest steps, counted once for many CTAs:
+      // at least this CTA's own.)
+      bounds.refine_hi_ahead(i, P, ahead);
+      REQUIRE(ahead.hi >= b.hi);
       ++checked;
     });
     CHECK(checked > 0);

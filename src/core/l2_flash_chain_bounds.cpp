@@ -365,6 +365,21 @@ void ChainBounds::refine_hi(u64 i, u64 P, Bounds& b) const {
   b.qo = 0;
 }
 
+void ChainBounds::refine_hi_ahead(u64 i, u64 P, Bounds& b) {
+  if (b.qo == 0 || at_ == nullptr) return;
+  const i64 g = c_.s[i] - c_.s[P];
+  Densest& d = ahead_;
+  if (!(d.q_from <= at_->from && at_->started <= d.q_to && d.o_from <= at_->ended && at_->ended_by <= d.o_to && g <= d.width)) {
+    d.q_from = at_->from, d.q_to = std::min(c_.n, at_->started + c_.slots);
+    d.o_from = at_->ended, d.o_to = std::min(c_.n, at_->ended_by + c_.slots);
+    d.width = g + g / 16 + 2;
+    d.q = densest([&](u64 j) { return c_.s[j]; }, d.q_from, d.q_to, d.width);
+    d.o = densest([&](u64 j) { return c_.fin(j); }, d.o_from, d.o_to, d.width);
+  }
+  b.hi = b.hi - b.qo + d.q * qmax_ + d.o * omax_;
+  b.qo = 0;
+}
+
 u64 ChainBounds::peak_hi(u64 i, u64 P) {
   const i64 g = c_.s[i] - c_.s[P], Tlo = c_.s[i], Thi = c_.s[i] + static_cast<i64>(c_.e[P]) - 1, from = Tlo - g;
   const i64 gamma = g / 8;  // gaps up to it are short (the group's other heads, in head-major order)

@@ -55,6 +55,13 @@ class ChainBounds {
   // refinement would put both bounds in one bucket).
   void refine_lo(u64 i, u64 P, Bounds& b, u64 reach) const;
   void refine_hi(u64 i, u64 P, Bounds& b) const;
+  // The same from the densest steps of wider windows, each counted once for
+  // the CTAs whose windows lie within it: the last one's where this CTA's
+  // does (g at most its width), else this CTA's widened ahead by a slot's
+  // worth of starts and ends and its width by g / 16 + 2 steps. At least
+  // refine_hi's: for the CTAs that may hold the largest distance, whose
+  // upper bounds mostly clear it by far, in place of a count each.
+  void refine_hi_ahead(u64 i, u64 P, Bounds& b);
   // An upper bound on the largest distance of CTA i's re-reads, resolved in
   // time (any call order, O(neighbours)): each slot's CTAs whose gap is short
   // next to g at most min(g, their largest gap) + 1 accesses, the others
@@ -150,6 +157,11 @@ class ChainBounds {
   std::vector<u64> short_slots_;
   std::vector<u64> events_;                  // peak_hi: slope changes past the first read, as sort keys
   u64 zhi_ = 0, zlo_ = 0, qmax_ = 0, omax_ = 0;
+  struct Densest {  // refine_hi_ahead's: the windows (ids started, finish order ended), width, counts
+    u64 q_from = 1, q_to = 0, o_from = 1, o_to = 0;
+    i64 width = -1;
+    u64 q = 0, o = 0;
+  } ahead_;
   struct Quick {
     std::array<u64, 4> at{};  // ids started before X and by Thi, CTAs (finish order) ended before X and by Thi
     BackOff back_off;

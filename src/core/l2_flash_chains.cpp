@@ -314,7 +314,7 @@ void run(const ChainGrid& c, Tally& t) {
         // found; tried less often where that fails in a row, as in head-major
         // order, where the tiles are a small part of distances of gigabytes.)
         if (b.valid && b.qo > 0 && b.hi >= floor_of_max && bucket(b.lo) == bucket(b.hi) && !tight.pass_over()) {
-          bounds.refine_hi(i, P, b);
+          bounds.refine_hi_ahead(i, P, b);
           tight.tried(b.hi < floor_of_max);
         }
       }
