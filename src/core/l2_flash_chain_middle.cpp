@@ -124,7 +124,7 @@ i64 ChainReads::Profile::largest(std::size_t x0, std::size_t x1) const {
   return r;
 }
 
-u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
+u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most, u64 floor) {
   const i64 Tlo = c_.s[i], g = Tlo - c_.s[i - 1], Thi = Tlo + static_cast<i64>(m) - 1;
   const u64 hf = c_.first_of_head(i), nh = hf + c_.seq_q_blocks;
   ++stats_.ctas;
@@ -188,7 +188,19 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most) {
     e->used = ++clock_;
     return e;
   };
-  if (p == nullptr && !most && (lo != nullptr || hi != nullptr)) {
+  // (With most, the nearest g above bounds the largest distance: where that
+  // lies below the floor, the reads cannot hold the largest of all.)
+  auto below_floor = [&] {
+    if (hi == nullptr) return false;
+    i64 top = val(*hi, Tlo) + corr(Tlo);
+    if (Thi > Tlo) top = std::max(top, val(*hi, Thi) + lastc);
+    if (m > 2) {
+      const auto x = static_cast<std::size_t>(Tlo - hi->A);
+      top = std::max(top, hi->largest(x + 1, x + m - 1));
+    }
+    return static_cast<i64>(c_.zfull(0)) + top < static_cast<i64>(std::min<u64>(floor, std::numeric_limits<i64>::max()));
+  };
+  if (p == nullptr && (lo != nullptr || hi != nullptr) && (!most || below_floor())) {
     // Between the nearest g below and above (where one is missing, every
     // step open on its side): a step is settled where both lie on one side
     // of the capacity; the open ones, a stretch, are profiled for g (unless

@@ -60,8 +60,8 @@ i64 ChainReads::between(u64 i, u64 P, i64 T, i64 g) const {
   return sum;
 }
 
-u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& b, bool most) {
-  if (profiles_on_ && in_middle(i, m)) return middle(i, m, b, most);
+u64 ChainReads::chain(u64 i, u64 P, u64 m, Batches& b, bool most, u64 floor) {
+  if (profiles_on_ && in_middle(i, m)) return middle(i, m, b, most, floor);
   return evaluate<false>(i, P, m, &b, most);
 }
 

@@ -216,8 +216,8 @@ void run(const ChainGrid& c, Tally& t) {
     // (Bounds below the largest distance found: not the largest. A repeat's
     // are its source's, and the floor only rises.)
     const bool need_most = hi == 0 || hi >= floor_of_max;
-    if (!repeats.source_of_any(i)) return reads.chain(i, P, m, batches, need_most);
-    const u64 most = reads.chain(i, P, m, apart, need_most);
+    if (!repeats.source_of_any(i)) return reads.chain(i, P, m, batches, need_most, floor_of_max);
+    const u64 most = reads.chain(i, P, m, apart, need_most, floor_of_max);
     evaluated_at[repeats.source_kept(i)] = static_cast<std::uint32_t>(evaluated.size());
     evaluated.push_back({apart.take(), most});
     batches.add(evaluated.back().counts);
@@ -342,7 +342,7 @@ void run(const ChainGrid& c, Tally& t) {
     const auto [it, fresh] = largest.try_emplace(k, 0);
     if (fresh) {
       const auto [P, m] = rereads(k);
-      it->second = reads.chain(k, P, m, apart);
+      it->second = reads.chain(k, P, m, apart, true, floor_of_max);
       static_cast<void>(apart.take());  // (counted from the bounds)
       t.reached(it->second);
     }

@@ -447,8 +447,9 @@ class ChainReads {
   // CTA i's re-reads of blocks [0, m) (P: their previous reader) into the
   // batches; returns their largest distance. most = false: where they cannot
   // hold the largest distance of all (a bound below one found), the reads of
-  // full blocks at one capacity are counted without it (0 for them).
-  u64 chain(u64 i, u64 P, u64 m, Batches& b, bool most = true);
+  // full blocks at one capacity are counted without it (0 for them); so too,
+  // with most, where a head's middle shows it below `floor` (a distance found).
+  u64 chain(u64 i, u64 P, u64 m, Batches& b, bool most = true, u64 floor = 0);
   // At most the smallest distance of those re-reads: exact over the regular
   // neighbours whose gap is long next to g (G > g / 8) alone (in head-major
   // order with GQA, a pair's first CTA beside the group's other heads). From
@@ -495,7 +496,7 @@ class ChainReads {
   Readers readers_of(const std::vector<u64>& ctas, u64* own) const;  // (own: their least block, where asked)
   template <bool Lo, class R>
   void place_regular(const Readers& rd, R& ramps) const;
-  u64 middle(u64 i, u64 m, Batches& b, bool most);
+  u64 middle(u64 i, u64 m, Batches& b, bool most, u64 floor);
   // The distance, less the read's own block, at steps [A, B] for one g and
   // the CTAs of one head (hf: its first): each step's, and how many steps
   // before each are at most the capacity.
