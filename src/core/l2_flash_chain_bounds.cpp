@@ -359,10 +359,13 @@ void ChainBounds::refine_hi(u64 i, u64 P, Bounds& b) const {
   if (b.qo == 0 || at_ == nullptr) return;
   // Q tiles start and O tiles end in the last g + 1 steps up to a read: at
   // most those of the densest g + 1 steps of the window.
-  const i64 g = c_.s[i] - c_.s[P];
-  b.hi = b.hi - b.qo + densest([&](u64 j) { return c_.s[j]; }, at_->from, at_->started, g) * qmax_ +
-         densest([&](u64 j) { return c_.fin(j); }, at_->ended, at_->ended_by, g) * omax_;
+  const auto [q, o] = densest_tiles(at_->from, at_->started, at_->ended, at_->ended_by, c_.s[i] - c_.s[P]);
+  b.hi = b.hi - b.qo + q * qmax_ + o * omax_;
   b.qo = 0;
+}
+
+std::pair<u64, u64> ChainBounds::densest_tiles(u64 q_from, u64 q_to, u64 o_from, u64 o_to, i64 width) const {
+  return {densest([&](u64 j) { return c_.s[j]; }, q_from, q_to, width), densest([&](u64 j) { return c_.fin(j); }, o_from, o_to, width)};
 }
 
 void ChainBounds::refine_hi_ahead(u64 i, u64 P, Bounds& b) {
@@ -373,8 +376,8 @@ void ChainBounds::refine_hi_ahead(u64 i, u64 P, Bounds& b) {
     d.q_from = at_->from, d.q_to = std::min(c_.n, at_->started + c_.slots);
     d.o_from = at_->ended, d.o_to = std::min(c_.n, at_->ended_by + c_.slots);
     d.width = g + g / 16 + 2;
-    d.q = densest([&](u64 j) { return c_.s[j]; }, d.q_from, d.q_to, d.width);
-    d.o = densest([&](u64 j) { return c_.fin(j); }, d.o_from, d.o_to, d.width);
+    const auto [q, o] = densest_tiles(d.q_from, d.q_to, d.o_from, d.o_to, d.width);
+    d.q = q, d.o = o;
   }
   b.hi = b.hi - b.qo + d.q * qmax_ + d.o * omax_;
   b.qo = 0;

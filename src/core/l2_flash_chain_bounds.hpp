@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "l2_flash_chains.hpp"
@@ -62,6 +63,9 @@ class ChainBounds {
   // refine_hi's: for the CTAs that may hold the largest distance, whose
   // upper bounds mostly clear it by far, in place of a count each.
   void refine_hi_ahead(u64 i, u64 P, Bounds& b);
+  // The most Q tiles started, and O tiles ended, within width of each other
+  // among ids [q_from, q_to) and finish order [o_from, o_to).
+  std::pair<u64, u64> densest_tiles(u64 q_from, u64 q_to, u64 o_from, u64 o_to, i64 width) const;
   // An upper bound on the largest distance of CTA i's re-reads, resolved in
   // time (any call order, O(neighbours)): each slot's CTAs whose gap is short
   // next to g at most min(g, their largest gap) + 1 accesses, the others

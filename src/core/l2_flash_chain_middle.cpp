@@ -188,17 +188,22 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most, u64 floor) {
     e->used = ++clock_;
     return e;
   };
+  // The largest distance less a block over the reads, from a profile that
+  // covers them (q's own g: exact; a larger g: at least that).
+  auto top_of = [&](const Profile& q) {
+    i64 top = val(q, Tlo) + corr(Tlo);
+    if (Thi > Tlo) top = std::max(top, val(q, Thi) + lastc);
+    if (m > 2) {
+      const auto x = static_cast<std::size_t>(Tlo - q.A);
+      top = std::max(top, q.largest(x + 1, x + m - 1));
+    }
+    return top;
+  };
   // (With most, the nearest g above bounds the largest distance: where that
   // lies below the floor, the reads cannot hold the largest of all.)
   auto below_floor = [&] {
-    if (hi == nullptr) return false;
-    i64 top = val(*hi, Tlo) + corr(Tlo);
-    if (Thi > Tlo) top = std::max(top, val(*hi, Thi) + lastc);
-    if (m > 2) {
-      const auto x = static_cast<std::size_t>(Tlo - hi->A);
-      top = std::max(top, hi->largest(x + 1, x + m - 1));
-    }
-    return static_cast<i64>(c_.zfull(0)) + top < static_cast<i64>(std::min<u64>(floor, std::numeric_limits<i64>::max()));
+    return hi != nullptr &&
+           static_cast<i64>(c_.zfull(0)) + top_of(*hi) < static_cast<i64>(std::min<u64>(floor, std::numeric_limits<i64>::max()));
   };
   if (p == nullptr && (lo != nullptr || hi != nullptr) && (!most || below_floor())) {
     // Between the nearest g below and above (where one is missing, every
@@ -246,16 +251,8 @@ u64 ChainReads::middle(u64 i, u64 m, Batches& b, bool most, u64 floor) {
   else p = own(Tlo, Thi);
   p->used = ++clock_;
   u64 le = val(*p, Tlo) + corr(Tlo) <= C;
-  i64 top = val(*p, Tlo) + corr(Tlo);
-  if (Thi > Tlo) {
-    le += (val(*p, Thi) + lastc <= C) + cnt(*p, Tlo + 1, Thi - 1);
-    top = std::max(top, val(*p, Thi) + lastc);
-    if (most && m > 2) {
-      const auto x = static_cast<std::size_t>(Tlo - p->A);
-      top = std::max(top, p->largest(x + 1, x + m - 1));
-    }
-  }
-  const u64 largest = most ? c_.zfull(0) + static_cast<u64>(top) : 0;
+  if (Thi > Tlo) le += (val(*p, Thi) + lastc <= C) + cnt(*p, Tlo + 1, Thi - 1);
+  const u64 largest = most ? c_.zfull(0) + static_cast<u64>(top_of(*p)) : 0;
   b.of(c_.zfull(0)).counted(le, m - le, largest);
   return largest;
 }

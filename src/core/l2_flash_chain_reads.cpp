@@ -124,21 +124,23 @@ i64 least_of_cells(SlopeCell* cells, u64 steps, i64 v0, i64 s0, i64* ends) {
   return least;
 }
 
-u64 ChainReads::long_lo(u64 i, u64 P, u64 m, u64 need) {
-  // (From cells of 16 steps: the value at each cell's end exact, and within
-  // it at least the start's value less the cell's steps times its falling
-  // slope at most, or the end's less its rising slope at most. Most calls
-  // settle there, at a 16th of the steps.)
-  const u64 own = std::min(c_.zfull(i), c_.zlast(i));
+// (From cells of 16 steps: the value at each cell's end exact, and within it
+// at least the start's value less the cell's steps times its falling slope
+// at most, or the end's less its rising slope at most, at a 16th of the
+// steps. own: the readers' least block.)
+u64 ChainReads::long_lo_cells(const Readers& rd, u64 own) {
+  const auto m = static_cast<u64>(rd.Thi - rd.Tlo + 1);
   constexpr u64 w = SlopeCells::width;
-  if (m > 4 * w) {
-    if (const u64 cells = (m - 2) / w + 1; cells_.size() < cells) cells_.resize(cells);  // (over steps [1, m))
-    const i64 Tlo = c_.s[i];
-    BasicRamps<SlopeCells> ramps(SlopeCells{cells_.data(), m}, Tlo, Tlo + static_cast<i64>(m) - 1);
-    place_regular<true>(Readers::of(c_, i, P, m), ramps);
-    const u64 lo = own + static_cast<u64>(std::max<i64>(least_of_cells(cells_.data(), m, ramps.v0, ramps.s0), 0));
-    if (lo >= need) return lo;
-  }
+  if (const u64 cells = (m + w - 2) / w; cells_.size() < cells) cells_.resize(cells);  // (over steps [1, m))
+  BasicRamps<SlopeCells> ramps(SlopeCells{cells_.data(), m}, rd.Tlo, rd.Thi);
+  place_regular<true>(rd, ramps);
+  return own + static_cast<u64>(std::max<i64>(least_of_cells(cells_.data(), m, ramps.v0, ramps.s0), 0));
+}
+
+u64 ChainReads::long_lo(u64 i, u64 P, u64 m, u64 need) {
+  // (Most calls settle from the cells.)
+  if (m > 4 * SlopeCells::width)
+    if (const u64 lo = long_lo_cells(Readers::of(c_, i, P, m), std::min(c_.zfull(i), c_.zlast(i))); lo >= need) return lo;
   return evaluate<true>(i, P, m, nullptr);
 }
 
@@ -159,14 +161,12 @@ ChainReads::Readers ChainReads::readers_of(const std::vector<u64>& ctas, u64* ow
 u64 ChainReads::long_lo_run(const std::vector<u64>& ctas) {
   u64 own = ~u64{0};
   const Readers rd = readers_of(ctas, &own);
-  const u64 m = static_cast<u64>(rd.Thi - rd.Tlo + 1);
-  if (const u64 cells = (m + SlopeCells::width) / SlopeCells::width; cells_.size() < cells) cells_.resize(cells);
-  BasicRamps<SlopeCells> ramps(SlopeCells{cells_.data(), m}, rd.Tlo, rd.Thi);
-  place_regular<true>(rd, ramps);
-  return own + static_cast<u64>(std::max<i64>(least_of_cells(cells_.data(), m, ramps.v0, ramps.s0), 0));
+  return long_lo_cells(rd, own);
 }
 
 std::vector<i64> ChainReads::long_values(const std::vector<u64>& ctas, bool every) const {
+  // (A single CTA as evaluate places it, not through readers_of: the
+  // tests' reference for a run.)
   const Readers rd = ctas.size() == 1 ? Readers::of(c_, ctas[0], c_.prev(ctas[0]), c_.e[c_.prev(ctas[0])]) : readers_of(ctas, nullptr);
   const auto m = static_cast<std::size_t>(rd.Thi - rd.Tlo + 1);
   std::vector<i64> d2(m + 3, 0), v(m);

@@ -333,9 +333,10 @@ struct SlopeCells {
   static constexpr u64 width = 16;
   void add(u64 j, i64 w) {
     if (j >= steps) return;  // (past the last step)
-    SlopeCell& c = cells[(j - 1) / width];
+    const u64 at = (j - 1) / width;
+    SlopeCell& c = cells[at];
     c.sum += w;
-    c.weighted += w * static_cast<i64>((j - 1) / width * width + width + 1 - j);
+    c.weighted += w * static_cast<i64>(at * width + width + 1 - j);
     c.neg += std::min<i64>(w, 0), c.pos += std::max<i64>(w, 0);
   }
   SlopeCell* cells;
@@ -494,6 +495,7 @@ class ChainReads {
     }
   };
   Readers readers_of(const std::vector<u64>& ctas, u64* own) const;  // (own: their least block, where asked)
+  u64 long_lo_cells(const Readers& rd, u64 own);                      // long_lo's bound from cells alone
   template <bool Lo, class R>
   void place_regular(const Readers& rd, R& ramps) const;
   u64 middle(u64 i, u64 m, Batches& b, bool most, u64 floor);
