@@ -7,6 +7,8 @@
 
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
+#include "hbmscope/tile_bytes.hpp"
+#include "../src/core/l2_backward.hpp"
 
 using namespace hbmscope;
 
@@ -125,4 +127,65 @@ TEST_CASE("L2 sim backward: the schedule's figures are the main loop's", "[l2sim
   CHECK(r.waves == 2);
   CHECK(r.steps == 2 * 4);
   CHECK(r.heads_per_wave == 2.0);
+}
+
+namespace {
+
+// The waves' closed form against the enumeration: the same tally at every
+// capacity of a ladder (read and write-back bytes, requests, first reads,
+// writes, the largest distance) and the same schedule figures.
+void same_in_waves(const Shape& s, const L2SimConfig& c) {
+  std::uint64_t all = 0;
+  {
+    L2SimConfig none = c;
+    none.l2_bytes = 0;
+    all = flash_l2_sim(s, none).l2_bytes_to_min;
+  }
+  std::vector<std::uint64_t> caps{0, 1, all, all + 1, all > 0 ? all - 1 : 0};
+  for (std::uint64_t j = 1; j <= 40; ++j) caps.push_back(all * j / 32);
+  l2::Tally te(caps), tw(caps);
+  const l2::FlashStats se = l2::enumerate_backward(s, c, te);
+  const l2::FlashStats sw = l2::waves_backward(s, c, tw);
+  for (std::uint64_t cap : te.capacities()) {
+    INFO("capacity " << cap);
+    CHECK(te.dram_reads(cap) == tw.dram_reads(cap));
+    CHECK(te.dram_writes(cap) == tw.dram_writes(cap));
+  }
+  CHECK(te.max_reuse_distance() == tw.max_reuse_distance());
+  CHECK(te.requested() == tw.requested());
+  CHECK(te.first_access_reads() == tw.first_access_reads());
+  CHECK(te.writes_always() == tw.writes_always());
+  CHECK(se.heads == sw.heads);
+  CHECK(se.kv_heads == sw.kv_heads);
+  CHECK(se.steps == sw.steps);
+  CHECK(se.waves == sw.waves);
+}
+
+}  // namespace
+
+TEST_CASE("L2 sim backward: waves in lockstep (no mask) equal the enumeration", "[l2sim][backward][l2runs]") {
+  std::mt19937_64 rng(47);
+  int checked = 0;
+  for (int k = 0; k < 400; ++k) {
+    Shape s = random_training(rng);
+    s.causal = false;
+    s.batch = pick(rng, 1, 3);
+    if (k % 2 == 0) {  // many key and query blocks beside few slots
+      s.block_rows = pick(rng, 4, 16);
+      s.block_cols = pick(rng, 4, 16);
+    }
+    if (k % 3 == 0) s.kv_heads = 1, s.heads = pick(rng, 1, 6);
+    if (pick(rng, 0, 3) == 0) s.head_dim_v = pick(rng, 1, 64);
+    for (bool qo : {true, false}) {
+      L2SimConfig c;
+      c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 12));
+      c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+      c.q_o_allocate = qo;
+      REQUIRE(l2::backward_in_waves(s, c.order));
+      INFO(describe(s) << " qo " << qo << " slots " << c.sm_count << "x" << c.ctas_per_sm);
+      same_in_waves(s, c);
+      ++checked;
+    }
+  }
+  CHECK(checked == 800);
 }

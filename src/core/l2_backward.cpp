@@ -1,6 +1,6 @@
 // The backward pass through the simulated L2 (docs/model.md, "The backward
 // pass in the L2 simulation"): its grid, and its trace enumerated access by
-// access. The runs of the same trace are in l2_backward_runs.cpp.
+// access. Its closed form in waves is in l2_backward_waves.cpp.
 #include "l2_backward.hpp"
 
 #include <algorithm>
@@ -227,9 +227,13 @@ void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<vo
   run_backward(s, c, sink);
 }
 
-FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) { return enumerate_backward(s, c, t); }
+FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
+  if (c.method == L2SimMethod::runs && backward_in_waves(s, c.order)) return waves_backward(s, c, t);
+  return enumerate_backward(s, c, t);
+}
 
-std::uint64_t backward_work(const Shape& s) {
+std::uint64_t backward_work(const Shape& s, const L2SimConfig& c) {
+  if (c.method == L2SimMethod::runs && backward_in_waves(s, c.order)) return waves_backward_work(s);
   std::uint64_t w = 0;
   return __builtin_mul_overflow(backward_enum_accesses(s), enumeration_units(), &w) ? ~std::uint64_t{0} : w;
 }

@@ -269,8 +269,8 @@ std::uint64_t l2_sim_work(const Shape& s, const L2SimConfig& c) {
   bwd.pass = Pass::bwd;
   switch (s.pass) {
     case Pass::fwd: return add_work(l2::flash_runs_work(s, c), l2::standard_runs_work(s));
-    case Pass::bwd: return l2::backward_work(bwd);
-    case Pass::fwdbwd: return add_work(l2::flash_runs_work(fwd, c), l2::backward_work(bwd));
+    case Pass::bwd: return l2::backward_work(bwd, c);
+    case Pass::fwdbwd: return add_work(l2::flash_runs_work(fwd, c), l2::backward_work(bwd, c));
   }
   return 0;
 }
