@@ -176,16 +176,19 @@ TEST_CASE("L2 sim backward: waves in lockstep (no mask) equal the enumeration", 
     }
     if (k % 3 == 0) s.kv_heads = 1, s.heads = pick(rng, 1, 6);
     if (pick(rng, 0, 3) == 0) s.head_dim_v = pick(rng, 1, 64);
-    for (bool qo : {true, false}) {
-      L2SimConfig c;
-      c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 12));
-      c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
-      c.q_o_allocate = qo;
-      REQUIRE(l2::backward_in_waves(s, c.order));
-      INFO(describe(s) << " qo " << qo << " slots " << c.sm_count << "x" << c.ctas_per_sm);
-      same_in_waves(s, c);
-      ++checked;
-    }
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c;
+        c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 12));
+        c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+        c.q_o_allocate = qo;
+        c.order = order;
+        REQUIRE(l2::backward_in_waves(s, c.order));
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        same_in_waves(s, c);
+        ++checked;
+      }
   }
-  CHECK(checked == 800);
+  CHECK(checked == 1600);
 }

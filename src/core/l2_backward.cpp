@@ -233,7 +233,7 @@ FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
 }
 
 std::uint64_t backward_work(const Shape& s, const L2SimConfig& c) {
-  if (c.method == L2SimMethod::runs && backward_in_waves(s, c.order)) return waves_backward_work(s);
+  if (c.method == L2SimMethod::runs && backward_in_waves(s, c.order)) return waves_backward_work(s, c);
   std::uint64_t w = 0;
   return __builtin_mul_overflow(backward_enum_accesses(s), enumeration_units(), &w) ? ~std::uint64_t{0} : w;
 }

@@ -53,12 +53,12 @@ class BackwardGrid {
 FlashStats enumerate_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f);
 // The backward pass by either method: the runs take it in waves where there is
-// no mask, one sequence length and query-block-major order
-// (l2_backward_waves.cpp), and enumerate it elsewhere.
+// no mask and one sequence length (l2_backward_waves.cpp), and enumerate it
+// elsewhere.
 FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 bool backward_in_waves(const Shape& s, Rasterization order);
 FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t);
-std::uint64_t waves_backward_work(const Shape& s);
+std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c);
 std::uint64_t backward_enum_accesses(const Shape& s);
 std::uint64_t backward_work(const Shape& s, const L2SimConfig& c);
 

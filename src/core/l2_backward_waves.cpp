@@ -1,18 +1,20 @@
 // The backward pass in waves (docs/l2-simulation.md, "The backward in
-// waves"): with no mask, one sequence length and query-block-major order,
-// every CTA streams all n query blocks, so wave w runs steps [wn, wn + n) in
-// lockstep and a head's CTAs are one contiguous run of ids. The four row
-// objects a step reads (Q with LSE, dO, D, the dQ accumulator) are read
-// together, so in the main loop they share one stack distance; each read is
-// one of four kinds (a head's first CTA, a wave's first CTA continuing a head,
-// a CTA after one of its own head, a K/V re-read), each distance a count of
-// the distinct objects between, in closed form. Per CTA O(1), per row O(1),
-// and per head the upper envelope of a few lines for D's write-back.
+// waves"): with no mask and one sequence length every CTA streams all n query
+// blocks, so wave w runs steps [wn, wn + n) in lockstep. The four row objects
+// a step reads (Q with LSE, dO, D, the dQ accumulator) are read together, so
+// in the main loop they share one stack distance; each read is one of four
+// kinds (a head's first CTA, a head's first CTA in a later wave, a CTA after
+// one of its own head in the same step, a K/V re-read), each distance a count
+// of the distinct objects between, in closed form over sets of head keys
+// (l2_wave_keys.hpp). Per CTA O(1), per row O(1), and per head the upper
+// envelope of a few lines for D's write-back. Both launch orders.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "hbmscope/checked.hpp"
 #include "l2_backward.hpp"
+#include "l2_wave_keys.hpp"
 
 namespace hbmscope::l2 {
 
@@ -74,14 +76,16 @@ struct Line {
   i128 mid(u64 t) const { return static_cast<i128>(at1) + static_cast<i128>(slope) * static_cast<i128>(t - 1); }
 };
 
-// The dense grid in query-block-major order: CTA c is key block c % m of head
-// key c / m (sequence * H + head).
+// The dense grid: CTA c is key block j of head key k (sequence * H + head);
+// query-block-major: c = k m + j; head-major: c = (b m + j) H + h.
 struct Grid {
-  u64 n = 0, m = 0, K = 0, N = 0, S = 0, G = 0;
+  u64 n = 0, m = 0, K = 0, N = 0, S = 0, G = 0, H = 0;
   u64 Br = 0, last_rows = 0, Bc = 0, last_cols = 0;
   u64 P = 0;        // bytes of the four row objects a step reads, per row
   u64 kvc = 0;      // K and V per key
   bool dkv = false; // the final dK, dV take L2 space (GQA: intermediates; else with --l2-qo)
+  bool qbm = true;
+  wave::Ids ids{};
 
   u64 rows(u64 t) const { return t + 1 == n ? last_rows : Br; }
   u64 rows_sum(u64 a, u64 b) const {  // rows of query blocks [a, b)
@@ -95,21 +99,43 @@ struct Grid {
     if (a >= b) return 0;
     return kvc * ((b - a) * Bc - (b == m ? Bc - last_cols : 0));
   }
-  u64 key(u64 c) const { return c / m; }
+  u64 key(u64 c) const { return qbm ? c / m : (c / (m * H)) * H + c % H; }
+  u64 block(u64 c) const { return qbm ? c % m : (c / H) % m; }
+  u64 cta(u64 b, u64 h, u64 j) const { return qbm ? (b * H + h) * m + j : (b * m + j) * H + h; }
+  u64 last_cta(u64 k) const { return cta(k / H, k % H, m - 1); }
   u64 wave_start(u64 c) const { return c / S * S; }
   u64 wave_end(u64 c) const { return std::min(N, wave_start(c) + S); }
-  // Distinct head keys of the CTAs [x, y).
-  u64 keys(u64 x, u64 y) const { return x < y ? (y - 1) / m - x / m + 1 : 0; }
+  wave::Keys keys(u64 x, u64 y) const { return ids.keys(x, y, 1); }
+  u64 nkeys(u64 x, u64 y) const { return keys(x, y).size(); }
+  // Head keys whose first CTA is below x.
+  u64 keys_started(u64 x) const {
+    if (qbm) return (x + m - 1) / m;
+    return x / (m * H) * H + std::min(x % (m * H), H);
+  }
+  // K/V bytes of key-block columns [a, b) of the head-major grid (one key block each).
+  u64 kv_cols(u64 a, u64 b) const {
+    if (a >= b) return 0;
+    const u64 lasts = b / m - a / m;
+    return kvc * ((b - a - lasts) * Bc + lasts * last_cols);
+  }
   // K/V bytes of the CTAs [x, y), one each (the dK, dV they write).
   u64 kv_of(u64 x, u64 y) const {
     if (x >= y) return 0;
-    const u64 lasts = y / m - x / m;  // ids with j = m - 1 in [x, y)
-    return kvc * ((y - x - lasts) * Bc + lasts * last_cols);
+    if (qbm) return kv_cols(x, y);
+    const u64 cx = x / H, cy = (y - 1) / H;
+    if (cx == cy) return (y - x) * kv(cx % m);
+    return (H * (cx + 1) - x) * kv(cx % m) + H * kv_cols(cx + 1, cy) + (y - cy * H) * kv(cy % m);
   }
   u64 dk(u64 x, u64 y) const { return dkv ? kv_of(x, y) : 0; }
   // Distinct K/V objects (sequence, kv head, key block) read by the CTAs [x, y).
   u64 kv_distinct(u64 x, u64 y) const {
     if (x >= y) return 0;
+    if (!qbm) {  // a column of H heads reads H / G objects of its key block
+      const u64 cx = x / H, cy = (y - 1) / H, hx = x % H, hy = (y - 1) % H;
+      const u64 Hkv = H / G;
+      if (cx == cy) return (hy / G - hx / G + 1) * kv(cx % m);
+      return (Hkv - hx / G) * kv(cx % m) + Hkv * kv_cols(cx + 1, cy) + (hy / G + 1) * kv(cy % m);
+    }
     const u64 kx = x / m, jx = x % m, ky = (y - 1) / m, jy = (y - 1) % m + 1;
     if (kx == ky) return kv_sum(jx, jy);
     const u64 full = kv_sum(0, m);
@@ -125,27 +151,41 @@ struct Grid {
   }
 };
 
-// Emits f(t) for t in [0, n): single reads at t = 0 and n - 1, one run between.
-template <class F, class B>
-void by_step(const Grid& g, F f, B bytes, RunSink& sink) {
-  sink.add(f(0), bytes(0));
-  if (g.n == 1) return;
-  if (g.n >= 3) {
-    const u64 d1 = f(1);
-    const std::int64_t step = g.n >= 4 ? static_cast<std::int64_t>(static_cast<i128>(f(2)) - d1) : 0;
-    sink.add_run(d1, step, g.n - 2, bytes(1));
-  }
-  sink.add(f(g.n - 1), bytes(g.n - 1));
-}
-
+// f(t) for t in [0, n): its values at t = 0 and n - 1, and the run between.
 template <class F>
 Line line_of(const Grid& g, F f) {
   Line l;
   l.first = f(0);
-  l.last = f(g.n - 1);
+  l.last = g.n == 1 ? l.first : f(g.n - 1);
   if (g.n >= 3) l.at1 = f(1);
   if (g.n >= 4) l.slope = static_cast<std::int64_t>(static_cast<i128>(f(2)) - l.at1);
   return l;
+}
+
+// The reads (or write-backs) of a line, bytes(t) each.
+template <class B>
+void emit(const Grid& g, const Line& l, B bytes, RunSink& sink) {
+  sink.add(l.first, bytes(0));
+  if (g.n == 1) return;
+  if (g.n >= 3) sink.add_run(l.at1, l.slope, g.n - 2, bytes(1));
+  sink.add(l.last, bytes(g.n - 1));
+}
+
+// The lines not below another at both ends of [a, b] (an affine line at or
+// above another at both ends is at or above it between).
+void pareto(std::vector<Line>& lines, u64 a, u64 b) {
+  std::sort(lines.begin(), lines.end(), [&](const Line& x, const Line& y) {
+    const i128 xa = x.mid(a), ya = y.mid(a);
+    return xa != ya ? xa > ya : x.mid(b) > y.mid(b);
+  });
+  std::size_t out = 0;
+  i128 best_b = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (out == 0 || lines[i].mid(b) > best_b) {
+      best_b = lines[i].mid(b);
+      lines[out++] = lines[i];
+    }
+  lines.resize(out);
 }
 
 // The upper envelope of lines on [a, b] (each affine there) as runs.
@@ -171,12 +211,14 @@ void envelope(const std::vector<Line>& lines, u64 a, u64 b, u64 bytes, RunSink& 
 }  // namespace
 
 bool backward_in_waves(const Shape& s, Rasterization order) {
-  return !masked(s) && s.seq_lens.empty() && order == Rasterization::query_block_major;
+  (void)order;
+  return !masked(s) && s.seq_lens.empty();
 }
 
-std::uint64_t waves_backward_work(const Shape& s) {
-  // About 60 ns a CTA and 40 a row (a few runs each), and the heads' envelopes.
-  const BackwardGrid g(s, Rasterization::query_block_major);
+std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c) {
+  // About 60 ns a CTA and 40 a row (a few runs each), and the heads' envelopes
+  // (a line for each wave a head is in).
+  const BackwardGrid g(s, c.order);
   const FlashSeq& f = g.forward().sequence(0);
   u64 w = 0, r = 0;
   if (__builtin_mul_overflow(g.ctas(), 60, &w)) return ~u64{0};
@@ -185,12 +227,13 @@ std::uint64_t waves_backward_work(const Shape& s) {
 }
 
 FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
-  const BackwardGrid bg(s, Rasterization::query_block_major);
+  const BackwardGrid bg(s, c.order);
   const FlashSeq& f = bg.forward().sequence(0);
   const bool gqa = s.heads != s.kv_heads, qo = c.q_o_allocate;
   Grid g;
   g.n = f.q_blocks;
   g.m = f.k_blocks;
+  g.H = s.heads;
   g.K = s.batch * s.heads;
   g.N = bg.ctas();
   g.S = u64{c.sm_count} * c.ctas_per_sm;
@@ -202,6 +245,8 @@ FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   g.P = bg.ql_row() + bg.do_row() + 4 + bg.acc_row();
   g.kvc = bg.kv_col();
   g.dkv = gqa || qo;
+  g.qbm = c.order == Rasterization::query_block_major;
+  g.ids = wave::Ids{g.H, g.m, g.N, g.qbm};
   const u64 n = g.n, m = g.m, K = g.K, N = g.N, S = g.S;
   const u64 ar = bg.acc_row(), orow = qo ? bg.o_row() : 0, dqr = qo ? bg.dq_row() : 0;
   const u64 all_rows = g.rows_sum(0, n);
@@ -222,8 +267,8 @@ FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     u64 heads = 0, pairs = 0;
     for (u64 L = 0; L < N; L += S) {
       const u64 U = std::min(N, L + S);
-      heads += g.keys(L, U);
-      pairs += g.key(U - 1) / g.G - g.key(L) / g.G + 1;
+      heads += g.nkeys(L, U);
+      pairs += g.ids.keys(L, U, g.G).size();
     }
     st.heads = static_cast<double>(heads * n) / static_cast<double>(st.steps);
     st.kv_heads = static_cast<double>(pairs * n) / static_cast<double>(st.steps);
@@ -246,127 +291,216 @@ FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   auto d3_bytes = [&](u64 tt) { return (4 + ar) * g.rows(tt); };
   auto do_bytes = [&](u64 tt) { return bg.do_row() * g.rows(tt); };
 
-  std::vector<Line> lines;
-  for (u64 k = 0; k < K; ++k) {
-    const u64 c0 = k * m, c_last = c0 + m - 1;
-    lines.clear();
-    // A head's first CTA: the rows' first reads after the preprocessing.
-    {
-      const u64 L = g.wave_start(c0), U = g.wave_end(c0);
-      const u64 kA = L > 0 ? (L - 1) / m + 1 : 0;
-      const u64 kB = k - (L + m - 1) / m;
-      const u64 kC = (U - 1) / m - k;
-      auto common = [&](u64 tt) {
-        u64 d = pre * (g.rows_sum(tt + 1, n) + (K - k - 1) * all_rows);
-        d += kA * g.ub(0, n) + kB * g.ub(0, tt + 1) + g.ub(0, tt) + kC * bg.ql_row() * g.rows_sum(0, tt);
-        d += tt > 0 ? g.kv_distinct(0, U) : g.kv_distinct(0, c0 + 1);
-        d += tt + 1 == n ? g.dk(0, c0) : g.dk(0, L);
-        return g.u(tt) + d;
-      };
-      by_step(g, [&](u64 tt) { return common(tt) + orow * g.rows(tt); }, do_bytes, dos);
-      by_step(g, common, d3_bytes, rows3);
-      by_step(g, common, acc_bytes, acc_wb);
-      lines.push_back(line_of(g, common));
-    }
-    // A wave's first CTA continuing the head: its previous access was the
-    // previous wave's last CTA, n steps before.
-    for (u64 L = (c0 / S + 1) * S; L <= c_last; L += S) {
-      const u64 U = std::min(N, L + S), A = g.keys(L - S, L), B = g.keys(L, U);
-      auto d = [&](u64 tt) {
-        u64 x = g.u(tt) + A * g.ub(tt + 1, n) + B * g.ub(0, tt);
-        x += tt > 0 ? g.kv_distinct(L, U) : g.kv(L % m);
-        x += tt + 1 < n ? g.dk(L - S, L) : g.dk(L - 1, L);
+  // Per head key: the lines of D's distances (its write-back is below the
+  // largest), and the most a CTA after one of its own head adds.
+  struct Head {
+    std::vector<Line> lines;
+    u64 b_first = 0, b_mid = 0, b_last = 0;
+    bool b_any = false;
+  };
+  std::vector<Head> heads(K);
+  constexpr u64 none = ~u64{0};
+  std::vector<u64> last_cta(K, none);
+
+  // The head's last access: what the main loop moves past its rows after it.
+  struct After {
+    u64 cl, Ll, Ul;          // the head's last CTA, its wave
+    u64 later, jp, rest;     // head keys moved past its rows: all rows, rows >= t, rows > t
+    u64 later_lt, rest_lt;   // those below the head key (the CTAs after its last in
+                             // the same wave are all of later head keys, in either order)
+  };
+  auto after_last = [&](u64 k) {
+    After a{};
+    a.cl = g.last_cta(k), a.Ll = g.wave_start(a.cl), a.Ul = g.wave_end(a.cl);
+    const wave::Keys later = g.keys(a.Ul, N), step = g.keys(a.cl + 1, a.Ul);
+    const wave::Keys moved = wave::Keys::unite(step, later), wl = g.keys(a.Ll, a.Ul);
+    a.later = later.size();
+    a.jp = step.size_minus(later);
+    a.rest = wl.size_minus(moved);
+    a.later_lt = later.below(k).size();
+    a.rest_lt = wl.below(k).size_minus(moved);
+    return a;
+  };
+
+  // Head keys whose last CTA is below x (the rest have a CTA at x or later).
+  auto keys_done = [&](u64 x) {
+    if (g.qbm) return x / m;
+    const u64 b = x / (m * g.H), rem = x % (m * g.H), tail = (m - 1) * g.H;
+    return b * g.H + (rem > tail ? std::min(rem - tail, g.H) : 0);
+  };
+  // Head-major: groups of the heads after h, and up to h.
+  std::vector<u64> groups_after(g.H), groups_upto(g.H);
+  for (u64 h = 0; h < g.H; ++h) {
+    groups_after[h] = h + 1 < g.H ? g.H / g.G - (h + 1) / g.G : 0;
+    groups_upto[h] = h / g.G + 1;
+  }
+  std::vector<u64> seen(K, none);  // the reduction's sweep: the last wave a head key was met in
+  const u64 full = g.kv_sum(0, m);
+  const u64 conv_all = ar * K * all_rows + dqr * K * all_rows;
+
+  struct Earlier {  // the sets of an earlier wave w1 and the waves between it and this one
+    u64 w1 = none, nm = 0, na = 0, nb = 0;
+    wave::Keys mid;
+  };
+  for (u64 L = 0; L < N; L += S) {
+    const u64 U = std::min(N, L + S);
+    const wave::Keys wk = g.keys(L, U);
+    Earlier earlier;
+    for (u64 cta = L; cta < U; ++cta) {
+      const u64 k = g.key(cta), p = last_cta[k];
+      last_cta[k] = cta;
+      Head& hd = heads[k];
+      if (p == none) {
+        // The head's first CTA: the rows' first reads after the preprocessing.
+        const u64 kA = g.keys_started(L), kB = k - kA, kC = g.keys_started(U) - g.keys_started(cta + 1);
+        const u64 kv0 = g.kv_distinct(0, cta + 1), kv1 = g.kv_distinct(0, U), dk0 = g.dk(0, cta), dk1 = g.dk(0, L);
+        auto common = [&](u64 tt) {
+          u64 d = pre * (g.rows_sum(tt + 1, n) + (K - k - 1) * all_rows);
+          d += kA * g.ub(0, n) + kB * g.ub(0, tt + 1) + g.ub(0, tt) + kC * bg.ql_row() * g.rows_sum(0, tt);
+          d += tt > 0 ? kv1 : kv0;
+          d += tt + 1 == n ? dk0 : dk1;
+          return g.u(tt) + d;
+        };
+        const Line l = line_of(g, common);
+        emit(g, line_of(g, [&](u64 tt) { return common(tt) + orow * g.rows(tt); }), do_bytes, dos);
+        emit(g, l, d3_bytes, rows3);
+        emit(g, l, acc_bytes, acc_wb);
+        hd.lines.push_back(l);
+      } else if (p < L) {
+        // The head's first CTA in this wave: its previous access was the
+        // head's last CTA p of an earlier wave, at the same step.
+        const u64 L1 = g.wave_start(p), U1 = L1 + S;
+        if (L1 / S != earlier.w1) {
+          earlier.w1 = L1 / S;
+          earlier.mid = g.keys(U1, L);
+          earlier.nm = earlier.mid.size();
+          earlier.na = g.keys(L1, U1).size_minus(earlier.mid);
+          earlier.nb = wk.size_minus(earlier.mid);
+        }
+        const u64 nm = earlier.nm, na = earlier.na, nb = earlier.nb;
+        // (the CTAs between p and this one, less those of the waves between)
+        const u64 nj = !g.qbm && cta - p <= g.H && U1 == L ? cta - p - 1 : g.keys(p + 1, cta).size_minus(earlier.mid);
+        const u64 kv0 = g.kv_distinct(p + 1, cta + 1), kv1 = g.kv_distinct(U1, U), dk0 = g.dk(L1, L), dk1 = g.dk(p, cta);
+        auto d = [&](u64 tt) {
+          u64 x = g.u(tt) + nm * g.ub(0, n) + na * g.ub(tt + 1, n) + nb * g.ub(0, tt) + nj * g.u(tt);
+          x += tt > 0 ? kv1 : kv0;
+          x += tt + 1 < n ? dk0 : dk1;
+          return x;
+        };
+        const Line l = line_of(g, d);
+        emit(g, l, P_bytes, rows4);
+        emit(g, l, acc_bytes, acc_wb);
+        if (hd.lines.empty() || std::memcmp(&hd.lines.back(), &l, sizeof l) != 0) hd.lines.push_back(l);
+      } else {
+        // After p, of the same head, in the same step: the CTAs between are of
+        // as many other head keys (query-block-major: none; head-major: the
+        // other heads of its sequence, one key block either side).
+        const u64 j = g.block(cta), x = cta - p - 1;
+        u64 kvx = g.kv(j), dkx = g.dkv ? g.kv(j - 1) : 0;
+        if (!g.qbm) {
+          const u64 h = cta % g.H;
+          kvx = groups_after[h] * g.kv(j - 1) + groups_upto[h] * g.kv(j);
+          dkx = g.dkv ? (g.H - h) * g.kv(j - 1) + h * g.kv(j) : 0;
+        }
+        Line l;
+        l.first = g.u(0) * (1 + x) + kvx + (n == 1 ? dkx : 0);
+        l.at1 = g.u(1) * (1 + x);
+        l.last = n == 1 ? l.first : g.u(n - 1) * (1 + x) + dkx;
+        emit(g, l, P_bytes, rows4);
+        emit(g, l, acc_bytes, acc_wb);
+        hd.b_any = true;
+        hd.b_first = std::max(hd.b_first, l.first);
+        hd.b_last = std::max(hd.b_last, l.last);
+        hd.b_mid = std::max(hd.b_mid, x);
+      }
+      if (cta != g.last_cta(k)) continue;
+
+      // The head is done: D's write-back (D dies after the main loop: written
+      // back where evicted since the preprocessing, i.e. below the largest of
+      // its distances and its depth then), and the dQ conversion's reads.
+      const auto a = after_last(k);
+      const u64 kv0 = g.kv_distinct(a.cl + 1, N), kv1 = g.kv_distinct(a.Ul, N), dk0 = g.dk(a.Ll, N),
+                dk1 = g.dk(a.cl, N);
+      auto after = [&](u64 tt) {
+        u64 x = a.later * g.ub(0, n) + a.jp * g.ub(tt, n) + a.rest * g.ub(tt + 1, n);
+        x += tt == 0 ? kv0 : kv1;
+        x += tt + 1 < n ? dk0 : dk1;
         return x;
       };
-      by_step(g, d, P_bytes, rows4);
-      by_step(g, d, acc_bytes, acc_wb);
-      lines.push_back(line_of(g, d));
-    }
-    // A CTA after one of its own head in the same wave: a step's worth apart.
-    {
-      u64 most_kv = 0, most_dk = 0;
-      bool any = false;
-      for (u64 cta = c0 + 1; cta <= c_last; ++cta) {
-        if (cta % S == 0) continue;
-        auto d = [&](u64 tt) {
-          return g.u(tt) + (tt == 0 ? g.kv(cta % m) : 0) + (tt + 1 == n ? g.dk(cta - 1, cta) : 0);
-        };
-        by_step(g, d, P_bytes, rows4);
-        by_step(g, d, acc_bytes, acc_wb);
-        most_kv = std::max(most_kv, g.kv(cta % m));
-        most_dk = std::max(most_dk, g.dk(cta - 1, cta));
-        any = true;
+      std::vector<Line>& lines = hd.lines;
+      lines.push_back(line_of(g, [&](u64 tt) { return (4 + ar) * g.rows(tt) + after(tt); }));
+      if (hd.b_any) {
+        Line l;
+        l.first = hd.b_first;
+        l.last = hd.b_last;
+        l.at1 = g.u(1) * (1 + hd.b_mid);
+        lines.push_back(l);
       }
-      if (any)
-        lines.push_back(line_of(g, [&](u64 tt) {
-          return g.u(tt) + (tt == 0 ? most_kv : 0) + (tt + 1 == n ? most_dk : 0);
-        }));
+      {
+        u64 first = 0, last = 0;
+        for (const Line& l : lines) first = std::max(first, l.first), last = std::max(last, l.last);
+        d_wb.add(first, 4 * g.rows(0));
+        if (n >= 3) {
+          pareto(lines, 1, n - 2);
+          envelope(lines, 1, n - 2, 4 * g.Br, d_wb);
+        }
+        if (n >= 2) d_wb.add(last, 4 * g.rows(n - 1));
+      }
+      // The dQ conversion reads each accumulator once more, in row order
+      // (written back below the same distance).
+      const Line conv_l = line_of(g, [&](u64 tt) {
+        const u64 below = k * all_rows + g.rows_sum(0, tt);
+        const u64 moved_below = a.later_lt * all_rows + a.rest_lt * g.rows_sum(tt + 1, n);
+        return ar * g.rows(tt) + after(tt) + ar * (below - moved_below) + dqr * below;
+      });
+      emit(g, conv_l, acc_bytes, conv);
+      emit(g, conv_l, acc_bytes, acc_wb);
+      std::vector<Line>().swap(lines);
     }
-    // After the head's last CTA: what the main loop moves past its rows.
-    const u64 Ll = g.wave_start(c_last), Ul = g.wave_end(c_last);
-    const u64 before = k - g.key(Ll) + 1;
-    const u64 later = Ul < N ? K - Ul / m : 0;
-    const u64 only = (K - k - 1) - later;
-    auto after = [&](u64 tt) {
-      u64 x = before * g.ub(tt + 1, n) + only * g.ub(tt, n) + later * g.ub(0, n);
-      x += tt == 0 ? g.kv_distinct(c_last + 1, N) : g.kv_distinct(Ul, N);
-      x += tt + 1 < n ? g.dk(Ll, N) : g.dk(c_last, N);
-      return x;
-    };
-    // D dies after the main loop: written back where evicted since the
-    // preprocessing, i.e. below the largest of its distances and its depth then.
-    lines.push_back(line_of(g, [&](u64 tt) { return (4 + ar) * g.rows(tt) + after(tt); }));
-    {
-      u64 first = 0, last = 0;
-      for (const Line& l : lines) first = std::max(first, l.first), last = std::max(last, l.last);
-      d_wb.add(first, 4 * g.rows(0));
-      if (n >= 3) envelope(lines, 1, n - 2, 4 * g.Br, d_wb);
-      if (n >= 2) d_wb.add(last, 4 * g.rows(n - 1));
+
+    // GQA: the reduction reads each head's dK, dV once (written back below
+    // the same distance), in (sequence, kv head, key block, head) order,
+    // after the main loop and the conversion. Swept here from the wave's
+    // last CTA down: the head keys of the CTAs after one that have no CTA in
+    // a later wave read only their last query block after its dK, dV.
+    if (gqa) {
+      const u64 nl = K - keys_done(U), w = L / S;
+      const u64 kv_later = g.kv_distinct(U, N), dk_later = g.dk(U, N);
+      u64 kw = 0, dk_after = 0;  // (the CTAs after this one in the wave)
+      for (u64 cta = U; cta-- > L;) {
+        const u64 k = g.key(cta), b = k / g.H, h = k % g.H, j = g.block(cta), kvh = h / g.G, g0 = kvh * g.G;
+        const u64 rows_in = kw * g.rows(n - 1) + nl * all_rows;
+        u64 d = g.kv(j) + g.P * rows_in + (n == 1 ? g.kv_distinct(cta + 1, N) : kv_later) + dk_after + dk_later;
+        d += conv_all - ar * rows_in;
+        if (g.qbm) d += full * (b * g.H + g0) + (h - g0 + 1) * g.kv_sum(0, j) + (h - g0) * g.kv(j);
+        else d += full * b * g.H + g0 * g.kv_sum(0, j + 1) + g.G * g.kv_sum(0, j) + (h - g0) * g.kv(j);
+        if (qo) d += (b * s.kv_heads + kvh) * full + g.kv_sum(0, j);
+        red.add(d, g.kv(j));
+        red_wb.add(d, g.kv(j));
+        dk_after += g.kv(j);
+        if (seen[k] != w) {
+          seen[k] = w;
+          if (g.last_cta(k) < U) ++kw;
+        }
+      }
     }
-    // The dQ conversion reads each accumulator once more (written back below
-    // the same distance).
-    auto conv_d = [&](u64 tt) {
-      const u64 below = k * all_rows + g.rows_sum(0, tt);
-      return ar * g.rows(tt) + after(tt) + ar * (below - (before - 1) * g.rows_sum(tt + 1, n)) + dqr * below;
-    };
-    by_step(g, conv_d, acc_bytes, conv);
-    by_step(g, conv_d, acc_bytes, acc_wb);
   }
 
   // K/V reads of the heads after a group's first: the same key block one
-  // head (m CTAs) before.
-  if (g.G > 1)
+  // head before (query-block-major: m CTAs, whose other reads are every other
+  // key block of the group once; head-major: the CTA before).
+  if (g.G > 1) {
+    u64 cached_Lp = none, cached_L = none, nk = 0, dkw = 0;
     for (u64 cta = 0; cta < N; ++cta) {
-      if (g.key(cta) % g.G == 0) {
-        cta += m - 1;
-        continue;
-      }
-      const u64 p = cta - m, Lp = g.wave_start(p), L = g.wave_start(cta);
-      u64 d = g.kv(cta % m) + g.kv_distinct(p + 1, cta) + g.u(0) * g.keys(p, cta) + g.ub(1, n) * g.keys(Lp, L);
-      d += n > 1 ? g.dk(Lp, L) : g.dk(p, cta);
-      kvr.add(d, g.kv(cta % m));
+      const u64 k = g.key(cta);
+      if (k % g.G == 0) continue;
+      const u64 j = g.block(cta), p = g.qbm ? cta - m : cta - 1, Lp = g.wave_start(p), L = g.wave_start(cta);
+      if (Lp != cached_Lp || L != cached_L) cached_Lp = Lp, cached_L = L, nk = g.nkeys(Lp, L), dkw = g.dk(Lp, L);
+      const u64 between = g.qbm ? full - g.kv(j) : 0, step_keys = g.qbm && j > 0 ? 2 : 1;
+      u64 d = g.kv(j) + between + g.u(0) * step_keys + g.ub(1, n) * nk;
+      d += n > 1 ? dkw : (g.dkv ? (g.qbm ? full : g.kv(j)) : 0);
+      kvr.add(d, g.kv(j));
     }
-
-  // GQA: the reduction reads each head's dK, dV once (written back below the
-  // same distance); in (sequence, kv head, key block, head) order.
-  if (gqa) {
-    const u64 full = g.kv_sum(0, m);
-    const u64 conv_all = ar * K * all_rows + dqr * K * all_rows;
-    for (u64 b = 0; b < s.batch; ++b)
-      for (u64 kvh = 0; kvh < s.kv_heads; ++kvh)
-        for (u64 j = 0; j < m; ++j)
-          for (u64 h = kvh * g.G; h < (kvh + 1) * g.G; ++h) {
-            const u64 cta = (b * s.heads + h) * m + j, U = g.wave_end(cta);
-            const bool overlap = cta + 1 < U && U < N && g.key(U - 1) == g.key(U);
-            const u64 kw = g.keys(cta + 1, U) - (overlap ? 1 : 0), nl = U < N ? K - g.key(U) : 0;
-            const u64 rows_in = kw * g.rows(n - 1) + nl * all_rows;
-            u64 d = g.kv(j) + g.P * rows_in + (n == 1 ? g.kv_distinct(cta + 1, N) : g.kv_distinct(U, N)) + g.dk(cta + 1, N);
-            d += conv_all - ar * rows_in;
-            d += full * (b * s.heads + kvh * g.G) + (h - kvh * g.G + 1) * g.kv_sum(0, j) + (h - kvh * g.G) * g.kv(j);
-            if (qo) d += (b * s.kv_heads + kvh) * full + g.kv_sum(0, j);
-            red.add(d, g.kv(j));
-            red_wb.add(d, g.kv(j));
-          }
   }
   return st;
 }
