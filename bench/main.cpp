@@ -516,6 +516,27 @@ int main(int argc, char** argv) {
          s.pass = Pass::bwd;
          return l2_runs("backward: 32K x 32/8, causal", s, h200());
        }},
+      // The backward without a mask: waves in lockstep, in closed form.
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 15, 32, 8, 1, false);
+         s.pass = Pass::bwd;
+         return l2_runs("backward: 32K x 32/8", s, h200());
+       }},
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, false);
+         s.pass = Pass::bwd;
+         return l2_runs("backward: 1M x 64/8 x batch 8", s, h200());
+       }},
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, false);
+         s.pass = Pass::bwd;
+         return l2_runs("backward: 1M x 64/8 x batch 8, head-major", s, h200(Rasterization::head_major));
+       }},
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, false);
+         s.pass = Pass::fwdbwd;
+         return l2_runs("fwdbwd: 1M x 64/8 x batch 8", s, h200());
+       }},
       {"L2 runs decode", [] { return decode_runs(DecodeVariant::split); }},
       {"L2 runs decode", [] { return decode_runs(DecodeVariant::split_unpacked); }},
       {"L2 runs decode", [] { return decode_runs(DecodeVariant::paged); }},
