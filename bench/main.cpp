@@ -324,6 +324,13 @@ Shape long_shape(std::uint64_t seq, std::uint64_t heads, std::uint64_t kv, std::
   return s;
 }
 
+// A training pass of `heads` query heads on 8 kv heads.
+Shape training(std::uint64_t seq, std::uint64_t heads, std::uint64_t batch, bool causal, Pass pass) {
+  Shape s = long_shape(seq, heads, 8, batch, causal);
+  s.pass = pass;
+  return s;
+}
+
 // H200: 60 MiB of L2, 132 SMs, one CTA of the d = 128 flash kernel per SM.
 L2SimConfig h200(Rasterization order = Rasterization::query_block_major) {
   L2SimConfig c;
@@ -511,32 +518,15 @@ int main(int argc, char** argv) {
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal, head-major", long_shape(1 << 20, 32, 8, 1, true), h200(Rasterization::head_major)); }},
-      {"L2 runs", [] {
-         Shape s = long_shape(1 << 15, 32, 8, 1, true);
-         s.pass = Pass::bwd;
-         return l2_runs("backward: 32K x 32/8, causal", s, h200());
-       }},
+      {"L2 runs", [] { return l2_runs("backward: 32K x 32/8, causal", training(1 << 15, 32, 1, true, Pass::bwd), h200()); }},
       // The backward without a mask: waves in lockstep, in closed form.
+      {"L2 runs", [] { return l2_runs("backward: 32K x 32/8", training(1 << 15, 32, 1, false, Pass::bwd), h200()); }},
+      {"L2 runs", [] { return l2_runs("backward: 1M x 64/8 x batch 8", training(1 << 20, 64, 8, false, Pass::bwd), h200()); }},
       {"L2 runs", [] {
-         Shape s = long_shape(1 << 15, 32, 8, 1, false);
-         s.pass = Pass::bwd;
-         return l2_runs("backward: 32K x 32/8", s, h200());
+         return l2_runs("backward: 1M x 64/8 x batch 8, head-major", training(1 << 20, 64, 8, false, Pass::bwd),
+                        h200(Rasterization::head_major));
        }},
-      {"L2 runs", [] {
-         Shape s = long_shape(1 << 20, 64, 8, 8, false);
-         s.pass = Pass::bwd;
-         return l2_runs("backward: 1M x 64/8 x batch 8", s, h200());
-       }},
-      {"L2 runs", [] {
-         Shape s = long_shape(1 << 20, 64, 8, 8, false);
-         s.pass = Pass::bwd;
-         return l2_runs("backward: 1M x 64/8 x batch 8, head-major", s, h200(Rasterization::head_major));
-       }},
-      {"L2 runs", [] {
-         Shape s = long_shape(1 << 20, 64, 8, 8, false);
-         s.pass = Pass::fwdbwd;
-         return l2_runs("fwdbwd: 1M x 64/8 x batch 8", s, h200());
-       }},
+      {"L2 runs", [] { return l2_runs("fwdbwd: 1M x 64/8 x batch 8", training(1 << 20, 64, 8, false, Pass::fwdbwd), h200()); }},
       {"L2 runs decode", [] { return decode_runs(DecodeVariant::split); }},
       {"L2 runs decode", [] { return decode_runs(DecodeVariant::split_unpacked); }},
       {"L2 runs decode", [] { return decode_runs(DecodeVariant::paged); }},

@@ -9,6 +9,7 @@
 #include "hbmscope/model.hpp"
 #include "hbmscope/tile_bytes.hpp"
 #include "../src/core/l2_backward.hpp"
+#include "l2_tallies.hpp"
 
 using namespace hbmscope;
 
@@ -146,15 +147,7 @@ void same_in_waves(const Shape& s, const L2SimConfig& c) {
   l2::Tally te(caps), tw(caps);
   const l2::FlashStats se = l2::enumerate_backward(s, c, te);
   const l2::FlashStats sw = l2::waves_backward(s, c, tw);
-  for (std::uint64_t cap : te.capacities()) {
-    INFO("capacity " << cap);
-    CHECK(te.dram_reads(cap) == tw.dram_reads(cap));
-    CHECK(te.dram_writes(cap) == tw.dram_writes(cap));
-  }
-  CHECK(te.max_reuse_distance() == tw.max_reuse_distance());
-  CHECK(te.requested() == tw.requested());
-  CHECK(te.first_access_reads() == tw.first_access_reads());
-  CHECK(te.writes_always() == tw.writes_always());
+  test::same_tally(te, tw);
   CHECK(se.heads == sw.heads);
   CHECK(se.kv_heads == sw.kv_heads);
   CHECK(se.steps == sw.steps);

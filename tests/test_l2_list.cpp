@@ -8,24 +8,13 @@
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
 #include "../src/core/l2_list.hpp"
+#include "l2_tallies.hpp"
 #include "random_shapes.hpp"
 
 using namespace hbmscope;
 using namespace hbmscope::test;
 
 namespace {
-
-void same_tally(const l2::Tally& a, const l2::Tally& b) {
-  for (std::uint64_t c : a.capacities()) {
-    CHECK(a.dram_reads(c) == b.dram_reads(c));
-    CHECK(a.dram_writes(c) == b.dram_writes(c));
-  }
-  CHECK(a.dram_reads(0) == b.dram_reads(0));
-  CHECK(a.requested() == b.requested());
-  CHECK(a.first_access_reads() == b.first_access_reads());
-  CHECK(a.writes_always() == b.writes_always());
-  CHECK(a.max_reuse_distance() == b.max_reuse_distance());
-}
 
 // The same random operations through both LRUs: reads (some bypassing),
 // writes, intermediates written dirty, read and forgotten, and objects read

@@ -14,6 +14,7 @@
 #include "../src/core/l2_flash.hpp"
 #include "../src/core/l2_flash_chains.hpp"
 #include "l2_chain_grids.hpp"
+#include "l2_tallies.hpp"
 #include "random_shapes.hpp"
 
 using namespace hbmscope;
@@ -68,10 +69,7 @@ void same_as_enumeration(const Shape& s, const L2SimConfig& c, Evaluate evaluate
   const l2::FlashStats se = l2::enumerate_flash(s, c, te);
   const l2::FlashStats sx = evaluate(s, c, tx);
   CHECK(l2::curve(te, caps) == l2::curve(tx, caps));
-  CHECK(te.max_reuse_distance() == tx.max_reuse_distance());
-  CHECK(te.requested() == tx.requested());
-  CHECK(te.first_access_reads() == tx.first_access_reads());
-  CHECK(te.writes_always() == tx.writes_always());
+  same_tally(te, tx);
   CHECK(se.heads == sx.heads);
   CHECK(se.kv_heads == sx.kv_heads);
   CHECK(se.steps == sx.steps);
