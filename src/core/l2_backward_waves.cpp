@@ -256,7 +256,7 @@ FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   {
     u64 total = checked_mul(checked_add(checked_add(g.P, pre, what), checked_add(dqr, bg.o_row(), what), what),
                             checked_mul(K, all_rows, what), what);
-    total = checked_add(total, checked_mul(3, checked_mul(K, g.kv_sum(0, m), what), what), what);
+    total = checked_add(total, checked_mul(8, checked_mul(K, g.kv_sum(0, m), what), what), what);
     (void)total;
   }
 
