@@ -254,6 +254,7 @@ import json; rows=json.load(open('$work/bwd1m.json'))['rows']; assert len(rows)=
 done
 "$bin" sweep --seq 1M --heads 32 --kv-heads 8 --causal --pass bwd --device h100 --format json >"$work/bwd1mc.json" 2>"$work/bwd1mc.err"
 check "causal backward 1M x 32/8: left out with a note" grep -q "left out for 1 shape(s).*causal, backward" "$work/bwd1mc.err"
+check "causal backward 1M x 32/8: the note says why" grep -q "backward rows with a mask or a ragged batch are enumerated" "$work/bwd1mc.err"
 "$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 40M --l2-qo bypass --format json >"$work/qo_b.json"
 "$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 40M --l2-qo allocate --format json >"$work/qo_a.json"
 check "--l2-qo bypass: recorded, and no more traffic than allocate" python3 -c "

@@ -10,6 +10,7 @@
 #include "hbmscope/device_config.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/launch_plan.hpp"
+#include "hbmscope/mask.hpp"
 #include "hbmscope/measure.hpp"
 #include "hbmscope/plot.hpp"
 #include "hbmscope/roofline.hpp"
@@ -35,6 +36,7 @@ std::uint64_t L2Budget::take(const Shape& s, const L2SimConfig& c) {
   if (w > max_l2_sim_work) {  // left out and named
     if (over_cap_named_.empty()) first_over_cap_ = c;
     if (over_cap_named_.size() < 5) over_cap_named_.push_back(s);
+    over_cap_enumerated_backward_ |= s.pass != Pass::fwd && (masked(s) || !s.seq_lens.empty());
     ++over_cap_;
     return 0;
   }
@@ -66,8 +68,12 @@ void L2Budget::finish() {
     if (over_cap_ > over_cap_named_.size()) named += "; and " + std::to_string(over_cap_ - over_cap_named_.size()) + " more";
     notes_.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} work units (about 10 s "
                                  "each): {} (bigger --block-rows/--block-cols, fewer heads or shorter sequences "
-                                 "simulate them)",
-                                 over_cap_, max_l2_sim_work, named));
+                                 "simulate them{})",
+                                 over_cap_, max_l2_sim_work, named,
+                                 over_cap_enumerated_backward_
+                                     ? "; backward rows with a mask or a ragged batch are enumerated, access by "
+                                       "access: docs/l2-simulation.md, \"Not done: the causal backward\""
+                                     : ""));
   }
   if (over_budget_)
     notes_.push_back(fmt::format("L2 simulation left out for {} shape(s) past the run's budget of {} work "
