@@ -176,7 +176,7 @@ TEST_CASE("L2 sim backward: waves in lockstep (no mask) equal the enumeration", 
         c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
         c.q_o_allocate = qo;
         c.order = order;
-        REQUIRE(l2::backward_in_waves(s, c.order));
+        REQUIRE(l2::backward_in_waves(s));
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
                          << c.ctas_per_sm);
         same_in_waves(s, c);

@@ -228,12 +228,12 @@ void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<vo
 }
 
 FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
-  if (c.method == L2SimMethod::runs && backward_in_waves(s, c.order)) return waves_backward(s, c, t);
+  if (c.method == L2SimMethod::runs && backward_in_waves(s)) return waves_backward(s, c, t);
   return enumerate_backward(s, c, t);
 }
 
 std::uint64_t backward_work(const Shape& s, const L2SimConfig& c) {
-  if (c.method == L2SimMethod::runs && backward_in_waves(s, c.order)) return waves_backward_work(s, c);
+  if (c.method == L2SimMethod::runs && backward_in_waves(s)) return waves_backward_work(s, c);
   std::uint64_t w = 0;
   return __builtin_mul_overflow(backward_enum_accesses(s), enumeration_units(), &w) ? ~std::uint64_t{0} : w;
 }

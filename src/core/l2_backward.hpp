@@ -56,7 +56,7 @@ void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<vo
 // no mask and one sequence length (l2_backward_waves.cpp), and enumerate it
 // elsewhere.
 FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t);
-bool backward_in_waves(const Shape& s, Rasterization order);
+bool backward_in_waves(const Shape& s);
 FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c);
 std::uint64_t backward_enum_accesses(const Shape& s);

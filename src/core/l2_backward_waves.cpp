@@ -210,8 +210,7 @@ void envelope(const std::vector<Line>& lines, u64 a, u64 b, u64 bytes, RunSink& 
 
 }  // namespace
 
-bool backward_in_waves(const Shape& s, Rasterization order) {
-  (void)order;
+bool backward_in_waves(const Shape& s) {
   return !masked(s) && s.seq_lens.empty();
 }
 
