@@ -102,6 +102,8 @@ check "2^40 query blocks with --device: counted at once, left out" grep -q "left
 expect_error "2^40 query blocks with --l2-bytes: refused" "work units (at most 17179869184" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
 expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence" model --seq 64M --causal --heads 16 --l2-bytes 60M
 expect_error "l2 per-shape cap, enumerated" "(enumeration) would take" model --seq 64K --causal --block-rows 1 --block-cols 1 --l2-bytes 60M --l2-method enumeration
+expect_error "enumeration's cap: runs named where they would do" "about 10 s); use --l2-method runs, or bigger" model --seq 1M --heads 64 --batch 16 --pass bwd --l2-bytes 60M --l2-method enumeration
+expect_error "enumeration's cap: runs not named where they enumerate too" "about 10 s); use bigger --block-rows/--block-cols" model --seq 64K --heads 64 --batch 16 --causal --pass bwd --block-rows 1 --block-cols 1 --l2-bytes 60M --l2-method enumeration
 expect_error "l2 per-run cap" "(about a minute) per run" model --seq 1M --causal --heads 64 --kv-heads 8 --batch 8 --head-dim 128 --dtype fp32,fp16,bf16,fp8 --block-cols 128,127,126,125 --l2-bytes 60M --sms 132 --ctas-per-sm 1 --l2-order head-major
 timeout 60 "$real_bin" sweep --seq 1M --block-rows 256 --block-cols 256 --dtype bf16,fp8 --device h100 --progress always --format csv >/dev/null 2>"$work/l2prog"
 check "L2 simulation shows progress" grep -q "hbmscope L2 simulation \[" "$work/l2prog"

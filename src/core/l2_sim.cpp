@@ -280,9 +280,13 @@ bool l2_sim_within_budget(const Shape& s, const L2SimConfig& c) { return l2_sim_
 void check_l2_sim_size(const Shape& s, const L2SimConfig& c) {
   const std::uint64_t w = l2_sim_work(s, c);
   if (w <= max_l2_sim_work) return;
+  L2SimConfig runs = c;
+  runs.method = L2SimMethod::runs;
   const std::string change =
-      c.method == L2SimMethod::enumeration
+      c.method == L2SimMethod::enumeration && l2_sim_work(s, runs) <= max_l2_sim_work
           ? "use --l2-method runs, or bigger --block-rows/--block-cols"
+      : c.method == L2SimMethod::enumeration
+          ? "use bigger --block-rows/--block-cols"
           : (s.decode ? "use fewer --splits or a smaller batch" : "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence");
   throw Error("shape " + describe(s) + ": the L2 simulation (" + std::string(l2_method_name(c.method)) +
               ") would take " + std::to_string(w) + " work units (at most " + std::to_string(max_l2_sim_work) +
