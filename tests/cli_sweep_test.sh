@@ -117,6 +117,19 @@ check "sweep: failed config keeps old report" cmp -s "$work/sw.json" "$work/sw_b
 check "sweep: overflow keeps old report" cmp -s "$work/sw.json" "$work/sw_before.json"
 check "sweep: no temp files left" test "$(ls -A "$work" | grep -c '^\.')" -eq 0
 
+# Every shipped config with --device h100: every row simulated, nothing left out (issue 20; the
+# speed is bench/l2_configs.sh's).
+for cfg in "$(dirname "$0")"/../configs/sweeps/*.json; do
+  name=$(basename "$cfg" .json)
+  "$bin" sweep --config "$name" --device h100 --format csv >"$work/cfg.csv" 2>"$work/cfg.err"
+  check "config $name --device h100: exit 0" test $? -eq 0
+  check "config $name --device h100: nothing left out" bash -c "! grep -q 'left out' '$work/cfg.err'"
+  check "config $name --device h100: every row simulated" python3 -c "
+import csv; rows=list(csv.DictReader(open('$work/cfg.csv')))
+sims=[k for k in rows[0] if k.startswith('bytes_') and k.endswith('_l2_sim')]
+assert rows and sims and all(r[k] for r in rows for k in sims), sims"
+done
+
 # Shards: disjoint, union = sweep, for several sweeps and counts; merge joins them.
 for spec in seed llm long-context "--seq 1K:32K:x2 --head-dim 64,128 --dtype bf16,fp8"; do
   if [ "${spec#--}" != "$spec" ]; then args=($spec); else args=(--config "$spec"); fi
