@@ -10,7 +10,6 @@
 #include "hbmscope/device_config.hpp"
 #include "hbmscope/error.hpp"
 #include "hbmscope/launch_plan.hpp"
-#include "hbmscope/mask.hpp"
 #include "hbmscope/measure.hpp"
 #include "hbmscope/plot.hpp"
 #include "hbmscope/roofline.hpp"
@@ -36,7 +35,7 @@ std::uint64_t L2Budget::take(const Shape& s, const L2SimConfig& c) {
   if (w > max_l2_sim_work) {  // left out and named
     if (over_cap_named_.empty()) first_over_cap_ = c;
     if (over_cap_named_.size() < 5) over_cap_named_.push_back(s);
-    over_cap_enumerated_backward_ |= s.pass != Pass::fwd && (masked(s) || !s.seq_lens.empty());
+    over_cap_enumerated_backward_ |= l2_sim_backward_enumerated(s);
     ++over_cap_;
     return 0;
   }

@@ -9,7 +9,6 @@
 // (l2_wave_keys.hpp). Per CTA O(1), per row O(1), and per head the upper
 // envelope of a few lines for D's write-back. Both launch orders.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "hbmscope/checked.hpp"
@@ -37,15 +36,13 @@ class RunSink {
   void add_run(u64 d0, std::int64_t step, u64 count, u64 bytes) {
     if (count == 0 || bytes == 0) return;
     if (count_ > 0 && bytes == bytes_) {
-      const i128 next = static_cast<i128>(d0_) + static_cast<i128>(step_) * static_cast<i128>(count_);
-      if (count_ == 1 && (count == 1 || step == static_cast<std::int64_t>(static_cast<i128>(d0) - d0_))) {
-        const i128 s = static_cast<i128>(d0) - static_cast<i128>(d0_);
-        if (s >= INT64_MIN && s <= INT64_MAX) {
-          step_ = static_cast<std::int64_t>(s);
-          count_ += count;
-          return;
-        }
-      } else if (static_cast<i128>(d0) == next && (count == 1 || step == step_)) {
+      // A run of one takes the step to the next value; a longer one keeps its own.
+      const i128 gap = static_cast<i128>(d0) - static_cast<i128>(d0_);
+      const bool fits = count_ == 1 ? gap >= INT64_MIN && gap <= INT64_MAX
+                                    : gap == static_cast<i128>(step_) * static_cast<i128>(count_);
+      const std::int64_t s = count_ == 1 ? static_cast<std::int64_t>(fits ? gap : 0) : step_;
+      if (fits && (count == 1 || step == s)) {
+        step_ = s;
         count_ += count;
         return;
       }
@@ -74,6 +71,7 @@ struct Line {
   u64 at1 = 0;              // at t = 1
   std::int64_t slope = 0;
   i128 mid(u64 t) const { return static_cast<i128>(at1) + static_cast<i128>(slope) * static_cast<i128>(t - 1); }
+  friend bool operator==(const Line&, const Line&) = default;
 };
 
 // The dense grid: CTA c is key block j of head key k (sequence * H + head);
@@ -111,6 +109,12 @@ struct Grid {
   u64 keys_started(u64 x) const {
     if (qbm) return (x + m - 1) / m;
     return x / (m * H) * H + std::min(x % (m * H), H);
+  }
+  // Head keys whose last CTA is below x (the rest have a CTA at x or later).
+  u64 keys_done(u64 x) const {
+    if (qbm) return x / m;
+    const u64 b = x / (m * H), rem = x % (m * H), tail = (m - 1) * H;
+    return b * H + (rem > tail ? std::min(rem - tail, H) : 0);
   }
   // K/V bytes of key-block columns [a, b) of the head-major grid (one key block each).
   u64 kv_cols(u64 a, u64 b) const {
@@ -263,14 +267,14 @@ FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   st.waves = ceil_div(N, S);
   st.steps = st.waves * n;
   {
-    u64 heads = 0, pairs = 0;
+    u64 keys_sum = 0, pairs_sum = 0;  // over the waves
     for (u64 L = 0; L < N; L += S) {
       const u64 U = std::min(N, L + S);
-      heads += g.nkeys(L, U);
-      pairs += g.ids.keys(L, U, g.G).size();
+      keys_sum += g.nkeys(L, U);
+      pairs_sum += g.ids.keys(L, U, g.G).size();
     }
-    st.heads = static_cast<double>(heads * n) / static_cast<double>(st.steps);
-    st.kv_heads = static_cast<double>(pairs * n) / static_cast<double>(st.steps);
+    st.heads = static_cast<double>(keys_sum * n) / static_cast<double>(st.steps);
+    st.kv_heads = static_cast<double>(pairs_sum * n) / static_cast<double>(st.steps);
   }
 
   // First accesses and writes that reach DRAM whatever the L2: the
@@ -321,12 +325,6 @@ FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     return a;
   };
 
-  // Head keys whose last CTA is below x (the rest have a CTA at x or later).
-  auto keys_done = [&](u64 x) {
-    if (g.qbm) return x / m;
-    const u64 b = x / (m * g.H), rem = x % (m * g.H), tail = (m - 1) * g.H;
-    return b * g.H + (rem > tail ? std::min(rem - tail, g.H) : 0);
-  };
   // Head-major: groups of the heads after h, and up to h.
   std::vector<u64> groups_after(g.H), groups_upto(g.H);
   for (u64 h = 0; h < g.H; ++h) {
@@ -389,7 +387,7 @@ FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
         const Line l = line_of(g, d);
         emit(g, l, P_bytes, rows4);
         emit(g, l, acc_bytes, acc_wb);
-        if (hd.lines.empty() || std::memcmp(&hd.lines.back(), &l, sizeof l) != 0) hd.lines.push_back(l);
+        if (hd.lines.empty() || !(hd.lines.back() == l)) hd.lines.push_back(l);
       } else {
         // After p, of the same head, in the same step: the CTAs between are of
         // as many other head keys (query-block-major: none; head-major: the
@@ -463,7 +461,7 @@ FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     // last CTA down: the head keys of the CTAs after one that have no CTA in
     // a later wave read only their last query block after its dK, dV.
     if (gqa) {
-      const u64 nl = K - keys_done(U), w = L / S;
+      const u64 nl = K - g.keys_done(U), w = L / S;
       const u64 kv_later = g.kv_distinct(U, N), dk_later = g.dk(U, N);
       u64 kw = 0, dk_after = 0;  // (the CTAs after this one in the wave)
       for (u64 cta = U; cta-- > L;) {
