@@ -10,6 +10,7 @@
 #include "hbmscope/tile_bytes.hpp"
 #include "../src/core/l2_backward.hpp"
 #include "l2_tallies.hpp"
+#include "random_shapes.hpp"
 
 using namespace hbmscope;
 
@@ -135,7 +136,8 @@ namespace {
 // The waves' closed form against the enumeration: the same tally at every
 // capacity of a ladder (read and write-back bytes, requests, first reads,
 // writes, the largest distance) and the same schedule figures.
-void same_in_waves(const Shape& s, const L2SimConfig& c) {
+template <class Method>
+void same_as_enumeration(const Shape& s, const L2SimConfig& c, Method method) {
   std::uint64_t all = 0;
   {
     L2SimConfig none = c;
@@ -146,7 +148,7 @@ void same_in_waves(const Shape& s, const L2SimConfig& c) {
   for (std::uint64_t j = 1; j <= 40; ++j) caps.push_back(all * j / 32);
   l2::Tally te(caps), tw(caps);
   const l2::FlashStats se = l2::enumerate_backward(s, c, te);
-  const l2::FlashStats sw = l2::waves_backward(s, c, tw);
+  const l2::FlashStats sw = method(s, c, tw);
   test::same_tally(te, tw);
   CHECK(se.heads == sw.heads);
   CHECK(se.kv_heads == sw.kv_heads);
@@ -179,9 +181,33 @@ TEST_CASE("L2 sim backward: waves in lockstep (no mask) equal the enumeration", 
         REQUIRE(l2::backward_in_waves(s));
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
                          << c.ctas_per_sm);
-        same_in_waves(s, c);
+        same_as_enumeration(s, c, l2::waves_backward);
         ++checked;
       }
   }
   CHECK(checked == 1600);
+}
+
+TEST_CASE("L2 sim backward: the segment engine (masks, ragged) equals the enumeration", "[l2sim][backward][l2runs]") {
+  std::mt19937_64 rng(53);
+  int checked = 0;
+  for (int k = 0; k < 300; ++k) {
+    Shape s = test::random_prefill(rng, k % 4 != 0);
+    s.pass = Pass::bwd;
+    if (k % 3 == 0) test::lengthen(rng, s, 16, 300, 5);
+    if (!l2::backward_in_segments(s)) continue;
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c;
+        c.sm_count = static_cast<std::uint32_t>(test::pick(rng, 1, 12));
+        c.ctas_per_sm = static_cast<std::uint32_t>(test::pick(rng, 1, 3));
+        c.q_o_allocate = qo;
+        c.order = order;
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        same_as_enumeration(s, c, l2::segments_backward);
+        ++checked;
+      }
+  }
+  CHECK(checked >= 800);
 }

@@ -228,15 +228,25 @@ void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<vo
   run_backward(s, c, sink);
 }
 
+namespace {
+std::uint64_t backward_enum_work(const Shape& s, std::size_t capacities) {
+  std::uint64_t w = 0;
+  return __builtin_mul_overflow(backward_enum_accesses(s), enumeration_units(capacities), &w) ? ~std::uint64_t{0} : w;
+}
+}  // namespace
+
 FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   if (c.method == L2SimMethod::runs && backward_in_waves(s)) return waves_backward(s, c, t);
+  // Not in lockstep: the segment engine where it costs less than the enumeration.
+  if (c.method == L2SimMethod::runs && segments_backward_work(s, c) < backward_enum_work(s, t.capacities().size()))
+    return segments_backward(s, c, t);
   return enumerate_backward(s, c, t);
 }
 
 std::uint64_t backward_work(const Shape& s, const L2SimConfig& c) {
   if (c.method == L2SimMethod::runs && backward_in_waves(s)) return waves_backward_work(s, c);
-  std::uint64_t w = 0;
-  return __builtin_mul_overflow(backward_enum_accesses(s), enumeration_units(), &w) ? ~std::uint64_t{0} : w;
+  if (c.method == L2SimMethod::runs) return std::min(segments_backward_work(s, c), backward_enum_work(s, 1));
+  return backward_enum_work(s, 1);
 }
 
 std::uint64_t backward_enum_accesses(const Shape& s) {

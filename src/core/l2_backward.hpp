@@ -53,12 +53,18 @@ class BackwardGrid {
 FlashStats enumerate_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f);
 // The backward pass by either method: the runs take it in waves where there is
-// no mask and one sequence length (l2_backward_waves.cpp), and enumerate it
-// elsewhere.
+// no mask and one sequence length (l2_backward_waves.cpp), elsewhere through
+// the segment engine or the enumeration, whichever costs less.
 FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 bool backward_in_waves(const Shape& s);
 FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c);
+// Masks and ragged batches where every query block is read by the main loop:
+// the main loop through the segment engine (l2_backward_segments.cpp).
+bool backward_in_segments(const Shape& s);
+FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t);
+// Its work (~0 where it does not apply or would not fit in memory).
+std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c);
 std::uint64_t backward_enum_accesses(const Shape& s);
 std::uint64_t backward_work(const Shape& s, const L2SimConfig& c);
 

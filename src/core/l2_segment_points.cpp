@@ -55,7 +55,8 @@ std::uint64_t overlap(std::int64_t A, std::int64_t B, std::int64_t lo, std::int6
 
 }  // namespace
 
-void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vector<PointRead>& points) const {
+void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vector<PointRead>& points,
+                                    ReadObserver* obs) const {
   if (points.empty()) return;
   constexpr std::int64_t none = -1;
   auto rank = [](const Stream& s) { return (s.cta << 2) | s.sub; };
@@ -201,7 +202,9 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
     }
     const std::uint64_t d =
         sq.bytes + longs.at(pt.T0) - longs.at(pt.T0 - pt.g - 1) + shorts.at(pt.T0) + corr[i];
-    t.reads(d, 0, 1, sq.bytes);
+    t.reads(d, 0, 1, sq.counts.read);
+    if (sq.counts.writeback != 0) t.writebacks(d, 0, 1, sq.counts.writeback);
+    if (obs != nullptr && sq.counts.observed) obs->reads(static_cast<std::uint64_t>(pt.T0 - sq.phase), d, 0, 1);
   }
 }
 

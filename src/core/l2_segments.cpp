@@ -48,7 +48,14 @@ void SegmentEngine::add_stream(std::uint64_t cta, std::uint32_t sub, std::uint64
                                std::uint64_t ns, std::uint64_t x0, std::uint64_t bytes, Op op, bool allocate) {
   if (count == 0) return;
   if (streams_.size() >= no_stream) throw Error("L2 simulation: too many streams for the segment engine");
-  streams_.push_back({cta, k0, count, ns, x0, bytes, 0, sub, op, allocate});
+  streams_.push_back({cta, k0, count, ns, x0, bytes, 0, sub, op, allocate, ReadCounts{bytes, 0, false, false}});
+}
+
+void SegmentEngine::add_reads(std::uint64_t cta, std::uint32_t sub, std::uint64_t k0, std::uint64_t count,
+                              std::uint64_t ns, std::uint64_t x0, std::uint64_t bytes, ReadCounts counts) {
+  if (count == 0) return;
+  if (streams_.size() >= no_stream) throw Error("L2 simulation: too many streams for the segment engine");
+  streams_.push_back({cta, k0, count, ns, x0, bytes, 0, sub, Op::read, true, counts});
 }
 
 namespace {
@@ -97,6 +104,8 @@ class Painting {
 }  // namespace
 
 void SegmentEngine::link() {
+  if (linked_) return;
+  linked_ = true;
   // Kernels one after another; streams' phases from their CTAs' starts.
   start_.assign(len_.size(), 0);
   std::uint64_t offset = 0;
@@ -154,13 +163,14 @@ void SegmentEngine::link() {
   }
 }
 
-void SegmentEngine::evaluate(Tally& t) {
+void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
   constexpr std::string_view what = "L2 simulation bytes";
+  link();
   // Accesses that bypass the L2: misses and writes, nothing more.
   for (const Stream& s : streams_) {
     if (s.allocate) continue;
-    if (s.op == Op::read) t.reads(infinite, 0, s.count, s.bytes);
-    else t.write(checked_mul(s.count, s.bytes, what));
+    if (s.op == Op::read) t.reads(infinite, 0, s.count, s.counts.read);
+    else if (s.op == Op::write) t.write(checked_mul(s.count, s.bytes, what));
   }
   const EventIndex index(*this);
   std::vector<std::uint32_t> hits;
@@ -175,8 +185,11 @@ void SegmentEngine::evaluate(Tally& t) {
       t.write(checked_mul(count, sq.bytes, what));
       continue;
     }
+    if (sq.op == Op::alloc) continue;
     if (q.pred == no_stream) {  // first accesses
-      t.reads(infinite, 0, count, sq.bytes);
+      if (sq.counts.first_elsewhere) continue;
+      t.reads(infinite, 0, count, sq.counts.read);
+      t.writebacks(infinite, 0, count, sq.counts.writeback);
       continue;
     }
     const std::int64_t g = sq.phase - streams_[q.pred].phase;
@@ -231,9 +244,11 @@ void SegmentEngine::evaluate(Tally& t) {
     std::int64_t pos = T0;
     std::uint64_t d = d0;
     // The piece [pos, next - 1]; then D(next) = D(next - 1) + the slope there.
+    const bool observed = obs != nullptr && sq.counts.observed;
     auto piece_to = [&](std::int64_t next, std::int64_t dz) {
       const std::int64_t n = next - pos;
       batch.reads(d, slope, static_cast<std::uint64_t>(n));
+      if (observed) obs->reads(static_cast<std::uint64_t>(pos - sq.phase), d, slope, static_cast<std::uint64_t>(n));
       slope += dz;
       d += static_cast<std::uint64_t>(slope + (slope - dz) * (n - 1));
       pos = next;
@@ -254,15 +269,13 @@ void SegmentEngine::evaluate(Tally& t) {
       }
     }
     batch.reads(d, slope, static_cast<std::uint64_t>(T1 - pos + 1));
-    batch.flush(t, sq.bytes);
+    if (observed) obs->reads(static_cast<std::uint64_t>(pos - sq.phase), d, slope, static_cast<std::uint64_t>(T1 - pos + 1));
+    batch.flush(t, sq.counts.read, sq.counts.writeback);
   }
-  evaluate_points(t, index, points);
+  evaluate_points(t, index, points, obs);
 }
 
-void SegmentEngine::run(Tally& t) {
-  link();
-  evaluate(t);
-}
+void SegmentEngine::run(Tally& t) { evaluate(t); }
 
 SegmentEngine::EventIndex::EventIndex(const SegmentEngine& e) {
   ev.reserve(e.segs_.size());

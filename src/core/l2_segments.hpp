@@ -20,6 +20,24 @@ inline bool before(std::uint64_t c1, std::uint32_t s1, std::uint64_t c2, std::ui
 enum class Op : std::uint8_t {
   read,   // a read
   write,  // a write of an output: allocates, and reaches DRAM whatever the L2
+  alloc,  // a write of an intermediate: allocates; its write-back is counted by the caller
+};
+
+// What a read stream counts beside its footprint (`bytes`, what it takes in
+// the L2): the bytes tallied as read at its distance, the dirty bytes written
+// back below the same distance, whether its first accesses are tallied by the
+// caller, and whether its distances are reported to an observer.
+struct ReadCounts {
+  std::uint64_t read = 0, writeback = 0;
+  bool first_elsewhere = false, observed = false;
+};
+
+// Receives the distances of observed streams' reads: objects x0, x0 + 1, ...
+// (count of them) at distances d0, d0 + step, ...
+class ReadObserver {
+ public:
+  virtual ~ReadObserver() = default;
+  virtual void reads(std::uint64_t x0, std::uint64_t d0, std::int64_t step, std::uint64_t count) = 0;
 };
 
 class SegmentEngine {
@@ -35,9 +53,17 @@ class SegmentEngine {
   // its step. ns == unique: each access is of its own object (no reuse).
   void add_stream(std::uint64_t cta, std::uint32_t sub, std::uint64_t k0, std::uint64_t count, std::uint64_t ns,
                   std::uint64_t x0, std::uint64_t bytes, Op op, bool allocate = true);
+  // A read stream whose reads count `counts` (read bytes, write-backs) beside
+  // their footprint `bytes`.
+  void add_reads(std::uint64_t cta, std::uint32_t sub, std::uint64_t k0, std::uint64_t count, std::uint64_t ns,
+                 std::uint64_t x0, std::uint64_t bytes, ReadCounts counts);
 
   // Runs the schedule and the distances into t. Afterwards: the schedule.
   void run(Tally& t);
+  // The same in two halves: the schedule (start() and length() hold after
+  // it), then the distances, observed streams' reported to `obs`.
+  void link();
+  void evaluate(Tally& t, ReadObserver* obs = nullptr);
   std::uint64_t start(std::uint64_t cta) const { return start_[cta]; }
   std::uint64_t length(std::uint64_t cta) const { return len_[cta]; }
   std::uint64_t kernel_steps(std::size_t k) const { return kernels_[k].steps; }
@@ -56,6 +82,7 @@ class SegmentEngine {
     std::uint32_t sub;
     Op op;
     bool allocate;
+    ReadCounts counts;  // (read: bytes, no write-back, by default)
   };
   struct Segment {
     std::uint32_t stream;
@@ -91,16 +118,15 @@ class SegmentEngine {
     std::int64_t T0, g;
   };
   static std::uint64_t rank_of(const Stream& s) { return (s.cta << 2) | s.sub; }  // the order in a step
-  void link();
-  void evaluate(Tally& t);
   // The single reads, together: a sweep over g with Fenwick trees over steps
   // (docs/l2-simulation.md, "Single reads"), in l2_segment_points.cpp.
-  void evaluate_points(Tally& t, const EventIndex& index, std::vector<PointRead>& points) const;
+  void evaluate_points(Tally& t, const EventIndex& index, std::vector<PointRead>& points, ReadObserver* obs) const;
 
   std::vector<Kernel> kernels_;
   std::vector<std::uint64_t> len_, start_;
   std::vector<Stream> streams_;
   std::vector<Segment> segs_;
+  bool linked_ = false;
 };
 
 }  // namespace hbmscope::l2

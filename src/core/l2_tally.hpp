@@ -124,12 +124,16 @@ class Tally {
       total_ = 0;
       max_ = 0;
     }
-    // Adds them to t, `bytes` each, and starts again.
-    void flush(Tally& t, std::uint64_t bytes) {
+    // Adds them to t, `bytes` each (and `writeback` dirty bytes each written
+    // back below the same distance), and starts again.
+    void flush(Tally& t, std::uint64_t bytes, std::uint64_t writeback = 0) {
       if (total_ == 0) return;
       t.request_ = add(t.request_, mul(total_, bytes));
       for (std::size_t k = 0; k < n_.size(); ++k)
-        if (n_[k] != 0) t.read_add_[k] = add(t.read_add_[k], mul(n_[k], bytes));
+        if (n_[k] != 0) {
+          t.read_add_[k] = add(t.read_add_[k], mul(n_[k], bytes));
+          if (writeback != 0) t.wb_add_[k] = add(t.wb_add_[k], mul(n_[k], writeback));
+        }
       t.max_reuse_ = std::max(t.max_reuse_, max_);
       clear();
     }

@@ -1,0 +1,357 @@
+// The backward pass where CTAs are not in lockstep (masks, ragged batches):
+// the main loop through the segment engine, the row sets as one object each,
+// and what lies outside it (the row sets' first reads, measured from the
+// preprocessing; D's write-back; the dQ conversion; the GQA reduction) from
+// each object's first and last access in the main loop (docs/l2-simulation.md,
+// "The backward through the segment engine").
+#include <algorithm>
+#include <deque>
+#include <numeric>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
+#include "l2_backward.hpp"
+#include "l2_segments.hpp"
+
+namespace hbmscope::l2 {
+
+namespace {
+
+using u64 = std::uint64_t;
+using i64 = std::int64_t;
+// An access of the main loop: (step, CTA, position in the step), as one number.
+__extension__ typedef unsigned __int128 Key;
+Key key_of(u64 step, u64 cta, u64 sub) { return (static_cast<Key>(step) << 64) | ((cta << 2) | sub); }
+constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
+constexpr u64 rows_ns = 0, kv_ns = 1, dk_ns = 2;
+
+// Sums over a prefix of places, places added one at a time.
+class Fenwick {
+ public:
+  explicit Fenwick(std::size_t n) : v_(n + 1, 0) {}
+  void add(std::size_t i, u64 x) {
+    for (++i; i < v_.size(); i += i & (0 - i)) v_[i] += x;
+  }
+  u64 below(std::size_t i) const {  // places [0, i)
+    u64 s = 0;
+    for (; i > 0; i -= i & (0 - i)) s += v_[i];
+    return s;
+  }
+
+ private:
+  std::vector<u64> v_;
+};
+
+// D's write-back distance, per row: the largest of its reads' distances and
+// its depth after the main loop. Rows start at the first read's distance and
+// that depth; a run of re-reads that none of its rows' starting values is
+// below is passed over (most are: the first read comes after the
+// preprocessing of every later row, the depth before the main loop's rest).
+class DMax : public ReadObserver {
+ public:
+  static constexpr u64 block = 64;
+  explicit DMax(std::vector<u64> start) : best_(std::move(start)), low_((best_.size() + block - 1) / block, ~u64{0}) {
+    for (u64 r = 0; r < best_.size(); ++r) low_[r / block] = std::min(low_[r / block], best_[r]);
+  }
+  void reads(u64 x0, u64 d0, i64 step, u64 count) override {
+    const u64 last = step >= 0 ? d0 + static_cast<u64>(step) * (count - 1) : d0 - static_cast<u64>(-step) * (count - 1);
+    const u64 hi = std::max(d0, last);
+    bool below = true;
+    for (u64 b = x0 / block; b <= (x0 + count - 1) / block && below; ++b) below = hi <= low_[b];
+    if (below) return;
+    for (u64 k = 0; k < count; ++k) {
+      const u64 d = step >= 0 ? d0 + static_cast<u64>(step) * k : d0 - static_cast<u64>(-step) * k;
+      best_[x0 + k] = std::max(best_[x0 + k], d);
+    }
+  }
+  u64 at(u64 r) const { return best_[r]; }
+
+ private:
+  std::vector<u64> best_, low_;
+};
+
+}  // namespace
+
+bool backward_in_segments(const Shape& s) {
+  if (backward_in_waves(s)) return false;
+  // Every query block must be read by the main loop (its first read is
+  // measured from the preprocessing).
+  auto all_seen = [](const Shape& one) {
+    const u64 nq = ceil_div(one.seq_q, one.block_rows);
+    for (u64 i = 0; i < nq; ++i)
+      if (visible_key_blocks(one, i).empty()) return false;
+    return true;
+  };
+  if (s.seq_lens.empty()) return all_seen(s);
+  for (const SeqGroup& g : s.seq_lens.groups())
+    if (!all_seen(sequence_shape(s, g))) return false;
+  return true;
+}
+
+std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
+  if (!backward_in_segments(s)) return ~u64{0};
+  const BackwardGrid g(s, c.order);
+  // About 1.3 KB a CTA (the engine's streams, segments and index, the grid)
+  // and 150 bytes a row: past 1.5 M CTAs (about 2 GB) it is not used.
+  constexpr u64 max_ctas = u64{3} << 19;
+  if (g.ctas() > max_ctas) return ~u64{0};
+  const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
+  const u64 beside = 5 * std::min(g.ctas(), slots) + 8;
+  const u64 unit = c.order == Rasterization::head_major ? 9 : 12;
+  u64 rows = 0;
+  for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
+  u64 w = 0, r = 0;
+  if (__builtin_mul_overflow(g.ctas(), beside * unit + 400, &w) || __builtin_mul_overflow(rows, 600, &r)) return ~u64{0};
+  return __builtin_add_overflow(w, r, &w) ? ~u64{0} : w;
+}
+
+FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
+  constexpr std::string_view what = "L2 simulation bytes";
+  if (!backward_in_segments(s)) throw Error("internal: the backward's segments need every query block read");
+  const BackwardGrid g(s, c.order);
+  const FlashGrid& fg = g.forward();
+  const u64 H = s.heads, Hkv = s.kv_heads, G = fg.group();
+  const bool gqa = H != Hkv, qo = c.q_o_allocate;
+  const u64 ctas = g.ctas(), slots = u64{c.sm_count} * c.ctas_per_sm;
+
+  // Rows in the preprocessing's order (sequence, head, query block); K/V
+  // objects per (sequence, kv head, key block), in the reduction's order.
+  std::vector<u64> row_base(s.batch), kv_base(s.batch);
+  u64 R = 0, P = 0;
+  for (u64 b = 0; b < s.batch; ++b) {
+    row_base[b] = R;
+    kv_base[b] = P;
+    R = checked_add(R, checked_mul(H, fg.sequence(b).q_blocks, what), what);
+    P = checked_add(P, checked_mul(Hkv, fg.sequence(b).k_blocks, what), what);
+  }
+  std::vector<u64> ql(R), dO(R), dd(R), acc(R), o(R), dq(R), u(R);
+  for (u64 b = 0; b < s.batch; ++b) {
+    const FlashSeq& f = fg.sequence(b);
+    for (u64 h = 0; h < H; ++h)
+      for (u64 i = 0; i < f.q_blocks; ++i) {
+        const u64 r = row_base[b] + h * f.q_blocks + i, n = std::min(s.block_rows, f.shape.seq_q - i * s.block_rows);
+        ql[r] = g.ql_row() * n;
+        dO[r] = g.do_row() * n;
+        dd[r] = 4 * n;
+        acc[r] = g.acc_row() * n;
+        o[r] = g.o_row() * n;
+        dq[r] = g.dq_row() * n;
+        u[r] = ql[r] + dO[r] + dd[r] + acc[r];
+      }
+  }
+
+  // The main loop in the engine: per CTA its K/V (first step), its row sets
+  // (one a step, the last partial block apart) and its dK, dV (last step).
+  std::vector<BackwardCta> ct(ctas);
+  std::vector<u64> lengths(ctas), kv_of(ctas), row0(ctas);
+  for (u64 id = 0; id < ctas; ++id) {
+    ct[id] = g.cta(id);
+    lengths[id] = ct[id].steps();
+    const FlashSeq& f = fg.sequence(ct[id].seq);
+    kv_of[id] = kv_base[ct[id].seq] + (ct[id].pair - ct[id].seq * Hkv) * f.k_blocks + ct[id].k_block;
+    row0[id] = row_base[ct[id].seq] + ct[id].head * f.q_blocks;
+  }
+  SegmentEngine e;
+  e.add_kernel(slots, lengths);
+  std::vector<u64>().swap(lengths);
+  for (u64 id = 0; id < ctas; ++id) {
+    const BackwardCta& x = ct[id];
+    const u64 kvb = g.kv_col() * x.cols;
+    e.add_stream(id, kv_sub, 0, 1, kv_ns, kv_of[id], kvb, Op::read);
+    if (x.end > x.first) {
+      const u64 nq = fg.sequence(x.seq).q_blocks, r0 = row0[id];
+      const bool partial = u[r0 + nq - 1] != u[r0];
+      const u64 split = partial ? std::min(x.end, nq - 1) : x.end;
+      auto rows = [&](u64 k0, u64 a, u64 b) {
+        if (b > a) e.add_reads(id, row_sub, k0, b - a, rows_ns, r0 + a, u[r0 + a], {u[r0 + a], acc[r0 + a], true, true});
+      };
+      rows(0, x.first, split);
+      rows(std::max(split, x.first) - x.first, std::max(split, x.first), x.end);
+    }
+    if (gqa) e.add_stream(id, dk_sub, x.steps() - 1, 1, dk_ns, kv_of[id] * G + x.head % G, kvb, Op::alloc);
+    else e.add_stream(id, dk_sub, x.steps() - 1, 1, SegmentEngine::unique, 0, kvb, Op::write, qo);
+  }
+  e.link();
+
+  // Each row's first and last read: row i of a head is read by the head's
+  // CTAs j whose query blocks [first(j), end(j)) hold it, a range of j that
+  // moves up with i, at step start(j) - first(j) + i; the earliest (latest)
+  // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
+  std::vector<u64> head_first(fg.heads() + 1, 0), by_head(ctas);
+  for (u64 id = 0; id < ctas; ++id) ++head_first[ct[id].head_key + 1];
+  std::partial_sum(head_first.begin(), head_first.end(), head_first.begin());
+  {
+    std::vector<u64> at(head_first.begin(), head_first.end() - 1);
+    for (u64 id = 0; id < ctas; ++id) by_head[at[ct[id].head_key]++] = id;  // key block order
+  }
+  std::vector<Key> first_read(R), last_read(R);
+  {
+    std::deque<u64> lo, hi;  // CTAs of the window: increasing (v, id) from the front; decreasing
+    for (u64 k = 0; k < fg.heads(); ++k) {
+      const u64* js = by_head.data() + head_first[k];
+      const u64 m = head_first[k + 1] - head_first[k];
+      if (m == 0) continue;
+      const u64 nq = fg.sequence(ct[js[0]].seq).q_blocks, r0 = row0[js[0]];
+      auto v = [&](u64 id) { return static_cast<i64>(e.start(id)) - static_cast<i64>(ct[id].first); };
+      lo.clear();
+      hi.clear();
+      u64 next = 0;
+      for (u64 i = 0; i < nq; ++i) {
+        for (; next < m && ct[js[next]].first <= i; ++next) {
+          const u64 id = js[next];
+          if (ct[id].end <= ct[id].first) continue;
+          while (!lo.empty() && v(lo.back()) > v(id)) lo.pop_back();  // (on a tie the earlier CTA reads first)
+          lo.push_back(id);
+          while (!hi.empty() && v(hi.back()) <= v(id)) hi.pop_back();
+          hi.push_back(id);
+        }
+        while (!lo.empty() && ct[lo.front()].end <= i) lo.pop_front();
+        while (!hi.empty() && ct[hi.front()].end <= i) hi.pop_front();
+        if (lo.empty()) throw Error("internal: a query block no key block of the backward reads");
+        first_read[r0 + i] = key_of(static_cast<u64>(v(lo.front()) + static_cast<i64>(i)), lo.front(), row_sub);
+        last_read[r0 + i] = key_of(static_cast<u64>(v(hi.front()) + static_cast<i64>(i)), hi.front(), row_sub);
+      }
+    }
+  }
+  // K/V objects' first and last reads, the dK, dV writes.
+  std::vector<Key> kv_first(P, ~Key{0}), kv_last(P, 0), dk_write(ctas);
+  std::vector<u64> kv_bytes(P, 0), dk_bytes(ctas);
+  for (u64 id = 0; id < ctas; ++id) {
+    const Key k = key_of(e.start(id), id, kv_sub);
+    kv_first[kv_of[id]] = std::min(kv_first[kv_of[id]], k);
+    kv_last[kv_of[id]] = std::max(kv_last[kv_of[id]], k);
+    kv_bytes[kv_of[id]] = g.kv_col() * ct[id].cols;
+    dk_write[id] = key_of(e.start(id) + e.length(id) - 1, id, dk_sub);
+    dk_bytes[id] = gqa || qo ? g.kv_col() * ct[id].cols : 0;
+  }
+  auto order_by = [](const std::vector<Key>& keys) {
+    std::vector<u64> ix(keys.size());
+    std::iota(ix.begin(), ix.end(), u64{0});
+    std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return keys[a] < keys[b]; });
+    return ix;
+  };
+
+  // The preprocessing: dO and O read, D and the accumulator allocated dirty.
+  t.reads(infinite, 0, 1, std::accumulate(dO.begin(), dO.end(), u64{0}));
+  t.reads(infinite, 0, 1, std::accumulate(o.begin(), o.end(), u64{0}));
+
+  // First reads: after the preprocessing's later rows, what the main loop
+  // read before (a row set the preprocessing had not reached adds only its Q).
+  std::vector<u64> dist_first(R);
+  {
+    std::vector<u64> pre_after(R + 1, 0);  // preprocessing bytes of rows >= r
+    for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + dO[r] + (qo ? o[r] : 0) + dd[r] + acc[r];
+    const std::vector<u64> rows = order_by(first_read), kvs = order_by(kv_first), dks = order_by(dk_write);
+    Fenwick q_seen(R), u_seen(R);
+    u64 q_total = 0, kv_sum = 0, dk_sum = 0;
+    std::size_t a = 0, b = 0;
+    for (const u64 r : rows) {
+      for (; a < kvs.size() && kv_first[kvs[a]] < first_read[r]; ++a) kv_sum += kv_bytes[kvs[a]];
+      for (; b < dks.size() && dk_write[dks[b]] < first_read[r]; ++b) dk_sum += dk_bytes[dks[b]];
+      const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(r + 1)) + u_seen.below(r) + kv_sum + dk_sum;
+      dist_first[r] = d;
+      q_seen.add(r, ql[r]);
+      u_seen.add(r, u[r]);
+      q_total += ql[r];
+      t.reads(infinite, 0, 1, ql[r]);
+      t.reads(d, 0, 1, dd[r] + acc[r]);
+      t.reads(qo ? d + o[r] : d, 0, 1, dO[r]);
+      t.writebacks(d, 0, 1, acc[r]);
+    }
+  }
+
+  // What the main loop reads after an access: the row sets, K/V and dK, dV
+  // whose last access is later. Rows by last read, latest first.
+  const std::vector<u64> rows_late = [&] {
+    std::vector<u64> ix = order_by(last_read);
+    std::reverse(ix.begin(), ix.end());
+    return ix;
+  }();
+  std::vector<u64> kvs_late = order_by(kv_last), dks_late = order_by(dk_write);
+  std::reverse(kvs_late.begin(), kvs_late.end());
+  std::reverse(dks_late.begin(), dks_late.end());
+  struct After {
+    u64 rows = 0, acc = 0, kv = 0, dk = 0;
+    std::size_t r = 0, k = 0, d = 0;
+  };
+  // Advances `a` over every access later than `key`; `row` and `dk` see each one passed.
+  auto advance = [&](After& a, Key key, auto&& row, auto&& dk) {
+    for (; a.r < rows_late.size() && last_read[rows_late[a.r]] > key; ++a.r) {
+      a.rows += u[rows_late[a.r]];
+      a.acc += acc[rows_late[a.r]];
+      row(rows_late[a.r]);
+    }
+    for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
+    for (; a.d < dks_late.size() && dk_write[dks_late[a.d]] > key; ++a.d) {
+      a.dk += dk_bytes[dks_late[a.d]];
+      dk(dks_late[a.d]);
+    }
+  };
+
+  // D's depth at its death and the dQ conversion's reads, in row order: the
+  // accumulators the conversion read before (those of rows with an earlier
+  // last read; the others are among the main loop's rows).
+  std::vector<u64> start(R);
+  {
+    std::vector<u64> acc_before(R + 1, 0);
+    u64 dq_before = 0;
+    for (u64 r = 0; r < R; ++r) acc_before[r + 1] = acc_before[r] + acc[r];
+    Fenwick acc_later(R);
+    After a;
+    std::vector<u64> conv(R);
+    for (const u64 r : rows_late) {
+      advance(a, last_read[r], [&](u64 x) { acc_later.add(x, acc[x]); }, [](u64) {});
+      const u64 after = a.rows + a.kv + a.dk;
+      start[r] = std::max(dist_first[r], dd[r] + acc[r] + after);
+      conv[r] = acc[r] + after + (acc_before[r] - acc_later.below(r));
+    }
+    for (u64 r = 0; r < R; ++r) {
+      const u64 d = conv[r] + (qo ? dq_before : 0);
+      t.reads(d, 0, 1, acc[r]);
+      t.writebacks(d, 0, 1, acc[r]);
+      t.write(dq[r]);
+      dq_before += dq[r];
+    }
+  }
+
+  // The main loop's re-reads; D's write-back at the largest of its distances.
+  DMax dmax(std::move(start));
+  e.evaluate(t, &dmax);
+  for (u64 r = 0; r < R; ++r) t.writebacks(dmax.at(r), 0, 1, dd[r]);
+
+  // GQA: dK, dV of the G heads of a (kv head, key block) read in head order
+  // after the conversion, then their sum written.
+  if (gqa) {
+    const u64 acc_total = std::accumulate(acc.begin(), acc.end(), u64{0});
+    const u64 dq_total = std::accumulate(dq.begin(), dq.end(), u64{0});
+    std::vector<u64> place(ctas), dk_before(ctas + 1, 0), out_before(P + 1, 0);
+    std::vector<u64> by_place(ctas);
+    for (u64 id = 0; id < ctas; ++id) {
+      place[id] = kv_of[id] * G + ct[id].head % G;
+      by_place[place[id]] = id;
+    }
+    for (u64 p = 0; p < ctas; ++p) dk_before[p + 1] = dk_before[p] + dk_bytes[by_place[p]];
+    for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
+    Fenwick dk_later(ctas);
+    After a;
+    for (const u64 id : dks_late) {
+      advance(a, dk_write[id], [](u64) {}, [&](u64 y) { dk_later.add(place[y], dk_bytes[y]); });
+      const u64 d = dk_bytes[id] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
+                    (dk_before[place[id]] - dk_later.below(place[id])) + (qo ? out_before[kv_of[id]] : 0);
+      t.reads(d, 0, 1, dk_bytes[id]);
+      t.writebacks(d, 0, 1, dk_bytes[id]);
+    }
+    t.write(out_before[P]);
+  }
+
+  FlashStats st;
+  st.steps = e.kernel_steps(0);
+  st.waves = ceil_div(ctas, slots);
+  auto from = [&](u64 id) { return e.start(id); };
+  auto to = [&](u64 id) { return e.start(id) + e.length(id) - 1; };
+  st.heads = mean_distinct(ctas, [&](u64 id) { return ct[id].head_key; }, from, to, fg.heads(), st.steps);
+  st.kv_heads = mean_distinct(ctas, [&](u64 id) { return ct[id].pair; }, from, to, fg.pairs(), st.steps);
+  return st;
+}
+
+}  // namespace hbmscope::l2
