@@ -35,7 +35,7 @@ std::uint64_t L2Budget::take(const Shape& s, const L2SimConfig& c) {
   if (w > max_l2_sim_work) {  // left out and named
     if (over_cap_named_.empty()) first_over_cap_ = c;
     if (over_cap_named_.size() < 5) over_cap_named_.push_back(s);
-    over_cap_enumerated_backward_ |= l2_sim_backward_enumerated(s);
+    over_cap_masked_backward_ |= l2_sim_backward_not_in_closed_form(s);
     ++over_cap_;
     return 0;
   }
@@ -69,9 +69,10 @@ void L2Budget::finish() {
                                  "each): {} (bigger --block-rows/--block-cols, fewer heads or shorter sequences "
                                  "simulate them{})",
                                  over_cap_, max_l2_sim_work, named,
-                                 over_cap_enumerated_backward_
-                                     ? "; backward rows with a mask or a ragged batch are enumerated, access by "
-                                       "access: docs/l2-simulation.md, \"Not done: the causal backward\""
+                                 over_cap_masked_backward_
+                                     ? "; backward rows with a mask or a ragged batch have no closed form: their "
+                                       "cost grows with CTAs x slots, docs/l2-simulation.md, \"The backward through "
+                                       "the segment engine\""
                                      : ""));
   }
   if (over_budget_)

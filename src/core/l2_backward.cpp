@@ -112,7 +112,8 @@ FlashStats run_backward(const Shape& s, const L2SimConfig& c, Sink& l2) {
   if (ids.objects() >= (std::uint64_t{1} << 28))
     throw Error("shape " + describe(s) + ": the backward L2 enumeration would track " + std::to_string(ids.objects()) +
                 " objects (at most " + std::to_string(std::uint64_t{1} << 28) + "); " +
-                (backward_in_waves(s) ? "use --l2-method runs" : "use bigger --block-rows/--block-cols"));
+                (backward_in_waves(s) || segments_backward_work(s, c) <= max_l2_sim_work ? "use --l2-method runs"
+                                                                                : "use bigger --block-rows/--block-cols"));
   l2.reserve_objects(static_cast<std::size_t>(ids.objects()));
   auto rows_of = [&](std::uint64_t b, std::uint64_t i) {
     return std::min(s.block_rows, fg.sequence(b).shape.seq_q - i * s.block_rows);

@@ -91,18 +91,22 @@ bool backward_in_segments(const Shape& s) {
 std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
   if (!backward_in_segments(s)) return ~u64{0};
   const BackwardGrid g(s, c.order);
-  // About 1.3 KB a CTA (the engine's streams, segments and index, the grid)
-  // and 150 bytes a row: past 1.5 M CTAs (about 2 GB) it is not used.
-  constexpr u64 max_ctas = u64{3} << 19;
-  if (g.ctas() > max_ctas) return ~u64{0};
-  const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
-  const u64 beside = 5 * std::min(g.ctas(), slots) + 8;
-  const u64 unit = c.order == Rasterization::head_major ? 9 : 12;
+  // About 1.6 KB a CTA (the engine's streams, segments and index, the grid,
+  // the K/V and dK keys) and 130 bytes a row: past 1.5 M CTAs or 8 M rows
+  // (about 2.5 GB, 1 GB) it is not used.
+  constexpr u64 max_ctas = u64{3} << 19, max_rows = u64{1} << 23;
   u64 rows = 0;
   for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
-  u64 w = 0, r = 0;
-  if (__builtin_mul_overflow(g.ctas(), beside * unit + 400, &w) || __builtin_mul_overflow(rows, 600, &r)) return ~u64{0};
-  return __builtin_add_overflow(w, r, &w) ? ~u64{0} : w;
+  if (g.ctas() > max_ctas || rows > max_rows) return ~u64{0};
+  // A CTA's row sets, K/V and dK, dV meet the segments of the CTAs beside it:
+  // about 220 units a slot a CTA and 4,000 more (its first and last reads,
+  // sorted; the single reads' trees), and 600 a row (sorts and sums). Measured on causal, windowed and
+  // chunked shapes of 64K to 1M tokens, 16 to 264 slots, both orders: 115 to
+  // 265 ns a slot a CTA at 132 slots and more (bench/, "L2 runs").
+  const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
+  u64 w = 0;
+  if (__builtin_mul_overflow(g.ctas(), std::min(g.ctas(), slots) * 220 + 4000, &w)) return ~u64{0};
+  return w + rows * 600;
 }
 
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
@@ -124,21 +128,27 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     R = checked_add(R, checked_mul(H, fg.sequence(b).q_blocks, what), what);
     P = checked_add(P, checked_mul(Hkv, fg.sequence(b).k_blocks, what), what);
   }
-  std::vector<u64> ql(R), dO(R), dd(R), acc(R), o(R), dq(R), u(R);
+  // Rows of each query block (all but a sequence's last are full); the
+  // objects' bytes are these times their bytes a row.
+  std::vector<std::uint32_t> n_rows(R);
+  std::vector<u64> u(R);  // the row set: Q with LSE, dO, D, the accumulator
   for (u64 b = 0; b < s.batch; ++b) {
     const FlashSeq& f = fg.sequence(b);
     for (u64 h = 0; h < H; ++h)
       for (u64 i = 0; i < f.q_blocks; ++i) {
         const u64 r = row_base[b] + h * f.q_blocks + i, n = std::min(s.block_rows, f.shape.seq_q - i * s.block_rows);
-        ql[r] = g.ql_row() * n;
-        dO[r] = g.do_row() * n;
-        dd[r] = 4 * n;
-        acc[r] = g.acc_row() * n;
-        o[r] = g.o_row() * n;
-        dq[r] = g.dq_row() * n;
-        u[r] = ql[r] + dO[r] + dd[r] + acc[r];
+        n_rows[r] = static_cast<std::uint32_t>(n);
+        u[r] = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * n;
       }
   }
+  auto ql = [&](u64 r) { return g.ql_row() * n_rows[r]; };
+  auto dO = [&](u64 r) { return g.do_row() * n_rows[r]; };
+  auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
+  auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
+  auto o = [&](u64 r) { return g.o_row() * n_rows[r]; };
+  auto dq = [&](u64 r) { return g.dq_row() * n_rows[r]; };
+  u64 all_rows = 0;
+  for (u64 r = 0; r < R; ++r) all_rows += n_rows[r];
 
   // The main loop in the engine: per CTA its K/V (first step), its row sets
   // (one a step, the last partial block apart) and its dK, dV (last step).
@@ -163,7 +173,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
       const bool partial = u[r0 + nq - 1] != u[r0];
       const u64 split = partial ? std::min(x.end, nq - 1) : x.end;
       auto rows = [&](u64 k0, u64 a, u64 b) {
-        if (b > a) e.add_reads(id, row_sub, k0, b - a, rows_ns, r0 + a, u[r0 + a], {u[r0 + a], acc[r0 + a], true, true});
+        if (b > a) e.add_reads(id, row_sub, k0, b - a, rows_ns, r0 + a, u[r0 + a], {u[r0 + a], acc(r0 + a), true, true});
       };
       rows(0, x.first, split);
       rows(std::max(split, x.first) - x.first, std::max(split, x.first), x.end);
@@ -232,15 +242,15 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   };
 
   // The preprocessing: dO and O read, D and the accumulator allocated dirty.
-  t.reads(infinite, 0, 1, std::accumulate(dO.begin(), dO.end(), u64{0}));
-  t.reads(infinite, 0, 1, std::accumulate(o.begin(), o.end(), u64{0}));
+  t.reads(infinite, 0, 1, g.do_row() * all_rows);
+  t.reads(infinite, 0, 1, g.o_row() * all_rows);
 
   // First reads: after the preprocessing's later rows, what the main loop
   // read before (a row set the preprocessing had not reached adds only its Q).
   std::vector<u64> dist_first(R);
   {
     std::vector<u64> pre_after(R + 1, 0);  // preprocessing bytes of rows >= r
-    for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + dO[r] + (qo ? o[r] : 0) + dd[r] + acc[r];
+    for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r);
     const std::vector<u64> rows = order_by(first_read), kvs = order_by(kv_first), dks = order_by(dk_write);
     Fenwick q_seen(R), u_seen(R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
@@ -250,13 +260,13 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
       for (; b < dks.size() && dk_write[dks[b]] < first_read[r]; ++b) dk_sum += dk_bytes[dks[b]];
       const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(r + 1)) + u_seen.below(r) + kv_sum + dk_sum;
       dist_first[r] = d;
-      q_seen.add(r, ql[r]);
+      q_seen.add(r, ql(r));
       u_seen.add(r, u[r]);
-      q_total += ql[r];
-      t.reads(infinite, 0, 1, ql[r]);
-      t.reads(d, 0, 1, dd[r] + acc[r]);
-      t.reads(qo ? d + o[r] : d, 0, 1, dO[r]);
-      t.writebacks(d, 0, 1, acc[r]);
+      q_total += ql(r);
+      t.reads(infinite, 0, 1, ql(r));
+      t.reads(d, 0, 1, dd(r) + acc(r));
+      t.reads(qo ? d + o(r) : d, 0, 1, dO(r));
+      t.writebacks(d, 0, 1, acc(r));
     }
   }
 
@@ -278,7 +288,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   auto advance = [&](After& a, Key key, auto&& row, auto&& dk) {
     for (; a.r < rows_late.size() && last_read[rows_late[a.r]] > key; ++a.r) {
       a.rows += u[rows_late[a.r]];
-      a.acc += acc[rows_late[a.r]];
+      a.acc += acc(rows_late[a.r]);
       row(rows_late[a.r]);
     }
     for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
@@ -295,35 +305,34 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   {
     std::vector<u64> acc_before(R + 1, 0);
     u64 dq_before = 0;
-    for (u64 r = 0; r < R; ++r) acc_before[r + 1] = acc_before[r] + acc[r];
+    for (u64 r = 0; r < R; ++r) acc_before[r + 1] = acc_before[r] + acc(r);
     Fenwick acc_later(R);
     After a;
     std::vector<u64> conv(R);
     for (const u64 r : rows_late) {
-      advance(a, last_read[r], [&](u64 x) { acc_later.add(x, acc[x]); }, [](u64) {});
+      advance(a, last_read[r], [&](u64 x) { acc_later.add(x, acc(x)); }, [](u64) {});
       const u64 after = a.rows + a.kv + a.dk;
-      start[r] = std::max(dist_first[r], dd[r] + acc[r] + after);
-      conv[r] = acc[r] + after + (acc_before[r] - acc_later.below(r));
+      start[r] = std::max(dist_first[r], dd(r) + acc(r) + after);
+      conv[r] = acc(r) + after + (acc_before[r] - acc_later.below(r));
     }
     for (u64 r = 0; r < R; ++r) {
       const u64 d = conv[r] + (qo ? dq_before : 0);
-      t.reads(d, 0, 1, acc[r]);
-      t.writebacks(d, 0, 1, acc[r]);
-      t.write(dq[r]);
-      dq_before += dq[r];
+      t.reads(d, 0, 1, acc(r));
+      t.writebacks(d, 0, 1, acc(r));
+      t.write(dq(r));
+      dq_before += dq(r);
     }
   }
 
   // The main loop's re-reads; D's write-back at the largest of its distances.
   DMax dmax(std::move(start));
   e.evaluate(t, &dmax);
-  for (u64 r = 0; r < R; ++r) t.writebacks(dmax.at(r), 0, 1, dd[r]);
+  for (u64 r = 0; r < R; ++r) t.writebacks(dmax.at(r), 0, 1, dd(r));
 
   // GQA: dK, dV of the G heads of a (kv head, key block) read in head order
   // after the conversion, then their sum written.
   if (gqa) {
-    const u64 acc_total = std::accumulate(acc.begin(), acc.end(), u64{0});
-    const u64 dq_total = std::accumulate(dq.begin(), dq.end(), u64{0});
+    const u64 acc_total = g.acc_row() * all_rows, dq_total = g.dq_row() * all_rows;
     std::vector<u64> place(ctas), dk_before(ctas + 1, 0), out_before(P + 1, 0);
     std::vector<u64> by_place(ctas);
     for (u64 id = 0; id < ctas; ++id) {

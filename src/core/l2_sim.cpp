@@ -277,7 +277,7 @@ std::uint64_t l2_sim_work(const Shape& s, const L2SimConfig& c) {
 
 bool l2_sim_within_budget(const Shape& s, const L2SimConfig& c) { return l2_sim_work(s, c) <= max_l2_sim_work; }
 
-bool l2_sim_backward_enumerated(const Shape& s) { return s.pass != Pass::fwd && !l2::backward_in_waves(s); }
+bool l2_sim_backward_not_in_closed_form(const Shape& s) { return s.pass != Pass::fwd && !l2::backward_in_waves(s); }
 
 void check_l2_sim_size(const Shape& s, const L2SimConfig& c) {
   const std::uint64_t w = l2_sim_work(s, c);
