@@ -44,8 +44,8 @@ class Fenwick {
 
 // D's write-back distance, per row: the largest of its reads' distances and
 // its depth after the main loop. Rows start at the first read's distance and
-// that depth; a run of re-reads that none of its rows' starting values is
-// below is passed over (most are: the first read comes after the
+// that depth; a run of re-reads is passed over in each block of rows whose
+// starting values it does not exceed (most: the first read comes after the
 // preprocessing of every later row, the depth before the main loop's rest).
 class DMax : public ReadObserver {
  public:
@@ -54,14 +54,14 @@ class DMax : public ReadObserver {
     for (u64 r = 0; r < best_.size(); ++r) low_[r / block] = std::min(low_[r / block], best_[r]);
   }
   void reads(u64 x0, u64 d0, i64 step, u64 count) override {
-    const u64 last = step >= 0 ? d0 + static_cast<u64>(step) * (count - 1) : d0 - static_cast<u64>(-step) * (count - 1);
-    const u64 hi = std::max(d0, last);
-    bool below = true;
-    for (u64 b = x0 / block; b <= (x0 + count - 1) / block && below; ++b) below = hi <= low_[b];
-    if (below) return;
-    for (u64 k = 0; k < count; ++k) {
-      const u64 d = step >= 0 ? d0 + static_cast<u64>(step) * k : d0 - static_cast<u64>(-step) * k;
-      best_[x0 + k] = std::max(best_[x0 + k], d);
+    auto d = [&](u64 k) { return step >= 0 ? d0 + static_cast<u64>(step) * k : d0 - static_cast<u64>(-step) * k; };
+    // Block by block: one whose rows all start at least the run's largest
+    // distance there is passed over.
+    for (u64 lo = x0, end = x0 + count; lo < end;) {
+      const u64 hi = std::min(end, (lo / block + 1) * block);
+      if (std::max(d(lo - x0), d(hi - 1 - x0)) > low_[lo / block])
+        for (u64 x = lo; x < hi; ++x) best_[x] = std::max(best_[x], d(x - x0));
+      lo = hi;
     }
   }
   u64 at(u64 r) const { return best_[r]; }
@@ -89,7 +89,7 @@ bool backward_in_segments(const Shape& s) {
 }
 
 std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
-  if (!backward_in_segments(s)) return ~u64{0};
+  if (backward_in_waves(s)) return ~u64{0};
   const BackwardGrid g(s, c.order);
   // About 1.6 KB a CTA (the engine's streams, segments and index, the grid,
   // the K/V and dK keys) and 130 bytes a row: past 1.5 M CTAs or 8 M rows
@@ -97,7 +97,7 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
   constexpr u64 max_ctas = u64{3} << 19, max_rows = u64{1} << 23;
   u64 rows = 0;
   for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
-  if (g.ctas() > max_ctas || rows > max_rows) return ~u64{0};
+  if (g.ctas() > max_ctas || rows > max_rows || !backward_in_segments(s)) return ~u64{0};
   // A CTA's row sets, K/V and dK, dV meet the segments of the CTAs beside it:
   // about 220 units a slot a CTA and 4,000 more (its first and last reads,
   // sorted; the single reads' trees), and 600 a row (sorts and sums). Measured on causal, windowed and
