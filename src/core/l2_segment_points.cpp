@@ -62,7 +62,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
   auto rank = [](const Stream& s) { return (s.cta << 2) | s.sub; };
   struct Seg {
     std::int64_t A, B, G;  // steps; G: to the successor stream (none: no successor)
-    std::uint64_t z, rank_next;
+    std::uint64_t z, rank, rank_next;
   };
   const std::size_t n = segs_.size();
   std::vector<Seg> rs(n);
@@ -76,6 +76,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
     r.A = s.phase + static_cast<std::int64_t>(g.a);
     r.B = s.phase + static_cast<std::int64_t>(g.b) - 1;
     r.z = s.bytes;
+    r.rank = rank(s);
     r.G = none;
     r.rank_next = 0;
     coords.push_back(r.A);
@@ -109,28 +110,27 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
     return r.G != none && (r.G < g || (r.G == g && r.rank_next <= rq));
   };
   // What the order within a step changes (exact minus the approximation
-  // below), for segment k and read p; it is zero unless k accesses at step
-  // T0, at T0 - g, or at T0 - G (its successor at T0).
-  auto correction = [&](std::uint32_t k, const PointRead& p) -> std::uint64_t {
-    const Segment& q = segs_[p.seg];
-    const Stream& sq = streams_[q.stream];
-    const Stream& sp = streams_[q.pred];
-    const Seg& r = rs[k];
-    const Stream& sr = streams_[segs_[k].stream];
-    const std::int64_t T0 = p.T0, g = p.g;
-    const std::uint64_t approx =
-        is_short(k, g, rank(sq)) ? overlap(r.A, r.B, T0 - r.G + 1, T0) : overlap(r.A, r.B, T0 - g, T0);
-    const std::int64_t alpha = before(sp.cta, sp.sub, sr.cta, sr.sub) ? 0 : 1;
-    const std::int64_t gamma = before(sr.cta, sr.sub, sq.cta, sq.sub) ? 0 : 1;
+  // below), for a segment r (its steps, gap, bytes and ranks) and a read at
+  // T0, g steps after its predecessor, of ranks rq and rp (the
+  // predecessor's); it is zero unless r accesses at step T0, at T0 - g, or at
+  // T0 - G (its successor at T0).
+  auto correction = [](const auto& r, std::int64_t T0, std::int64_t g, std::uint64_t rq,
+                       std::uint64_t rp) -> std::uint64_t {
+    const bool short_r = r.G != none && (r.G < g || (r.G == g && r.rank_next <= rq));
+    const std::uint64_t approx = short_r ? overlap(r.A, r.B, T0 - r.G + 1, T0) : overlap(r.A, r.B, T0 - g, T0);
+    const std::int64_t alpha = rp < r.rank ? 0 : 1;
+    const std::int64_t gamma = r.rank < rq ? 0 : 1;
     std::int64_t m = g - alpha;
-    if (r.G != none) {
-      const Stream& sn = streams_[segs_[k].succ];
-      const std::int64_t beta = before(sq.cta, sq.sub, sn.cta, sn.sub) ? 1 : 0;
-      m = std::min(m, r.G - 1 + beta);
-    }
+    if (r.G != none) m = std::min(m, r.G - 1 + (rq < r.rank_next ? 1 : 0));
     return (overlap(r.A, r.B, T0 - m, T0 - gamma) - approx) * r.z;
   };
-  auto at_step = [&](std::uint32_t k, std::int64_t T) { return rs[k].A <= T && T <= rs[k].B; };
+  // The ranks of each read and of its predecessor.
+  std::vector<std::uint64_t> rq_of(points.size()), rp_of(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Segment& q = segs_[points[i].seg];
+    rq_of[i] = rank(streams_[q.stream]);
+    rp_of[i] = rank(streams_[q.pred]);
+  }
 
   // The corrections: the segments at T0 and those re-read at T0 (reads by
   // T0), then those at T0 - g not met yet (reads by T0 - g).
@@ -142,23 +142,25 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
   {
     EventIndex::Stabber stab(index);
     for (const std::uint32_t i : order) {
-      const std::int64_t T0 = points[i].T0;
+      const std::int64_t T0 = points[i].T0, g = points[i].g;
+      const std::uint64_t rq = rq_of[i], rp = rp_of[i];
       stab.overlapping(T0, T0, hits);
-      auto take = [&](std::uint32_t k) {
-        if (seen[k] == i) return;
-        seen[k] = i;
-        corr[i] += correction(k, points[i]);
-      };
       for (std::uint32_t h : hits) {
-        const std::uint32_t s1 = index.ev[h].seg;
-        take(s1);
+        const EventIndex::Event& ev = index.ev[h];
+        const std::uint32_t s1 = ev.seg;
+        if (seen[s1] != i) {
+          seen[s1] = i;
+          corr[i] += correction(ev, T0, g, rq, rp);
+        }
         const Segment& g1 = segs_[s1];
-        const Stream& st1 = streams_[g1.stream];
-        if (g1.pred == ~0u || st1.ns == unique) continue;
-        const auto x = static_cast<std::uint64_t>(T0 - st1.phase);  // the object it reads at T0
+        if (g1.pred == ~0u) continue;  // (a namespace of objects accessed once has none)
+        const std::uint64_t x = g1.a + static_cast<std::uint64_t>(T0 - ev.A);  // the object it reads at T0
         const auto b = of_stream.begin() + first[g1.pred], e = of_stream.begin() + first[g1.pred + 1];
         const auto it = std::upper_bound(b, e, x, [&](std::uint64_t v, std::uint32_t k) { return v < segs_[k].a; });
-        if (it != b && segs_[*(it - 1)].b > x) take(*(it - 1));
+        if (it != b && segs_[*(it - 1)].b > x && seen[*(it - 1)] != i) {
+          seen[*(it - 1)] = i;
+          corr[i] += correction(rs[*(it - 1)], T0, g, rq, rp);
+        }
       }
     }
   }
@@ -171,9 +173,9 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
       const PointRead& p = points[i];
       stab.overlapping(p.T0 - p.g, p.T0 - p.g, hits);
       for (std::uint32_t h : hits) {
-        const std::uint32_t k = index.ev[h].seg;
-        if (at_step(k, p.T0) || (rs[k].G != none && at_step(k, p.T0 - rs[k].G))) continue;  // met above
-        corr[i] += correction(k, p);
+        const EventIndex::Event& ev = index.ev[h];
+        if ((ev.A <= p.T0 && p.T0 <= ev.B) || (ev.G >= 0 && ev.A <= p.T0 - ev.G && p.T0 - ev.G <= ev.B)) continue;  // met above
+        corr[i] += correction(ev, p.T0, p.g, rq_of[i], rp_of[i]);
       }
     }
   }
