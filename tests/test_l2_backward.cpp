@@ -211,3 +211,28 @@ TEST_CASE("L2 sim backward: the segment engine (masks, ragged) equals the enumer
   }
   CHECK(checked >= 800);
 }
+
+TEST_CASE("L2 sim backward: the segment engine with query blocks no key sees", "[l2sim][backward][l2runs]") {
+  // Causal (or windowed, chunked) with more queries than keys: the first
+  // query blocks are never read by the main loop, only by the preprocessing
+  // and the conversion.
+  std::mt19937_64 rng(59);
+  for (int k = 0; k < 80; ++k) {
+    Shape s = test::random_prefill(rng, true);
+    s.pass = Pass::bwd;
+    s.seq_lens = {};
+    s.batch = test::pick(rng, 1, 2);
+    s.seq_q = s.seq_kv + s.block_rows + test::pick(rng, 1, 300);
+    if (k % 2 == 0) test::lengthen(rng, s, 16, 200, 4), s.seq_q = s.seq_kv + s.block_rows + test::pick(rng, 1, 100);
+    REQUIRE(l2::backward_in_segments(s));
+    REQUIRE(visible_key_blocks(s, 0).empty());
+    const auto order = k % 4 < 2 ? Rasterization::query_block_major : Rasterization::head_major;
+    L2SimConfig c;
+    c.sm_count = static_cast<std::uint32_t>(test::pick(rng, 1, 12));
+    c.ctas_per_sm = static_cast<std::uint32_t>(test::pick(rng, 1, 3));
+    c.q_o_allocate = k % 2 == 1;
+    c.order = order;
+    INFO(describe(s) << " " << rasterization_name(order) << " qo " << c.q_o_allocate);
+    same_as_enumeration(s, c, l2::segments_backward);
+  }
+}

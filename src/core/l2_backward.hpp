@@ -59,8 +59,8 @@ FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 bool backward_in_waves(const Shape& s);
 FlashStats waves_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c);
-// Masks and ragged batches where every query block is read by the main loop:
-// the main loop through the segment engine (l2_backward_segments.cpp).
+// Masks and ragged batches: the main loop through the segment engine
+// (l2_backward_segments.cpp).
 bool backward_in_segments(const Shape& s);
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t);
 // Its work (~0 where it does not apply or would not fit in memory).

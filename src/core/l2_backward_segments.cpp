@@ -19,9 +19,11 @@ namespace {
 
 using u64 = std::uint64_t;
 using i64 = std::int64_t;
-// An access of the main loop: (step, CTA, position in the step), as one number.
+// An access of the main loop: (step, CTA, position in the step), as one number
+// above 0, which stands for the preprocessing (a row the main loop never reads).
 __extension__ typedef unsigned __int128 Key;
-Key key_of(u64 step, u64 cta, u64 sub) { return (static_cast<Key>(step) << 64) | ((cta << 2) | sub); }
+Key key_of(u64 step, u64 cta, u64 sub) { return (static_cast<Key>(step + 1) << 64) | ((cta << 2) | sub); }
+constexpr Key preprocessing = 0;
 constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
 constexpr u64 rows_ns = 0, kv_ns = 1, dk_ns = 2;
 
@@ -72,21 +74,7 @@ class DMax : public ReadObserver {
 
 }  // namespace
 
-bool backward_in_segments(const Shape& s) {
-  if (backward_in_waves(s)) return false;
-  // Every query block must be read by the main loop (its first read is
-  // measured from the preprocessing).
-  auto all_seen = [](const Shape& one) {
-    const u64 nq = ceil_div(one.seq_q, one.block_rows);
-    for (u64 i = 0; i < nq; ++i)
-      if (visible_key_blocks(one, i).empty()) return false;
-    return true;
-  };
-  if (s.seq_lens.empty()) return all_seen(s);
-  for (const SeqGroup& g : s.seq_lens.groups())
-    if (!all_seen(sequence_shape(s, g))) return false;
-  return true;
-}
+bool backward_in_segments(const Shape& s) { return !backward_in_waves(s); }
 
 std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
   if (backward_in_waves(s)) return ~u64{0};
@@ -97,7 +85,7 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
   constexpr u64 max_ctas = u64{3} << 19, max_rows = u64{1} << 23;
   u64 rows = 0;
   for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
-  if (g.ctas() > max_ctas || rows > max_rows || !backward_in_segments(s)) return ~u64{0};
+  if (g.ctas() > max_ctas || rows > max_rows) return ~u64{0};
   // A CTA's row sets, K/V and dK, dV meet the segments of the CTAs beside it:
   // about 220 units a slot a CTA and 4,000 more (its first and last reads,
   // sorted; the single reads' trees), and 600 a row (sorts and sums). Measured on causal, windowed and
@@ -111,7 +99,7 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
 
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   constexpr std::string_view what = "L2 simulation bytes";
-  if (!backward_in_segments(s)) throw Error("internal: the backward's segments need every query block read");
+  if (!backward_in_segments(s)) throw Error("internal: the backward's segments take masks and ragged batches");
   const BackwardGrid g(s, c.order);
   const FlashGrid& fg = g.forward();
   const u64 H = s.heads, Hkv = s.kv_heads, G = fg.group();
@@ -194,7 +182,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     std::vector<u64> at(head_first.begin(), head_first.end() - 1);
     for (u64 id = 0; id < ctas; ++id) by_head[at[ct[id].head_key]++] = id;  // key block order
   }
-  std::vector<Key> first_read(R), last_read(R);
+  std::vector<Key> first_read(R, preprocessing), last_read(R, preprocessing);  // (none: a query block no key sees)
   {
     std::deque<u64> lo, hi;  // CTAs of the window: increasing (v, id) from the front; decreasing
     for (u64 k = 0; k < fg.heads(); ++k) {
@@ -217,7 +205,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
         }
         while (!lo.empty() && ct[lo.front()].end <= i) lo.pop_front();
         while (!hi.empty() && ct[hi.front()].end <= i) hi.pop_front();
-        if (lo.empty()) throw Error("internal: a query block no key block of the backward reads");
+        if (lo.empty()) continue;
         first_read[r0 + i] = key_of(static_cast<u64>(v(lo.front()) + static_cast<i64>(i)), lo.front(), row_sub);
         last_read[r0 + i] = key_of(static_cast<u64>(v(hi.front()) + static_cast<i64>(i)), hi.front(), row_sub);
       }
@@ -256,6 +244,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
     std::size_t a = 0, b = 0;
     for (const u64 r : rows) {
+      if (first_read[r] == preprocessing) continue;
       for (; a < kvs.size() && kv_first[kvs[a]] < first_read[r]; ++a) kv_sum += kv_bytes[kvs[a]];
       for (; b < dks.size() && dk_write[dks[b]] < first_read[r]; ++b) dk_sum += dk_bytes[dks[b]];
       const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(r + 1)) + u_seen.below(r) + kv_sum + dk_sum;
@@ -303,6 +292,13 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   // last read; the others are among the main loop's rows).
   std::vector<u64> start(R);
   {
+    // A row the main loop never reads was last accessed by the preprocessing:
+    // after it come the preprocessing's later rows (with O, for those the
+    // main loop reads too, beside their row sets) and the whole main loop.
+    std::vector<u64> pre_extra(R + 1, 0);
+    for (u64 r = R; r-- > 0;)
+      pre_extra[r] = pre_extra[r + 1] +
+                     (last_read[r] != preprocessing ? (qo ? o(r) : 0) : dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r));
     std::vector<u64> acc_before(R + 1, 0);
     u64 dq_before = 0;
     for (u64 r = 0; r < R; ++r) acc_before[r + 1] = acc_before[r] + acc(r);
@@ -311,7 +307,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     std::vector<u64> conv(R);
     for (const u64 r : rows_late) {
       advance(a, last_read[r], [&](u64 x) { acc_later.add(x, acc(x)); }, [](u64) {});
-      const u64 after = a.rows + a.kv + a.dk;
+      const u64 after = a.rows + a.kv + a.dk + (last_read[r] == preprocessing ? pre_extra[r + 1] : 0);
       start[r] = std::max(dist_first[r], dd(r) + acc(r) + after);
       conv[r] = acc(r) + after + (acc_before[r] - acc_later.below(r));
     }
