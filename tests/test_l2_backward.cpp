@@ -16,8 +16,16 @@ using namespace hbmscope;
 
 namespace {
 
-std::uint64_t pick(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi) {
-  return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+using test::pick;
+
+// 1 to 36 slots in the given launch order and `--l2-qo`.
+L2SimConfig random_slots(std::mt19937_64& rng, Rasterization order, bool qo) {
+  L2SimConfig c;
+  c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 12));
+  c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+  c.q_o_allocate = qo;
+  c.order = order;
+  return c;
 }
 
 Shape random_training(std::mt19937_64& rng) {
@@ -173,11 +181,7 @@ TEST_CASE("L2 sim backward: waves in lockstep (no mask) equal the enumeration", 
     if (pick(rng, 0, 3) == 0) s.head_dim_v = pick(rng, 1, 64);
     for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
       for (bool qo : {true, false}) {
-        L2SimConfig c;
-        c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 12));
-        c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
-        c.q_o_allocate = qo;
-        c.order = order;
+        const L2SimConfig c = random_slots(rng, order, qo);
         REQUIRE(l2::backward_in_waves(s));
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
                          << c.ctas_per_sm);
@@ -198,11 +202,7 @@ TEST_CASE("L2 sim backward: the segment engine (masks, ragged) equals the enumer
     if (!l2::backward_in_segments(s)) continue;
     for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
       for (bool qo : {true, false}) {
-        L2SimConfig c;
-        c.sm_count = static_cast<std::uint32_t>(test::pick(rng, 1, 12));
-        c.ctas_per_sm = static_cast<std::uint32_t>(test::pick(rng, 1, 3));
-        c.q_o_allocate = qo;
-        c.order = order;
+        const L2SimConfig c = random_slots(rng, order, qo);
         INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
                          << c.ctas_per_sm);
         same_as_enumeration(s, c, l2::segments_backward);
@@ -221,17 +221,13 @@ TEST_CASE("L2 sim backward: the segment engine with query blocks no key sees", "
     Shape s = test::random_prefill(rng, true);
     s.pass = Pass::bwd;
     s.seq_lens = {};
-    s.batch = test::pick(rng, 1, 2);
-    s.seq_q = s.seq_kv + s.block_rows + test::pick(rng, 1, 300);
-    if (k % 2 == 0) test::lengthen(rng, s, 16, 200, 4), s.seq_q = s.seq_kv + s.block_rows + test::pick(rng, 1, 100);
+    s.batch = pick(rng, 1, 2);
+    s.seq_q = s.seq_kv + s.block_rows + pick(rng, 1, 300);
+    if (k % 2 == 0) test::lengthen(rng, s, 16, 200, 4), s.seq_q = s.seq_kv + s.block_rows + pick(rng, 1, 100);
     REQUIRE(l2::backward_in_segments(s));
     REQUIRE(visible_key_blocks(s, 0).empty());
     const auto order = k % 4 < 2 ? Rasterization::query_block_major : Rasterization::head_major;
-    L2SimConfig c;
-    c.sm_count = static_cast<std::uint32_t>(test::pick(rng, 1, 12));
-    c.ctas_per_sm = static_cast<std::uint32_t>(test::pick(rng, 1, 3));
-    c.q_o_allocate = k % 2 == 1;
-    c.order = order;
+    const L2SimConfig c = random_slots(rng, order, k % 2 == 1);
     INFO(describe(s) << " " << rasterization_name(order) << " qo " << c.q_o_allocate);
     same_as_enumeration(s, c, l2::segments_backward);
   }

@@ -77,7 +77,7 @@ class DMax : public ReadObserver {
 bool backward_in_segments(const Shape& s) { return !backward_in_waves(s); }
 
 std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
-  if (backward_in_waves(s)) return ~u64{0};
+  if (!backward_in_segments(s)) return ~u64{0};
   const BackwardGrid g(s, c.order);
   // About 1.6 KB a CTA (the engine's streams, segments and index, the grid,
   // the K/V and dK keys) and 130 bytes a row: past 1.5 M CTAs or 8 M rows
@@ -135,6 +135,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
   auto o = [&](u64 r) { return g.o_row() * n_rows[r]; };
   auto dq = [&](u64 r) { return g.dq_row() * n_rows[r]; };
+  auto pre = [&](u64 r) { return dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r); };  // what the preprocessing leaves in L2
   u64 all_rows = 0;
   for (u64 r = 0; r < R; ++r) all_rows += n_rows[r];
 
@@ -238,7 +239,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   std::vector<u64> dist_first(R);
   {
     std::vector<u64> pre_after(R + 1, 0);  // preprocessing bytes of rows >= r
-    for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r);
+    for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + pre(r);
     const std::vector<u64> rows = order_by(first_read), kvs = order_by(kv_first), dks = order_by(dk_write);
     Fenwick q_seen(R), u_seen(R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
@@ -297,8 +298,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     // main loop reads too, beside their row sets) and the whole main loop.
     std::vector<u64> pre_extra(R + 1, 0);
     for (u64 r = R; r-- > 0;)
-      pre_extra[r] = pre_extra[r + 1] +
-                     (last_read[r] != preprocessing ? (qo ? o(r) : 0) : dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r));
+      pre_extra[r] = pre_extra[r + 1] + (last_read[r] != preprocessing ? (qo ? o(r) : 0) : pre(r));
     std::vector<u64> acc_before(R + 1, 0);
     u64 dq_before = 0;
     for (u64 r = 0; r < R; ++r) acc_before[r + 1] = acc_before[r] + acc(r);

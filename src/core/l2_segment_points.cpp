@@ -59,7 +59,6 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
                                     ReadObserver* obs) const {
   if (points.empty()) return;
   constexpr std::int64_t none = -1;
-  auto rank = [](const Stream& s) { return (s.cta << 2) | s.sub; };
   struct Seg {
     std::int64_t A, B, G;  // steps; G: to the successor stream (none: no successor)
     std::uint64_t z, rank, rank_next;
@@ -76,7 +75,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
     r.A = s.phase + static_cast<std::int64_t>(g.a);
     r.B = s.phase + static_cast<std::int64_t>(g.b) - 1;
     r.z = s.bytes;
-    r.rank = rank(s);
+    r.rank = rank_of(s);
     r.G = none;
     r.rank_next = 0;
     coords.push_back(r.A);
@@ -84,7 +83,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
     if (g.succ != ~0u) {
       const Stream& sn = streams_[g.succ];
       r.G = sn.phase - s.phase;
-      r.rank_next = rank(sn);
+      r.rank_next = rank_of(sn);
       coords.push_back(r.A + r.G);
       coords.push_back(r.B + r.G + 1);
       by_gap.push_back(static_cast<std::uint32_t>(i));
@@ -105,8 +104,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
   // Is segment k "short" for a read of gap g and rank rq: does its successor
   // come sooner, (G, its rank) <= (g, rq)? Then its accesses in the window
   // count only while not yet re-read.
-  auto is_short = [&](std::uint32_t k, std::int64_t g, std::uint64_t rq) {
-    const Seg& r = rs[k];
+  auto is_short = [](const auto& r, std::int64_t g, std::uint64_t rq) {
     return r.G != none && (r.G < g || (r.G == g && r.rank_next <= rq));
   };
   // What the order within a step changes (exact minus the approximation
@@ -114,10 +112,9 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
   // T0, g steps after its predecessor, of ranks rq and rp (the
   // predecessor's); it is zero unless r accesses at step T0, at T0 - g, or at
   // T0 - G (its successor at T0).
-  auto correction = [](const auto& r, std::int64_t T0, std::int64_t g, std::uint64_t rq,
-                       std::uint64_t rp) -> std::uint64_t {
-    const bool short_r = r.G != none && (r.G < g || (r.G == g && r.rank_next <= rq));
-    const std::uint64_t approx = short_r ? overlap(r.A, r.B, T0 - r.G + 1, T0) : overlap(r.A, r.B, T0 - g, T0);
+  auto correction = [&](const auto& r, std::int64_t T0, std::int64_t g, std::uint64_t rq,
+                        std::uint64_t rp) -> std::uint64_t {
+    const std::uint64_t approx = is_short(r, g, rq) ? overlap(r.A, r.B, T0 - r.G + 1, T0) : overlap(r.A, r.B, T0 - g, T0);
     const std::int64_t alpha = rp < r.rank ? 0 : 1;
     const std::int64_t gamma = r.rank < rq ? 0 : 1;
     std::int64_t m = g - alpha;
@@ -128,8 +125,8 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
   std::vector<std::uint64_t> rq_of(points.size()), rp_of(points.size());
   for (std::size_t i = 0; i < points.size(); ++i) {
     const Segment& q = segs_[points[i].seg];
-    rq_of[i] = rank(streams_[q.stream]);
-    rp_of[i] = rank(streams_[q.pred]);
+    rq_of[i] = rank_of(streams_[q.stream]);
+    rp_of[i] = rank_of(streams_[q.pred]);
   }
 
   // The corrections: the segments at T0 and those re-read at T0 (reads by
@@ -190,13 +187,13 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
   });
   std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
     if (points[x].g != points[y].g) return points[x].g < points[y].g;
-    return rank(streams_[segs_[points[x].seg].stream]) < rank(streams_[segs_[points[y].seg].stream]);
+    return rq_of[x] < rq_of[y];
   });
   std::size_t moved = 0;
   for (const std::uint32_t i : order) {
     const PointRead& pt = points[i];
     const Stream& sq = streams_[segs_[pt.seg].stream];
-    while (moved < by_gap.size() && is_short(by_gap[moved], pt.g, rank(sq))) {
+    while (moved < by_gap.size() && is_short(rs[by_gap[moved]], pt.g, rq_of[i])) {
       const Seg& r = rs[by_gap[moved++]];
       longs.ramp(r.A, r.B, r.z, true);
       shorts.ramp(r.A, r.B, r.z, false);

@@ -53,9 +53,8 @@ void SegmentEngine::add_stream(std::uint64_t cta, std::uint32_t sub, std::uint64
 
 void SegmentEngine::add_reads(std::uint64_t cta, std::uint32_t sub, std::uint64_t k0, std::uint64_t count,
                               std::uint64_t ns, std::uint64_t x0, std::uint64_t bytes, ReadCounts counts) {
-  if (count == 0) return;
-  if (streams_.size() >= no_stream) throw Error("L2 simulation: too many streams for the segment engine");
-  streams_.push_back({cta, k0, count, ns, x0, bytes, 0, sub, Op::read, true, counts});
+  add_stream(cta, sub, k0, count, ns, x0, bytes, Op::read);
+  if (count != 0) streams_.back().counts = counts;
 }
 
 namespace {
