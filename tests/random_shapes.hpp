@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "hbmscope/l2_sim.hpp"
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope::test {
@@ -59,6 +60,16 @@ inline void lengthen(std::mt19937_64& rng, Shape& s, std::uint64_t lo, std::uint
   }
   s.kv_heads = pick(rng, 1, 2);
   s.heads = s.kv_heads * pick(rng, 1, group);
+}
+
+// 1 to 3 x max_sms slots in the given launch order and `--l2-qo`.
+inline L2SimConfig random_slots(std::mt19937_64& rng, Rasterization order, bool qo, std::uint64_t max_sms) {
+  L2SimConfig c;
+  c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, max_sms));
+  c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+  c.order = order;
+  c.q_o_allocate = qo;
+  return c;
 }
 
 // L2 sizes from 0 to 1.25 times `all` (the bytes of everything), 42 of them.

@@ -18,14 +18,8 @@ namespace {
 
 using test::pick;
 
-// 1 to 36 slots in the given launch order and `--l2-qo`.
 L2SimConfig random_slots(std::mt19937_64& rng, Rasterization order, bool qo) {
-  L2SimConfig c;
-  c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 12));
-  c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
-  c.q_o_allocate = qo;
-  c.order = order;
-  return c;
+  return test::random_slots(rng, order, qo, 12);
 }
 
 Shape random_training(std::mt19937_64& rng) {

@@ -22,14 +22,7 @@ using namespace hbmscope::test;
 
 namespace {
 
-L2SimConfig config(std::mt19937_64& rng, Rasterization order, bool qo) {
-  L2SimConfig c;
-  c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 6));
-  c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
-  c.order = order;
-  c.q_o_allocate = qo;
-  return c;
-}
+L2SimConfig config(std::mt19937_64& rng, Rasterization order, bool qo) { return random_slots(rng, order, qo, 6); }
 
 void same_flash(const Shape& s, L2SimConfig c) {
   const std::uint64_t all = kv_footprint_bytes(s) + qo_footprint_bytes(s);
