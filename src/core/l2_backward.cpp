@@ -112,7 +112,7 @@ FlashStats run_backward(const Shape& s, const L2SimConfig& c, Sink& l2) {
   if (ids.objects() >= (std::uint64_t{1} << 28))
     throw Error("shape " + describe(s) + ": the backward L2 enumeration would track " + std::to_string(ids.objects()) +
                 " objects (at most " + std::to_string(std::uint64_t{1} << 28) + "); " +
-                (backward_in_waves(s) || segments_backward_work(s, c) <= max_l2_sim_work ? "use --l2-method runs"
+                (backward_in_waves(s) || segments_backward_work(s, c, c.l2_bytes) <= max_l2_sim_work ? "use --l2-method runs"
                                                                                 : "use bigger --block-rows/--block-cols"));
   l2.reserve_objects(static_cast<std::size_t>(ids.objects()));
   auto rows_of = [&](std::uint64_t b, std::uint64_t i) {
@@ -239,14 +239,16 @@ std::uint64_t backward_enum_work(const Shape& s, std::size_t capacities) {
 FlashStats flash_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   if (c.method == L2SimMethod::runs && backward_in_waves(s)) return waves_backward(s, c, t);
   // Not in lockstep: the segment engine where it costs less than the enumeration.
-  if (c.method == L2SimMethod::runs && segments_backward_work(s, c) < backward_enum_work(s, t.capacities().size()))
+  if (c.method == L2SimMethod::runs &&
+      segments_backward_work(s, c, t.capacities().empty() ? 0 : t.capacities().front()) <
+          backward_enum_work(s, t.capacities().size()))
     return segments_backward(s, c, t);
   return enumerate_backward(s, c, t);
 }
 
 std::uint64_t backward_work(const Shape& s, const L2SimConfig& c) {
   if (c.method == L2SimMethod::runs && backward_in_waves(s)) return waves_backward_work(s, c);
-  if (c.method == L2SimMethod::runs) return std::min(segments_backward_work(s, c), backward_enum_work(s, 1));
+  if (c.method == L2SimMethod::runs) return std::min(segments_backward_work(s, c, c.l2_bytes), backward_enum_work(s, 1));
   return backward_enum_work(s, 1);
 }
 

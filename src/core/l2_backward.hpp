@@ -63,8 +63,9 @@ std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c);
 // (l2_backward_segments.cpp).
 bool backward_in_segments(const Shape& s);
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t);
-// Its work (~0 where it does not apply or would not fit in memory).
-std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c);
+// Its work (~0 where it does not apply or would not fit in memory), with
+// the smallest L2 size asked for.
+std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::uint64_t smallest_l2);
 std::uint64_t backward_enum_accesses(const Shape& s);
 std::uint64_t backward_work(const Shape& s, const L2SimConfig& c);
 

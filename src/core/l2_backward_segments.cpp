@@ -66,6 +66,11 @@ class DMax : public ReadObserver {
       lo = hi;
     }
   }
+  u64 indifferent_up_to(u64 x0, u64 count) const override {
+    u64 m = ~u64{0};
+    for (u64 b = x0 / block, last = (x0 + count - 1) / block; b <= last; ++b) m = std::min(m, low_[b]);
+    return m;
+  }
   u64 at(u64 r) const { return best_[r]; }
 
  private:
@@ -76,7 +81,7 @@ class DMax : public ReadObserver {
 
 bool backward_in_segments(const Shape& s) { return !backward_in_waves(s); }
 
-std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
+std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::uint64_t smallest_l2) {
   if (!backward_in_segments(s)) return ~u64{0};
   const BackwardGrid g(s, c.order);
   // About 1.6 KB a CTA (the engine's streams, segments and index, the grid,
@@ -88,12 +93,22 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c) {
   if (g.ctas() > max_ctas || rows > max_rows) return ~u64{0};
   // A CTA's row sets, K/V and dK, dV meet the segments of the CTAs beside it:
   // about 220 units a slot a CTA and 4,000 more (its first and last reads,
-  // sorted; the single reads' trees), and 600 a row (sorts and sums). Measured on causal, windowed and
-  // chunked shapes of 64K to 1M tokens, 16 to 264 slots, both orders: 115 to
-  // 265 ns a slot a CTA at 132 slots and more (bench/, "L2 runs").
+  // sorted; the single reads' trees), and 600 a row (sorts and sums). Where
+  // two steps of every slot's row set and K/V fit in the smallest L2 asked
+  // for, the bounds settle most re-reads as hits without meeting their
+  // neighbours: 10 units a slot a CTA and 7,000 more (40 a slot in
+  // head-major order, where a row's readers are further apart and fewer of
+  // its re-reads settle). Measured on causal, windowed and chunked shapes of
+  // 64K to 1M tokens, 16 to 264 slots, both orders (bench/, "L2 runs";
+  // docs/l2-simulation.md).
   const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
+  const u64 row_set = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * s.block_rows, kv = g.kv_col() * s.block_cols;
+  u64 step = 0;
+  const bool settles = !__builtin_mul_overflow(2 * slots, row_set + kv, &step) && step + row_set <= smallest_l2;
   u64 w = 0;
-  if (__builtin_mul_overflow(g.ctas(), std::min(g.ctas(), slots) * 220 + 4000, &w)) return ~u64{0};
+  const u64 per_slot = !settles ? 220 : c.order == Rasterization::head_major ? 40 : 10;
+  if (__builtin_mul_overflow(g.ctas(), std::min(g.ctas(), slots) * per_slot + (settles ? 7000 : 4000), &w))
+    return ~u64{0};
   return w + rows * 600;
 }
 

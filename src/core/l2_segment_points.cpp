@@ -55,8 +55,53 @@ std::uint64_t overlap(std::int64_t A, std::int64_t B, std::int64_t lo, std::int6
 
 }  // namespace
 
-void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vector<PointRead>& points,
-                                    ReadObserver* obs) const {
+SegmentEngine::StepBytes::StepBytes(const EventIndex& ix) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> change;  // (step, bytes in or out)
+  change.reserve(2 * ix.ev.size());
+  for (const EventIndex::Event& e : ix.ev) {
+    change.push_back({e.A, static_cast<std::int64_t>(e.z)});
+    change.push_back({e.B + 1, -static_cast<std::int64_t>(e.z)});
+  }
+  std::sort(change.begin(), change.end());
+  std::vector<std::uint64_t> level;
+  std::int64_t now = 0;
+  for (std::size_t i = 0; i < change.size();) {
+    const std::int64_t step = change[i].first;
+    while (i < change.size() && change[i].first == step) now += change[i++].second;
+    at_.push_back(step);
+    level.push_back(static_cast<std::uint64_t>(now));
+  }
+  const std::size_t n = level.size();
+  tree_.assign(2 * n, 0);
+  std::copy(level.begin(), level.end(), tree_.begin() + static_cast<std::ptrdiff_t>(n));
+  for (std::size_t i = n; i-- > 1;) tree_[i] = std::max(tree_[2 * i], tree_[2 * i + 1]);
+}
+
+std::size_t SegmentEngine::StepBytes::piece(std::int64_t step) const {
+  const std::size_t k = static_cast<std::size_t>(std::upper_bound(at_.begin(), at_.end(), step) - at_.begin());
+  return k == 0 ? at_.size() : k - 1;
+}
+
+std::uint64_t SegmentEngine::StepBytes::at(std::int64_t step) const {
+  const std::size_t k = piece(step);
+  return k == at_.size() ? 0 : tree_[at_.size() + k];
+}
+
+std::uint64_t SegmentEngine::StepBytes::max(std::int64_t lo, std::int64_t hi) const {
+  const std::size_t n = at_.size();
+  std::size_t a = piece(lo), b = piece(hi);
+  if (b == n) return 0;
+  if (a == n) a = 0;
+  std::uint64_t m = 0;
+  for (a += n, b += n + 1; a < b; a /= 2, b /= 2) {
+    if (a & 1) m = std::max(m, tree_[a++]);
+    if (b & 1) m = std::max(m, tree_[--b]);
+  }
+  return m;
+}
+
+void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const StepBytes& bytes,
+                                    std::vector<PointRead>& points, ReadObserver* obs) const {
   if (points.empty()) return;
   constexpr std::int64_t none = -1;
   struct Seg {
@@ -91,6 +136,80 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
   }
   std::sort(coords.begin(), coords.end());
   coords.erase(std::unique(coords.begin(), coords.end()), coords.end());
+
+  // Is segment k "short" for a read of gap g and rank rq: does its successor
+  // come sooner, (G, its rank) <= (g, rq)? Then its accesses in the window
+  // count only while not yet re-read.
+  auto is_short = [](const auto& r, std::int64_t g, std::uint64_t rq) {
+    return r.G != none && (r.G < g || (r.G == g && r.rank_next <= rq));
+  };
+  // The ranks of each read and of its predecessor.
+  std::vector<std::uint64_t> rq_of(points.size()), rp_of(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Segment& q = segs_[points[i].seg];
+    rq_of[i] = rank_of(streams_[q.stream]);
+    rp_of[i] = rank_of(streams_[q.pred]);
+  }
+
+  // The distances but for the order within a step. Every segment starts
+  // "long" (its accesses in [T0 - g, T0] count); by g and rank, those that
+  // become short move to the second sum (accesses in [T0 - G + 1, T0]).
+  std::vector<std::uint64_t> dist(points.size());
+  std::vector<std::uint32_t> order(points.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  {
+    RampSum longs(coords), shorts(coords);
+    for (const Seg& r : rs) longs.ramp(r.A, r.B, r.z, false);
+    std::sort(by_gap.begin(), by_gap.end(), [&](std::uint32_t x, std::uint32_t y) {
+      return rs[x].G != rs[y].G ? rs[x].G < rs[y].G : rs[x].rank_next < rs[y].rank_next;
+    });
+    std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+      if (points[x].g != points[y].g) return points[x].g < points[y].g;
+      return rq_of[x] < rq_of[y];
+    });
+    std::size_t moved = 0;
+    for (const std::uint32_t i : order) {
+      const PointRead& pt = points[i];
+      while (moved < by_gap.size() && is_short(rs[by_gap[moved]], pt.g, rq_of[i])) {
+        const Seg& r = rs[by_gap[moved++]];
+        longs.ramp(r.A, r.B, r.z, true);
+        shorts.ramp(r.A, r.B, r.z, false);
+        shorts.ramp(r.A + r.G, r.B + r.G, r.z, true);
+      }
+      dist[i] = streams_[segs_[pt.seg].stream].bytes + longs.at(pt.T0) - longs.at(pt.T0 - pt.g - 1) +
+                shorts.at(pt.T0);
+    }
+  }
+
+  // The order within a step adds at most the bytes accessed at T0 (segments
+  // whose successor reads at T0) and takes away at most those accessed at T0
+  // and at T0 - g. Reads whose bounds settle them are counted so; the others
+  // are corrected below.
+  std::vector<std::uint64_t> lo(points.size()), hi(points.size());
+  std::uint64_t reached = t.max_reuse_distance();
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::uint64_t z = streams_[segs_[points[i].seg].stream].bytes;
+    const std::uint64_t at = bytes.at(points[i].T0), less = at + bytes.at(points[i].T0 - points[i].g);
+    lo[i] = std::max(z, dist[i] > less ? dist[i] - less : 0);
+    hi[i] = dist[i] + at;
+    reached = std::max(reached, lo[i]);
+  }
+  std::vector<std::uint32_t> open;
+  for (std::uint32_t i = 0; i < points.size(); ++i) {
+    const Stream& sq = streams_[segs_[points[i].seg].stream];
+    const bool observed = obs != nullptr && sq.counts.observed;
+    if (settled(t, lo[i], hi[i], reached) &&
+        (!observed || hi[i] <= obs->indifferent_up_to(static_cast<std::uint64_t>(points[i].T0 - sq.phase), 1))) {
+      const std::size_t k = t.bucket_of(hi[i]);
+      t.read_in_bucket(k, sq.counts.read);
+      if (sq.counts.writeback != 0) t.writeback_in_bucket(k, sq.counts.writeback);
+      ++settled_;
+    } else {
+      open.push_back(i);
+    }
+  }
+  if (open.empty()) return;
+
   // Segments of each stream, in object order (link() adds them so).
   std::vector<std::uint32_t> first(streams_.size() + 1, 0);
   for (const Segment& g : segs_) ++first[g.stream + 1];
@@ -100,15 +219,8 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
     std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
     for (std::uint32_t i = 0; i < n; ++i) of_stream[at[segs_[i].stream]++] = i;
   }
-
-  // Is segment k "short" for a read of gap g and rank rq: does its successor
-  // come sooner, (G, its rank) <= (g, rq)? Then its accesses in the window
-  // count only while not yet re-read.
-  auto is_short = [](const auto& r, std::int64_t g, std::uint64_t rq) {
-    return r.G != none && (r.G < g || (r.G == g && r.rank_next <= rq));
-  };
   // What the order within a step changes (exact minus the approximation
-  // below), for a segment r (its steps, gap, bytes and ranks) and a read at
+  // above), for a segment r (its steps, gap, bytes and ranks) and a read at
   // T0, g steps after its predecessor, of ranks rq and rp (the
   // predecessor's); it is zero unless r accesses at step T0, at T0 - g, or at
   // T0 - G (its successor at T0).
@@ -121,24 +233,15 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
     if (r.G != none) m = std::min(m, r.G - 1 + (rq < r.rank_next ? 1 : 0));
     return (overlap(r.A, r.B, T0 - m, T0 - gamma) - approx) * r.z;
   };
-  // The ranks of each read and of its predecessor.
-  std::vector<std::uint64_t> rq_of(points.size()), rp_of(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const Segment& q = segs_[points[i].seg];
-    rq_of[i] = rank_of(streams_[q.stream]);
-    rp_of[i] = rank_of(streams_[q.pred]);
-  }
 
   // The corrections: the segments at T0 and those re-read at T0 (reads by
   // T0), then those at T0 - g not met yet (reads by T0 - g).
-  std::vector<std::uint64_t> corr(points.size(), 0);
-  std::vector<std::uint32_t> order(points.size()), hits;
+  std::vector<std::uint32_t> hits;
   std::vector<std::uint32_t> seen(n, ~0u);  // the last read whose correction took segment k
-  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) { return points[x].T0 < points[y].T0; });
+  std::sort(open.begin(), open.end(), [&](std::uint32_t x, std::uint32_t y) { return points[x].T0 < points[y].T0; });
   {
     EventIndex::Stabber stab(index);
-    for (const std::uint32_t i : order) {
+    for (const std::uint32_t i : open) {
       const std::int64_t T0 = points[i].T0, g = points[i].g;
       const std::uint64_t rq = rq_of[i], rp = rp_of[i];
       stab.overlapping(T0, T0, hits);
@@ -147,7 +250,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
         const std::uint32_t s1 = ev.seg;
         if (seen[s1] != i) {
           seen[s1] = i;
-          corr[i] += correction(ev, T0, g, rq, rp);
+          dist[i] += correction(ev, T0, g, rq, rp);
         }
         const Segment& g1 = segs_[s1];
         if (g1.pred == ~0u) continue;  // (a namespace of objects accessed once has none)
@@ -156,54 +259,32 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, std::vect
         const auto it = std::upper_bound(b, e, x, [&](std::uint64_t v, std::uint32_t k) { return v < segs_[k].a; });
         if (it != b && segs_[*(it - 1)].b > x && seen[*(it - 1)] != i) {
           seen[*(it - 1)] = i;
-          corr[i] += correction(rs[*(it - 1)], T0, g, rq, rp);
+          dist[i] += correction(rs[*(it - 1)], T0, g, rq, rp);
         }
       }
     }
   }
-  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+  std::sort(open.begin(), open.end(), [&](std::uint32_t x, std::uint32_t y) {
     return points[x].T0 - points[x].g < points[y].T0 - points[y].g;
   });
   {
     EventIndex::Stabber stab(index);
-    for (const std::uint32_t i : order) {
+    for (const std::uint32_t i : open) {
       const PointRead& p = points[i];
       stab.overlapping(p.T0 - p.g, p.T0 - p.g, hits);
       for (std::uint32_t h : hits) {
         const EventIndex::Event& ev = index.ev[h];
         if ((ev.A <= p.T0 && p.T0 <= ev.B) || (ev.G >= 0 && ev.A <= p.T0 - ev.G && p.T0 - ev.G <= ev.B)) continue;  // met above
-        corr[i] += correction(ev, p.T0, p.g, rq_of[i], rp_of[i]);
+        dist[i] += correction(ev, p.T0, p.g, rq_of[i], rp_of[i]);
       }
     }
   }
-
-  // Every segment starts "long" (its accesses in [T0 - g, T0] count); by g
-  // and rank, those that become short move to the second sum (accesses in
-  // [T0 - G + 1, T0]).
-  RampSum longs(coords), shorts(coords);
-  for (const Seg& r : rs) longs.ramp(r.A, r.B, r.z, false);
-  std::sort(by_gap.begin(), by_gap.end(), [&](std::uint32_t x, std::uint32_t y) {
-    return rs[x].G != rs[y].G ? rs[x].G < rs[y].G : rs[x].rank_next < rs[y].rank_next;
-  });
-  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
-    if (points[x].g != points[y].g) return points[x].g < points[y].g;
-    return rq_of[x] < rq_of[y];
-  });
-  std::size_t moved = 0;
-  for (const std::uint32_t i : order) {
+  for (const std::uint32_t i : open) {
     const PointRead& pt = points[i];
     const Stream& sq = streams_[segs_[pt.seg].stream];
-    while (moved < by_gap.size() && is_short(rs[by_gap[moved]], pt.g, rq_of[i])) {
-      const Seg& r = rs[by_gap[moved++]];
-      longs.ramp(r.A, r.B, r.z, true);
-      shorts.ramp(r.A, r.B, r.z, false);
-      shorts.ramp(r.A + r.G, r.B + r.G, r.z, true);
-    }
-    const std::uint64_t d =
-        sq.bytes + longs.at(pt.T0) - longs.at(pt.T0 - pt.g - 1) + shorts.at(pt.T0) + corr[i];
-    t.reads(d, 0, 1, sq.counts.read);
-    if (sq.counts.writeback != 0) t.writebacks(d, 0, 1, sq.counts.writeback);
-    if (obs != nullptr && sq.counts.observed) obs->reads(static_cast<std::uint64_t>(pt.T0 - sq.phase), d, 0, 1);
+    t.reads(dist[i], 0, 1, sq.counts.read);
+    if (sq.counts.writeback != 0) t.writebacks(dist[i], 0, 1, sq.counts.writeback);
+    if (obs != nullptr && sq.counts.observed) obs->reads(static_cast<std::uint64_t>(pt.T0 - sq.phase), dist[i], 0, 1);
   }
 }
 

@@ -203,15 +203,27 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
   std::vector<std::pair<std::int64_t, std::int64_t>> slope_ev;
   std::vector<std::int64_t> dense;  // slope changes by offset from T0, when denser than a sort
 
-  EventIndex::Stabber stab(index);
+  const StepBytes step_bytes(index);
+  settled_ = 0;
+
   Tally::Batch batch(t);
-  for (const PointRead& run : runs) {
+  // A run's reads lie between its own bytes and those plus everything
+  // accessed in a window of g + 1 steps.
+  auto upper = [&](const PointRead& run) {
+    const Segment& q = segs_[run.seg];
+    const Stream& sq = streams_[q.stream];
+    const std::int64_t T1 = sq.phase + static_cast<std::int64_t>(q.b) - 1;
+    return checked_add(sq.bytes, checked_mul(static_cast<std::uint64_t>(run.g + 1), step_bytes.max(run.T0 - run.g, T1), what),
+                       what);
+  };
+  auto evaluate_run = [&](const PointRead& run, EventIndex::Stabber& stab) {
     const Segment& q = segs_[run.seg];
     const Stream& sq = streams_[q.stream];
     const Stream& sp = streams_[q.pred];
     const std::int64_t g = sq.phase - sp.phase;
     const std::int64_t T0 = sq.phase + static_cast<std::int64_t>(q.a);
     const std::int64_t T1 = sq.phase + static_cast<std::int64_t>(q.b) - 1;
+    const bool observed = obs != nullptr && sq.counts.observed;
     // D(b) = own bytes + sum over events R of z_R |[A_R, B_R] n [b - m, b - gamma]|.
     std::uint64_t d0 = sq.bytes;
     std::int64_t slope = 0;
@@ -243,7 +255,6 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
     std::int64_t pos = T0;
     std::uint64_t d = d0;
     // The piece [pos, next - 1]; then D(next) = D(next - 1) + the slope there.
-    const bool observed = obs != nullptr && sq.counts.observed;
     auto piece_to = [&](std::int64_t next, std::int64_t dz) {
       const std::int64_t n = next - pos;
       batch.reads(d, slope, static_cast<std::uint64_t>(n));
@@ -270,8 +281,45 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
     batch.reads(d, slope, static_cast<std::uint64_t>(T1 - pos + 1));
     if (observed) obs->reads(static_cast<std::uint64_t>(pos - sq.phase), d, slope, static_cast<std::uint64_t>(T1 - pos + 1));
     batch.flush(t, sq.counts.read, sq.counts.writeback);
+  };
+  // Runs whose bounds could settle them wait for the others and for the
+  // single reads, which raise the distance known to be reached; then those
+  // whose bound lies below it are counted by their bounds, the rest
+  // evaluated.
+  std::vector<PointRead> waiting;
+  std::vector<std::uint64_t> waiting_hi;
+  {
+    EventIndex::Stabber stab(index);
+    for (const PointRead& run : runs) {
+      const Segment& q = segs_[run.seg];
+      const Stream& sq = streams_[q.stream];
+      const std::uint64_t hi = upper(run);
+      if (settled(t, sq.bytes, hi, infinite) &&
+          (obs == nullptr || !sq.counts.observed ||
+           hi <= obs->indifferent_up_to(static_cast<std::uint64_t>(run.T0 - sq.phase), q.b - q.a))) {
+        waiting.push_back(run);
+        waiting_hi.push_back(hi);
+      } else {
+        evaluate_run(run, stab);
+      }
+    }
   }
-  evaluate_points(t, index, points, obs);
+  evaluate_points(t, index, step_bytes, points, obs);
+  const std::uint64_t reached = t.max_reuse_distance();
+  EventIndex::Stabber stab(index);
+  for (std::size_t i = 0; i < waiting.size(); ++i) {
+    const Segment& q = segs_[waiting[i].seg];
+    const Stream& sq = streams_[q.stream];
+    if (waiting_hi[i] >= reached) {
+      evaluate_run(waiting[i], stab);
+      continue;
+    }
+    const std::uint64_t count = q.b - q.a;
+    const std::size_t k = t.bucket_of(waiting_hi[i]);
+    t.read_in_bucket(k, checked_mul(count, sq.counts.read, what));
+    if (sq.counts.writeback != 0) t.writeback_in_bucket(k, checked_mul(count, sq.counts.writeback, what));
+    settled_ += count;
+  }
 }
 
 void SegmentEngine::run(Tally& t) { evaluate(t); }

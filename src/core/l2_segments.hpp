@@ -38,6 +38,9 @@ class ReadObserver {
  public:
   virtual ~ReadObserver() = default;
   virtual void reads(std::uint64_t x0, std::uint64_t d0, std::int64_t step, std::uint64_t count) = 0;
+  // A distance at or below which reads of objects [x0, x0 + count) change
+  // nothing (0: none), so the engine may leave them unevaluated.
+  virtual std::uint64_t indifferent_up_to(std::uint64_t /*x0*/, std::uint64_t /*count*/) const { return 0; }
 };
 
 class SegmentEngine {
@@ -67,6 +70,8 @@ class SegmentEngine {
   std::uint64_t start(std::uint64_t cta) const { return start_[cta]; }
   std::uint64_t length(std::uint64_t cta) const { return len_[cta]; }
   std::uint64_t kernel_steps(std::size_t k) const { return kernels_[k].steps; }
+  // Reads that the last evaluate() counted by their bounds alone.
+  std::uint64_t settled_reads() const { return settled_; }
 
   // Schedules one kernel: start steps (from 0) of CTAs of these lengths on
   // `slots` slots; returns the steps until the last finishes.
@@ -117,16 +122,38 @@ class SegmentEngine {
     std::uint32_t seg;
     std::int64_t T0, g;
   };
+  // The bytes the segments access at each step (constant between their
+  // first and past-last steps), and the largest over a range of steps: what
+  // bounds a read's distance before it is evaluated (l2_segment_points.cpp).
+  class StepBytes {
+   public:
+    explicit StepBytes(const EventIndex& ix);
+    std::uint64_t at(std::int64_t step) const;
+    std::uint64_t max(std::int64_t lo, std::int64_t hi) const;  // over steps [lo, hi]
+
+   private:
+    std::size_t piece(std::int64_t step) const;  // the piece holding step (at_.size(): before the first)
+    std::vector<std::int64_t> at_;               // pieces' first steps
+    std::vector<std::uint64_t> tree_;            // a max tree over the pieces' bytes, leaves from n
+  };
+  // Where reads whose distances lie in [lo, hi] need no evaluation: the
+  // bounds fall in one bucket of the tally and below `reached`, a distance
+  // some read is known to reach (so the largest distance is another's).
+  static bool settled(const Tally& t, std::uint64_t lo, std::uint64_t hi, std::uint64_t reached) {
+    return hi < reached && t.bucket_of(lo) == t.bucket_of(hi);
+  }
   static std::uint64_t rank_of(const Stream& s) { return (s.cta << 2) | s.sub; }  // the order in a step
   // The single reads, together: a sweep over g with Fenwick trees over steps
   // (docs/l2-simulation.md, "Single reads"), in l2_segment_points.cpp.
-  void evaluate_points(Tally& t, const EventIndex& index, std::vector<PointRead>& points, ReadObserver* obs) const;
+  void evaluate_points(Tally& t, const EventIndex& index, const StepBytes& bytes, std::vector<PointRead>& points,
+                       ReadObserver* obs) const;
 
   std::vector<Kernel> kernels_;
   std::vector<std::uint64_t> len_, start_;
   std::vector<Stream> streams_;
   std::vector<Segment> segs_;
   bool linked_ = false;
+  mutable std::uint64_t settled_ = 0;
 };
 
 }  // namespace hbmscope::l2

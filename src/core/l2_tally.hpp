@@ -52,6 +52,14 @@ class Tally {
     read_add_[k] = add(read_add_[k], bytes);
   }
 
+  // Write-backs of `bytes` in all whose distances lie in bucket k (as
+  // read_in_bucket).
+  void writeback_in_bucket(std::size_t k, std::uint64_t bytes) { wb_add_[k] = add(wb_add_[k], bytes); }
+
+  // The bucket of distance d: 0 at most the smallest capacity, ...,
+  // capacities().size() above the largest.
+  std::size_t bucket_of(std::uint64_t d) const { return bucket(d); }
+
   // A finite distance that reads counted by bucket reach (their largest,
   // found apart).
   void reached(std::uint64_t d) { max_reuse_ = std::max(max_reuse_, d); }
