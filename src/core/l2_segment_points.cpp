@@ -12,39 +12,57 @@ namespace hbmscope::l2 {
 namespace {
 
 // Sums of z |[A, B] n (-inf, v]| over ramps added and removed, at any step v:
-// Fenwick trees of slopes and intercepts over the breakpoints (mod 2^64: the
-// sums asked for fit in 64 bits, their terms need not).
+// a Fenwick tree of slopes and intercepts over the breakpoints, which the
+// caller gives by index into their sorted list (mod 2^64: the sums asked for
+// fit in 64 bits, their terms need not). The first ramps may be added before
+// the tree is made, in O(1) each.
 class RampSum {
  public:
-  explicit RampSum(const std::vector<std::int64_t>& coords)
-      : x_(coords), slope_(coords.size() + 1, 0), icpt_(coords.size() + 1, 0) {}
+  explicit RampSum(std::size_t breakpoints) : t_(breakpoints + 1) {}
 
-  void ramp(std::int64_t A, std::int64_t B, std::uint64_t z, bool remove) {
+  // A ramp that starts at A and ends after B, breakpoints ia and ib.
+  template <bool made = true>
+  void ramp(std::size_t ia, std::int64_t A, std::size_t ib, std::int64_t B, std::uint64_t z, bool remove) {
     const std::uint64_t s = remove ? 0 - z : z;
-    add(A, s, 0 - s * static_cast<std::uint64_t>(A - 1));
-    add(B + 1, 0 - s, s * static_cast<std::uint64_t>(B));
+    add<made>(ia + 1, s, 0 - s * static_cast<std::uint64_t>(A - 1));
+    add<made>(ib + 1, 0 - s, s * static_cast<std::uint64_t>(B));
   }
-
-  std::uint64_t at(std::int64_t v) const {
-    std::size_t i = static_cast<std::size_t>(std::upper_bound(x_.begin(), x_.end(), v) - x_.begin());
+  void make() {
+    for (std::size_t i = 1; i < t_.size(); ++i) {
+      const std::size_t j = i + (i & (0 - i));
+      if (j < t_.size()) {
+        t_[j].s += t_[i].s;
+        t_[j].c += t_[i].c;
+      }
+    }
+  }
+  // At step v, with k breakpoints at or before it.
+  std::uint64_t at(std::size_t k, std::int64_t v) const {
     std::uint64_t s = 0, c = 0;
-    for (; i > 0; i -= i & (0 - i)) {
-      s += slope_[i];
-      c += icpt_[i];
+    for (; k > 0; k -= k & (0 - k)) {
+      s += t_[k].s;
+      c += t_[k].c;
     }
     return s * static_cast<std::uint64_t>(v) + c;
   }
 
  private:
-  void add(std::int64_t at, std::uint64_t s, std::uint64_t c) {
-    std::size_t i = static_cast<std::size_t>(std::lower_bound(x_.begin(), x_.end(), at) - x_.begin()) + 1;
-    for (; i < slope_.size(); i += i & (0 - i)) {
-      slope_[i] += s;
-      icpt_[i] += c;
+  struct Node {
+    std::uint64_t s = 0, c = 0;
+  };
+  template <bool made>
+  void add(std::size_t i, std::uint64_t s, std::uint64_t c) {
+    if (!made) {
+      t_[i].s += s;
+      t_[i].c += c;
+      return;
+    }
+    for (; i < t_.size(); i += i & (0 - i)) {
+      t_[i].s += s;
+      t_[i].c += c;
     }
   }
-  const std::vector<std::int64_t>& x_;
-  std::vector<std::uint64_t> slope_, icpt_;
+  std::vector<Node> t_;
 };
 
 std::uint64_t overlap(std::int64_t A, std::int64_t B, std::int64_t lo, std::int64_t hi) {
@@ -158,8 +176,16 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
   std::vector<std::uint32_t> order(points.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   {
-    RampSum longs(coords), shorts(coords);
-    for (const Seg& r : rs) longs.ramp(r.A, r.B, r.z, false);
+    // Each segment's breakpoints by index: A, B + 1, A + G, B + G + 1.
+    auto index_of = [&](std::int64_t v) {
+      return static_cast<std::size_t>(std::lower_bound(coords.begin(), coords.end(), v) - coords.begin());
+    };
+    auto count_to = [&](std::int64_t v) {
+      return static_cast<std::size_t>(std::upper_bound(coords.begin(), coords.end(), v) - coords.begin());
+    };
+    RampSum longs(coords.size()), shorts(coords.size());
+    for (const Seg& r : rs) longs.ramp<false>(index_of(r.A), r.A, index_of(r.B + 1), r.B, r.z, false);
+    longs.make();
     std::sort(by_gap.begin(), by_gap.end(), [&](std::uint32_t x, std::uint32_t y) {
       return rs[x].G != rs[y].G ? rs[x].G < rs[y].G : rs[x].rank_next < rs[y].rank_next;
     });
@@ -172,12 +198,14 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
       const PointRead& pt = points[i];
       while (moved < by_gap.size() && is_short(rs[by_gap[moved]], pt.g, rq_of[i])) {
         const Seg& r = rs[by_gap[moved++]];
-        longs.ramp(r.A, r.B, r.z, true);
-        shorts.ramp(r.A, r.B, r.z, false);
-        shorts.ramp(r.A + r.G, r.B + r.G, r.z, true);
+        const std::size_t ia = index_of(r.A), ib = index_of(r.B + 1);
+        longs.ramp(ia, r.A, ib, r.B, r.z, true);
+        shorts.ramp(ia, r.A, ib, r.B, r.z, false);
+        shorts.ramp(index_of(r.A + r.G), r.A + r.G, index_of(r.B + r.G + 1), r.B + r.G, r.z, true);
       }
-      dist[i] = streams_[segs_[pt.seg].stream].bytes + longs.at(pt.T0) - longs.at(pt.T0 - pt.g - 1) +
-                shorts.at(pt.T0);
+      const std::size_t k0 = count_to(pt.T0);
+      dist[i] = streams_[segs_[pt.seg].stream].bytes + longs.at(k0, pt.T0) -
+                longs.at(count_to(pt.T0 - pt.g - 1), pt.T0 - pt.g - 1) + shorts.at(k0, pt.T0);
     }
   }
 
