@@ -41,10 +41,20 @@ Shape random_masked(std::mt19937_64& rng, int k) {
   return s;
 }
 
-L2SimConfig random_config(std::mt19937_64& rng) {
+// The engine (evaluate) against the enumeration at one to three L2 sizes,
+// on random slots, order and `--l2-qo`.
+template <class Enumerate, class Evaluate>
+void same_at_few_sizes(std::mt19937_64& rng, const Shape& s, Enumerate enumerate, Evaluate evaluate) {
   const auto order = pick(rng, 0, 1) ? Rasterization::head_major : Rasterization::query_block_major;
-  L2SimConfig c = test::random_slots(rng, order, pick(rng, 0, 1) == 1, 40);
-  return c;
+  const L2SimConfig c = test::random_slots(rng, order, pick(rng, 0, 1) == 1, 40);
+  const auto caps = few_capacities(rng, [&](l2::Tally& t) { enumerate(s, c, t); });
+  INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots");
+  l2::Tally te(caps), tx(caps);
+  const l2::FlashStats se = enumerate(s, c, te);
+  const l2::FlashStats sx = evaluate(s, c, tx);
+  test::same_tally(te, tx);
+  CHECK(se.steps == sx.steps);
+  CHECK(se.heads == sx.heads);
 }
 
 }  // namespace
@@ -56,15 +66,7 @@ TEST_CASE("L2 segment bounds: the backward at one to three L2 sizes equals the e
     Shape s = random_masked(rng, k);
     s.pass = Pass::bwd;
     if (!l2::backward_in_segments(s)) continue;
-    const L2SimConfig c = random_config(rng);
-    const auto caps = few_capacities(rng, [&](l2::Tally& t) { l2::enumerate_backward(s, c, t); });
-    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots");
-    l2::Tally te(caps), ts(caps);
-    const l2::FlashStats se = l2::enumerate_backward(s, c, te);
-    const l2::FlashStats ss = l2::segments_backward(s, c, ts);
-    test::same_tally(te, ts);
-    CHECK(se.steps == ss.steps);
-    CHECK(se.heads == ss.heads);
+    same_at_few_sizes(rng, s, l2::enumerate_backward, l2::segments_backward);
     ++checked;
   }
   CHECK(checked > 100);
@@ -72,17 +74,7 @@ TEST_CASE("L2 segment bounds: the backward at one to three L2 sizes equals the e
 
 TEST_CASE("L2 segment bounds: the forward at one to three L2 sizes equals the enumeration", "[l2runs]") {
   std::mt19937_64 rng(GENERATE(73, 74));
-  for (int k = 0; k < 150; ++k) {
-    const Shape s = random_masked(rng, k);
-    const L2SimConfig c = random_config(rng);
-    const auto caps = few_capacities(rng, [&](l2::Tally& t) { l2::enumerate_flash(s, c, t); });
-    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots");
-    l2::Tally te(caps), ts(caps);
-    const l2::FlashStats se = l2::enumerate_flash(s, c, te);
-    const l2::FlashStats ss = l2::segments_flash(s, c, ts);
-    test::same_tally(te, ts);
-    CHECK(se.steps == ss.steps);
-  }
+  for (int k = 0; k < 150; ++k) same_at_few_sizes(rng, random_masked(rng, k), l2::enumerate_flash, l2::segments_flash);
 }
 
 TEST_CASE("L2 segment bounds: reads settle at a large L2 and the tally is the one every read evaluated gives",

@@ -1,8 +1,9 @@
 // The segment engine's single reads, evaluated together (docs/l2-simulation.md,
 // "Single reads"): a read whose predecessor is far back (the first read of a
 // key block by the next head of a GQA group) would meet every segment in
-// between; here it costs two Fenwick-tree queries and the segments at three
-// steps.
+// between; here it costs two Fenwick-tree queries and, unless its bounds
+// settle it ("Reads settled by bounds"), the segments at three steps. Also
+// the bytes accessed at each step, which give those bounds.
 #include <algorithm>
 
 #include "l2_segments.hpp"
@@ -219,7 +220,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
     const std::uint64_t z = streams_[segs_[points[i].seg].stream].bytes;
     const std::uint64_t at = bytes.at(points[i].T0), less = at + bytes.at(points[i].T0 - points[i].g);
     lo[i] = std::max(z, dist[i] > less ? dist[i] - less : 0);
-    hi[i] = dist[i] + at;
+    hi[i] = dist[i] > infinite - at ? infinite : dist[i] + at;
     reached = std::max(reached, lo[i]);
   }
   std::vector<std::uint32_t> open;

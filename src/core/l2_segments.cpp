@@ -208,13 +208,16 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
 
   Tally::Batch batch(t);
   // A run's reads lie between its own bytes and those plus everything
-  // accessed in a window of g + 1 steps.
+  // accessed in a window of g + 1 steps (infinite past 64 bits: no bound).
   auto upper = [&](const PointRead& run) {
     const Segment& q = segs_[run.seg];
     const Stream& sq = streams_[q.stream];
     const std::int64_t T1 = sq.phase + static_cast<std::int64_t>(q.b) - 1;
-    return checked_add(sq.bytes, checked_mul(static_cast<std::uint64_t>(run.g + 1), step_bytes.max(run.T0 - run.g, T1), what),
-                       what);
+    std::uint64_t window = 0, hi = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(run.g + 1), step_bytes.max(run.T0 - run.g, T1), &window) ||
+        __builtin_add_overflow(sq.bytes, window, &hi))
+      return infinite;
+    return hi;
   };
   auto evaluate_run = [&](const PointRead& run, EventIndex::Stabber& stab) {
     const Segment& q = segs_[run.seg];
