@@ -75,20 +75,21 @@ std::uint64_t overlap(std::int64_t A, std::int64_t B, std::int64_t lo, std::int6
 }  // namespace
 
 SegmentEngine::StepBytes::StepBytes(const EventIndex& ix) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> change;  // (step, bytes in or out)
-  change.reserve(2 * ix.ev.size());
-  for (const EventIndex::Event& e : ix.ev) {
-    change.push_back({e.A, static_cast<std::int64_t>(e.z)});
-    change.push_back({e.B + 1, -static_cast<std::int64_t>(e.z)});
-  }
-  std::sort(change.begin(), change.end());
+  // Segments come in by first step (the index's order) and leave after their
+  // last, sorted here; the two merged, a level a step where either changes.
+  std::vector<std::pair<std::int64_t, std::uint64_t>> out;  // (past-last step, bytes)
+  out.reserve(ix.ev.size());
+  for (const EventIndex::Event& e : ix.ev) out.push_back({e.B + 1, e.z});
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::uint64_t> level;
-  std::int64_t now = 0;
-  for (std::size_t i = 0; i < change.size();) {
-    const std::int64_t step = change[i].first;
-    while (i < change.size() && change[i].first == step) now += change[i++].second;
+  std::uint64_t now = 0;
+  for (std::size_t i = 0, j = 0; i < ix.ev.size() || j < out.size();) {
+    const std::int64_t step =
+        j == out.size() || (i < ix.ev.size() && ix.ev[i].A < out[j].first) ? ix.ev[i].A : out[j].first;
+    for (; i < ix.ev.size() && ix.ev[i].A == step; ++i) now += ix.ev[i].z;
+    for (; j < out.size() && out[j].first == step; ++j) now -= out[j].second;
     at_.push_back(step);
-    level.push_back(static_cast<std::uint64_t>(now));
+    level.push_back(now);
   }
   const std::size_t n = level.size();
   tree_.assign(2 * n, 0);
