@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory_resource>
 #include <queue>
 
 #include "hbmscope/checked.hpp"
@@ -85,7 +86,8 @@ class Painting {
   void clear() { m_.clear(); }
 
  private:
-  using Map = std::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>>;
+  // (Nodes from a pool: a paint allocates one or two and frees as many.)
+  using Map = std::pmr::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>>;
   // The first interval starting at or after x, splitting one that holds x.
   Map::iterator split(std::uint64_t x) {
     auto it = m_.lower_bound(x);
@@ -97,7 +99,8 @@ class Painting {
     prev->second.first = x;
     return m_.emplace_hint(it, x, tail);
   }
-  Map m_;
+  std::pmr::unsynchronized_pool_resource pool_;
+  Map m_{&pool_};
 };
 
 }  // namespace
@@ -125,38 +128,54 @@ void SegmentEngine::link() {
     if (s.allocate && s.ns != unique) order.push_back(i);
     else if (s.allocate) segs_.push_back({i, s.x0, s.x0 + s.count});
   }
-  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
-    const Stream &a = streams_[x], &b = streams_[y];
-    if (a.ns != b.ns) return a.ns < b.ns;
-    if (a.phase != b.phase) return a.phase < b.phase;
-    if (a.cta != b.cta) return a.cta < b.cta;
-    return a.sub < b.sub;
-  });
-  std::vector<Painting::Piece> pieces;
-  std::vector<std::vector<Painting::Piece>> succ(order.size());
+  {
+    // (Sorted by keys held beside the index: no stream is touched twice.)
+    struct Key {
+      std::uint64_t ns;
+      std::int64_t phase;
+      std::uint64_t cta;
+      std::uint32_t sub, stream;
+    };
+    std::vector<Key> keys(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const Stream& a = streams_[order[k]];
+      keys[k] = {a.ns, a.phase, a.cta, a.sub, order[k]};
+    }
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      if (a.ns != b.ns) return a.ns < b.ns;
+      if (a.phase != b.phase) return a.phase < b.phase;
+      if (a.cta != b.cta) return a.cta < b.cta;
+      return a.sub < b.sub;
+    });
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = keys[k].stream;
+  }
+  std::vector<Painting::Piece> pieces, succ;  // successors' pieces: stream k's from succ_at[k]
+  std::vector<std::size_t> succ_at(order.size() + 1);
   Painting paint;
   for (std::size_t lo = 0; lo < order.size();) {
     std::size_t hi = lo;
     while (hi < order.size() && streams_[order[hi]].ns == streams_[order[lo]].ns) ++hi;
     paint.clear();
+    succ.clear();
     for (std::size_t k = hi; k-- > lo;) {  // successors: the next accessor, painting backwards
       const Stream& s = streams_[order[k]];
-      paint.paint(s.x0, s.x0 + s.count, order[k], succ[k]);
+      paint.paint(s.x0, s.x0 + s.count, order[k], pieces);
+      succ_at[k] = succ.size();
+      succ.insert(succ.end(), pieces.begin(), pieces.end());
     }
     paint.clear();
     for (std::size_t k = lo; k < hi; ++k) {  // predecessors, and segments where both are constant
       const Stream& s = streams_[order[k]];
       paint.paint(s.x0, s.x0 + s.count, order[k], pieces);
-      std::size_t a = 0, b = 0;
+      std::size_t a = 0, b = succ_at[k];
       std::uint64_t at = s.x0;
       while (at < s.x0 + s.count) {
-        const std::uint64_t end = std::min(pieces[a].hi, succ[k][b].hi);
-        segs_.push_back({order[k], at, end, pieces[a].owner, succ[k][b].owner});
+        const std::uint64_t end = std::min(pieces[a].hi, succ[b].hi);
+        segs_.push_back({order[k], at, end, pieces[a].owner, succ[b].owner});
         at = end;
         if (pieces[a].hi == at) ++a;
-        if (succ[k][b].hi == at) ++b;
+        if (succ[b].hi == at) ++b;
       }
-      std::vector<Painting::Piece>().swap(succ[k]);
     }
     lo = hi;
   }
