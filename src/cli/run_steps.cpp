@@ -71,8 +71,9 @@ void L2Budget::finish() {
                                  over_cap_, max_l2_sim_work, named,
                                  over_cap_masked_backward_
                                      ? "; backward rows with a mask or a ragged batch have no closed form: their "
-                                       "cost grows with CTAs x slots, docs/l2-simulation.md, \"The backward through "
-                                       "the segment engine\""
+                                       "cost grows with the CTAs (times the slots where the L2 is too small for "
+                                       "bounds to settle re-reads) and past 1.5 M CTAs they are not simulated, "
+                                       "docs/l2-simulation.md, \"The backward through the segment engine\""
                                      : ""));
   }
   if (over_budget_)
