@@ -4,12 +4,14 @@
 // without evaluating it. With one L2 size (what `sweep --device` asks) most
 // re-reads settle; the tallies must stay the enumeration's, bit for bit.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <random>
 
 #include "hbmscope/l2_sim.hpp"
 #include "../src/core/l2_backward.hpp"
 #include "../src/core/l2_flash.hpp"
 #include "../src/core/l2_segments.hpp"
+#include "../src/core/radix_sort.hpp"
 #include "l2_tallies.hpp"
 #include "random_shapes.hpp"
 
@@ -138,4 +140,18 @@ TEST_CASE("L2 segment bounds: the causal backward at 1M x 64/8 is within the bud
   c.l2_bytes = 60ull << 20;
   s.batch = 8;
   CHECK_FALSE(l2_sim_within_budget(s, c));
+}
+
+TEST_CASE("L2 segment bounds: the engine's radix sort is a stable sort by the key", "[l2runs]") {
+  // Negative steps and keys that share their high digits, as std::stable_sort orders them.
+  std::mt19937_64 rng(75);
+  for (const std::int64_t spread : {std::int64_t{3}, std::int64_t{1} << 20, std::int64_t{1} << 50}) {
+    std::vector<std::pair<std::int64_t, int>> v(5000);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = {std::uniform_int_distribution<std::int64_t>(-spread, spread)(rng), static_cast<int>(i)};
+    auto w = v;
+    l2::radix_sort(v, [](const auto& x) { return l2::ordered(x.first); });
+    std::stable_sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    CHECK(v == w);
+  }
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "l2_segments.hpp"
+#include "radix_sort.hpp"
 
 namespace hbmscope::l2 {
 
@@ -80,7 +81,7 @@ SegmentEngine::StepBytes::StepBytes(const EventIndex& ix) {
   std::vector<std::pair<std::int64_t, std::uint64_t>> out;  // (past-last step, bytes)
   out.reserve(ix.ev.size());
   for (const EventIndex::Event& e : ix.ev) out.push_back({e.B + 1, e.z});
-  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  radix_sort(out, [](const auto& x) { return ordered(x.first); });
   std::vector<std::uint64_t> level;
   std::uint64_t now = 0;
   for (std::size_t i = 0, j = 0; i < ix.ev.size() || j < out.size();) {
@@ -154,7 +155,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
       by_gap.push_back(static_cast<std::uint32_t>(i));
     }
   }
-  std::sort(coords.begin(), coords.end());
+  radix_sort(coords, [](std::int64_t x) { return ordered(x); });
   coords.erase(std::unique(coords.begin(), coords.end()), coords.end());
 
   // Is segment k "short" for a read of gap g and rank rq: does its successor
@@ -188,13 +189,11 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
     RampSum longs(coords.size()), shorts(coords.size());
     for (const Seg& r : rs) longs.ramp<false>(index_of(r.A), r.A, index_of(r.B + 1), r.B, r.z, false);
     longs.make();
-    std::sort(by_gap.begin(), by_gap.end(), [&](std::uint32_t x, std::uint32_t y) {
-      return rs[x].G != rs[y].G ? rs[x].G < rs[y].G : rs[x].rank_next < rs[y].rank_next;
-    });
-    std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
-      if (points[x].g != points[y].g) return points[x].g < points[y].g;
-      return rq_of[x] < rq_of[y];
-    });
+    // By (G, rank of the successor) and (g, rank): stable sorts, the second key first.
+    radix_sort(by_gap, [&](std::uint32_t x) { return rs[x].rank_next; });
+    radix_sort(by_gap, [&](std::uint32_t x) { return ordered(rs[x].G); });
+    radix_sort(order, [&](std::uint32_t x) { return rq_of[x]; });
+    radix_sort(order, [&](std::uint32_t x) { return ordered(points[x].g); });
     std::size_t moved = 0;
     for (const std::uint32_t i : order) {
       const PointRead& pt = points[i];

@@ -1,5 +1,6 @@
 // The segment engine (docs/model.md, "Segments: schedules not in lockstep").
 #include "l2_segments.hpp"
+#include "radix_sort.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -359,7 +360,7 @@ SegmentEngine::EventIndex::EventIndex(const SegmentEngine& e) {
     }
     ev.push_back(v);
   }
-  std::sort(ev.begin(), ev.end(), [](const Event& x, const Event& y) { return x.A < y.A; });
+  radix_sort(ev, [](const Event& x) { return ordered(x.A); });
 }
 
 void SegmentEngine::EventIndex::Stabber::overlapping(std::int64_t lo, std::int64_t hi,
