@@ -120,7 +120,7 @@ TEST_CASE("L2 segment bounds: reads settle at a large L2 and the tally is the on
 
 TEST_CASE("L2 segment bounds: the causal backward at 1M x 64/8 is within the budget where the bounds settle",
           "[l2runs][backward]") {
-  // 3.7 to 4.2 s measured at H200's 60 MiB and 132 slots (docs/l2-simulation.md),
+  // 3.5 to 4.2 s measured at H200's 60 MiB and 132 slots (docs/l2-simulation.md),
   // 15.6 s with every re-read evaluated: at a 4 MiB L2 it is still left out.
   Shape s;
   s.seq_q = s.seq_kv = 1ull << 20;
