@@ -168,9 +168,10 @@ inline constexpr std::uint64_t max_l2_sim_run_work = std::uint64_t{1} << 36;
 // model, sweep and reconcile apply).
 bool l2_sim_within_budget(const Shape& s, const L2SimConfig& c);
 // Whether s's backward pass has no closed form (a mask or a ragged batch): the
-// runs take it through the segment engine, at a cost that grows with CTAs x
-// slots, or enumerate it (docs/l2-simulation.md, "The backward through the
-// segment engine"); false for forward rows.
+// runs take it through the segment engine, at a cost that grows with the CTAs
+// (times the slots where bounds do not settle re-reads), or enumerate it
+// (docs/l2-simulation.md, "The backward through the segment engine"); false
+// for forward rows.
 bool l2_sim_backward_not_in_closed_form(const Shape& s);
 // Throws Error naming the shape, its work, the limit and what to change when
 // the shape is over max_l2_sim_work.

@@ -121,38 +121,25 @@ std::uint64_t SegmentEngine::StepBytes::max(std::int64_t lo, std::int64_t hi) co
   return m;
 }
 
-void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const StepBytes& bytes,
+std::uint64_t SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const StepBytes& bytes,
                                     std::vector<PointRead>& points, ReadObserver* obs) const {
-  if (points.empty()) return;
+  if (points.empty()) return 0;
   constexpr std::int64_t none = -1;
-  struct Seg {
-    std::int64_t A, B, G;  // steps; G: to the successor stream (none: no successor)
-    std::uint64_t z, rank, rank_next;
-  };
-  const std::size_t n = segs_.size();
-  std::vector<Seg> rs(n);
+  // The segments as the index holds them (steps, gap, bytes, ranks); by_gap:
+  // those with a successor, by their place in it.
+  const std::vector<EventIndex::Event>& rs = index.ev;
+  const std::size_t n = rs.size();
   std::vector<std::int64_t> coords;
   coords.reserve(4 * n);
   std::vector<std::uint32_t> by_gap;
-  for (std::size_t i = 0; i < n; ++i) {
-    const Segment& g = segs_[i];
-    const Stream& s = streams_[g.stream];
-    Seg& r = rs[i];
-    r.A = s.phase + static_cast<std::int64_t>(g.a);
-    r.B = s.phase + static_cast<std::int64_t>(g.b) - 1;
-    r.z = s.bytes;
-    r.rank = rank_of(s);
-    r.G = none;
-    r.rank_next = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const EventIndex::Event& r = rs[i];
     coords.push_back(r.A);
     coords.push_back(r.B + 1);
-    if (g.succ != ~0u) {
-      const Stream& sn = streams_[g.succ];
-      r.G = sn.phase - s.phase;
-      r.rank_next = rank_of(sn);
+    if (r.G != none) {
       coords.push_back(r.A + r.G);
       coords.push_back(r.B + r.G + 1);
-      by_gap.push_back(static_cast<std::uint32_t>(i));
+      by_gap.push_back(i);
     }
   }
   radix_sort(coords, [](std::int64_t x) { return ordered(x); });
@@ -161,7 +148,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
   // Is segment k "short" for a read of gap g and rank rq: does its successor
   // come sooner, (G, its rank) <= (g, rq)? Then its accesses in the window
   // count only while not yet re-read.
-  auto is_short = [](const auto& r, std::int64_t g, std::uint64_t rq) {
+  auto is_short = [](const EventIndex::Event& r, std::int64_t g, std::uint64_t rq) {
     return r.G != none && (r.G < g || (r.G == g && r.rank_next <= rq));
   };
   // The ranks of each read and of its predecessor.
@@ -187,7 +174,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
       return static_cast<std::size_t>(std::upper_bound(coords.begin(), coords.end(), v) - coords.begin());
     };
     RampSum longs(coords.size()), shorts(coords.size());
-    for (const Seg& r : rs) longs.ramp<false>(index_of(r.A), r.A, index_of(r.B + 1), r.B, r.z, false);
+    for (const EventIndex::Event& r : rs) longs.ramp<false>(index_of(r.A), r.A, index_of(r.B + 1), r.B, r.z, false);
     longs.make();
     // By (G, rank of the successor) and (g, rank): stable sorts, the second key first.
     radix_sort(by_gap, [&](std::uint32_t x) { return rs[x].rank_next; });
@@ -198,7 +185,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
     for (const std::uint32_t i : order) {
       const PointRead& pt = points[i];
       while (moved < by_gap.size() && is_short(rs[by_gap[moved]], pt.g, rq_of[i])) {
-        const Seg& r = rs[by_gap[moved++]];
+        const EventIndex::Event& r = rs[by_gap[moved++]];
         const std::size_t ia = index_of(r.A), ib = index_of(r.B + 1);
         longs.ramp(ia, r.A, ib, r.B, r.z, true);
         shorts.ramp(ia, r.A, ib, r.B, r.z, false);
@@ -224,6 +211,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
     reached = std::max(reached, lo[i]);
   }
   std::vector<std::uint32_t> open;
+  std::uint64_t by_bounds = 0;  // reads settled
   for (std::uint32_t i = 0; i < points.size(); ++i) {
     const Stream& sq = streams_[segs_[points[i].seg].stream];
     const bool observed = obs != nullptr && sq.counts.observed;
@@ -232,28 +220,29 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
       const std::size_t k = t.bucket_of(hi[i]);
       t.read_in_bucket(k, sq.counts.read);
       if (sq.counts.writeback != 0) t.writeback_in_bucket(k, sq.counts.writeback);
-      ++settled_;
+      ++by_bounds;
     } else {
       open.push_back(i);
     }
   }
-  if (open.empty()) return;
+  if (open.empty()) return by_bounds;
 
   // Segments of each stream, in object order (link() adds them so).
   std::vector<std::uint32_t> first(streams_.size() + 1, 0);
   for (const Segment& g : segs_) ++first[g.stream + 1];
   for (std::size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
-  std::vector<std::uint32_t> of_stream(n);
+  std::vector<std::uint32_t> of_stream(n), place(n);  // place: a segment's in the index
   {
     std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
     for (std::uint32_t i = 0; i < n; ++i) of_stream[at[segs_[i].stream]++] = i;
   }
+  for (std::uint32_t i = 0; i < n; ++i) place[rs[i].seg] = i;
   // What the order within a step changes (exact minus the approximation
   // above), for a segment r (its steps, gap, bytes and ranks) and a read at
   // T0, g steps after its predecessor, of ranks rq and rp (the
   // predecessor's); it is zero unless r accesses at step T0, at T0 - g, or at
   // T0 - G (its successor at T0).
-  auto correction = [&](const auto& r, std::int64_t T0, std::int64_t g, std::uint64_t rq,
+  auto correction = [&](const EventIndex::Event& r, std::int64_t T0, std::int64_t g, std::uint64_t rq,
                         std::uint64_t rp) -> std::uint64_t {
     const std::uint64_t approx = is_short(r, g, rq) ? overlap(r.A, r.B, T0 - r.G + 1, T0) : overlap(r.A, r.B, T0 - g, T0);
     const std::int64_t alpha = rp < r.rank ? 0 : 1;
@@ -288,7 +277,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
         const auto it = std::upper_bound(b, e, x, [&](std::uint64_t v, std::uint32_t k) { return v < segs_[k].a; });
         if (it != b && segs_[*(it - 1)].b > x && seen[*(it - 1)] != i) {
           seen[*(it - 1)] = i;
-          dist[i] += correction(rs[*(it - 1)], T0, g, rq, rp);
+          dist[i] += correction(rs[place[*(it - 1)]], T0, g, rq, rp);
         }
       }
     }
@@ -315,6 +304,7 @@ void SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, const Ste
     if (sq.counts.writeback != 0) t.writebacks(dist[i], 0, 1, sq.counts.writeback);
     if (obs != nullptr && sq.counts.observed) obs->reads(static_cast<std::uint64_t>(pt.T0 - sq.phase), dist[i], 0, 1);
   }
+  return by_bounds;
 }
 
 }  // namespace hbmscope::l2

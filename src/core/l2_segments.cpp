@@ -327,7 +327,7 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
       }
     }
   }
-  evaluate_points(t, index, step_bytes, points, obs);
+  settled_ += evaluate_points(t, index, step_bytes, points, obs);
   const std::uint64_t reached = t.max_reuse_distance();
   EventIndex::Stabber stab(index);
   for (std::size_t i = 0; i < waiting.size(); ++i) {

@@ -145,7 +145,8 @@ class SegmentEngine {
   static std::uint64_t rank_of(const Stream& s) { return (s.cta << 2) | s.sub; }  // the order in a step
   // The single reads, together: a sweep over g with Fenwick trees over steps
   // (docs/l2-simulation.md, "Single reads"), in l2_segment_points.cpp.
-  void evaluate_points(Tally& t, const EventIndex& index, const StepBytes& bytes, std::vector<PointRead>& points,
+  // Returns how many its bounds settled.
+  std::uint64_t evaluate_points(Tally& t, const EventIndex& index, const StepBytes& bytes, std::vector<PointRead>& points,
                        ReadObserver* obs) const;
 
   std::vector<Kernel> kernels_;
@@ -153,7 +154,7 @@ class SegmentEngine {
   std::vector<Stream> streams_;
   std::vector<Segment> segs_;
   bool linked_ = false;
-  mutable std::uint64_t settled_ = 0;
+  std::uint64_t settled_ = 0;
 };
 
 }  // namespace hbmscope::l2

@@ -2,8 +2,9 @@
 // A stable least-significant-digit radix sort by a 64-bit key, 16 bits a
 // pass, passing over the digits every element shares (the high bits of
 // steps and ranks): the segment engine's sorts of millions of steps, where a
-// comparison sort's branches cost more. Internal to src/core.
-#include <array>
+// comparison sort's branches cost more (below a few thousand elements, where
+// the passes' counts cost more, std::stable_sort). Internal to src/core.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -16,7 +17,10 @@ template <class T, class Key>
 void radix_sort(std::vector<T>& v, Key key) {
   constexpr int bits = 16;
   constexpr std::size_t buckets = std::size_t{1} << bits;
-  if (v.size() < 2) return;
+  if (v.size() < 4096) {
+    std::stable_sort(v.begin(), v.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
+    return;
+  }
   std::uint64_t all_or = 0, all_and = ~std::uint64_t{0};
   for (const T& x : v) {
     const std::uint64_t k = key(x);
@@ -24,6 +28,7 @@ void radix_sort(std::vector<T>& v, Key key) {
     all_and &= k;
   }
   const std::uint64_t varies = all_or ^ all_and;  // the bits some keys differ in
+  if (varies == 0) return;
   std::vector<T> tmp(v.size());
   std::vector<std::size_t> at(buckets);
   for (int shift = 0; shift < 64; shift += bits) {
