@@ -167,6 +167,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   }
   SegmentEngine e;
   e.add_kernel(slots, lengths);
+  e.reserve_streams(4 * ctas);  // K/V, row sets (two where a last block is partial), dK
   std::vector<u64>().swap(lengths);
   for (u64 id = 0; id < ctas; ++id) {
     const BackwardCta& x = ct[id];

@@ -27,6 +27,7 @@ void add_forward(SegmentEngine& e, const FlashGrid& grid, const L2SimConfig& c) 
   }
   const std::uint64_t first = e.add_kernel(std::uint64_t{c.sm_count} * c.ctas_per_sm, std::move(lengths));
   const bool qo = c.q_o_allocate;
+  e.reserve_streams(4 * n);  // Q, K/V (two where a last block is partial), O
   for (std::uint64_t id = 0; id < n; ++id) {
     const FlashCta& t = ctas[id];
     const std::uint64_t cta = first + id;

@@ -213,7 +213,9 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
     }
     const std::int64_t g = sq.phase - streams_[q.pred].phase;
     const std::int64_t T0 = sq.phase + static_cast<std::int64_t>(q.a);
-    (count == 1 ? points : runs).push_back({i, T0, g});
+    // A single read a step or two after its predecessor goes with the runs:
+    // its bound settles it without the single reads' trees (a hit, mostly).
+    (count == 1 && g > 2 ? points : runs).push_back({i, T0, g});
   }
   std::sort(runs.begin(), runs.end(),
             [](const PointRead& x, const PointRead& y) { return x.T0 - x.g < y.T0 - y.g; });

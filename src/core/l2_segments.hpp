@@ -51,6 +51,9 @@ class SegmentEngine {
   // steps each (at least 1); returns the index of its first CTA.
   std::uint64_t add_kernel(std::uint64_t slots, std::vector<std::uint64_t> lengths);
 
+  // Room for this many streams, so that adding them copies nothing.
+  void reserve_streams(std::uint64_t n) { streams_.reserve(n); }
+
   // CTA cta accesses objects x0, x0 + 1, ... of namespace ns at its local
   // steps k0, k0 + 1, ... (count of them), `bytes` each, at position `sub` in
   // its step. ns == unique: each access is of its own object (no reuse).
