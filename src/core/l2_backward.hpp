@@ -62,7 +62,12 @@ std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c);
 // Masks and ragged batches: the main loop through the segment engine
 // (l2_backward_segments.cpp).
 bool backward_in_segments(const Shape& s);
-FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t);
+// Its main loop by rows where every CTA reads its head's row sets to the last
+// and bounds settle most re-reads (l2_backward_rows.cpp), else through the
+// engine; tests choose (by_rows_checked: every read's exact distance held to
+// its bounds, an Error where one is not).
+enum class MainLoop { automatic, by_rows, by_rows_checked, engine };
+FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how = MainLoop::automatic);
 // Its work (~0 where it does not apply or would not fit in memory), with
 // the smallest L2 size asked for.
 std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::uint64_t smallest_l2);

@@ -11,6 +11,7 @@
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
 #include "l2_backward.hpp"
+#include "l2_backward_rows.hpp"
 #include "l2_segments.hpp"
 
 namespace hbmscope::l2 {
@@ -81,8 +82,27 @@ class DMax : public ReadObserver {
 
 bool backward_in_segments(const Shape& s) { return !backward_in_waves(s); }
 
-std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::uint64_t smallest_l2) {
-  if (!backward_in_segments(s)) return ~u64{0};
+namespace {
+
+// Whether two steps of every slot's row set and K/V fit in the smallest L2
+// asked for: then bounds settle most re-reads (a step or two apart: hits).
+bool bounds_settle(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
+  const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
+  const u64 row_set = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * s.block_rows, kv = g.kv_col() * s.block_cols;
+  u64 step = 0;
+  return !__builtin_mul_overflow(2 * slots, row_set + kv, &step) && step + row_set <= smallest_l2;
+}
+
+// The main loop by rows (l2_backward_rows.cpp): causal masks and ragged
+// batches without one (every CTA reads its head's row sets to the last), in
+// query-block-major order, where bounds settle most re-reads.
+bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
+  return s.window == 0 && s.chunk == 0 && c.order == Rasterization::query_block_major &&
+         bounds_settle(s, c, g, smallest_l2);
+}
+
+// The segment engine's work.
+u64 engine_work(const Shape& s, const L2SimConfig& c, std::uint64_t smallest_l2) {
   const BackwardGrid g(s, c.order);
   // About 1.6 KB a CTA (the engine's streams, segments and index, the grid,
   // the K/V and dK keys) and 130 bytes a row: past 1.5 M CTAs or 8 M rows
@@ -102,9 +122,7 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   // 64K to 1M tokens, 16 to 264 slots, both orders (bench/, "L2 runs";
   // docs/l2-simulation.md).
   const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
-  const u64 row_set = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * s.block_rows, kv = g.kv_col() * s.block_cols;
-  u64 step = 0;
-  const bool settles = !__builtin_mul_overflow(2 * slots, row_set + kv, &step) && step + row_set <= smallest_l2;
+  const bool settles = bounds_settle(s, c, g, smallest_l2);
   u64 w = 0;
   const u64 per_slot = !settles ? 220 : c.order == Rasterization::head_major ? 40 : 10;
   if (__builtin_mul_overflow(g.ctas(), std::min(g.ctas(), slots) * per_slot + (settles ? 7000 : 4000), &w))
@@ -112,7 +130,24 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   return w + rows * 600;
 }
 
-FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
+}  // namespace
+
+std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::uint64_t smallest_l2) {
+  if (!backward_in_segments(s)) return ~u64{0};
+  const BackwardGrid g(s, c.order);
+  if (!by_rows(s, c, g, smallest_l2)) return engine_work(s, c, smallest_l2);
+  // By rows: about 3,000 units a CTA (its runs and their bounds, the reads
+  // they leave evaluated over the CTAs beside them, the keys outside the main
+  // loop) and 300 a row; about 300 bytes a CTA, so up to 2^23 CTAs and rows.
+  // Measured on causal shapes of 128K to 1M tokens (bench/, "L2 runs").
+  u64 rows = 0;
+  for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
+  constexpr u64 most = u64{1} << 23;
+  if (g.ctas() > most || rows > most) return ~u64{0};
+  return g.ctas() * 3000 + rows * 300;
+}
+
+FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how) {
   constexpr std::string_view what = "L2 simulation bytes";
   if (!backward_in_segments(s)) throw Error("internal: the backward's segments take masks and ragged batches");
   const BackwardGrid g(s, c.order);
@@ -165,28 +200,43 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     kv_of[id] = kv_base[ct[id].seq] + (ct[id].pair - ct[id].seq * Hkv) * f.k_blocks + ct[id].k_block;
     row0[id] = row_base[ct[id].seq] + ct[id].head * f.q_blocks;
   }
-  SegmentEngine e;
-  e.add_kernel(slots, lengths);
-  e.reserve_streams(4 * ctas);  // K/V, row sets (two where a last block is partial), dK
+  // The schedule; the main loop by rows where every CTA reads its head's row
+  // sets to the last (l2_backward_rows.cpp), else through the engine.
+  std::vector<u64> start(ctas);
+  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data());
   std::vector<u64>().swap(lengths);
-  for (u64 id = 0; id < ctas; ++id) {
-    const BackwardCta& x = ct[id];
-    const u64 kvb = g.kv_col() * x.cols;
-    e.add_stream(id, kv_sub, 0, 1, kv_ns, kv_of[id], kvb, Op::read);
-    if (x.end > x.first) {
-      const u64 nq = fg.sequence(x.seq).q_blocks, r0 = row0[id];
-      const bool partial = u[r0 + nq - 1] != u[r0];
-      const u64 split = partial ? std::min(x.end, nq - 1) : x.end;
-      auto rows = [&](u64 k0, u64 a, u64 b) {
-        if (b > a) e.add_reads(id, row_sub, k0, b - a, rows_ns, r0 + a, u[r0 + a], {u[r0 + a], acc(r0 + a), true, true});
-      };
-      rows(0, x.first, split);
-      rows(std::max(split, x.first) - x.first, std::max(split, x.first), x.end);
+  const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
+  const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked;
+  const bool rows_first = forced || (how == MainLoop::automatic && by_rows(s, c, g, smallest));
+  if (forced && (s.window != 0 || s.chunk != 0))
+    throw Error("internal: the backward's main loop by rows takes no window or chunk");
+  if (rows_first && !backward_rows_fit(ct, fg)) throw Error("internal: a causal backward's CTA stops before its head's last query block");
+  SegmentEngine e;
+  auto engine = [&] {
+    std::vector<u64> len(ctas);
+    for (u64 id = 0; id < ctas; ++id) len[id] = ct[id].steps();
+    e.add_kernel(slots, std::move(len));
+    e.reserve_streams(4 * ctas);  // K/V, row sets (two where a last block is partial), dK
+    for (u64 id = 0; id < ctas; ++id) {
+      const BackwardCta& x = ct[id];
+      const u64 kvb = g.kv_col() * x.cols;
+      e.add_stream(id, kv_sub, 0, 1, kv_ns, kv_of[id], kvb, Op::read);
+      if (x.end > x.first) {
+        const u64 nq = fg.sequence(x.seq).q_blocks, r0 = row0[id];
+        const bool partial = u[r0 + nq - 1] != u[r0];
+        const u64 split = partial ? std::min(x.end, nq - 1) : x.end;
+        auto rows = [&](u64 k0, u64 a, u64 b) {
+          if (b > a) e.add_reads(id, row_sub, k0, b - a, rows_ns, r0 + a, u[r0 + a], {u[r0 + a], acc(r0 + a), true, true});
+        };
+        rows(0, x.first, split);
+        rows(std::max(split, x.first) - x.first, std::max(split, x.first), x.end);
+      }
+      if (gqa) e.add_stream(id, dk_sub, x.steps() - 1, 1, dk_ns, kv_of[id] * G + x.head % G, kvb, Op::alloc);
+      else e.add_stream(id, dk_sub, x.steps() - 1, 1, SegmentEngine::unique, 0, kvb, Op::write, qo);
     }
-    if (gqa) e.add_stream(id, dk_sub, x.steps() - 1, 1, dk_ns, kv_of[id] * G + x.head % G, kvb, Op::alloc);
-    else e.add_stream(id, dk_sub, x.steps() - 1, 1, SegmentEngine::unique, 0, kvb, Op::write, qo);
-  }
-  e.link();
+    e.link();
+  };
+  if (!rows_first) engine();
 
   // Each row's first and last read: row i of a head is read by the head's
   // CTAs j whose query blocks [first(j), end(j)) hold it, a range of j that
@@ -207,7 +257,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
       const u64 m = head_first[k + 1] - head_first[k];
       if (m == 0) continue;
       const u64 nq = fg.sequence(ct[js[0]].seq).q_blocks, r0 = row0[js[0]];
-      auto v = [&](u64 id) { return static_cast<i64>(e.start(id)) - static_cast<i64>(ct[id].first); };
+      auto v = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
       lo.clear();
       hi.clear();
       u64 next = 0;
@@ -232,11 +282,11 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   std::vector<Key> kv_first(P, ~Key{0}), kv_last(P, 0), dk_write(ctas);
   std::vector<u64> kv_bytes(P, 0), dk_bytes(ctas);
   for (u64 id = 0; id < ctas; ++id) {
-    const Key k = key_of(e.start(id), id, kv_sub);
+    const Key k = key_of(start[id], id, kv_sub);
     kv_first[kv_of[id]] = std::min(kv_first[kv_of[id]], k);
     kv_last[kv_of[id]] = std::max(kv_last[kv_of[id]], k);
     kv_bytes[kv_of[id]] = g.kv_col() * ct[id].cols;
-    dk_write[id] = key_of(e.start(id) + e.length(id) - 1, id, dk_sub);
+    dk_write[id] = key_of(start[id] + ct[id].steps() - 1, id, dk_sub);
     dk_bytes[id] = gqa || qo ? g.kv_col() * ct[id].cols : 0;
   }
   auto order_by = [](const std::vector<Key>& keys) {
@@ -307,7 +357,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   // D's depth at its death and the dQ conversion's reads, in row order: the
   // accumulators the conversion read before (those of rows with an earlier
   // last read; the others are among the main loop's rows).
-  std::vector<u64> start(R);
+  std::vector<u64> row_start(R);
   {
     // A row the main loop never reads was last accessed by the preprocessing:
     // after it come the preprocessing's later rows (with O, for those the
@@ -324,7 +374,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
     for (const u64 r : rows_late) {
       advance(a, last_read[r], [&](u64 x) { acc_later.add(x, acc(x)); }, [](u64) {});
       const u64 after = a.rows + a.kv + a.dk + (last_read[r] == preprocessing ? pre_extra[r + 1] : 0);
-      start[r] = std::max(dist_first[r], dd(r) + acc(r) + after);
+      row_start[r] = std::max(dist_first[r], dd(r) + acc(r) + after);
       conv[r] = acc(r) + after + (acc_before[r] - acc_later.below(r));
     }
     for (u64 r = 0; r < R; ++r) {
@@ -337,8 +387,33 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   }
 
   // The main loop's re-reads; D's write-back at the largest of its distances.
-  DMax dmax(std::move(start));
-  e.evaluate(t, &dmax);
+  DMax dmax(std::move(row_start));
+  bool done = false;
+  if (rows_first) {
+    BackwardLoop loop;
+    loop.slots = slots;
+    loop.heads = H;
+    loop.head_major = c.order == Rasterization::head_major;
+    loop.gqa = gqa;
+    loop.qo = qo;
+    loop.kv_col = g.kv_col();
+    loop.acc_row = g.acc_row();
+    loop.ct = &ct;
+    loop.start = &start;
+    loop.kv_of = &kv_of;
+    loop.row0 = &row0;
+    loop.u = &u;
+    loop.n_rows = &n_rows;
+    loop.head_keys = fg.heads();
+    // Where the reads its bounds leave would cost more than the engine, the engine.
+    loop.check_bounds = how == MainLoop::by_rows_checked;
+    const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
+    done = backward_by_rows(loop, t, dmax, engine_units == ~u64{0} ? ~u64{0} : engine_units / 20);
+  }
+  if (!done) {
+    if (rows_first) engine();
+    e.evaluate(t, &dmax);
+  }
   for (u64 r = 0; r < R; ++r) t.writebacks(dmax.at(r), 0, 1, dd(r));
 
   // GQA: dK, dV of the G heads of a (kv head, key block) read in head order
@@ -366,10 +441,10 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t) {
   }
 
   FlashStats st;
-  st.steps = e.kernel_steps(0);
+  st.steps = steps;
   st.waves = ceil_div(ctas, slots);
-  auto from = [&](u64 id) { return e.start(id); };
-  auto to = [&](u64 id) { return e.start(id) + e.length(id) - 1; };
+  auto from = [&](u64 id) { return start[id]; };
+  auto to = [&](u64 id) { return start[id] + ct[id].steps() - 1; };
   st.heads = mean_distinct(ctas, [&](u64 id) { return ct[id].head_key; }, from, to, fg.heads(), st.steps);
   st.kv_heads = mean_distinct(ctas, [&](u64 id) { return ct[id].pair; }, from, to, fg.pairs(), st.steps);
   return st;

@@ -5,11 +5,10 @@
 // settle it ("Reads settled by bounds"), the segments at three steps. Also
 // the bytes accessed at each step, which give those bounds.
 #include <algorithm>
-#include <limits>
 
-#include "hbmscope/error.hpp"
 #include "l2_segments.hpp"
 #include "radix_sort.hpp"
+#include "step_index.hpp"
 
 namespace hbmscope::l2 {
 
@@ -67,45 +66,6 @@ class RampSum {
     }
   }
   std::vector<Node> t_;
-};
-
-// Sorted distinct steps and the places of any step among them: a table of
-// where each bucket of 2^shift steps begins (about two steps a bucket), so a
-// search looks only within one bucket rather than over millions of steps.
-class Coords {
- public:
-  explicit Coords(std::vector<std::int64_t> v) : v_(std::move(v)) {
-    if (v_.empty()) return;
-    if (v_.size() > std::numeric_limits<std::uint32_t>::max()) throw Error("L2 simulation: too many steps for the segment engine");
-    lo_ = v_.front();
-    const auto span = static_cast<std::uint64_t>(v_.back() - lo_) + 1;
-    while ((span >> shift_) > v_.size() / 2) ++shift_;
-    first_.resize(static_cast<std::size_t>((span >> shift_) + 2));
-    std::size_t k = 0;
-    for (std::size_t b = 0; b < first_.size(); ++b) {
-      while (k < v_.size() && bucket(v_[k]) < b) ++k;
-      first_[b] = static_cast<std::uint32_t>(k);
-    }
-  }
-  std::size_t size() const { return v_.size(); }
-  // The first place whose step is at least x (lower bound).
-  std::size_t index_of(std::int64_t x) const {
-    if (v_.empty() || x <= lo_) return 0;
-    if (x > v_.back()) return v_.size();
-    const std::size_t b = bucket(x);
-    return static_cast<std::size_t>(std::lower_bound(v_.begin() + static_cast<std::ptrdiff_t>(first_[b]),
-                                                     v_.begin() + static_cast<std::ptrdiff_t>(first_[b + 1]), x) -
-                                    v_.begin());
-  }
-  // The places whose step is at most x (upper bound).
-  std::size_t count_to(std::int64_t x) const { return x == std::numeric_limits<std::int64_t>::max() ? v_.size() : index_of(x + 1); }
-
- private:
-  std::size_t bucket(std::int64_t x) const { return static_cast<std::size_t>(static_cast<std::uint64_t>(x - lo_) >> shift_); }
-  std::vector<std::int64_t> v_;
-  std::vector<std::uint32_t> first_;  // (the engine's segments are numbered in 32 bits: 4 steps each at most)
-  std::int64_t lo_ = 0;
-  int shift_ = 0;
 };
 
 std::uint64_t overlap(std::int64_t A, std::int64_t B, std::int64_t lo, std::int64_t hi) {
@@ -185,7 +145,7 @@ std::uint64_t SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, 
   }
   radix_sort(coords, [](std::int64_t x) { return ordered(x); });
   coords.erase(std::unique(coords.begin(), coords.end()), coords.end());
-  const Coords coord(std::move(coords));
+  const StepIndex coord(coords);
 
   // Is segment k "short" for a read of gap g and rank rq: does its successor
   // come sooner, (G, its rank) <= (g, rq)? Then its accesses in the window
@@ -209,9 +169,9 @@ std::uint64_t SegmentEngine::evaluate_points(Tally& t, const EventIndex& index, 
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   {
     // Each segment's breakpoints by index: A, B + 1, A + G, B + G + 1.
-    auto index_of = [&](std::int64_t v) { return coord.index_of(v); };
-    auto count_to = [&](std::int64_t v) { return coord.count_to(v); };
-    RampSum longs(coord.size()), shorts(coord.size());
+    auto index_of = [&](std::int64_t v) { return coord.lower(v); };
+    auto count_to = [&](std::int64_t v) { return coord.upper(v); };
+    RampSum longs(coords.size()), shorts(coords.size());
     for (const EventIndex::Event& r : rs) longs.ramp<false>(index_of(r.A), r.A, index_of(r.B + 1), r.B, r.z, false);
     longs.make();
     // By (G, rank of the successor) and (g, rank): stable sorts, the second key first.

@@ -1,0 +1,387 @@
+// The backward's main loop by rows (docs/l2-simulation.md, "The backward's
+// main loop by rows"): the layout of the schedule, each head's runs of
+// row-set re-reads, and the bounds that count most of them by bucket.
+#include <algorithm>
+#include <queue>
+#include <string>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
+#include "l2_backward_rows_loop.hpp"
+#include "radix_sort.hpp"
+
+namespace hbmscope::l2 {
+
+namespace rows {
+
+Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
+    : in_(in), ct_(*in.ct), t_(t), obs_(obs), n_(ct_.size()), rb_(t.capacities().size() + 1, 0), wb_(rb_.size(), 0) {
+  const std::vector<u64>& u = *in.u;
+  s_.resize(n_);
+  e_.resize(n_);
+  for (u64 x = 0; x < n_; ++x) {
+    s_[x] = static_cast<i64>((*in.start)[x]);
+    e_[x] = s_[x] + static_cast<i64>(ct_[x].steps()) - 1;
+  }
+  ends_ = e_;
+  radix_sort(ends_, [](i64 v) { return ordered(v); });
+  end_max_.resize(n_);
+  for (u64 x = 0; x < n_; ++x) end_max_[x] = std::max(e_[x], x > 0 ? end_max_[x - 1] : e_[x]);
+  s_ix_ = StepIndex(s_);  // (starts do not decrease in launch order)
+  ends_ix_ = StepIndex(ends_);
+  end_max_ix_ = StepIndex(end_max_);
+  // Slots' CTAs in time order, as list scheduling placed them (which slot of
+  // those freed in one step a CTA takes changes no distance).
+  {
+    std::priority_queue<std::pair<i64, u64>, std::vector<std::pair<i64, u64>>, std::greater<>> free;
+    std::vector<u64> slot(n_);
+    u64 used = 0;
+    for (u64 x = 0; x < n_; ++x) {
+      if (used < in.slots) {
+        slot[x] = used++;
+      } else {
+        slot[x] = free.top().second;
+        free.pop();
+      }
+      free.push({e_[x], slot[x]});
+    }
+    slot_at_.assign(used + 1, 0);
+    for (u64 x = 0; x < n_; ++x) ++slot_at_[slot[x] + 1];
+    for (u64 k = 1; k <= used; ++k) slot_at_[k] += slot_at_[k - 1];
+    by_slot_.resize(n_);
+    std::vector<u64> at(slot_at_.begin(), slot_at_.end() - 1);
+    for (u64 x = 0; x < n_; ++x) by_slot_[at[slot[x]]++] = x;
+    slot_next_.assign(slot_at_.begin(), slot_at_.end() - 1);
+  }
+  // Bytes: the most a slot reads a step, the least and most K/V; each head's
+  // rows and bytes (row sets, K/V and dK, dV where they take L2 space).
+  for (const u64 z : u) u_max_ = std::max(u_max_, z);
+  for (const BackwardCta& c : ct_) {
+    kv_max_ = std::max(kv_max_, in.kv_col * c.cols);
+    kv_min_ = std::min(kv_min_, in.kv_col * c.cols);
+  }
+  dk_on_ = in.gqa || in.qo;
+  rows_.assign(in.head_keys, 0);
+  head_row0_.assign(in.head_keys, none);
+  head_bytes_.assign(in.head_keys + 1, 0);
+  for (u64 x = 0; x < n_; ++x) {
+    const u64 h = ct_[x].head_key;
+    if (reads_rows(x) > 0) rows_[h] = std::max(rows_[h], ct_[x].end);
+    head_row0_[h] = (*in.row0)[x];
+    head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], sat_add(kv_bytes(x), dk_bytes(x)));
+  }
+  u_prefix_.assign(u.size() + 1, 0);
+  for (u64 r = 0; r < u.size(); ++r) u_prefix_[r + 1] = u_prefix_[r] + u[r];
+  for (u64 h = 0; h < in.head_keys; ++h) {
+    if (head_row0_[h] != none)
+      head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], u_prefix_[head_row0_[h] + rows_[h]] - u_prefix_[head_row0_[h]]);
+    head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], head_bytes_[h]);
+  }
+  if (!in.head_major) {  // a head's CTAs are consecutive
+    head_begin_.assign(in.head_keys, none);
+    head_end_.assign(in.head_keys, 0);
+    distinct_.resize(n_);
+    off_lo_.assign(2 * n_, std::numeric_limits<i64>::max());
+    off_hi_.assign(2 * n_, std::numeric_limits<i64>::min());
+    for (u64 x = 0; x < n_; ++x) {
+      const u64 h = ct_[x].head_key;
+      head_begin_[h] = std::min(head_begin_[h], x);
+      head_end_[h] = x + 1;
+      const bool fresh = x == 0 || ct_[x - 1].head_key != h || ct_[x - 1].first != ct_[x].first;
+      distinct_[x] = (x > 0 ? distinct_[x - 1] : 0) + (fresh ? 1 : 0);
+      if (reads_rows(x) > 0) off_lo_[n_ + x] = off_hi_[n_ + x] = offset(x);
+    }
+    for (u64 x = n_; x-- > 1;) {
+      off_lo_[x] = std::min(off_lo_[2 * x], off_lo_[2 * x + 1]);
+      off_hi_[x] = std::max(off_hi_[2 * x], off_hi_[2 * x + 1]);
+    }
+  }
+  reached_ = t.max_reuse_distance();
+}
+
+u64 Loop::least_row(u64 x) const {
+  const u64 h = ct_[x].head_key, r0 = head_row0_[h], nq = rows_[h];
+  return nq == 0 ? 0 : std::min((*in_.u)[r0], (*in_.u)[r0 + nq - 1]);
+}
+
+u64 Loop::starts_in(i64 lo, i64 hi) const { return hi < lo ? 0 : s_ix_.upper(hi) - s_ix_.lower(lo); }
+u64 Loop::ends_in(i64 lo, i64 hi) const { return hi < lo ? 0 : ends_ix_.upper(hi) - ends_ix_.lower(lo); }
+u64 Loop::active_in(i64 lo, i64 hi) const {
+  const u64 started = s_ix_.upper(hi), ended = ends_ix_.lower(lo);
+  return started > ended ? started - ended : 0;
+}
+
+// Every slot's row set a step, and the K/V and dK, dV of the CTAs starting
+// and ending in [lo, hi] (at most a slot's worth a step).
+u64 Loop::flow_bytes(i64 g, i64 lo, i64 hi) const {
+  const u64 most = sat_mul(static_cast<u64>(g) + 1, in_.slots);
+  return sat_add(sat_add(sat_mul(most, u_max_), sat_mul(kv_max_, std::min(most, starts_in(lo, hi)))),
+                 sat_mul(dk_on_ ? kv_max_ : 0, std::min(most, ends_in(lo, hi))));
+}
+
+// Every object of the heads with a CTA that may run in [lo, hi] (in
+// head-major order, of their sequences).
+u64 Loop::head_bytes(i64 lo, i64 hi) const {
+  const u64 c_hi = s_ix_.upper(hi), c_lo = end_max_ix_.lower(lo);
+  if (c_hi == 0 || c_lo >= c_hi) return 0;
+  u64 h_lo = ct_[c_lo].head_key, h_hi = ct_[c_hi - 1].head_key;
+  if (in_.head_major) {
+    h_lo = ct_[c_lo].seq * in_.heads;
+    h_hi = ct_[c_hi - 1].seq * in_.heads + in_.heads - 1;
+  }
+  return head_bytes_[h_hi + 1] - head_bytes_[h_lo];
+}
+
+// Query-block-major: per head, the rows between the least and the most read
+// offsets of its CTAs that may run in [lo, hi], g + 1 more; with the K/V and
+// dK, dV of flow_bytes.
+u64 Loop::rows_bytes(i64 g, i64 lo, i64 hi) const {
+  const u64 c_hi = s_ix_.upper(hi), c_lo = end_max_ix_.lower(lo);
+  if (c_hi == 0 || c_lo >= c_hi) return 0;
+  const u64 w = static_cast<u64>(g) + 1, most = sat_mul(w, in_.slots);
+  u64 d = sat_add(sat_mul(kv_max_, std::min(most, starts_in(lo, hi))),
+                  sat_mul(dk_on_ ? kv_max_ : 0, std::min(most, ends_in(lo, hi))));
+  for (u64 h = ct_[c_lo].head_key; h <= ct_[c_hi - 1].head_key; ++h) {
+    const u64 a = std::max(c_lo, head_begin_[h]), b = std::min(c_hi, head_end_[h]);
+    if (a >= b || rows_[h] == 0) continue;
+    i64 least = std::numeric_limits<i64>::max(), most_off = std::numeric_limits<i64>::min();
+    for (u64 l = a + n_, r = b + n_; l < r; l /= 2, r /= 2) {
+      if (l & 1) {
+        least = std::min(least, off_lo_[l]);
+        most_off = std::max(most_off, off_hi_[l++]);
+      }
+      if (r & 1) {
+        least = std::min(least, off_lo_[--r]);
+        most_off = std::max(most_off, off_hi_[r]);
+      }
+    }
+    if (least > most_off) continue;
+    d = sat_add(d, sat_mul(std::min<u64>(rows_[h], static_cast<u64>(most_off - least) + w), u_max_));
+  }
+  return d;
+}
+
+// Strictly inside [lo, hi]: the dK, dV of the CTAs ending there; the K/V of
+// those starting there (with GQA only those of k's head, whose K/V are
+// distinct); and, for one read of row i with rows [i - below, i + above]
+// known between, the first rows of k's head's CTAs starting there outside
+// them (query-block-major).
+u64 Loop::more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one) const {
+  if (hi < lo) return 0;
+  u64 d = dk_on_ ? sat_mul(kv_min_, ends_in(lo, hi)) : 0;
+  if (!in_.gqa) d = sat_add(d, sat_mul(kv_min_, starts_in(lo, hi)));
+  if (in_.head_major) return d;
+  const u64 h = ct_[k].head_key;
+  const u64 xa = std::max<u64>(head_begin_[h], s_ix_.lower(lo)), xb = std::min<u64>(head_end_[h], s_ix_.upper(hi));
+  if (xb <= xa) return d;
+  if (in_.gqa) d = sat_add(d, sat_mul(kv_min_, xb - xa));
+  if (!one) return d;
+  auto first_at_least = [&](u64 v) {  // the first CTA in [xa, xb) whose first row is at least v
+    u64 a = xa, b = xb;
+    while (a < b) {
+      const u64 m = a + (b - a) / 2;
+      if (ct_[m].first >= v) b = m;
+      else a = m + 1;
+    }
+    return a;
+  };
+  auto distinct = [&](u64 a, u64 b) { return b > a ? distinct_[b - 1] - distinct_[a] + 1 : 0; };
+  const u64 xl = first_at_least(i >= below ? i - below : 0), xu = first_at_least(i + above + 1);
+  return sat_add(d, sat_mul(distinct(xa, xl) + distinct(xu, xb), least_row(k)));
+}
+
+bool Loop::settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row) {
+  const std::size_t b = t_.bucket_of(hi);
+  if (hi >= reached_ || t_.bucket_of(lo) != b) return false;
+  constexpr std::string_view what = "L2 simulation bytes";
+  rb_[b] = checked_add(rb_[b], checked_mul(n, read, what), what);
+  wb_[b] = checked_add(wb_[b], checked_mul(n, writeback, what), what);
+  // The observer sees a distance in the reads' bucket, below every read's
+  // largest: D's write-back lands in the same bucket.
+  if (row != none && hi > obs_.indifferent_up_to(row, n)) observed_.push_back({row, hi, n});
+  return true;
+}
+
+void Loop::check(u64 d, u64 lo, u64 hi, u64 k, u64 row) const {
+  if (d < lo || d > hi)
+    throw Error("internal: backward by rows, CTA " + std::to_string(k) +
+                (row == none ? " K/V" : " row " + std::to_string(row)) + ": distance " + std::to_string(d) +
+                " outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
+  const u64 r0 = (*in_.row0)[k];
+  const u64 z = (*in_.u)[r0 + i1], acc = in_.acc_row * (*in_.n_rows)[r0 + i1], n = i2 - i1 + 1;
+  const i64 a = offset(k), g = a - offset(P);
+  const i64 T0 = a + static_cast<i64>(i1), T1 = a + static_cast<i64>(i2);
+  // At least P's rows after its read and k's rows before its own, other row
+  // sets of the head: their count is piecewise linear in the step, least at
+  // an end or a breakpoint.
+  const i64 eP = s_[P] + static_cast<i64>(reads_rows(P)) - 1;
+  auto after = [&](i64 T) { return std::max<i64>(0, std::min(T - 1, eP) - T + g); };
+  auto before = [&](i64 T) { return std::max<i64>(0, std::min(g - 1, T - s_[k])); };
+  u64 least = static_cast<u64>(std::min(after(T0) + before(T0), after(T1) + before(T1)));
+  for (const i64 T : {eP + 1, eP + g, s_[k] + g - 1})
+    if (T > T0 && T < T1) least = std::min(least, static_cast<u64>(after(T) + before(T)));
+  u64 lo = sat_add(z, sat_mul(least, least_row(k)));
+  u64 hi = sat_add(z, flow_bytes(g, T0 - g, T1));
+  auto checked = [&] {
+    if (!in_.check_bounds) return;
+    for (u64 i = i1; i <= i2; ++i) {
+      const i64 T = a + static_cast<i64>(i);
+      std::vector<u64> near;
+      for (u64 x = 0; x < n_; ++x)
+        if (s_[x] <= T && e_[x] >= T - g) near.push_back(x);
+      check(exact({T - g, P, row_sub}, {T, k, row_sub}, (*in_.u)[r0 + i], near), lo, hi, k, i);
+    }
+  };
+  if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
+  // Tighter, at more cost: the objects between beside P's and k's rows, and
+  // the rows the heads there can read.
+  lo = sat_add(lo, n == 1 ? more_between(k, T0 - g + 1, T0 - 1, i1, static_cast<u64>(before(T0)),
+                                         static_cast<u64>(after(T0)), true)
+                          : more_between(k, T1 - g + 1, T0 - 1, i1, 0, 0, false));
+  hi = std::min(hi, sat_add(z, head_bytes(T0 - g, T1)));
+  if (!in_.head_major) hi = std::min(hi, sat_add(z, rows_bytes(g, T0 - g, T1)));
+  checked();
+  if (settle(lo, hi, n, z, acc, r0 + i1)) return;
+  if (n >= 16 && depth < 6) {  // halves have tighter bounds
+    const u64 mid = i1 + (n - 1) / 2;
+    settle_rows(k, P, i1, mid, depth + 1);
+    settle_rows(k, P, mid + 1, i2, depth + 1);
+    return;
+  }
+  open_.push_back({k, P, i1, i2});
+  open_cost_ = sat_add(open_cost_, sat_add(active_in(T0 - g, T1), in_.slots) * (n + 1));
+}
+
+void Loop::settle_kv(u64 k, u64 P) {
+  const u64 z = kv_bytes(k);
+  const i64 T = s_[k], Tp = s_[P];
+  // At least P's rows (read after its K/V) and those of the first CTA of k's
+  // head, where they lie between.
+  u64 lo = sat_mul(span(s_[P], std::min(T - 1, s_[P] + static_cast<i64>(reads_rows(P)) - 1)), least_row(P));
+  const u64 x0 = k - std::min<u64>(k, ct_[k].k_block * (in_.head_major ? in_.heads : 1));
+  if (x0 != k && x0 > P && ct_[x0].head_key == ct_[k].head_key && reads_rows(x0) > 0) {
+    const u64 more =
+        sat_mul(span(std::max(Tp + 1, s_[x0]), std::min(T - 1, s_[x0] + static_cast<i64>(reads_rows(x0)) - 1)),
+                least_row(x0));
+    lo = ct_[x0].head_key != ct_[P].head_key ? sat_add(lo, more) : std::max(lo, more);
+  }
+  lo = sat_add(z, lo);
+  const u64 hi = sat_add(z, std::min(flow_bytes(T - Tp, Tp, T), head_bytes(Tp, T)));
+  if (in_.check_bounds) {
+    std::vector<u64> near;
+    for (u64 x = 0; x < n_; ++x)
+      if (s_[x] <= T && e_[x] >= Tp) near.push_back(x);
+    check(exact({Tp, P, kv_sub}, {T, k, kv_sub}, z, near), lo, hi, k, none);
+  }
+  if (settle(lo, hi, 1, z, 0, none)) return;
+  open_.push_back({k, P, none, none});
+  open_cost_ = sat_add(open_cost_, sat_add(active_in(Tp, T), in_.slots));
+}
+
+bool Loop::classify(u64 limit) {
+  // K/V: each object's previous reader, in launch order (a step's CTAs in
+  // launch order too).
+  {
+    u64 objects = 0;
+    for (u64 x = 0; x < n_; ++x) objects = std::max(objects, (*in_.kv_of)[x] + 1);
+    std::vector<u64> last(objects, none);
+    for (u64 x = 0; x < n_; ++x) {
+      const u64 o = (*in_.kv_of)[x];
+      if (last[o] == none) first_kv_reads_.push_back(x);
+      else settle_kv(x, last[o]);
+      last[o] = x;
+      if (open_cost_ > limit) return false;
+    }
+  }
+  // Each head's CTAs in key-block order.
+  std::vector<u64> head_at(in_.head_keys + 1, 0), by_head(n_);
+  for (u64 x = 0; x < n_; ++x) ++head_at[ct_[x].head_key + 1];
+  for (u64 h = 1; h <= in_.head_keys; ++h) head_at[h] += head_at[h - 1];
+  {
+    std::vector<u64> at(head_at.begin(), head_at.end() - 1);
+    for (u64 x = 0; x < n_; ++x) by_head[at[ct_[x].head_key]++] = x;
+  }
+  // Row sets, per head: readers in order of (offset, CTA). A CTA inserted at
+  // its first row takes its neighbour below as its predecessor, and becomes
+  // the predecessor of its neighbour above from there; the neighbours at
+  // insertion come from deleting the CTAs from the whole order in reverse.
+  std::vector<u64> xs, order, rank, prev, next, L, R, events_at;
+  struct Event {
+    u64 row, pred;  // from this row on, this predecessor (an index into xs)
+  };
+  std::vector<Event> by_target;
+  for (u64 h = 0; h < in_.head_keys; ++h) {
+    xs.clear();
+    for (u64 j = head_at[h]; j < head_at[h + 1]; ++j)
+      if (reads_rows(by_head[j]) > 0) xs.push_back(by_head[j]);  // (first rows do not decrease)
+    const u64 m = xs.size();
+    if (m == 0) continue;
+    order.resize(m);
+    for (u64 i = 0; i < m; ++i) order[i] = i;
+    radix_sort(order, [&](u64 i) { return ordered(offset(xs[i])); });  // (stable: ties by CTA)
+    rank.resize(m);
+    for (u64 i = 0; i < m; ++i) rank[order[i]] = i;
+    prev.resize(m);
+    next.resize(m);
+    for (u64 i = 0; i < m; ++i) {
+      prev[i] = i == 0 ? none : i - 1;
+      next[i] = i + 1 == m ? none : i + 1;
+    }
+    L.resize(m);
+    R.resize(m);
+    for (u64 i = m; i-- > 0;) {
+      const u64 r = rank[i];
+      L[i] = prev[r] == none ? none : order[prev[r]];
+      R[i] = next[r] == none ? none : order[next[r]];
+      if (prev[r] != none) next[prev[r]] = next[r];
+      if (next[r] != none) prev[next[r]] = prev[r];
+    }
+    events_at.assign(m + 1, 0);
+    for (u64 i = 0; i < m; ++i)
+      if (R[i] != none) ++events_at[R[i] + 1];
+    for (u64 i = 1; i <= m; ++i) events_at[i] += events_at[i - 1];
+    by_target.resize(events_at[m]);
+    {
+      std::vector<u64> at(events_at.begin(), events_at.end() - 1);
+      for (u64 i = 0; i < m; ++i)
+        if (R[i] != none) by_target[at[R[i]]++] = {ct_[xs[i]].first, i};
+    }
+    const u64 nq = rows_[h], r0 = head_row0_[h];
+    const bool partial = (*in_.u)[r0 + nq - 1] != (*in_.u)[r0];
+    for (u64 i = 0; i < m; ++i) {
+      const u64 k = xs[i];
+      u64 row = ct_[k].first, pred = L[i];
+      auto run = [&](u64 until) {  // rows [row, until) from pred; the last, partial row apart
+        if (pred == none || until <= row) return;
+        const u64 P = xs[pred];
+        if (partial && until == nq && until - 1 > row) {
+          settle_rows(k, P, row, nq - 2, 0);
+          settle_rows(k, P, nq - 1, nq - 1, 0);
+        } else {
+          settle_rows(k, P, row, until - 1, 0);
+        }
+      };
+      for (u64 v = events_at[i]; v < events_at[i + 1]; ++v) {
+        run(by_target[v].row);
+        row = std::max(row, by_target[v].row);
+        pred = by_target[v].pred;
+      }
+      run(nq);
+      if (open_cost_ > limit) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace rows
+
+bool backward_rows_fit(const std::vector<BackwardCta>& ct, const FlashGrid& fg) {
+  for (const BackwardCta& c : ct)
+    if (c.end > c.first && c.end != fg.sequence(c.seq).q_blocks) return false;
+  return true;
+}
+
+}  // namespace hbmscope::l2

@@ -1,0 +1,45 @@
+#pragma once
+// The masked backward's main loop by rows, without the segment engine, where
+// every CTA that reads row sets reads its head's from its first query block to
+// the last (causal masks; ragged batches without one): a row set's readers
+// then come in one order for all its rows (by their read offsets), so a CTA's
+// re-reads are a few runs of one predecessor each, found per head in
+// O(CTAs); bounds count most runs by bucket, and the rest are evaluated over
+// the CTAs beside them (docs/l2-simulation.md, "The backward's main loop by
+// rows"). Internal to src/core.
+#include <cstdint>
+#include <vector>
+
+#include "l2_backward.hpp"
+#include "l2_segments.hpp"
+#include "l2_tally.hpp"
+
+namespace hbmscope::l2 {
+
+// The main loop as segments_backward lays it out.
+struct BackwardLoop {
+  std::uint64_t slots = 1, heads = 1;  // heads: query heads of a sequence
+  bool head_major = false, gqa = false, qo = false;
+  std::uint64_t kv_col = 0, acc_row = 0;               // bytes of K and V a key, of the accumulator a row
+  const std::vector<BackwardCta>* ct = nullptr;        // per CTA, in launch order
+  const std::vector<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)
+  const std::vector<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
+  const std::vector<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
+  const std::vector<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
+  const std::vector<std::uint32_t>* n_rows = nullptr;  // per row: its rows
+  std::uint64_t head_keys = 0;                         // (sequence, head) pairs
+  bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)
+};
+
+// Whether every CTA that reads row sets reads its head's up to the last.
+bool backward_rows_fit(const std::vector<BackwardCta>& ct, const FlashGrid& fg);
+
+// Tallies the main loop into t as the segment engine would (the row sets'
+// re-reads with the accumulator's write-back at the same distance, their
+// distances reported to obs; K/V reads; dK, dV written where they are
+// outputs); a row set's first read is left to the caller. Returns false,
+// with t and obs untouched, where the reads its bounds leave would cost more
+// than `limit` (CTAs visited) to evaluate.
+bool backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit);
+
+}  // namespace hbmscope::l2

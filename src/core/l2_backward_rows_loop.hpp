@@ -1,0 +1,116 @@
+#pragma once
+// The backward's main loop by rows, inside (l2_backward_rows.cpp: the layout,
+// the runs and their bounds; l2_backward_rows_exact.cpp: the reads the bounds
+// leave, and the tally). Internal to src/core.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "l2_backward_rows.hpp"
+#include "step_index.hpp"
+
+namespace hbmscope::l2::rows {
+
+using u64 = std::uint64_t;
+using i64 = std::int64_t;
+inline constexpr u64 none = ~u64{0};
+inline constexpr std::uint32_t kv_sub = 0, row_sub = 1, dk_sub = 2;
+
+// An access's place in the trace: step, then CTA, then position in the step.
+struct At {
+  i64 step;
+  u64 cta;
+  std::uint32_t sub;
+};
+inline bool operator<(const At& a, const At& b) {
+  if (a.step != b.step) return a.step < b.step;
+  if (a.cta != b.cta) return a.cta < b.cta;
+  return a.sub < b.sub;
+}
+
+inline u64 sat_add(u64 a, u64 b) { return a > infinite - b ? infinite : a + b; }
+inline u64 sat_mul(u64 a, u64 b) {
+  u64 r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? infinite : r;
+}
+// |[lo, hi]|, 0 when empty.
+inline u64 span(i64 lo, i64 hi) { return hi >= lo ? static_cast<u64>(hi - lo + 1) : 0; }
+
+// Reads the bounds leave: a run of CTA k's row-set re-reads of rows [i1, i2]
+// of its head (predecessor P), or its K/V re-read (i1 = i2 = none).
+struct Open {
+  u64 k, P, i1, i2;
+};
+
+class Loop {
+ public:
+  Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs);
+  // Pass 1: every re-read counted by bucket or left open; false where the
+  // open ones would cost more than `limit`.
+  bool classify(u64 limit);
+  // Pass 2: into the tally and the observer.
+  void tally(Tally& t, ReadObserver& obs);
+
+ private:
+  u64 dk_bytes(u64 x) const { return dk_on_ ? in_.kv_col * ct_[x].cols : 0; }
+  u64 kv_bytes(u64 x) const { return in_.kv_col * ct_[x].cols; }
+  i64 offset(u64 x) const { return s_[x] - static_cast<i64>(ct_[x].first); }  // row i read at offset + i
+  u64 reads_rows(u64 x) const { return ct_[x].end > ct_[x].first ? ct_[x].end - ct_[x].first : 0; }
+  u64 least_row(u64 x) const;
+  // CTAs starting, ending in steps [lo, hi]; those that may run there.
+  u64 starts_in(i64 lo, i64 hi) const;
+  u64 ends_in(i64 lo, i64 hi) const;
+  u64 active_in(i64 lo, i64 hi) const;
+  // At most the bytes of distinct objects accessed in any g + 1 steps in
+  // [lo, hi], three ways (l2_backward_rows.cpp).
+  u64 flow_bytes(i64 g, i64 lo, i64 hi) const;
+  u64 head_bytes(i64 lo, i64 hi) const;
+  u64 rows_bytes(i64 g, i64 lo, i64 hi) const;
+  // At least the bytes of the objects other than P's and k's rows accessed
+  // strictly inside every window of a run (l2_backward_rows.cpp).
+  u64 more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one) const;
+  void settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth);
+  void settle_kv(u64 k, u64 P);
+  // Counts `n` reads settled in bucket b, or leaves them open; false then.
+  bool settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row);
+  void check(u64 d, u64 lo, u64 hi, u64 k, u64 row) const;
+
+  // The CTAs that run in steps [lo, hi], lo not decreasing from one call to
+  // the next (l2_backward_rows_exact.cpp).
+  void active(i64 lo, i64 hi, std::vector<u64>& out);
+  // The exact distance of the read at q of the object read last at p (z its
+  // bytes) over the CTAs `near` that run between: z plus every object
+  // accessed between, once.
+  u64 exact(At p, At q, u64 z, const std::vector<u64>& near);
+
+  const BackwardLoop& in_;
+  const std::vector<BackwardCta>& ct_;
+  const Tally& t_;
+  const ReadObserver& obs_;
+  u64 n_;
+  std::vector<i64> s_, e_, ends_, end_max_;  // starts and ends by CTA; ends sorted; their prefix maximum
+  StepIndex s_ix_, ends_ix_, end_max_ix_;
+  std::vector<u64> slot_at_, by_slot_, slot_next_;  // each slot's CTAs in time order
+  std::vector<u64> rows_, head_row0_, head_bytes_, u_prefix_;  // per head: rows, first row, bytes (prefix)
+  std::vector<u64> head_begin_, head_end_, distinct_;  // query-block-major: a head's CTAs; first rows' changes
+  std::vector<i64> off_lo_, off_hi_;  // query-block-major: least and most read offsets, a tree over CTAs
+  u64 u_max_ = 0, kv_max_ = 0, kv_min_ = infinite, reached_ = 0;
+  bool dk_on_ = false;
+  std::vector<u64> rb_, wb_;  // settled bytes by bucket: read, written back
+  struct Observed {
+    u64 row, d, count;
+  };
+  std::vector<Observed> observed_;  // settled runs the observer must see
+  std::vector<Open> open_;
+  u64 open_cost_ = 0;
+  std::vector<u64> first_kv_reads_;  // CTAs whose K/V read is a first access
+  // exact()'s scratch
+  struct Interval {
+    u64 lo, hi;  // global rows [lo, hi]
+  };
+  std::vector<Interval> iv_;
+  std::vector<std::pair<u64, u64>> kvs_;
+  std::vector<u64> near_;
+};
+
+}  // namespace hbmscope::l2::rows

@@ -1,0 +1,56 @@
+#pragma once
+// A sorted array of steps and where any step falls in it: a table of where
+// each bucket of 2^shift steps begins (about two steps a bucket), so a search
+// looks within one bucket rather than over millions of steps (the segment
+// engine's breakpoints, the backward's CTA starts and ends by rows).
+// Internal to src/core.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "hbmscope/error.hpp"
+
+namespace hbmscope::l2 {
+
+class StepIndex {
+ public:
+  StepIndex() = default;
+  // v: sorted, not empty or empty; held by the caller for the index's life.
+  explicit StepIndex(const std::vector<std::int64_t>& v) : v_(&v) {
+    if (v.empty()) return;
+    if (v.size() > std::numeric_limits<std::uint32_t>::max()) throw Error("L2 simulation: too many steps to index");
+    lo_ = v.front();
+    const auto span = static_cast<std::uint64_t>(v.back() - lo_) + 1;
+    while ((span >> shift_) > v.size() / 2) ++shift_;
+    first_.resize(static_cast<std::size_t>((span >> shift_) + 2));
+    std::size_t k = 0;
+    for (std::size_t b = 0; b < first_.size(); ++b) {
+      while (k < v.size() && bucket(v[k]) < b) ++k;
+      first_[b] = static_cast<std::uint32_t>(k);
+    }
+  }
+  // The first place whose step is at least x.
+  std::size_t lower(std::int64_t x) const {
+    const std::vector<std::int64_t>& v = *v_;
+    if (v.empty() || x <= lo_) return 0;
+    if (x > v.back()) return v.size();
+    const std::size_t b = bucket(x);
+    return static_cast<std::size_t>(std::lower_bound(v.begin() + static_cast<std::ptrdiff_t>(first_[b]),
+                                                     v.begin() + static_cast<std::ptrdiff_t>(first_[b + 1]), x) -
+                                    v.begin());
+  }
+  // The places whose step is at most x.
+  std::size_t upper(std::int64_t x) const {
+    return x == std::numeric_limits<std::int64_t>::max() ? v_->size() : lower(x + 1);
+  }
+
+ private:
+  std::size_t bucket(std::int64_t x) const { return static_cast<std::size_t>(static_cast<std::uint64_t>(x - lo_) >> shift_); }
+  const std::vector<std::int64_t>* v_ = nullptr;
+  std::vector<std::uint32_t> first_;
+  std::int64_t lo_ = 0;
+  int shift_ = 0;
+};
+
+}  // namespace hbmscope::l2

@@ -1,0 +1,144 @@
+// The causal backward's main loop by rows (docs/l2-simulation.md, "The
+// backward's main loop by rows"): runs of row-set re-reads found per head,
+// counted by bucket where bounds settle them, evaluated over the CTAs beside
+// them elsewhere. The tallies must be the enumeration's, bit for bit, at any
+// L2 sizes (tests/test_l2_backward.cpp holds it at 45 of them on random
+// shapes); here at the one to three sizes where bounds settle most reads, on
+// long causal heads.
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "hbmscope/l2_sim.hpp"
+#include "../src/core/l2_backward.hpp"
+#include "l2_tallies.hpp"
+#include "random_shapes.hpp"
+
+using namespace hbmscope;
+
+namespace {
+
+using test::pick;
+
+// Long causal heads: 1K to 6K tokens in blocks of 8 to 32 (up to 768 CTAs a
+// head), GQA groups of 1 to 8, Nq != Nkv at times, beside 4 to 48 slots.
+Shape long_causal(std::mt19937_64& rng) {
+  Shape s;
+  s.pass = Pass::bwd;
+  s.causal = true;
+  s.kv_heads = pick(rng, 1, 2);
+  s.heads = s.kv_heads * pick(rng, 1, 4);
+  s.batch = pick(rng, 1, 2);
+  s.seq_q = pick(rng, 1024, 6144);
+  s.seq_kv = pick(rng, 0, 3) == 0 ? pick(rng, 1024, 6144) : s.seq_q;
+  s.head_dim = pick(rng, 8, 64);
+  s.block_rows = pick(rng, 8, 32);
+  s.block_cols = pick(rng, 8, 32);
+  if (pick(rng, 0, 3) == 0) {  // a ragged batch, causal or not
+    std::vector<SeqLen> items;
+    for (std::uint64_t b = 0, n = pick(rng, 2, 3); b < n; ++b) {
+      const std::uint64_t kv = pick(rng, 512, 3000);
+      items.push_back({pick(rng, kv / 2, kv), kv});
+    }
+    s.seq_lens = SeqList(items);
+    s.batch = items.size();
+    s.seq_q = s.seq_lens.max_q();
+    s.seq_kv = s.seq_lens.max_kv();
+    s.causal = pick(rng, 0, 1) == 1;
+  }
+  return s;
+}
+
+// L2 sizes where bounds settle most re-reads (two steps of every slot's row
+// set and K/V and more, as sweep --device asks) or at random, one to three.
+std::vector<std::uint64_t> sizes(std::mt19937_64& rng, const Shape& s, const L2SimConfig& c, std::uint64_t all) {
+  const l2::BackwardGrid g(s, c.order);
+  const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+  const std::uint64_t row_set = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * s.block_rows;
+  const std::uint64_t kv = g.kv_col() * s.block_cols, settle = 2 * slots * (row_set + kv) + row_set;
+  std::vector<std::uint64_t> caps;
+  for (std::uint64_t k = 0, n = pick(rng, 1, 3); k < n; ++k) {
+    switch (pick(rng, 0, 3)) {
+      case 0: caps.push_back(settle + pick(rng, 0, settle)); break;
+      case 1: caps.push_back(settle * pick(rng, 2, 12)); break;
+      case 2: caps.push_back(pick(rng, 0, all + 1)); break;
+      default: caps.push_back(pick(rng, settle, std::max(settle, all / 4))); break;
+    }
+  }
+  return caps;
+}
+
+}  // namespace
+
+TEST_CASE("L2 backward by rows: long causal heads at one to three L2 sizes equal the enumeration",
+          "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(83, 84));
+  for (int k = 0; k < 30; ++k) {
+    const Shape s = long_causal(rng);
+    const auto order = k % 3 == 2 ? Rasterization::head_major : Rasterization::query_block_major;
+    const L2SimConfig c = test::random_slots(rng, order, pick(rng, 0, 1) == 1, 16);
+    l2::Tally t0({0});
+    l2::enumerate_backward(s, c, t0);
+    const auto caps = sizes(rng, s, c, t0.max_reuse_distance());
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, "
+                     << rasterization_name(order) << ", qo " << c.q_o_allocate << ", L2 " << caps.front());
+    l2::Tally te(caps), tr(caps), ta(caps);
+    const l2::FlashStats se = l2::enumerate_backward(s, c, te);
+    const l2::FlashStats sr = l2::segments_backward(s, c, tr, l2::MainLoop::by_rows_checked);
+    const l2::FlashStats sa = l2::segments_backward(s, c, ta);  // by rows where bounds settle, else the engine
+    CHECK(sa.steps == se.steps);
+    test::same_tally(te, tr);
+    test::same_tally(te, ta);
+    CHECK(se.steps == sr.steps);
+    CHECK(se.heads == sr.heads);
+    CHECK(se.kv_heads == sr.kv_heads);
+  }
+}
+
+TEST_CASE("L2 backward by rows: random causal and ragged shapes at one to three L2 sizes equal the enumeration",
+          "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(85, 86));
+  int checked = 0;
+  for (int k = 0; k < 200; ++k) {
+    Shape s = test::random_prefill(rng);
+    s.pass = Pass::bwd;
+    s.window = s.chunk = 0;
+    if (k % 2 == 0) test::lengthen(rng, s, 16, 600, 8);
+    if (!l2::backward_in_segments(s)) continue;
+    const auto order = pick(rng, 0, 1) ? Rasterization::head_major : Rasterization::query_block_major;
+    const L2SimConfig c = test::random_slots(rng, order, pick(rng, 0, 1) == 1, 40);
+    l2::Tally t0({0});
+    l2::enumerate_backward(s, c, t0);
+    const auto caps = sizes(rng, s, c, t0.max_reuse_distance());
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots");
+    l2::Tally te(caps), tr(caps);
+    l2::enumerate_backward(s, c, te);
+    l2::segments_backward(s, c, tr, l2::MainLoop::by_rows_checked);
+    test::same_tally(te, tr);
+    ++checked;
+  }
+  CHECK(checked > 100);
+}
+
+TEST_CASE("L2 backward by rows: 1M x 64/8 x batch 8 causal is within the budget where bounds settle",
+          "[l2runs][backward]") {
+  Shape s;
+  s.seq_q = s.seq_kv = 1ull << 20;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.head_dim = 128;
+  s.causal = true;
+  s.pass = Pass::bwd;
+  s.batch = 8;
+  L2SimConfig c;
+  c.sm_count = 132;
+  c.ctas_per_sm = 1;
+  c.l2_bytes = 60ull << 20;
+  CHECK(l2_sim_within_budget(s, c));
+  // At a 4 MiB L2 a step's row sets do not fit: the engine's cost, left out.
+  c.l2_bytes = 4ull << 20;
+  CHECK_FALSE(l2_sim_within_budget(s, c));
+  // Past 2^23 CTAs (blocks of 64 rows and columns: 16.8 M) it is left out.
+  c.l2_bytes = 60ull << 20;
+  s.block_rows = s.block_cols = 64;
+  CHECK_FALSE(l2_sim_within_budget(s, c));
+}
