@@ -18,6 +18,14 @@ BackwardGrid::BackwardGrid(const Shape& s, Rasterization order)
   constexpr std::string_view what = "L2 simulation";
   if (fwd_.dense()) {
     ctas_ = checked_product(what, s.batch, s.heads, fwd_.sequence(0).k_blocks);
+    // Every sequence and head alike: each key block's query blocks once
+    // (two searches each), where the grid has many more CTAs than key blocks.
+    const std::uint64_t k_blocks = fwd_.sequence(0).k_blocks;
+    if (ctas_ >= 4 * k_blocks && k_blocks <= (std::uint64_t{1} << 20)) {
+      std::vector<KeyRange> seeing(k_blocks);
+      for (std::uint64_t j = 0; j < k_blocks; ++j) seeing[j] = query_blocks_seeing(0, j);
+      seeing_ = std::move(seeing);
+    }
     return;
   }
   for (std::uint64_t b = 0; b < s.batch; ++b) {
@@ -27,6 +35,7 @@ BackwardGrid::BackwardGrid(const Shape& s, Rasterization order)
 }
 
 KeyRange BackwardGrid::query_blocks_seeing(std::uint64_t b, std::uint64_t j) const {
+  if (!seeing_.empty()) return seeing_[j];
   const FlashSeq& f = fwd_.sequence(b);
   // The visited key blocks [begin(i), end(i)) of query block i are
   // non-decreasing in i at both ends, so the blocks that see j are a range.

@@ -48,6 +48,7 @@ class BackwardGrid {
   OperandBytes ob_;
   std::uint64_t ctas_ = 0;
   std::vector<std::uint64_t> first_cta_;  // ragged: CTAs before sequence b
+  std::vector<KeyRange> seeing_;          // dense: the query blocks seeing each key block
 };
 
 FlashStats enumerate_backward(const Shape& s, const L2SimConfig& c, Tally& t);

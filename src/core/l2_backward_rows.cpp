@@ -116,7 +116,7 @@ u64 Loop::active_in(i64 lo, i64 hi) const {
 u64 Loop::flow_bytes(i64 g, i64 lo, i64 hi) const {
   const u64 most = sat_mul(static_cast<u64>(g) + 1, in_.slots);
   return sat_add(sat_add(sat_mul(most, u_max_), sat_mul(kv_max_, std::min(most, starts_in(lo, hi)))),
-                 sat_mul(dk_on_ ? kv_max_ : 0, std::min(most, ends_in(lo, hi))));
+                 dk_on_ ? sat_mul(kv_max_, std::min(most, ends_in(lo, hi))) : 0);
 }
 
 // Every object of the heads with a CTA that may run in [lo, hi] (in
@@ -140,7 +140,7 @@ u64 Loop::rows_bytes(i64 g, i64 lo, i64 hi) const {
   if (c_hi == 0 || c_lo >= c_hi) return 0;
   const u64 w = static_cast<u64>(g) + 1, most = sat_mul(w, in_.slots);
   u64 d = sat_add(sat_mul(kv_max_, std::min(most, starts_in(lo, hi))),
-                  sat_mul(dk_on_ ? kv_max_ : 0, std::min(most, ends_in(lo, hi))));
+                  dk_on_ ? sat_mul(kv_max_, std::min(most, ends_in(lo, hi))) : 0);
   for (u64 h = ct_[c_lo].head_key; h <= ct_[c_hi - 1].head_key; ++h) {
     const u64 a = std::max(c_lo, head_begin_[h]), b = std::min(c_hi, head_end_[h]);
     if (a >= b || rows_[h] == 0) continue;

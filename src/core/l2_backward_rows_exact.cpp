@@ -24,10 +24,19 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
   iv_.clear();
   kvs_.clear();
   u64 d = z;
+  // A K/V object is read by one CTA of each head of its pair: two reads in
+  // one window only where two heads of one pair meet there.
+  bool shared = false;
+  u64 head0 = none, pair0 = none;
   for (const u64 x : near) {
     if (s_[x] > q.step || e_[x] < p.step) continue;
     const At kv{s_[x], x, kv_sub}, dk{e_[x], x, dk_sub};
-    if (p < kv && kv < q) kvs_.push_back({(*in_.kv_of)[x], kv_bytes(x)});
+    if (p < kv && kv < q) {
+      kvs_.push_back({(*in_.kv_of)[x], kv_bytes(x)});
+      if (head0 == none) head0 = ct_[x].head_key, pair0 = ct_[x].pair;
+      else if (ct_[x].pair == pair0 && ct_[x].head_key != head0) shared = true;
+      else if (ct_[x].pair != pair0) shared = shared || in_.gqa;  // (a third head may share with the second)
+    }
     if (dk_on_ && p < dk && dk < q) d += dk_bytes(x);
     const u64 n = reads_rows(x);
     if (n == 0) continue;
@@ -38,14 +47,39 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
     const u64 base = (*in_.row0)[x] + ct_[x].first - static_cast<u64>(s_[x]);
     iv_.push_back({base + static_cast<u64>(t_lo), base + static_cast<u64>(t_hi)});
   }
-  std::sort(iv_.begin(), iv_.end(), [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
-  for (std::size_t i = 0; i < iv_.size();) {
-    const u64 a = iv_[i].lo;
-    u64 b = iv_[i].hi;
-    for (++i; i < iv_.size() && iv_[i].lo <= b + 1; ++i) b = std::max(b, iv_[i].hi);
-    d += u_prefix_[b + 1] - u_prefix_[a];
+  // The rows' union: over a stretch of rows not much longer than the
+  // intervals are many, by counting their ends; else sorted.
+  if (!iv_.empty()) {
+    u64 lo = iv_[0].lo, hi = iv_[0].hi;
+    for (const Interval& v : iv_) {
+      lo = std::min(lo, v.lo);
+      hi = std::max(hi, v.hi);
+    }
+    if (hi - lo < 16 * iv_.size() + 64) {
+      cover_.assign(hi - lo + 2, 0);
+      for (const Interval& v : iv_) {
+        ++cover_[v.lo - lo];
+        --cover_[v.hi - lo + 1];
+      }
+      std::int64_t depth = 0;
+      for (u64 r = 0, from = 0; r <= hi - lo + 1; ++r) {
+        const std::int64_t was = depth;
+        depth += cover_[r];
+        if (was == 0 && depth > 0) from = r;
+        if (was > 0 && depth == 0) d += u_prefix_[lo + r] - u_prefix_[lo + from];
+      }
+    } else {
+      std::sort(iv_.begin(), iv_.end(), [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
+      for (std::size_t i = 0; i < iv_.size();) {
+        const u64 a = iv_[i].lo;
+        u64 b = iv_[i].hi;
+        for (++i; i < iv_.size() && iv_[i].lo <= b + 1; ++i) b = std::max(b, iv_[i].hi);
+        d += u_prefix_[b + 1] - u_prefix_[a];
+      }
+    }
   }
-  std::sort(kvs_.begin(), kvs_.end());
+  // K/V: each object once.
+  if (shared) std::sort(kvs_.begin(), kvs_.end());
   for (std::size_t i = 0; i < kvs_.size(); ++i)
     if (i == 0 || kvs_[i].first != kvs_[i - 1].first) d += kvs_[i].second;
   return d;

@@ -111,6 +111,7 @@ class Loop {
   std::vector<Interval> iv_;
   std::vector<std::pair<u64, u64>> kvs_;
   std::vector<u64> near_;
+  std::vector<std::int64_t> cover_;
 };
 
 }  // namespace hbmscope::l2::rows
