@@ -13,6 +13,7 @@
 #include "l2_backward.hpp"
 #include "l2_backward_rows.hpp"
 #include "l2_segments.hpp"
+#include "radix_sort.hpp"
 
 namespace hbmscope::l2 {
 
@@ -28,21 +29,26 @@ constexpr Key preprocessing = 0;
 constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
 constexpr u64 rows_ns = 0, kv_ns = 1, dk_ns = 2;
 
-// Sums over a prefix of places, places added one at a time.
+// Sums over a prefix of places, places added one at a time: each place's
+// value, and a Fenwick tree over blocks of 64 places (small enough to stay in
+// cache over millions of places; a block's part is a scan of its values).
 class Fenwick {
  public:
-  explicit Fenwick(std::size_t n) : v_(n + 1, 0) {}
+  static constexpr std::size_t block = 64;
+  explicit Fenwick(std::size_t n) : v_(n, 0), t_(n / block + 2, 0) {}
   void add(std::size_t i, u64 x) {
-    for (++i; i < v_.size(); i += i & (0 - i)) v_[i] += x;
+    v_[i] += x;
+    for (std::size_t k = i / block + 1; k < t_.size(); k += k & (0 - k)) t_[k] += x;
   }
   u64 below(std::size_t i) const {  // places [0, i)
     u64 s = 0;
-    for (; i > 0; i -= i & (0 - i)) s += v_[i];
+    for (std::size_t k = i / block; k > 0; k -= k & (0 - k)) s += t_[k];
+    for (std::size_t j = i / block * block; j < i; ++j) s += v_[j];
     return s;
   }
 
  private:
-  std::vector<u64> v_;
+  std::vector<u64> v_, t_;
 };
 
 // D's write-back distance, per row: the largest of its reads' distances and
@@ -291,6 +297,17 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   }
   auto order_by = [](const std::vector<Key>& keys) {
     std::vector<u64> ix(keys.size());
+    // Radix-sorted (key, place) pairs where every key fits in 64 bits (steps
+    // below 2^37, CTAs below 2^25), else compared.
+    bool fits = true;
+    for (const Key k : keys) fits = fits && (k >> 64) < (u64{1} << 37) && static_cast<u64>(k) < (u64{1} << 27);
+    if (fits) {
+      std::vector<std::pair<u64, u64>> kx(keys.size());
+      for (u64 i = 0; i < keys.size(); ++i) kx[i] = {static_cast<u64>(keys[i] >> 64) << 27 | static_cast<u64>(keys[i]), i};
+      radix_sort(kx, [](const std::pair<u64, u64>& p) { return p.first; });
+      for (u64 i = 0; i < keys.size(); ++i) ix[i] = kx[i].second;
+      return ix;
+    }
     std::iota(ix.begin(), ix.end(), u64{0});
     std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return keys[a] < keys[b]; });
     return ix;
@@ -300,13 +317,15 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   t.reads(infinite, 0, 1, g.do_row() * all_rows);
   t.reads(infinite, 0, 1, g.o_row() * all_rows);
 
+  const std::vector<u64> dks = order_by(dk_write);  // dK, dV writes in trace order
+
   // First reads: after the preprocessing's later rows, what the main loop
   // read before (a row set the preprocessing had not reached adds only its Q).
   std::vector<u64> dist_first(R);
   {
     std::vector<u64> pre_after(R + 1, 0);  // preprocessing bytes of rows >= r
     for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + pre(r);
-    const std::vector<u64> rows = order_by(first_read), kvs = order_by(kv_first), dks = order_by(dk_write);
+    const std::vector<u64> rows = order_by(first_read), kvs = order_by(kv_first);
     Fenwick q_seen(R), u_seen(R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
     std::size_t a = 0, b = 0;
@@ -333,7 +352,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     std::reverse(ix.begin(), ix.end());
     return ix;
   }();
-  std::vector<u64> kvs_late = order_by(kv_last), dks_late = order_by(dk_write);
+  std::vector<u64> kvs_late = order_by(kv_last), dks_late = dks;  // (dK, dV: written once)
   std::reverse(kvs_late.begin(), kvs_late.end());
   std::reverse(dks_late.begin(), dks_late.end());
   struct After {
