@@ -2,7 +2,6 @@
 // main loop by rows"): the layout of the schedule, each head's runs of
 // row-set re-reads, and the bounds that count most of them by bucket.
 #include <algorithm>
-#include <queue>
 #include <string>
 
 #include "hbmscope/checked.hpp"
@@ -30,21 +29,11 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   s_ix_ = StepIndex(s_);  // (starts do not decrease in launch order)
   ends_ix_ = StepIndex(ends_);
   end_max_ix_ = StepIndex(end_max_);
-  // Slots' CTAs in time order, as list scheduling placed them (which slot of
-  // those freed in one step a CTA takes changes no distance).
+  // Slots' CTAs in time order.
   {
-    std::priority_queue<std::pair<i64, u64>, std::vector<std::pair<i64, u64>>, std::greater<>> free;
-    std::vector<u64> slot(n_);
+    const std::vector<std::uint32_t>& slot = *in.slot;
     u64 used = 0;
-    for (u64 x = 0; x < n_; ++x) {
-      if (used < in.slots) {
-        slot[x] = used++;
-      } else {
-        slot[x] = free.top().second;
-        free.pop();
-      }
-      free.push({e_[x], slot[x]});
-    }
+    for (u64 x = 0; x < n_; ++x) used = std::max<u64>(used, slot[x] + u64{1});
     slot_at_.assign(used + 1, 0);
     for (u64 x = 0; x < n_; ++x) ++slot_at_[slot[x] + 1];
     for (u64 k = 1; k <= used; ++k) slot_at_[k] += slot_at_[k - 1];
@@ -81,19 +70,25 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     head_begin_.assign(in.head_keys, none);
     head_end_.assign(in.head_keys, 0);
     distinct_.resize(n_);
-    off_lo_.assign(2 * n_, std::numeric_limits<i64>::max());
-    off_hi_.assign(2 * n_, std::numeric_limits<i64>::min());
+    off_.resize(n_);
+    const u64 blocks = n_ / block + 1;
+    off_lo_.assign(2 * blocks, std::numeric_limits<i64>::max());
+    off_hi_.assign(2 * blocks, std::numeric_limits<i64>::min());
     for (u64 x = 0; x < n_; ++x) {
       const u64 h = ct_[x].head_key;
       head_begin_[h] = std::min(head_begin_[h], x);
       head_end_[h] = x + 1;
       const bool fresh = x == 0 || ct_[x - 1].head_key != h || ct_[x - 1].first != ct_[x].first;
       distinct_[x] = (x > 0 ? distinct_[x - 1] : 0) + (fresh ? 1 : 0);
-      if (reads_rows(x) > 0) off_lo_[n_ + x] = off_hi_[n_ + x] = offset(x);
+      off_[x] = reads_rows(x) > 0 ? offset(x) : none_off;
+      if (reads_rows(x) > 0) {
+        off_lo_[blocks + x / block] = std::min(off_lo_[blocks + x / block], off_[x]);
+        off_hi_[blocks + x / block] = std::max(off_hi_[blocks + x / block], off_[x]);
+      }
     }
-    for (u64 x = n_; x-- > 1;) {
-      off_lo_[x] = std::min(off_lo_[2 * x], off_lo_[2 * x + 1]);
-      off_hi_[x] = std::max(off_hi_[2 * x], off_hi_[2 * x + 1]);
+    for (u64 b = blocks; b-- > 1;) {
+      off_lo_[b] = std::min(off_lo_[2 * b], off_lo_[2 * b + 1]);
+      off_hi_[b] = std::max(off_hi_[2 * b], off_hi_[2 * b + 1]);
     }
   }
   reached_ = t.max_reuse_distance();
@@ -145,14 +140,26 @@ u64 Loop::rows_bytes(i64 g, i64 lo, i64 hi) const {
     const u64 a = std::max(c_lo, head_begin_[h]), b = std::min(c_hi, head_end_[h]);
     if (a >= b || rows_[h] == 0) continue;
     i64 least = std::numeric_limits<i64>::max(), most_off = std::numeric_limits<i64>::min();
-    for (u64 l = a + n_, r = b + n_; l < r; l /= 2, r /= 2) {
-      if (l & 1) {
-        least = std::min(least, off_lo_[l]);
-        most_off = std::max(most_off, off_hi_[l++]);
-      }
-      if (r & 1) {
-        least = std::min(least, off_lo_[--r]);
-        most_off = std::max(most_off, off_hi_[r]);
+    auto one = [&](u64 x) {
+      if (off_[x] == none_off) return;
+      least = std::min(least, off_[x]);
+      most_off = std::max(most_off, off_[x]);
+    };
+    const u64 blocks = off_lo_.size() / 2, ba = (a + block - 1) / block, bb = b / block;
+    if (ba >= bb) {
+      for (u64 x = a; x < b; ++x) one(x);
+    } else {
+      for (u64 x = a; x < ba * block; ++x) one(x);
+      for (u64 x = bb * block; x < b; ++x) one(x);
+      for (u64 l = ba + blocks, r = bb + blocks; l < r; l /= 2, r /= 2) {
+        if (l & 1) {
+          least = std::min(least, off_lo_[l]);
+          most_off = std::max(most_off, off_hi_[l++]);
+        }
+        if (r & 1) {
+          least = std::min(least, off_lo_[--r]);
+          most_off = std::max(most_off, off_hi_[r]);
+        }
       }
     }
     if (least > most_off) continue;
@@ -224,7 +231,9 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
   for (const i64 T : {eP + 1, eP + g, s_[k] + g - 1})
     if (T > T0 && T < T1) least = std::min(least, static_cast<u64>(after(T) + before(T)));
   u64 lo = sat_add(z, sat_mul(least, least_row(k)));
-  u64 hi = sat_add(z, flow_bytes(g, T0 - g, T1));
+  // Every slot's row set, K/V and dK, dV each step: no lookups (a step apart
+  // or less, the hits, settle so); then the CTAs that start and end there.
+  u64 hi = sat_add(z, sat_mul(sat_mul(static_cast<u64>(g) + 1, in_.slots), sat_add(u_max_, sat_add(kv_max_, dk_on_ ? kv_max_ : 0))));
   auto checked = [&] {
     if (!in_.check_bounds) return;
     for (u64 i = i1; i <= i2; ++i) {
@@ -235,6 +244,8 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
       check(exact({T - g, P, row_sub}, {T, k, row_sub}, (*in_.u)[r0 + i], near), lo, hi, k, i);
     }
   };
+  if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
+  hi = std::min(hi, sat_add(z, flow_bytes(g, T0 - g, T1)));
   if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
   // Tighter, at more cost: the objects between beside P's and k's rows, and
   // the rows the heads there can read.

@@ -23,6 +23,7 @@ struct BackwardLoop {
   std::uint64_t kv_col = 0, acc_row = 0;               // bytes of K and V a key, of the accumulator a row
   const std::vector<BackwardCta>* ct = nullptr;        // per CTA, in launch order
   const std::vector<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)
+  const std::vector<std::uint32_t>* slot = nullptr;    // per CTA: the slot it runs on
   const std::vector<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
   const std::vector<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
   const std::vector<std::uint64_t>* u = nullptr;       // per row: its row set's bytes

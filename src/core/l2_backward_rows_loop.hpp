@@ -93,7 +93,9 @@ class Loop {
   std::vector<u64> slot_at_, by_slot_, slot_next_;  // each slot's CTAs in time order
   std::vector<u64> rows_, head_row0_, head_bytes_, u_prefix_;  // per head: rows, first row, bytes (prefix)
   std::vector<u64> head_begin_, head_end_, distinct_;  // query-block-major: a head's CTAs; first rows' changes
-  std::vector<i64> off_lo_, off_hi_;  // query-block-major: least and most read offsets, a tree over CTAs
+  static constexpr u64 block = 64;
+  static constexpr i64 none_off = std::numeric_limits<i64>::min();
+  std::vector<i64> off_, off_lo_, off_hi_;  // query-block-major: read offsets; least, most, a tree over blocks of CTAs
   u64 u_max_ = 0, kv_max_ = 0, kv_min_ = infinite, reached_ = 0;
   bool dk_on_ = false;
   std::vector<u64> rb_, wb_;  // settled bytes by bucket: read, written back

@@ -209,7 +209,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // The schedule; the main loop by rows where every CTA reads its head's row
   // sets to the last (l2_backward_rows.cpp), else through the engine.
   std::vector<u64> start(ctas);
-  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data());
+  std::vector<std::uint32_t> slot(ctas);
+  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), slot.data());
   std::vector<u64>().swap(lengths);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked;
@@ -419,6 +420,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.acc_row = g.acc_row();
     loop.ct = &ct;
     loop.start = &start;
+    loop.slot = &slot;
     loop.kv_of = &kv_of;
     loop.row0 = &row0;
     loop.u = &u;

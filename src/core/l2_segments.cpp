@@ -18,19 +18,24 @@ constexpr std::uint32_t no_stream = ~0u;
 }
 
 std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n,
-                                      std::uint64_t* start) {
+                                      std::uint64_t* start, std::uint32_t* slot) {
   // A CTA finishing at step t frees its slot for the next CTA in launch order
-  // from step t + 1 (the CTAs of one step leave before any enters).
-  std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> finish;
+  // from step t + 1 (the CTAs of one step leave before any enters); which of
+  // the slots freed in one step it takes changes no distance.
+  using Free = std::pair<std::uint64_t, std::uint32_t>;  // (last step, slot)
+  std::priority_queue<Free, std::vector<Free>, std::greater<>> finish;
   std::uint64_t steps = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
     std::uint64_t s = 0;
+    std::uint32_t at = static_cast<std::uint32_t>(finish.size());
     if (finish.size() == slots) {
-      s = finish.top() + 1;
+      s = finish.top().first + 1;
+      at = finish.top().second;
       finish.pop();
     }
     start[i] = s;
-    finish.push(s + len[i] - 1);
+    if (slot != nullptr) slot[i] = at;
+    finish.push({s + len[i] - 1, at});
     steps = std::max(steps, s + len[i]);
   }
   return steps;

@@ -77,8 +77,10 @@ class SegmentEngine {
   std::uint64_t settled_reads() const { return settled_; }
 
   // Schedules one kernel: start steps (from 0) of CTAs of these lengths on
-  // `slots` slots; returns the steps until the last finishes.
-  static std::uint64_t schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n, std::uint64_t* start);
+  // `slots` slots (and, where `slot` is given, the slot each takes); returns
+  // the steps until the last finishes.
+  static std::uint64_t schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n, std::uint64_t* start,
+                                std::uint32_t* slot = nullptr);
 
  private:
   struct Kernel {
