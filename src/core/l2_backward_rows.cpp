@@ -22,7 +22,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     s_[x] = static_cast<i64>((*in.start)[x]);
     e_[x] = s_[x] + static_cast<i64>(ct_[x].steps()) - 1;
   }
-  ends_ = e_;
+  ends_.assign(e_.begin(), e_.end());
   radix_sort(ends_, [](i64 v) { return ordered(v); });
   end_max_.resize(n_);
   for (u64 x = 0; x < n_; ++x) end_max_[x] = std::max(e_[x], x > 0 ? end_max_[x - 1] : e_[x]);
@@ -59,7 +59,8 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     head_row0_[h] = (*in.row0)[x];
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], sat_add(kv_bytes(x), dk_bytes(x)));
   }
-  u_prefix_.assign(u.size() + 1, 0);
+  u_prefix_.resize(u.size() + 1);
+  u_prefix_[0] = 0;
   for (u64 r = 0; r < u.size(); ++r) u_prefix_[r + 1] = u_prefix_[r] + u[r];
   for (u64 h = 0; h < in.head_keys; ++h) {
     if (head_row0_[h] != none)

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "big_array.hpp"
 #include "l2_backward_rows.hpp"
 #include "step_index.hpp"
 
@@ -88,14 +89,18 @@ class Loop {
   const Tally& t_;
   const ReadObserver& obs_;
   u64 n_;
-  std::vector<i64> s_, e_, ends_, end_max_;  // starts and ends by CTA; ends sorted; their prefix maximum
+  Array<i64> s_, e_, ends_, end_max_;  // starts and ends by CTA; ends sorted; their prefix maximum
   StepIndex s_ix_, ends_ix_, end_max_ix_;
-  std::vector<u64> slot_at_, by_slot_, slot_next_;  // each slot's CTAs in time order
-  std::vector<u64> rows_, head_row0_, head_bytes_, u_prefix_;  // per head: rows, first row, bytes (prefix)
-  std::vector<u64> head_begin_, head_end_, distinct_;  // query-block-major: a head's CTAs; first rows' changes
+  std::vector<u64> slot_at_, slot_next_;
+  Array<u64> by_slot_;  // each slot's CTAs in time order
+  std::vector<u64> rows_, head_row0_, head_bytes_;  // per head: rows, first row, bytes (prefix)
+  Array<u64> u_prefix_;                              // row sets' bytes, prefix sums over rows
+  std::vector<u64> head_begin_, head_end_;           // query-block-major: a head's CTAs
+  Array<u64> distinct_;                              // query-block-major: first rows' changes so far
   static constexpr u64 block = 64;
   static constexpr i64 none_off = std::numeric_limits<i64>::min();
-  std::vector<i64> off_, off_lo_, off_hi_;  // query-block-major: read offsets; least, most, a tree over blocks of CTAs
+  Array<i64> off_;                       // query-block-major: read offsets
+  std::vector<i64> off_lo_, off_hi_;      // their least and most, a tree over blocks of CTAs
   u64 u_max_ = 0, kv_max_ = 0, kv_min_ = infinite, reached_ = 0;
   bool dk_on_ = false;
   std::vector<u64> rb_, wb_;  // settled bytes by bucket: read, written back

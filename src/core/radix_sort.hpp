@@ -13,8 +13,9 @@ namespace hbmscope::l2 {
 // An int64's order as a uint64's.
 inline std::uint64_t ordered(std::int64_t x) { return static_cast<std::uint64_t>(x) ^ (std::uint64_t{1} << 63); }
 
-template <class T, class Key>
-void radix_sort(std::vector<T>& v, Key key) {
+template <class V, class Key>
+void radix_sort(V& v, Key key) {
+  using T = typename V::value_type;
   constexpr int bits = 16;
   constexpr std::size_t buckets = std::size_t{1} << bits;
   if (v.size() < 4096) {
@@ -29,7 +30,7 @@ void radix_sort(std::vector<T>& v, Key key) {
   }
   const std::uint64_t varies = all_or ^ all_and;  // the bits some keys differ in
   if (varies == 0) return;
-  std::vector<T> tmp(v.size());
+  V tmp(v.size());
   std::vector<std::size_t> at(buckets);
   for (int shift = 0; shift < 64; shift += bits) {
     if (((varies >> shift) & (buckets - 1)) == 0) continue;

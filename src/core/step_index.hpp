@@ -16,38 +16,37 @@ namespace hbmscope::l2 {
 class StepIndex {
  public:
   StepIndex() = default;
-  // v: sorted, not empty or empty; held by the caller for the index's life.
-  explicit StepIndex(const std::vector<std::int64_t>& v) : v_(&v) {
-    if (v.empty()) return;
-    if (v.size() > std::numeric_limits<std::uint32_t>::max()) throw Error("L2 simulation: too many steps to index");
-    lo_ = v.front();
-    const auto span = static_cast<std::uint64_t>(v.back() - lo_) + 1;
-    while ((span >> shift_) > v.size() / 2) ++shift_;
+  // v: sorted steps, held by the caller for the index's life.
+  template <class V>
+  explicit StepIndex(const V& v) : v_(v.data()), n_(v.size()) {
+    if (n_ == 0) return;
+    if (n_ > std::numeric_limits<std::uint32_t>::max()) throw Error("L2 simulation: too many steps to index");
+    lo_ = v_[0];
+    const auto span = static_cast<std::uint64_t>(v_[n_ - 1] - lo_) + 1;
+    while ((span >> shift_) > n_ / 2) ++shift_;
     first_.resize(static_cast<std::size_t>((span >> shift_) + 2));
     std::size_t k = 0;
     for (std::size_t b = 0; b < first_.size(); ++b) {
-      while (k < v.size() && bucket(v[k]) < b) ++k;
+      while (k < n_ && bucket(v_[k]) < b) ++k;
       first_[b] = static_cast<std::uint32_t>(k);
     }
   }
   // The first place whose step is at least x.
   std::size_t lower(std::int64_t x) const {
-    const std::vector<std::int64_t>& v = *v_;
-    if (v.empty() || x <= lo_) return 0;
-    if (x > v.back()) return v.size();
+    if (n_ == 0 || x <= lo_) return 0;
+    if (x > v_[n_ - 1]) return n_;
     const std::size_t b = bucket(x);
-    return static_cast<std::size_t>(std::lower_bound(v.begin() + static_cast<std::ptrdiff_t>(first_[b]),
-                                                     v.begin() + static_cast<std::ptrdiff_t>(first_[b + 1]), x) -
-                                    v.begin());
+    return static_cast<std::size_t>(std::lower_bound(v_ + first_[b], v_ + first_[b + 1], x) - v_);
   }
   // The places whose step is at most x.
   std::size_t upper(std::int64_t x) const {
-    return x == std::numeric_limits<std::int64_t>::max() ? v_->size() : lower(x + 1);
+    return x == std::numeric_limits<std::int64_t>::max() ? n_ : lower(x + 1);
   }
 
  private:
   std::size_t bucket(std::int64_t x) const { return static_cast<std::size_t>(static_cast<std::uint64_t>(x - lo_) >> shift_); }
-  const std::vector<std::int64_t>* v_ = nullptr;
+  const std::int64_t* v_ = nullptr;
+  std::size_t n_ = 0;
   std::vector<std::uint32_t> first_;
   std::int64_t lo_ = 0;
   int shift_ = 0;
