@@ -519,11 +519,13 @@ int main(int argc, char** argv) {
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal, head-major", long_shape(1 << 20, 32, 8, 1, true), h200(Rasterization::head_major)); }},
       {"L2 runs", [] { return l2_runs("backward: 32K x 32/8, causal", training(1 << 15, 32, 1, true, Pass::bwd), h200()); }},
-      // The causal backward: the segment engine, most re-reads settled by
-      // bounds at one L2 size (per CTA), the rest Theta(slots) each.
+      // The causal backward: its main loop by rows, most runs of re-reads
+      // settled by bounds at one L2 size, the rest evaluated over the CTAs
+      // beside them; head-major order through the segment engine.
       {"L2 runs", [] { return l2_runs("backward: 128K x 32/8, causal", training(1 << 17, 32, 1, true, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 32/8, causal", training(1 << 20, 32, 1, true, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8, causal", training(1 << 20, 64, 1, true, Pass::bwd), h200()); }},
+      {"L2 runs", [] { return l2_runs("backward: 1M x 64/8 x batch 8, causal", training(1 << 20, 64, 8, true, Pass::bwd), h200()); }},
       {"L2 runs",
        [] {
          return l2_runs("backward: 1M x 32/8, causal, head-major", training(1 << 20, 32, 1, true, Pass::bwd),

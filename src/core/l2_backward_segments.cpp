@@ -142,15 +142,16 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   if (!backward_in_segments(s)) return ~u64{0};
   const BackwardGrid g(s, c.order);
   if (!by_rows(s, c, g, smallest_l2)) return engine_work(s, c, smallest_l2);
-  // By rows: about 3,000 units a CTA (its runs and their bounds, the reads
+  // By rows: about 2,000 units a CTA (its runs and their bounds, the reads
   // they leave evaluated over the CTAs beside them, the keys outside the main
   // loop) and 300 a row; about 300 bytes a CTA, so up to 2^23 CTAs and rows.
-  // Measured on causal shapes of 128K to 1M tokens (bench/, "L2 runs").
+  // Measured on causal shapes of 128K to 1M tokens, batch 1 to 8: 1.1 to 3.2
+  // us a CTA (bench/, "L2 runs").
   u64 rows = 0;
   for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
   constexpr u64 most = u64{1} << 23;
   if (g.ctas() > most || rows > most) return ~u64{0};
-  return g.ctas() * 3000 + rows * 300;
+  return g.ctas() * 2000 + rows * 300;
 }
 
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how) {
