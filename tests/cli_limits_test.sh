@@ -248,8 +248,9 @@ check "--l2-bytes: a shape over the cap is left out, not the run" python3 -c "
 import json; rows=json.load(open('$work/l2skip.json'))['rows']; assert 'l2_sim' in rows[0] and 'l2_sim' not in rows[1]"
 check "--l2-bytes: the note names the shape" grep -q "^hbmscope: note: L2 simulation left out for 1 shape(s) of more than 17179869184 work units (about 10 s each): 67108864 x 64" "$work/l2skip.err"
 # Backward rows without a mask: waves in closed form at any size (1M x 64/8 x batch 8, both orders);
-# causal backward rows through the segment engine (1M x 8/2: 2.5 s, where the enumeration takes 12 s
-# and gives the same figures), and left out past the cap with a note.
+# causal backward rows by rows (1M x 8/2: 0.4 s, where the enumeration takes 12 s and gives the same
+# figures), and left out past the cap with a note (1M x 64/8 x batch 8 at d = 64 on H100: only one
+# step of its 264 slots' row sets fits in the L2, and the segment engine does not take 4.2 M CTAs).
 for order in query-block-major head-major; do
   "$bin" sweep --seq 1M --heads 64 --kv-heads 8 --batch 8 --pass bwd,fwdbwd --l2-order $order --device h100 \
     --format json >"$work/bwd1m.json" 2>"$work/bwd1m.err"

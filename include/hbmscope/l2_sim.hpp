@@ -152,11 +152,11 @@ class L2SimMemo {
 
 // What a simulation costs, counted without running it (docs/l2-simulation.md,
 // "Cost"): in work units of about a nanosecond on one core. For the runs
-// method it grows with the CTAs of the grid where the closed forms apply, and
-// otherwise as the cheaper of the segment engine (CTAs times the CTAs
-// resident beside each, and at least a fraction of the tile accesses; not
-// past 1.5 M CTAs) and the enumeration (the tile accesses; always for the
-// backward pass). Both simulations of a prefill row (flash and
+// method it grows with the CTAs of the grid where the closed forms or the
+// causal backward's rows apply (up to 8 M CTAs), and otherwise as the cheaper
+// of the segment engine (CTAs times the CTAs resident beside each, and at
+// least a fraction of the tile accesses; not past 1.5 M CTAs) and the
+// enumeration (the tile accesses). Both simulations of a prefill row (flash and
 // standard), or the three decode variants of a decode row (at their largest
 // split count: --splits, else 128).
 std::uint64_t l2_sim_work(const Shape& s, const L2SimConfig& c);

@@ -72,8 +72,10 @@ void L2Budget::finish() {
                                  over_cap_masked_backward_
                                      ? "; backward rows with a mask or a ragged batch have no closed form: their "
                                        "cost grows with the CTAs (times the slots where the L2 is too small for "
-                                       "bounds to settle re-reads) and past 1.5 M CTAs they are not simulated, "
-                                       "docs/l2-simulation.md, \"The backward through the segment engine\""
+                                       "bounds to settle re-reads, or with a window, a chunk or head-major "
+                                       "order), and past 8 M CTAs (1.5 M where the segment engine takes them) "
+                                       "they are not simulated, docs/l2-simulation.md, \"The backward's main "
+                                       "loop by rows\""
                                      : ""));
   }
   if (over_budget_)

@@ -99,24 +99,39 @@ bool bounds_settle(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, 
   return !__builtin_mul_overflow(2 * slots, row_set + kv, &step) && step + row_set <= smallest_l2;
 }
 
+// Whether the segment engine takes the grid: about 1.6 KB a CTA (its streams,
+// segments and index, the grid, the K/V and dK keys) and 130 bytes a row, so
+// not past 1.5 M CTAs or 8 M rows (about 2.5 GB, 1 GB).
+u64 all_rows(const Shape& s, const BackwardGrid& g) {
+  u64 rows = 0;
+  for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
+  return rows;
+}
+bool engine_fits(const Shape& s, const BackwardGrid& g) {
+  return g.ctas() <= (u64{3} << 19) && all_rows(s, g) <= (u64{1} << 23);
+}
+
 // The main loop by rows (l2_backward_rows.cpp): causal masks and ragged
 // batches without one (every CTA reads its head's row sets to the last), in
-// query-block-major order, where bounds settle most re-reads.
+// query-block-major order, where two steps of every slot's row set and K/V
+// fit in the smallest L2 asked for; or one step with its dK, dV, where the
+// engine takes the grid (the reads a step apart, most of them, settle as
+// hits; where those its bounds leave would cost more, the engine evaluates).
 bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
-  return s.window == 0 && s.chunk == 0 && c.order == Rasterization::query_block_major &&
-         bounds_settle(s, c, g, smallest_l2);
+  if (s.window != 0 || s.chunk != 0 || c.order != Rasterization::query_block_major) return false;
+  if (bounds_settle(s, c, g, smallest_l2)) return true;
+  const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
+  const u64 row_set = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * s.block_rows, kv = g.kv_col() * s.block_cols;
+  u64 step = 0;
+  return !__builtin_mul_overflow(slots, row_set + 2 * kv, &step) && step + row_set <= smallest_l2 &&
+         engine_fits(s, g);
 }
 
 // The segment engine's work.
 u64 engine_work(const Shape& s, const L2SimConfig& c, std::uint64_t smallest_l2) {
   const BackwardGrid g(s, c.order);
-  // About 1.6 KB a CTA (the engine's streams, segments and index, the grid,
-  // the K/V and dK keys) and 130 bytes a row: past 1.5 M CTAs or 8 M rows
-  // (about 2.5 GB, 1 GB) it is not used.
-  constexpr u64 max_ctas = u64{3} << 19, max_rows = u64{1} << 23;
-  u64 rows = 0;
-  for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
-  if (g.ctas() > max_ctas || rows > max_rows) return ~u64{0};
+  if (!engine_fits(s, g)) return ~u64{0};
+  const u64 rows = all_rows(s, g);
   // A CTA's row sets, K/V and dK, dV meet the segments of the CTAs beside it:
   // about 220 units a slot a CTA and 4,000 more (its first and last reads,
   // sorted; the single reads' trees), and 600 a row (sorts and sums). Where
@@ -144,14 +159,15 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   if (!by_rows(s, c, g, smallest_l2)) return engine_work(s, c, smallest_l2);
   // By rows: about 2,000 units a CTA (its runs and their bounds, the reads
   // they leave evaluated over the CTAs beside them, the keys outside the main
-  // loop) and 300 a row; about 300 bytes a CTA, so up to 2^23 CTAs and rows.
-  // Measured on causal shapes of 128K to 1M tokens, batch 1 to 8: 1.1 to 3.2
-  // us a CTA (bench/, "L2 runs").
-  u64 rows = 0;
-  for (u64 b = 0; b < s.batch; ++b) rows += s.heads * g.forward().sequence(b).q_blocks;
+  // loop) and 300 a row, 6,000 a CTA where only one step of the slots' row
+  // sets fits in the L2 (more reads are left to evaluate); about 300 bytes a
+  // CTA, so up to 2^23 CTAs and rows. Measured on causal shapes of 128K to
+  // 1M tokens, batch 1 to 8, on the device presets: 1.1 to 4.9 us a CTA
+  // (bench/, "L2 runs"; docs/l2-simulation.md).
+  const u64 rows = all_rows(s, g);
   constexpr u64 most = u64{1} << 23;
   if (g.ctas() > most || rows > most) return ~u64{0};
-  return g.ctas() * 2000 + rows * 300;
+  return g.ctas() * (bounds_settle(s, c, g, smallest_l2) ? 2000 : 6000) + rows * 300;
 }
 
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how) {
@@ -430,7 +446,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     // Where the reads its bounds leave would cost more than the engine, the engine.
     loop.check_bounds = how == MainLoop::by_rows_checked;
     const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
-    done = backward_by_rows(loop, t, dmax, engine_units == ~u64{0} ? ~u64{0} : engine_units / 20);
+    done = backward_by_rows(loop, t, dmax, engine_units == ~u64{0} ? ~u64{0} : engine_units / 8);
   }
   if (!done) {
     if (rows_first) engine();
