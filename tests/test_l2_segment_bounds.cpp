@@ -119,28 +119,6 @@ TEST_CASE("L2 segment bounds: reads settle at a large L2 and the tally is the on
   CHECK(one.max_reuse_distance() == ladder.max_reuse_distance());
 }
 
-TEST_CASE("L2 segment bounds: the causal backward at 1M x 64/8 is within the budget where the bounds settle",
-          "[l2runs][backward]") {
-  // By rows at H200's 60 MiB and 132 slots (docs/l2-simulation.md); at a
-  // 4 MiB L2, through the engine with every re-read evaluated: left out.
-  Shape s;
-  s.seq_q = s.seq_kv = 1ull << 20;
-  s.heads = 64;
-  s.kv_heads = 8;
-  s.head_dim = 128;
-  s.causal = true;
-  s.pass = Pass::bwd;
-  L2SimConfig c;
-  c.sm_count = 132;
-  c.ctas_per_sm = 1;
-  c.l2_bytes = 60ull << 20;
-  CHECK(l2_sim_within_budget(s, c));
-  c.l2_bytes = 4ull << 20;
-  CHECK_FALSE(l2_sim_within_budget(s, c));
-  // (Where bounds settle, the main loop goes by rows: batch 8 too,
-  // tests/test_l2_backward_rows.cpp.)
-}
-
 TEST_CASE("L2 segment bounds: the engine's radix sort is a stable sort by the key", "[l2runs]") {
   // Negative steps and keys that share their high digits, as std::stable_sort orders them.
   std::mt19937_64 rng(75);
