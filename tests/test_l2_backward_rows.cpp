@@ -1,4 +1,4 @@
-// The causal backward's main loop by rows (docs/l2-simulation.md, "The
+// The causal backward's main loop by rows (docs/l2-backward.md, "The
 // backward's main loop by rows"): runs of row-set re-reads found per head,
 // counted by bucket where bounds settle them, evaluated over the CTAs beside
 // them elsewhere. The tallies must be the enumeration's, bit for bit, at any

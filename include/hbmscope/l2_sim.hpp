@@ -170,7 +170,7 @@ bool l2_sim_within_budget(const Shape& s, const L2SimConfig& c);
 // Whether s's backward pass has no closed form (a mask or a ragged batch): the
 // runs take it through the segment engine, at a cost that grows with the CTAs
 // (times the slots where bounds do not settle re-reads), or enumerate it
-// (docs/l2-simulation.md, "The backward through the segment engine"); false
+// (docs/l2-backward.md, "The backward through the segment engine"); false
 // for forward rows.
 bool l2_sim_backward_not_in_closed_form(const Shape& s);
 // Throws Error naming the shape, its work, the limit and what to change when

@@ -1,4 +1,4 @@
-// The backward's main loop by rows (docs/l2-simulation.md, "The backward's
+// The backward's main loop by rows (docs/l2-backward.md, "The backward's
 // main loop by rows"): the layout of the schedule, each head's runs of
 // row-set re-reads, and the bounds that count most of them by bucket.
 #include <algorithm>

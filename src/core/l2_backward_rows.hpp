@@ -5,7 +5,7 @@
 // then come in one order for all its rows (by their read offsets), so a CTA's
 // re-reads are a few runs of one predecessor each, found per head in
 // O(CTAs); bounds count most runs by bucket, and the rest are evaluated over
-// the CTAs beside them (docs/l2-simulation.md, "The backward's main loop by
+// the CTAs beside them (docs/l2-backward.md, "The backward's main loop by
 // rows"). Internal to src/core.
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
 // The backward's main loop by rows: the reads its bounds leave, evaluated
-// over the CTAs that run beside them, and the tally (docs/l2-simulation.md,
+// over the CTAs that run beside them, and the tally (docs/l2-backward.md,
 // "The backward's main loop by rows").
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // the main loop through the segment engine, the row sets as one object each,
 // and what lies outside it (the row sets' first reads, measured from the
 // preprocessing; D's write-back; the dQ conversion; the GQA reduction) from
-// each object's first and last access in the main loop (docs/l2-simulation.md,
+// each object's first and last access in the main loop (docs/l2-backward.md,
 // "The backward through the segment engine").
 #include <algorithm>
 #include <deque>
@@ -163,7 +163,7 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   // sets fits in the L2 (more reads are left to evaluate); about 300 bytes a
   // CTA, so up to 2^23 CTAs and rows. Measured on causal shapes of 128K to
   // 1M tokens, batch 1 to 8, on the device presets: 1.1 to 4.9 us a CTA
-  // (bench/, "L2 runs"; docs/l2-simulation.md).
+  // (bench/, "L2 runs"; docs/l2-backward.md).
   const u64 rows = all_rows(s, g);
   constexpr u64 most = u64{1} << 23;
   if (g.ctas() > most || rows > most) return ~u64{0};

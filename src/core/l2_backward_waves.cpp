@@ -1,4 +1,4 @@
-// The backward pass in waves (docs/l2-simulation.md, "The backward in
+// The backward pass in waves (docs/l2-backward.md, "The backward in
 // waves"): with no mask and one sequence length every CTA streams all n query
 // blocks, so wave w runs steps [wn, wn + n) in lockstep. The four row objects
 // a step reads (Q with LSE, dO, D, the dQ accumulator) are read together, so
