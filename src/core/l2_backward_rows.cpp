@@ -107,38 +107,49 @@ u64 Loop::active_in(i64 lo, i64 hi) const {
   return started > ended ? started - ended : 0;
 }
 
-// Every slot's row set a step, and the K/V and dK, dV of the CTAs starting
-// and ending in [lo, hi] (at most a slot's worth a step).
-u64 Loop::flow_bytes(i64 g, i64 lo, i64 hi) const {
+Loop::Ids Loop::running(i64 lo, i64 hi) const { return {end_max_ix_.lower(lo), s_ix_.upper(hi)}; }
+
+std::vector<u64> Loop::all_running(i64 lo, i64 hi) const {
+  std::vector<u64> near;
+  for (u64 x = 0; x < n_; ++x)
+    if (s_[x] <= hi && e_[x] >= lo) near.push_back(x);
+  return near;
+}
+
+// The K/V and dK, dV of the CTAs starting and ending in [lo, hi], at most a
+// slot's worth a step.
+u64 Loop::edge_bytes(i64 g, i64 lo, i64 hi) const {
   const u64 most = sat_mul(static_cast<u64>(g) + 1, in_.slots);
-  return sat_add(sat_add(sat_mul(most, u_max_), sat_mul(kv_max_, std::min(most, starts_in(lo, hi)))),
+  return sat_add(sat_mul(kv_max_, std::min(most, starts_in(lo, hi))),
                  dk_on_ ? sat_mul(kv_max_, std::min(most, ends_in(lo, hi))) : 0);
 }
 
-// Every object of the heads with a CTA that may run in [lo, hi] (in
-// head-major order, of their sequences).
-u64 Loop::head_bytes(i64 lo, i64 hi) const {
-  const u64 c_hi = s_ix_.upper(hi), c_lo = end_max_ix_.lower(lo);
-  if (c_hi == 0 || c_lo >= c_hi) return 0;
-  u64 h_lo = ct_[c_lo].head_key, h_hi = ct_[c_hi - 1].head_key;
+// Every slot's row set a step, with the edges.
+u64 Loop::flow_bytes(i64 g, u64 edges) const {
+  return sat_add(sat_mul(sat_mul(static_cast<u64>(g) + 1, in_.slots), u_max_), edges);
+}
+
+// Every object of the heads of the CTAs `ids` (in head-major order, of their
+// sequences).
+u64 Loop::head_bytes(Ids ids) const {
+  if (ids.hi == 0 || ids.lo >= ids.hi) return 0;
+  u64 h_lo = ct_[ids.lo].head_key, h_hi = ct_[ids.hi - 1].head_key;
   if (in_.head_major) {
-    h_lo = ct_[c_lo].seq * in_.heads;
-    h_hi = ct_[c_hi - 1].seq * in_.heads + in_.heads - 1;
+    h_lo = ct_[ids.lo].seq * in_.heads;
+    h_hi = ct_[ids.hi - 1].seq * in_.heads + in_.heads - 1;
   }
   return head_bytes_[h_hi + 1] - head_bytes_[h_lo];
 }
 
 // Query-block-major: per head, the rows between the least and the most read
-// offsets of its CTAs that may run in [lo, hi], g + 1 more; with the K/V and
-// dK, dV of flow_bytes.
-u64 Loop::rows_bytes(i64 g, i64 lo, i64 hi) const {
-  const u64 c_hi = s_ix_.upper(hi), c_lo = end_max_ix_.lower(lo);
-  if (c_hi == 0 || c_lo >= c_hi) return 0;
-  const u64 w = static_cast<u64>(g) + 1, most = sat_mul(w, in_.slots);
-  u64 d = sat_add(sat_mul(kv_max_, std::min(most, starts_in(lo, hi))),
-                  dk_on_ ? sat_mul(kv_max_, std::min(most, ends_in(lo, hi))) : 0);
-  for (u64 h = ct_[c_lo].head_key; h <= ct_[c_hi - 1].head_key; ++h) {
-    const u64 a = std::max(c_lo, head_begin_[h]), b = std::min(c_hi, head_end_[h]);
+// offsets of its CTAs among `ids`, g + 1 more (CTA x reads row t - a_x at
+// step t).
+u64 Loop::rows_bytes(i64 g, Ids ids) const {
+  if (ids.hi == 0 || ids.lo >= ids.hi) return 0;
+  const u64 w = static_cast<u64>(g) + 1;
+  u64 d = 0;
+  for (u64 h = ct_[ids.lo].head_key; h <= ct_[ids.hi - 1].head_key; ++h) {
+    const u64 a = std::max(ids.lo, head_begin_[h]), b = std::min(ids.hi, head_end_[h]);
     if (a >= b || rows_[h] == 0) continue;
     i64 least = std::numeric_limits<i64>::max(), most_off = std::numeric_limits<i64>::min();
     auto one = [&](u64 x) {
@@ -239,22 +250,21 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
     if (!in_.check_bounds) return;
     for (u64 i = i1; i <= i2; ++i) {
       const i64 T = a + static_cast<i64>(i);
-      std::vector<u64> near;
-      for (u64 x = 0; x < n_; ++x)
-        if (s_[x] <= T && e_[x] >= T - g) near.push_back(x);
-      check(exact({T - g, P, row_sub}, {T, k, row_sub}, (*in_.u)[r0 + i], near), lo, hi, k, i);
+      check(exact({T - g, P, row_sub}, {T, k, row_sub}, (*in_.u)[r0 + i], all_running(T - g, T)), lo, hi, k, i);
     }
   };
   if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
-  hi = std::min(hi, sat_add(z, flow_bytes(g, T0 - g, T1)));
+  const u64 edges = edge_bytes(g, T0 - g, T1);
+  hi = std::min(hi, sat_add(z, flow_bytes(g, edges)));
   if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
   // Tighter, at more cost: the objects between beside P's and k's rows, and
   // the rows the heads there can read.
   lo = sat_add(lo, n == 1 ? more_between(k, T0 - g + 1, T0 - 1, i1, static_cast<u64>(before(T0)),
                                          static_cast<u64>(after(T0)), true)
                           : more_between(k, T1 - g + 1, T0 - 1, i1, 0, 0, false));
-  hi = std::min(hi, sat_add(z, head_bytes(T0 - g, T1)));
-  if (!in_.head_major) hi = std::min(hi, sat_add(z, rows_bytes(g, T0 - g, T1)));
+  const Ids ids = running(T0 - g, T1);
+  hi = std::min(hi, sat_add(z, head_bytes(ids)));
+  if (!in_.head_major) hi = std::min(hi, sat_add(z, sat_add(edges, rows_bytes(g, ids))));
   checked();
   if (settle(lo, hi, n, z, acc, r0 + i1)) return;
   if (n >= 16 && depth < 6) {  // halves have tighter bounds
@@ -281,13 +291,8 @@ void Loop::settle_kv(u64 k, u64 P) {
     lo = ct_[x0].head_key != ct_[P].head_key ? sat_add(lo, more) : std::max(lo, more);
   }
   lo = sat_add(z, lo);
-  const u64 hi = sat_add(z, std::min(flow_bytes(T - Tp, Tp, T), head_bytes(Tp, T)));
-  if (in_.check_bounds) {
-    std::vector<u64> near;
-    for (u64 x = 0; x < n_; ++x)
-      if (s_[x] <= T && e_[x] >= Tp) near.push_back(x);
-    check(exact({Tp, P, kv_sub}, {T, k, kv_sub}, z, near), lo, hi, k, none);
-  }
+  const u64 hi = sat_add(z, std::min(flow_bytes(T - Tp, edge_bytes(T - Tp, Tp, T)), head_bytes(running(Tp, T))));
+  if (in_.check_bounds) check(exact({Tp, P, kv_sub}, {T, k, kv_sub}, z, all_running(Tp, T)), lo, hi, k, none);
   if (settle(lo, hi, 1, z, 0, none)) return;
   open_.push_back({k, P, none, none});
   open_cost_ = sat_add(open_cost_, sat_add(active_in(Tp, T), in_.slots));

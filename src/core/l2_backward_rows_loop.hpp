@@ -62,11 +62,23 @@ class Loop {
   u64 starts_in(i64 lo, i64 hi) const;
   u64 ends_in(i64 lo, i64 hi) const;
   u64 active_in(i64 lo, i64 hi) const;
-  // At most the bytes of distinct objects accessed in any g + 1 steps in
-  // [lo, hi], three ways (l2_backward_rows.cpp).
-  u64 flow_bytes(i64 g, i64 lo, i64 hi) const;
-  u64 head_bytes(i64 lo, i64 hi) const;
-  u64 rows_bytes(i64 g, i64 lo, i64 hi) const;
+  // The CTAs [lo, hi) among which are all those that may run in a span of
+  // steps (launch order).
+  struct Ids {
+    u64 lo, hi;
+  };
+  Ids running(i64 lo, i64 hi) const;
+  // At most the bytes of distinct objects accessed in any g + 1 steps in a
+  // span, in parts (l2_backward_rows.cpp): the K/V and dK, dV of the CTAs
+  // starting and ending there; every slot's row set a step besides; the
+  // objects of the heads running there; their rows between their least and
+  // most read offsets.
+  u64 edge_bytes(i64 g, i64 lo, i64 hi) const;
+  u64 flow_bytes(i64 g, u64 edges) const;
+  u64 head_bytes(Ids ids) const;
+  u64 rows_bytes(i64 g, Ids ids) const;
+  // Tests: every CTA that may run in steps [lo, hi], found without the slots.
+  std::vector<u64> all_running(i64 lo, i64 hi) const;
   // At least the bytes of the objects other than P's and k's rows accessed
   // strictly inside every window of a run (l2_backward_rows.cpp).
   u64 more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one) const;

@@ -90,13 +90,19 @@ bool backward_in_segments(const Shape& s) { return !backward_in_waves(s); }
 
 namespace {
 
-// Whether two steps of every slot's row set and K/V fit in the smallest L2
-// asked for: then bounds settle most re-reads (a step or two apart: hits).
-bool bounds_settle(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
+// Whether `steps` steps of every slot's row set with `kvs` K/V (or dK, dV)
+// blocks fit in the smallest L2 asked for, beside one more row set.
+bool steps_fit(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2, u64 steps, u64 kvs) {
   const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
   const u64 row_set = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * s.block_rows, kv = g.kv_col() * s.block_cols;
-  u64 step = 0;
-  return !__builtin_mul_overflow(2 * slots, row_set + kv, &step) && step + row_set <= smallest_l2;
+  u64 bytes = 0;
+  return !__builtin_mul_overflow(steps * slots, row_set + kvs * kv, &bytes) && bytes + row_set <= smallest_l2;
+}
+
+// Two steps of row sets and K/V: bounds settle most re-reads (a step or two
+// apart: hits).
+bool bounds_settle(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
+  return steps_fit(s, c, g, smallest_l2, 2, 1);
 }
 
 // Whether the segment engine takes the grid: about 1.6 KB a CTA (its streams,
@@ -119,12 +125,7 @@ bool engine_fits(const Shape& s, const BackwardGrid& g) {
 // hits; where those its bounds leave would cost more, the engine evaluates).
 bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
   if (s.window != 0 || s.chunk != 0 || c.order != Rasterization::query_block_major) return false;
-  if (bounds_settle(s, c, g, smallest_l2)) return true;
-  const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
-  const u64 row_set = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * s.block_rows, kv = g.kv_col() * s.block_cols;
-  u64 step = 0;
-  return !__builtin_mul_overflow(slots, row_set + 2 * kv, &step) && step + row_set <= smallest_l2 &&
-         engine_fits(s, g);
+  return bounds_settle(s, c, g, smallest_l2) || (steps_fit(s, c, g, smallest_l2, 1, 2) && engine_fits(s, g));
 }
 
 // The segment engine's work.
@@ -443,8 +444,9 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.u = &u;
     loop.n_rows = &n_rows;
     loop.head_keys = fg.heads();
-    // Where the reads its bounds leave would cost more than the engine, the engine.
     loop.check_bounds = how == MainLoop::by_rows_checked;
+    // Where the reads its bounds leave would cost more than an eighth of the
+    // engine's estimate, the engine.
     const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
     done = backward_by_rows(loop, t, dmax, engine_units == ~u64{0} ? ~u64{0} : engine_units / 8);
   }
