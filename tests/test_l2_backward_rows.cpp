@@ -119,6 +119,47 @@ TEST_CASE("L2 backward by rows: random causal and ragged shapes at one to three 
   CHECK(checked > 100);
 }
 
+// Many short causal heads (dense: every head alike), where the schedule
+// settles into a period of heads and a head takes an earlier head's counts;
+// heads of a few CTAs beside many slots, so that two heads' reads of one K/V
+// object meet in a window (where their pairs must match: about one shape in
+// 200 tells it).
+TEST_CASE("L2 backward by rows: heads that repeat an earlier one equal the enumeration", "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(87, 88));
+  std::uint64_t repeated = 0, heads = 0;
+  for (int k = 0; k < 600; ++k) {
+    Shape s;
+    s.pass = Pass::bwd;
+    s.causal = true;
+    s.kv_heads = pick(rng, 1, 4);
+    s.heads = s.kv_heads * (std::uint64_t{1} << pick(rng, 0, 3));
+    s.batch = pick(rng, 2, 6);
+    s.block_rows = s.block_cols = pick(rng, 0, 1) ? 8 : 16;
+    const std::uint64_t blocks = pick(rng, 0, 1) ? pick(rng, 3, 8) : pick(rng, 3, 24);
+    s.seq_q = s.seq_kv = s.block_rows * blocks - (pick(rng, 0, 1) ? pick(rng, 1, 5) : 0);
+    s.head_dim = pick(rng, 8, 64);
+    const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 32);
+    l2::Tally t0({0});
+    l2::enumerate_backward(s, c, t0);
+    std::vector<std::uint64_t> caps;
+    for (int i = 0; i < 4; ++i) caps.push_back(pick(rng, 0, t0.max_reuse_distance() + 1));
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
+    l2::Tally te(caps), tr(caps), tf(caps);
+    l2::enumerate_backward(s, c, te);
+    const l2::FlashStats sr = l2::segments_backward(s, c, tr, l2::MainLoop::by_rows);
+    test::same_tally(te, tr);
+    repeated += sr.repeated_heads;
+    heads += s.batch * s.heads;
+    if (k % 10 == 0) {  // and every head evaluated
+      const l2::FlashStats sf = l2::segments_backward(s, c, tf, l2::MainLoop::by_rows_every_head);
+      test::same_tally(te, tf);
+      CHECK(sf.repeated_heads == 0);
+    }
+  }
+  // Heads past the first few periods repeat one: about a third of them.
+  CHECK(repeated * 4 > heads);
+}
+
 TEST_CASE("L2 backward by rows: 1M x 64/8 causal, batch 1 and 8, is within the budget where bounds settle",
           "[l2runs][backward]") {
   Shape s;

@@ -93,6 +93,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     }
   }
   reached_ = t.max_reuse_distance();
+  find_dense();
 }
 
 u64 Loop::least_row(u64 x) const {
@@ -232,6 +233,7 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
   const u64 r0 = (*in_.row0)[k];
   const u64 z = (*in_.u)[r0 + i1], acc = in_.acc_row * (*in_.n_rows)[r0 + i1], n = i2 - i1 + 1;
   const i64 a = offset(k), g = a - offset(P);
+  steps_most_ = std::max(steps_most_, static_cast<u64>(g));
   const i64 T0 = a + static_cast<i64>(i1), T1 = a + static_cast<i64>(i2);
   // At least P's rows after its read and k's rows before its own, other row
   // sets of the head: their count is piecewise linear in the step, least at
@@ -330,12 +332,36 @@ bool Loop::classify(u64 limit) {
     u64 row, pred;  // from this row on, this predecessor (an index into xs)
   };
   std::vector<Event> by_target;
+  const u64 B = rb_.size();
+  std::vector<u64> rb0(B), wb0(B);
+  // A head evaluated: its settled bytes, observations and longest window kept
+  // for the heads that repeat it.
+  auto kept = [&](u64 h) {
+    if (!dense_) return;
+    for (u64 b = 0; b < B; ++b) {
+      head_rb_[h * B + b] = rb_[b] - rb0[b];
+      head_wb_[h * B + b] = wb_[b] - wb0[b];
+    }
+    obs_hi_[h] = observed_.size();
+    head_steps_[h] = steps_most_;
+  };
   for (u64 h = 0; h < in_.head_keys; ++h) {
+    if (const u64 g = source_of(h); g != none) {
+      repeat_settled(h, g);
+      continue;
+    }
+    rb0 = rb_;
+    wb0 = wb_;
+    if (dense_) obs_lo_[h] = observed_.size();
+    steps_most_ = 0;
     xs.clear();
     for (u64 j = head_at[h]; j < head_at[h + 1]; ++j)
       if (reads_rows(by_head[j]) > 0) xs.push_back(by_head[j]);  // (first rows do not decrease)
     const u64 m = xs.size();
-    if (m == 0) continue;
+    if (m == 0) {
+      kept(h);
+      continue;
+    }
     order.resize(m);
     for (u64 i = 0; i < m; ++i) order[i] = i;
     radix_sort(order, [&](u64 i) { return ordered(offset(xs[i])); });  // (stable: ties by CTA)
@@ -389,6 +415,7 @@ bool Loop::classify(u64 limit) {
       run(nq);
       if (open_cost_ > limit) return false;
     }
+    kept(h);
   }
   return true;
 }

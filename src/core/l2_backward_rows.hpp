@@ -8,6 +8,7 @@
 // the CTAs beside them (docs/l2-backward.md, "The backward's main loop by
 // rows"). Internal to src/core.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "l2_backward.hpp"
@@ -29,6 +30,7 @@ struct BackwardLoop {
   const std::vector<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
   const std::vector<std::uint32_t>* n_rows = nullptr;  // per row: its rows
   std::uint64_t head_keys = 0;                         // (sequence, head) pairs
+  bool repeats = true;        // heads that repeat an earlier one take its counts (tests: false)
   bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)
 };
 
@@ -38,9 +40,10 @@ bool backward_rows_fit(const std::vector<BackwardCta>& ct, const FlashGrid& fg);
 // Tallies the main loop into t as the segment engine would (the row sets'
 // re-reads with the accumulator's write-back at the same distance, their
 // distances reported to obs; K/V reads; dK, dV written where they are
-// outputs); a row set's first read is left to the caller. Returns false,
-// with t and obs untouched, where the reads its bounds leave would cost more
-// than `limit` (CTAs visited) to evaluate.
-bool backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit);
+// outputs); a row set's first read is left to the caller. Returns the heads
+// whose re-reads were an earlier head's (l2_backward_rows_repeats.cpp), or
+// nothing, with t and obs untouched, where the reads its bounds leave would
+// cost more than `limit` (CTAs visited) to evaluate.
+std::optional<std::uint64_t> backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit);
 
 }  // namespace hbmscope::l2

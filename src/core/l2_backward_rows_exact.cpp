@@ -100,6 +100,7 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
     return o.i1 == none ? s_[o.P] : offset(o.P) + static_cast<i64>(o.i1);
   };
   std::sort(open_.begin(), open_.end(), [&](const Open& x, const Open& y) { return window_lo(x) < window_lo(y); });
+  std::vector<Replay> replays;  // the open reads of heads that others repeat
   for (const Open& o : open_) {
     if (o.i1 == none) {
       active(s_[o.P], s_[o.k], near_);
@@ -115,17 +116,19 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
       t.read(d, z);
       t.writebacks(d, 0, 1, in_.acc_row * (*in_.n_rows)[r]);
       obs.reads(r, d, 0, 1);
+      if (dense_ && source_[ct_[o.k].head_key] != 0) replays.push_back({ct_[o.k].head_key, i, d});
     }
   }
+  repeat_open(t, obs, replays);
 }
 
 }  // namespace rows
 
-bool backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit) {
+std::optional<std::uint64_t> backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit) {
   rows::Loop loop(in, t, obs);
-  if (!loop.classify(limit)) return false;
+  if (!loop.classify(limit)) return std::nullopt;
   loop.tally(t, obs);
-  return true;
+  return loop.repeated();
 }
 
 }  // namespace hbmscope::l2

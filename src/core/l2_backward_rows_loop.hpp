@@ -4,6 +4,7 @@
 // leave, and the tally). Internal to src/core.
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include "big_array.hpp"
@@ -51,6 +52,8 @@ class Loop {
   bool classify(u64 limit);
   // Pass 2: into the tally and the observer.
   void tally(Tally& t, ReadObserver& obs);
+  // Heads whose re-reads were taken from an earlier head's.
+  u64 repeated() const { return repeated_; }
 
  private:
   u64 dk_bytes(u64 x) const { return dk_on_ ? in_.kv_col * ct_[x].cols : 0; }
@@ -88,6 +91,19 @@ class Loop {
   bool settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row);
   void check(u64 d, u64 lo, u64 hi, u64 k, u64 row) const;
 
+  // Heads that repeat an earlier one (l2_backward_rows_repeats.cpp): whether
+  // every head is alike (the constructor's); the earlier head whose row-set
+  // re-reads head h's repeat (none), h kept as a source where none; g's
+  // settled reads counted again for h.
+  void find_dense();
+  u64 source_of(u64 h);
+  bool repeats(u64 h, u64 g, Ids env, i64 lo, i64 hi) const;
+  void repeat_settled(u64 h, u64 g);
+  struct Replay {
+    u64 head, row, d;  // a source's open read: its row in the head, its distance
+  };
+  void repeat_open(Tally& t, ReadObserver& obs, std::vector<Replay>& replays) const;
+
   // The CTAs that run in steps [lo, hi], lo not decreasing from one call to
   // the next (l2_backward_rows_exact.cpp).
   void active(i64 lo, i64 hi, std::vector<u64>& out);
@@ -122,6 +138,15 @@ class Loop {
   std::vector<Observed> observed_;  // settled runs the observer must see
   std::vector<Open> open_;
   u64 open_cost_ = 0;
+  // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
+  // head it repeats (none), and, where evaluated, its settled bytes by bucket,
+  // its observations' range in observed_, the most steps between a re-read
+  // and its predecessor; heads evaluated by a hash of their surroundings.
+  bool dense_ = false;
+  u64 per_head_ = 0, repeated_ = 0, steps_most_ = 0;
+  std::vector<u64> from_, head_rb_, head_wb_, obs_lo_, obs_hi_, head_steps_;
+  std::vector<std::uint8_t> source_;
+  std::unordered_map<u64, std::vector<u64>> by_env_;
   std::vector<u64> first_kv_reads_;  // CTAs whose K/V read is a first access
   // exact()'s scratch
   struct Interval {

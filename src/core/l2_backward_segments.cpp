@@ -231,7 +231,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), slot.data());
   std::vector<u64>().swap(lengths);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
-  const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked;
+  const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked || how == MainLoop::by_rows_every_head;
   const bool rows_first = forced || (how == MainLoop::automatic && by_rows(s, c, g, smallest));
   if (forced && (s.window != 0 || s.chunk != 0))
     throw Error("internal: the backward's main loop by rows takes no window or chunk");
@@ -427,6 +427,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // The main loop's re-reads; D's write-back at the largest of its distances.
   DMax dmax(std::move(row_start));
   bool done = false;
+  u64 repeated = 0;
   if (rows_first) {
     BackwardLoop loop;
     loop.slots = slots;
@@ -445,10 +446,13 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.n_rows = &n_rows;
     loop.head_keys = fg.heads();
     loop.check_bounds = how == MainLoop::by_rows_checked;
+    loop.repeats = how != MainLoop::by_rows_every_head;
     // Where the reads its bounds leave would cost more than an eighth of the
     // engine's estimate, the engine.
     const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
-    done = backward_by_rows(loop, t, dmax, engine_units == ~u64{0} ? ~u64{0} : engine_units / 8);
+    const std::optional<u64> by = backward_by_rows(loop, t, dmax, engine_units == ~u64{0} ? ~u64{0} : engine_units / 8);
+    done = by.has_value();
+    repeated = by.value_or(0);
   }
   if (!done) {
     if (rows_first) engine();
@@ -483,6 +487,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   FlashStats st;
   st.steps = steps;
   st.waves = ceil_div(ctas, slots);
+  st.repeated_heads = repeated;
   auto from = [&](u64 id) { return start[id]; };
   auto to = [&](u64 id) { return start[id] + ct[id].steps() - 1; };
   st.heads = mean_distinct(ctas, [&](u64 id) { return ct[id].head_key; }, from, to, fg.heads(), st.steps);

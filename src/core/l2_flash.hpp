@@ -72,6 +72,7 @@ class FlashGrid {
 struct FlashStats {
   double heads = 0, kv_heads = 0;
   std::uint64_t waves = 0, steps = 0;
+  std::uint64_t repeated_heads = 0;  // the backward by rows: heads whose re-reads were an earlier head's
 };
 
 // The enumeration of the forward pass into a tally (l2_flash_enum.cpp).
