@@ -5,15 +5,13 @@
 // each object's first and last access in the main loop (docs/l2-backward.md,
 // "The backward through the segment engine").
 #include <algorithm>
-#include <deque>
-#include <numeric>
 
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
 #include "l2_backward.hpp"
+#include "l2_backward_outside.hpp"
 #include "l2_backward_rows.hpp"
 #include "l2_segments.hpp"
-#include "radix_sort.hpp"
 
 namespace hbmscope::l2 {
 
@@ -21,35 +19,8 @@ namespace {
 
 using u64 = std::uint64_t;
 using i64 = std::int64_t;
-// An access of the main loop: (step, CTA, position in the step), as one number
-// above 0, which stands for the preprocessing (a row the main loop never reads).
-__extension__ typedef unsigned __int128 Key;
-Key key_of(u64 step, u64 cta, u64 sub) { return (static_cast<Key>(step + 1) << 64) | ((cta << 2) | sub); }
-constexpr Key preprocessing = 0;
 constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
 constexpr u64 rows_ns = 0, kv_ns = 1, dk_ns = 2;
-
-// Sums over a prefix of places, places added one at a time: each place's
-// value, and a Fenwick tree over blocks of 64 places (small enough to stay in
-// cache over millions of places; a block's part is a scan of its values).
-class Fenwick {
- public:
-  static constexpr std::size_t block = 64;
-  explicit Fenwick(std::size_t n) : v_(n, 0), t_(n / block + 2, 0) {}
-  void add(std::size_t i, u64 x) {
-    v_[i] += x;
-    for (std::size_t k = i / block + 1; k < t_.size(); k += k & (0 - k)) t_[k] += x;
-  }
-  u64 below(std::size_t i) const {  // places [0, i)
-    u64 s = 0;
-    for (std::size_t k = i / block; k > 0; k -= k & (0 - k)) s += t_[k];
-    for (std::size_t j = i / block * block; j < i; ++j) s += v_[j];
-    return s;
-  }
-
- private:
-  std::vector<u64> v_, t_;
-};
 
 // D's write-back distance, per row: the largest of its reads' distances and
 // its depth after the main loop. Rows start at the first read's distance and
@@ -203,15 +174,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
         u[r] = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * n;
       }
   }
-  auto ql = [&](u64 r) { return g.ql_row() * n_rows[r]; };
-  auto dO = [&](u64 r) { return g.do_row() * n_rows[r]; };
-  auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
   auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
-  auto o = [&](u64 r) { return g.o_row() * n_rows[r]; };
-  auto dq = [&](u64 r) { return g.dq_row() * n_rows[r]; };
-  auto pre = [&](u64 r) { return dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r); };  // what the preprocessing leaves in L2
-  u64 all_rows = 0;
-  for (u64 r = 0; r < R; ++r) all_rows += n_rows[r];
 
   // The main loop in the engine: per CTA its K/V (first step), its row sets
   // (one a step, the last partial block apart) and its dK, dV (last step).
@@ -263,169 +226,22 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   };
   if (!rows_first) engine();
 
-  // Each row's first and last read: row i of a head is read by the head's
-  // CTAs j whose query blocks [first(j), end(j)) hold it, a range of j that
-  // moves up with i, at step start(j) - first(j) + i; the earliest (latest)
-  // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
-  std::vector<u64> head_first(fg.heads() + 1, 0), by_head(ctas);
-  for (u64 id = 0; id < ctas; ++id) ++head_first[ct[id].head_key + 1];
-  std::partial_sum(head_first.begin(), head_first.end(), head_first.begin());
-  {
-    std::vector<u64> at(head_first.begin(), head_first.end() - 1);
-    for (u64 id = 0; id < ctas; ++id) by_head[at[ct[id].head_key]++] = id;  // key block order
-  }
-  std::vector<Key> first_read(R, preprocessing), last_read(R, preprocessing);  // (none: a query block no key sees)
-  {
-    std::deque<u64> lo, hi;  // CTAs of the window: increasing (v, id) from the front; decreasing
-    for (u64 k = 0; k < fg.heads(); ++k) {
-      const u64* js = by_head.data() + head_first[k];
-      const u64 m = head_first[k + 1] - head_first[k];
-      if (m == 0) continue;
-      const u64 nq = fg.sequence(ct[js[0]].seq).q_blocks, r0 = row0[js[0]];
-      auto v = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
-      lo.clear();
-      hi.clear();
-      u64 next = 0;
-      for (u64 i = 0; i < nq; ++i) {
-        for (; next < m && ct[js[next]].first <= i; ++next) {
-          const u64 id = js[next];
-          if (ct[id].end <= ct[id].first) continue;
-          while (!lo.empty() && v(lo.back()) > v(id)) lo.pop_back();  // (on a tie the earlier CTA reads first)
-          lo.push_back(id);
-          while (!hi.empty() && v(hi.back()) <= v(id)) hi.pop_back();
-          hi.push_back(id);
-        }
-        while (!lo.empty() && ct[lo.front()].end <= i) lo.pop_front();
-        while (!hi.empty() && ct[hi.front()].end <= i) hi.pop_front();
-        if (lo.empty()) continue;
-        first_read[r0 + i] = key_of(static_cast<u64>(v(lo.front()) + static_cast<i64>(i)), lo.front(), row_sub);
-        last_read[r0 + i] = key_of(static_cast<u64>(v(hi.front()) + static_cast<i64>(i)), hi.front(), row_sub);
-      }
-    }
-  }
-  // K/V objects' first and last reads, the dK, dV writes.
-  std::vector<Key> kv_first(P, ~Key{0}), kv_last(P, 0), dk_write(ctas);
-  std::vector<u64> kv_bytes(P, 0), dk_bytes(ctas);
-  for (u64 id = 0; id < ctas; ++id) {
-    const Key k = key_of(start[id], id, kv_sub);
-    kv_first[kv_of[id]] = std::min(kv_first[kv_of[id]], k);
-    kv_last[kv_of[id]] = std::max(kv_last[kv_of[id]], k);
-    kv_bytes[kv_of[id]] = g.kv_col() * ct[id].cols;
-    dk_write[id] = key_of(start[id] + ct[id].steps() - 1, id, dk_sub);
-    dk_bytes[id] = gqa || qo ? g.kv_col() * ct[id].cols : 0;
-  }
-  auto order_by = [](const std::vector<Key>& keys) {
-    std::vector<u64> ix(keys.size());
-    // Radix-sorted (key, place) pairs where every key fits in 64 bits (steps
-    // below 2^37, CTAs below 2^25), else compared.
-    bool fits = true;
-    for (const Key k : keys) fits = fits && (k >> 64) < (u64{1} << 37) && static_cast<u64>(k) < (u64{1} << 27);
-    if (fits) {
-      std::vector<std::pair<u64, u64>> kx(keys.size());
-      for (u64 i = 0; i < keys.size(); ++i) kx[i] = {static_cast<u64>(keys[i] >> 64) << 27 | static_cast<u64>(keys[i]), i};
-      radix_sort(kx, [](const std::pair<u64, u64>& p) { return p.first; });
-      for (u64 i = 0; i < keys.size(); ++i) ix[i] = kx[i].second;
-      return ix;
-    }
-    std::iota(ix.begin(), ix.end(), u64{0});
-    std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return keys[a] < keys[b]; });
-    return ix;
-  };
-
-  // The preprocessing: dO and O read, D and the accumulator allocated dirty.
-  t.reads(infinite, 0, 1, g.do_row() * all_rows);
-  t.reads(infinite, 0, 1, g.o_row() * all_rows);
-
-  const std::vector<u64> dks = order_by(dk_write);  // dK, dV writes in trace order
-
-  // First reads: after the preprocessing's later rows, what the main loop
-  // read before (a row set the preprocessing had not reached adds only its Q).
-  std::vector<u64> dist_first(R);
-  {
-    std::vector<u64> pre_after(R + 1, 0);  // preprocessing bytes of rows >= r
-    for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + pre(r);
-    const std::vector<u64> rows = order_by(first_read), kvs = order_by(kv_first);
-    Fenwick q_seen(R), u_seen(R);
-    u64 q_total = 0, kv_sum = 0, dk_sum = 0;
-    std::size_t a = 0, b = 0;
-    for (const u64 r : rows) {
-      if (first_read[r] == preprocessing) continue;
-      for (; a < kvs.size() && kv_first[kvs[a]] < first_read[r]; ++a) kv_sum += kv_bytes[kvs[a]];
-      for (; b < dks.size() && dk_write[dks[b]] < first_read[r]; ++b) dk_sum += dk_bytes[dks[b]];
-      const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(r + 1)) + u_seen.below(r) + kv_sum + dk_sum;
-      dist_first[r] = d;
-      q_seen.add(r, ql(r));
-      u_seen.add(r, u[r]);
-      q_total += ql(r);
-      t.reads(infinite, 0, 1, ql(r));
-      t.reads(d, 0, 1, dd(r) + acc(r));
-      t.reads(qo ? d + o(r) : d, 0, 1, dO(r));
-      t.writebacks(d, 0, 1, acc(r));
-    }
-  }
-
-  // What the main loop reads after an access: the row sets, K/V and dK, dV
-  // whose last access is later. Rows by last read, latest first.
-  const std::vector<u64> rows_late = [&] {
-    std::vector<u64> ix = order_by(last_read);
-    std::reverse(ix.begin(), ix.end());
-    return ix;
-  }();
-  std::vector<u64> kvs_late = order_by(kv_last), dks_late = dks;  // (dK, dV: written once)
-  std::reverse(kvs_late.begin(), kvs_late.end());
-  std::reverse(dks_late.begin(), dks_late.end());
-  struct After {
-    u64 rows = 0, acc = 0, kv = 0, dk = 0;
-    std::size_t r = 0, k = 0, d = 0;
-  };
-  // Advances `a` over every access later than `key`; `row` and `dk` see each one passed.
-  auto advance = [&](After& a, Key key, auto&& row, auto&& dk) {
-    for (; a.r < rows_late.size() && last_read[rows_late[a.r]] > key; ++a.r) {
-      a.rows += u[rows_late[a.r]];
-      a.acc += acc(rows_late[a.r]);
-      row(rows_late[a.r]);
-    }
-    for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
-    for (; a.d < dks_late.size() && dk_write[dks_late[a.d]] > key; ++a.d) {
-      a.dk += dk_bytes[dks_late[a.d]];
-      dk(dks_late[a.d]);
-    }
-  };
-
-  // D's depth at its death and the dQ conversion's reads, in row order: the
-  // accumulators the conversion read before (those of rows with an earlier
-  // last read; the others are among the main loop's rows).
-  std::vector<u64> row_start(R);
-  {
-    // A row the main loop never reads was last accessed by the preprocessing:
-    // after it come the preprocessing's later rows (with O, for those the
-    // main loop reads too, beside their row sets) and the whole main loop.
-    std::vector<u64> pre_extra(R + 1, 0);
-    for (u64 r = R; r-- > 0;)
-      pre_extra[r] = pre_extra[r + 1] + (last_read[r] != preprocessing ? (qo ? o(r) : 0) : pre(r));
-    std::vector<u64> acc_before(R + 1, 0);
-    u64 dq_before = 0;
-    for (u64 r = 0; r < R; ++r) acc_before[r + 1] = acc_before[r] + acc(r);
-    Fenwick acc_later(R);
-    After a;
-    std::vector<u64> conv(R);
-    for (const u64 r : rows_late) {
-      advance(a, last_read[r], [&](u64 x) { acc_later.add(x, acc(x)); }, [](u64) {});
-      const u64 after = a.rows + a.kv + a.dk + (last_read[r] == preprocessing ? pre_extra[r + 1] : 0);
-      row_start[r] = std::max(dist_first[r], dd(r) + acc(r) + after);
-      conv[r] = acc(r) + after + (acc_before[r] - acc_later.below(r));
-    }
-    for (u64 r = 0; r < R; ++r) {
-      const u64 d = conv[r] + (qo ? dq_before : 0);
-      t.reads(d, 0, 1, acc(r));
-      t.writebacks(d, 0, 1, acc(r));
-      t.write(dq(r));
-      dq_before += dq(r);
-    }
-  }
+  // Outside the main loop (l2_backward_outside.cpp), from the schedule alone:
+  // each row's start for D's write-back.
+  BackwardKeys keys;
+  keys.grid = &g;
+  keys.gqa = gqa;
+  keys.qo = qo;
+  keys.ct = &ct;
+  keys.start = &start;
+  keys.kv_of = &kv_of;
+  keys.row0 = &row0;
+  keys.u = &u;
+  keys.n_rows = &n_rows;
+  keys.kv_objects = P;
+  DMax dmax(backward_outside(keys, t));
 
   // The main loop's re-reads; D's write-back at the largest of its distances.
-  DMax dmax(std::move(row_start));
   bool done = false;
   u64 repeated = 0;
   if (rows_first) {
@@ -458,31 +274,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     if (rows_first) engine();
     e.evaluate(t, &dmax);
   }
-  for (u64 r = 0; r < R; ++r) t.writebacks(dmax.at(r), 0, 1, dd(r));
-
-  // GQA: dK, dV of the G heads of a (kv head, key block) read in head order
-  // after the conversion, then their sum written.
-  if (gqa) {
-    const u64 acc_total = g.acc_row() * all_rows, dq_total = g.dq_row() * all_rows;
-    std::vector<u64> place(ctas), dk_before(ctas + 1, 0), out_before(P + 1, 0);
-    std::vector<u64> by_place(ctas);
-    for (u64 id = 0; id < ctas; ++id) {
-      place[id] = kv_of[id] * G + ct[id].head % G;
-      by_place[place[id]] = id;
-    }
-    for (u64 p = 0; p < ctas; ++p) dk_before[p + 1] = dk_before[p] + dk_bytes[by_place[p]];
-    for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
-    Fenwick dk_later(ctas);
-    After a;
-    for (const u64 id : dks_late) {
-      advance(a, dk_write[id], [](u64) {}, [&](u64 y) { dk_later.add(place[y], dk_bytes[y]); });
-      const u64 d = dk_bytes[id] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
-                    (dk_before[place[id]] - dk_later.below(place[id])) + (qo ? out_before[kv_of[id]] : 0);
-      t.reads(d, 0, 1, dk_bytes[id]);
-      t.writebacks(d, 0, 1, dk_bytes[id]);
-    }
-    t.write(out_before[P]);
-  }
+  for (u64 r = 0; r < R; ++r) t.writebacks(dmax.at(r), 0, 1, u64{4} * n_rows[r]);
 
   FlashStats st;
   st.steps = steps;

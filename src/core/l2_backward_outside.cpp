@@ -1,0 +1,361 @@
+// What lies outside the masked backward's main loop, from each object's first
+// and last access in it (docs/l2-backward.md, "The backward through the
+// segment engine"): the preprocessing; the row sets' first reads, measured
+// from it; D's depth at its death; the dQ conversion; the GQA reduction.
+// Each is one sweep over the accesses in trace order. Where each head's rows
+// are first (last) read in row order, as whenever a head's CTAs start in
+// key-block order and read its rows to the last, the rows' order is a merge
+// of the heads' and the sums over rows read earlier (later) are sums over
+// heads; elsewhere the rows are sorted and summed in a tree over rows.
+#include "l2_backward_outside.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "hbmscope/error.hpp"
+#include "radix_sort.hpp"
+
+namespace hbmscope::l2 {
+
+namespace {
+
+using u64 = std::uint64_t;
+using i64 = std::int64_t;
+// An access of the main loop: (step, CTA, position in the step), as one number
+// above 0, which stands for the preprocessing (a row the main loop never reads).
+__extension__ typedef unsigned __int128 Key;
+Key key_of(u64 step, u64 cta, u64 sub) { return (static_cast<Key>(step + 1) << 64) | ((cta << 2) | sub); }
+constexpr Key preprocessing = 0, last_key = ~Key{0};
+constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
+constexpr std::uint32_t no_reader = ~std::uint32_t{0};
+
+// Sums over a prefix of places, places added one at a time: each place's
+// value, and a Fenwick tree over blocks of 64 places (small enough to stay in
+// cache over millions of places; a block's part is a scan of its values).
+class Fenwick {
+ public:
+  static constexpr std::size_t block = 64;
+  explicit Fenwick(std::size_t n) : v_(n, 0), t_(n / block + 2, 0) {}
+  void add(std::size_t i, u64 x) {
+    v_[i] += x;
+    for (std::size_t k = i / block + 1; k < t_.size(); k += k & (0 - k)) t_[k] += x;
+  }
+  u64 below(std::size_t i) const {  // places [0, i)
+    u64 s = 0;
+    for (std::size_t k = i / block; k > 0; k -= k & (0 - k)) s += t_[k];
+    for (std::size_t j = i / block * block; j < i; ++j) s += v_[j];
+    return s;
+  }
+
+ private:
+  std::vector<u64> v_, t_;
+};
+
+// Places [0, n) in order of key(place): radix-sorted (key, place) pairs where
+// every key fits in 64 bits (steps below 2^37, CTAs below 2^25), else
+// compared.
+template <class KeyOf>
+std::vector<u64> order_by(u64 n, KeyOf key) {
+  std::vector<u64> ix(n);
+  bool fits = true;
+  for (u64 i = 0; i < n && fits; ++i) {
+    const Key k = key(i);
+    fits = (k >> 64) < (u64{1} << 37) && static_cast<u64>(k) < (u64{1} << 27);
+  }
+  if (fits) {
+    std::vector<std::pair<u64, u64>> kx(n);
+    for (u64 i = 0; i < n; ++i) {
+      const Key k = key(i);
+      kx[i] = {static_cast<u64>(k >> 64) << 27 | static_cast<u64>(k), i};
+    }
+    radix_sort(kx, [](const std::pair<u64, u64>& p) { return p.first; });
+    for (u64 i = 0; i < n; ++i) ix[i] = kx[i].second;
+    return ix;
+  }
+  std::iota(ix.begin(), ix.end(), u64{0});
+  std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return key(a) < key(b); });
+  return ix;
+}
+
+// The rows the main loop reads (key above the preprocessing) in key order,
+// where each head's (rows [head_row0[h], head_row0[h + 1])) come in
+// increasing order: the heads merged, a head streamed while it leads. False
+// where a head's do not.
+template <class KeyOf>
+bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, std::vector<u64>& out) {
+  struct Head {
+    Key k;
+    u64 r, end;
+  };
+  std::vector<Head> heads;
+  u64 total = 0;
+  for (u64 h = 0; h + 1 < head_row0.size(); ++h) {
+    Key prev = preprocessing;
+    for (u64 r = head_row0[h]; r < head_row0[h + 1]; ++r) {
+      const Key k = key(r);
+      if (k == preprocessing) continue;
+      if (k <= prev) return false;
+      if (prev == preprocessing) heads.push_back({k, r, head_row0[h + 1]});
+      prev = k;
+      ++total;
+    }
+  }
+  std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.k < b.k; });
+  out.clear();
+  out.reserve(total);
+  auto later = [](const Head& a, const Head& b) { return a.k > b.k; };  // (a heap of the least)
+  std::vector<Head> heap;
+  std::size_t next = 0;
+  while (next < heads.size() || !heap.empty()) {
+    while (next < heads.size() && (heap.empty() || heads[next].k < heap.front().k)) {
+      heap.push_back(heads[next++]);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Head c = heap.back();
+    heap.pop_back();
+    const Key lim = std::min(heap.empty() ? last_key : heap.front().k, next < heads.size() ? heads[next].k : last_key);
+    for (;;) {
+      out.push_back(c.r);
+      for (++c.r; c.r < c.end && (c.k = key(c.r)) == preprocessing; ++c.r) {
+      }
+      if (c.r == c.end) break;
+      if (c.k > lim) {
+        heap.push_back(c);
+        std::push_heap(heap.begin(), heap.end(), later);
+        break;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
+  const BackwardGrid& g = *in.grid;
+  const FlashGrid& fg = g.forward();
+  const std::vector<BackwardCta>& ct = *in.ct;
+  const std::vector<u64>&start = *in.start, &kv_of = *in.kv_of, &row0 = *in.row0, &u = *in.u;
+  const std::vector<std::uint32_t>& n_rows = *in.n_rows;
+  const bool gqa = in.gqa, qo = in.qo;
+  const u64 ctas = ct.size(), R = u.size(), P = in.kv_objects, heads = fg.heads(), G = fg.group();
+  if (ctas >= no_reader) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
+  auto ql = [&](u64 r) { return g.ql_row() * n_rows[r]; };
+  auto dO = [&](u64 r) { return g.do_row() * n_rows[r]; };
+  auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
+  auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
+  auto o = [&](u64 r) { return g.o_row() * n_rows[r]; };
+  auto dq = [&](u64 r) { return g.dq_row() * n_rows[r]; };
+  auto pre = [&](u64 r) { return dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r); };  // what the preprocessing leaves in L2
+  u64 all_rows = 0;
+  for (u64 r = 0; r < R; ++r) all_rows += n_rows[r];
+
+  // Each head key's rows, and each row's head key.
+  const u64 H = fg.shape().heads;
+  std::vector<u64> head_row0(heads + 1, R);
+  for (u64 b = 0, r = 0; b < fg.sequences(); ++b)
+    for (u64 h = 0; h < H; ++h, r += fg.sequence(b).q_blocks) head_row0[b * H + h] = r;
+  std::vector<std::uint32_t> head_of(R);
+  for (u64 h = 0; h < heads; ++h)
+    for (u64 r = head_row0[h]; r < head_row0[h + 1]; ++r) head_of[r] = static_cast<std::uint32_t>(h);
+
+  // Each row's first and last reader: row i of a head is read by the head's
+  // CTAs j whose query blocks [first(j), end(j)) hold it, a range of j that
+  // moves up with i, at step start(j) - first(j) + i; the earliest (latest)
+  // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
+  auto offset = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
+  std::vector<std::uint32_t> first_by(R, no_reader), last_by(R, no_reader);  // (none: a query block no key sees)
+  {
+    std::vector<u64> head_first(heads + 1, 0);
+    for (u64 id = 0; id < ctas; ++id) ++head_first[ct[id].head_key + 1];
+    std::partial_sum(head_first.begin(), head_first.end(), head_first.begin());
+    std::vector<std::uint32_t> by_head(ctas);
+    {
+      std::vector<u64> at(head_first.begin(), head_first.end() - 1);
+      for (u64 id = 0; id < ctas; ++id) by_head[at[ct[id].head_key]++] = static_cast<std::uint32_t>(id);  // key block order
+    }
+    u64 most = 0;
+    for (u64 k = 0; k < heads; ++k) most = std::max(most, head_first[k + 1] - head_first[k]);
+    std::vector<u64> lo(most), hi(most);  // CTAs of the window: increasing (v, id) from the front; decreasing
+    for (u64 k = 0; k < heads; ++k) {
+      const std::uint32_t* js = by_head.data() + head_first[k];
+      const u64 m = head_first[k + 1] - head_first[k];
+      if (m == 0) continue;
+      const u64 nq = fg.sequence(ct[js[0]].seq).q_blocks, r0 = row0[js[0]];
+      u64 lf = 0, lb = 0, hf = 0, hb = 0;  // [front, back) of each
+      u64 next = 0;
+      for (u64 i = 0; i < nq; ++i) {
+        for (; next < m && ct[js[next]].first <= i; ++next) {
+          const u64 id = js[next];
+          if (ct[id].end <= ct[id].first) continue;
+          while (lb > lf && offset(lo[lb - 1]) > offset(id)) --lb;  // (on a tie the earlier CTA reads first)
+          lo[lb++] = id;
+          while (hb > hf && offset(hi[hb - 1]) <= offset(id)) --hb;
+          hi[hb++] = id;
+        }
+        while (lb > lf && ct[lo[lf]].end <= i) ++lf;
+        while (hb > hf && ct[hi[hf]].end <= i) ++hf;
+        if (lb == lf) continue;
+        first_by[r0 + i] = static_cast<std::uint32_t>(lo[lf]);
+        last_by[r0 + i] = static_cast<std::uint32_t>(hi[hf]);
+      }
+    }
+  }
+  auto row_key = [&](u64 r, std::uint32_t x) {
+    return x == no_reader ? preprocessing
+                          : key_of(static_cast<u64>(offset(x) + static_cast<i64>(r - row0[x])), x, row_sub);
+  };
+  auto first_read = [&](u64 r) { return row_key(r, first_by[r]); };
+  auto last_read = [&](u64 r) { return row_key(r, last_by[r]); };
+  // K/V objects' first and last reads, the dK, dV writes.
+  std::vector<Key> kv_first(P, ~Key{0}), kv_last(P, 0);
+  std::vector<u64> kv_bytes(P, 0);
+  for (u64 id = 0; id < ctas; ++id) {
+    const Key k = key_of(start[id], id, kv_sub);
+    kv_first[kv_of[id]] = std::min(kv_first[kv_of[id]], k);
+    kv_last[kv_of[id]] = std::max(kv_last[kv_of[id]], k);
+    kv_bytes[kv_of[id]] = g.kv_col() * ct[id].cols;
+  }
+  auto dk_write = [&](u64 id) { return key_of(start[id] + ct[id].steps() - 1, id, dk_sub); };
+  auto dk_bytes = [&](u64 id) { return gqa || qo ? g.kv_col() * ct[id].cols : 0; };
+
+  // The preprocessing: dO and O read, D and the accumulator allocated dirty.
+  t.reads(infinite, 0, 1, g.do_row() * all_rows);
+  t.reads(infinite, 0, 1, g.o_row() * all_rows);
+
+  const std::vector<u64> dks = order_by(ctas, dk_write);  // dK, dV writes in trace order
+
+  // First reads: after the preprocessing's later rows, what the main loop
+  // read before (a row set the preprocessing had not reached adds only its Q).
+  // Sums over rows first read before, by row (by head where each head's rows
+  // are first read in row order: those of the row's head all come before it).
+  std::vector<u64> row_start(R, 0);
+  {
+    std::vector<u64> rows;
+    const bool by_heads = merge_heads(head_row0, first_read, rows);
+    if (!by_heads) rows = order_by(R, first_read);
+    auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
+    std::vector<u64> pre_after(R + 1, 0);  // preprocessing bytes of rows >= r
+    for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + pre(r);
+    const std::vector<u64> kvs = order_by(P, [&](u64 k) { return kv_first[k]; });
+    Fenwick q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
+    u64 q_total = 0, kv_sum = 0, dk_sum = 0;
+    std::size_t a = 0, b = 0;
+    for (const u64 r : rows) {
+      const Key key = first_read(r);
+      if (key == preprocessing) continue;
+      for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
+      for (; b < dks.size() && dk_write(dks[b]) < key; ++b) dk_sum += dk_bytes(dks[b]);
+      const u64 x = place(r);
+      const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
+      row_start[r] = d;
+      q_seen.add(x, ql(r));
+      u_seen.add(x, u[r]);
+      q_total += ql(r);
+      t.reads(infinite, 0, 1, ql(r));
+      t.reads(d, 0, 1, dd(r) + acc(r));
+      t.reads(qo ? d + o(r) : d, 0, 1, dO(r));
+      t.writebacks(d, 0, 1, acc(r));
+    }
+  }
+
+  // What the main loop reads after an access: the row sets, K/V and dK, dV
+  // whose last access is later. Rows by last read, latest first (merged as
+  // the first reads where each head's come in row order; then the rows never
+  // read, last).
+  std::vector<u64> rows_late;
+  const bool late_by_heads = merge_heads(head_row0, last_read, rows_late);
+  if (late_by_heads) {
+    std::reverse(rows_late.begin(), rows_late.end());
+    for (u64 r = 0; r < R; ++r)
+      if (last_by[r] == no_reader) rows_late.push_back(r);
+  } else {
+    rows_late = order_by(R, last_read);
+    std::reverse(rows_late.begin(), rows_late.end());
+  }
+  std::vector<u64> kvs_late = order_by(P, [&](u64 k) { return kv_last[k]; }), dks_late = dks;  // (dK, dV: written once)
+  std::reverse(kvs_late.begin(), kvs_late.end());
+  std::reverse(dks_late.begin(), dks_late.end());
+  struct After {
+    u64 rows = 0, acc = 0, kv = 0, dk = 0;
+    std::size_t r = 0, k = 0, d = 0;
+  };
+  // Advances `a` over every access later than `key`; `row` and `dk` see each one passed.
+  auto advance = [&](After& a, Key key, auto&& row, auto&& dk) {
+    for (; a.r < rows_late.size() && last_read(rows_late[a.r]) > key; ++a.r) {
+      a.rows += u[rows_late[a.r]];
+      a.acc += acc(rows_late[a.r]);
+      row(rows_late[a.r]);
+    }
+    for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
+    for (; a.d < dks_late.size() && dk_write(dks_late[a.d]) > key; ++a.d) {
+      a.dk += dk_bytes(dks_late[a.d]);
+      dk(dks_late[a.d]);
+    }
+  };
+
+  // D's depth at its death and the dQ conversion's reads, in row order: the
+  // accumulators the conversion read before (those of rows with an earlier
+  // last read; the others are among the main loop's rows). Those of rows
+  // below r read later, by row, or by head where each head's rows are last
+  // read in row order (those of r's head read later all lie above it); for a
+  // row never read, every row the main loop reads below it.
+  {
+    // A row the main loop never reads was last accessed by the preprocessing:
+    // after it come the preprocessing's later rows (with O, for those the
+    // main loop reads too, beside their row sets) and the whole main loop.
+    std::vector<u64> pre_extra(R + 1, 0);
+    for (u64 r = R; r-- > 0;)
+      pre_extra[r] = pre_extra[r + 1] + (last_by[r] != no_reader ? (qo ? o(r) : 0) : pre(r));
+    std::vector<u64> acc_read(R + 1, 0);  // accumulators of the rows below r, of those the main loop reads
+    for (u64 r = 0; r < R; ++r) acc_read[r + 1] = acc_read[r] + (last_by[r] != no_reader ? acc(r) : 0);
+    Fenwick acc_later(late_by_heads ? heads : R);
+    After a;
+    std::vector<u64> conv(R);  // less the accumulators read later
+    for (const u64 r : rows_late) {
+      const Key key = last_read(r);
+      advance(a, key, [&](u64 x) { acc_later.add(late_by_heads ? head_of[x] : x, acc(x)); }, [](u64) {});
+      const u64 after = a.rows + a.kv + a.dk + (key == preprocessing ? pre_extra[r + 1] : 0);
+      row_start[r] = std::max(row_start[r], dd(r) + acc(r) + after);
+      conv[r] = acc(r) + after -
+                (key == preprocessing ? acc_read[r] : acc_later.below(late_by_heads ? head_of[r] : r));
+    }
+    u64 dq_before = 0, acc_before = 0;
+    for (u64 r = 0; r < R; ++r) {
+      const u64 d = conv[r] + acc_before + (qo ? dq_before : 0);
+      t.reads(d, 0, 1, acc(r));
+      t.writebacks(d, 0, 1, acc(r));
+      t.write(dq(r));
+      dq_before += dq(r);
+      acc_before += acc(r);
+    }
+  }
+
+  // GQA: dK, dV of the G heads of a (kv head, key block) read in head order
+  // after the conversion, then their sum written.
+  if (gqa) {
+    const u64 acc_total = g.acc_row() * all_rows, dq_total = g.dq_row() * all_rows;
+    std::vector<u64> place(ctas), dk_before(ctas + 1, 0), out_before(P + 1, 0);
+    std::vector<u64> by_place(ctas);
+    for (u64 id = 0; id < ctas; ++id) {
+      place[id] = kv_of[id] * G + ct[id].head % G;
+      by_place[place[id]] = id;
+    }
+    for (u64 p = 0; p < ctas; ++p) dk_before[p + 1] = dk_before[p] + dk_bytes(by_place[p]);
+    for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
+    Fenwick dk_later(ctas);
+    After a;
+    for (const u64 id : dks_late) {
+      advance(a, dk_write(id), [](u64) {}, [&](u64 y) { dk_later.add(place[y], dk_bytes(y)); });
+      const u64 d = dk_bytes(id) + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
+                    (dk_before[place[id]] - dk_later.below(place[id])) + (qo ? out_before[kv_of[id]] : 0);
+      t.reads(d, 0, 1, dk_bytes(id));
+      t.writebacks(d, 0, 1, dk_bytes(id));
+    }
+    t.write(out_before[P]);
+  }
+  return row_start;
+}
+
+}  // namespace hbmscope::l2

@@ -1,0 +1,34 @@
+#pragma once
+// What lies outside the masked backward's main loop (l2_backward_outside.cpp):
+// the preprocessing, the row sets' first reads measured from it, D's depth at
+// its death, the dQ conversion and the GQA reduction, counted from each
+// object's first and last access in the main loop, which the schedule alone
+// fixes (docs/l2-backward.md, "The backward through the segment engine").
+// Internal to src/core.
+#include <cstdint>
+#include <vector>
+
+#include "l2_backward.hpp"
+#include "l2_tally.hpp"
+
+namespace hbmscope::l2 {
+
+// The main loop as segments_backward lays it out.
+struct BackwardKeys {
+  const BackwardGrid* grid = nullptr;
+  bool gqa = false, qo = false;
+  const std::vector<BackwardCta>* ct = nullptr;        // per CTA, in launch order
+  const std::vector<std::uint64_t>* start = nullptr;   // per CTA: its first step
+  const std::vector<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
+  const std::vector<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
+  const std::vector<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
+  const std::vector<std::uint32_t>* n_rows = nullptr;  // per row: its rows
+  std::uint64_t kv_objects = 0;                        // K/V objects (sequence, kv head, key block)
+};
+
+// Tallies all but the main loop into t; returns each row's start for D's
+// write-back: the larger of its first read's distance and its depth after
+// the main loop.
+std::vector<std::uint64_t> backward_outside(const BackwardKeys& in, Tally& t);
+
+}  // namespace hbmscope::l2
