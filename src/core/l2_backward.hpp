@@ -66,8 +66,8 @@ bool backward_in_segments(const Shape& s);
 // Its main loop by rows where every CTA reads its head's row sets to the last
 // and bounds settle most re-reads (l2_backward_rows.cpp), else through the
 // engine; tests choose (by_rows_checked: every read's exact distance held to
-// its bounds, an Error where one is not; by_rows_every_head: no head takes an
-// earlier head's counts).
+// its bounds, an Error where one is not, and the keys outside the main loop in
+// 128 bits; by_rows_every_head: no head takes an earlier head's counts).
 enum class MainLoop { automatic, by_rows, by_rows_checked, by_rows_every_head, engine };
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how = MainLoop::automatic);
 // Its work (~0 where it does not apply or would not fit in memory), with

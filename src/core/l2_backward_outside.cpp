@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <type_traits>
 
 #include "hbmscope/error.hpp"
 #include "radix_sort.hpp"
@@ -22,10 +23,20 @@ namespace {
 using u64 = std::uint64_t;
 using i64 = std::int64_t;
 // An access of the main loop: (step, CTA, position in the step), as one number
-// above 0, which stands for the preprocessing (a row the main loop never reads).
-__extension__ typedef unsigned __int128 Key;
-Key key_of(u64 step, u64 cta, u64 sub) { return (static_cast<Key>(step + 1) << 64) | ((cta << 2) | sub); }
-constexpr Key preprocessing = 0, last_key = ~Key{0};
+// above 0, which stands for the preprocessing (a row the main loop never
+// reads): in 64 bits where steps lie below 2^37 and CTAs below 2^25, else in
+// 128.
+__extension__ typedef unsigned __int128 Wide;
+template <class K>
+K key_of(u64 step, u64 cta, u64 sub) {
+  if constexpr (std::is_same_v<K, u64>) return (step + 1) << 27 | cta << 2 | sub;
+  else return (static_cast<Wide>(step + 1) << 64) | ((cta << 2) | sub);
+}
+template <class K>
+u64 cta_of(K k) {
+  if constexpr (std::is_same_v<K, u64>) return (k >> 2) & ((u64{1} << 25) - 1);
+  else return static_cast<u64>(k) >> 2;
+}
 constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
 constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 
@@ -52,30 +63,58 @@ class Fenwick {
 };
 
 // Places [0, n) in order of key(place): radix-sorted (key, place) pairs where
-// every key fits in 64 bits (steps below 2^37, CTAs below 2^25), else
-// compared.
+// keys take 64 bits, else compared.
 template <class KeyOf>
 std::vector<u64> order_by(u64 n, KeyOf key) {
   std::vector<u64> ix(n);
-  bool fits = true;
-  for (u64 i = 0; i < n && fits; ++i) {
-    const Key k = key(i);
-    fits = (k >> 64) < (u64{1} << 37) && static_cast<u64>(k) < (u64{1} << 27);
-  }
-  if (fits) {
+  if constexpr (std::is_same_v<decltype(key(0)), u64>) {
     std::vector<std::pair<u64, u64>> kx(n);
-    for (u64 i = 0; i < n; ++i) {
-      const Key k = key(i);
-      kx[i] = {static_cast<u64>(k >> 64) << 27 | static_cast<u64>(k), i};
-    }
+    for (u64 i = 0; i < n; ++i) kx[i] = {key(i), i};
     radix_sort(kx, [](const std::pair<u64, u64>& p) { return p.first; });
     for (u64 i = 0; i < n; ++i) ix[i] = kx[i].second;
-    return ix;
+  } else {
+    std::iota(ix.begin(), ix.end(), u64{0});
+    std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return key(a) < key(b); });
   }
-  std::iota(ix.begin(), ix.end(), u64{0});
-  std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return key(a) < key(b); });
   return ix;
 }
+
+// Reads and write-backs at finite distances, summed by bucket and added to
+// the tally at once (as many as the rows; a bucket looked up where a distance
+// leaves the last one).
+class ByBucket {
+ public:
+  explicit ByBucket(const Tally& t) : t_(t), rb_(t.capacities().size() + 1, 0), wb_(rb_.size(), 0) {}
+  void read(u64 d, u64 bytes) { add(rb_[bucket(d)], bytes, d); }
+  void writeback(u64 d, u64 bytes) { add(wb_[bucket(d)], bytes, d); }
+  void first(u64 bytes) { add(first_, bytes, 0); }
+  void flush(Tally& t) {
+    for (std::size_t k = 0; k < rb_.size(); ++k) {
+      if (rb_[k] != 0) t.read_in_bucket(k, rb_[k]);
+      if (wb_[k] != 0) t.writeback_in_bucket(k, wb_[k]);
+    }
+    if (first_ != 0) t.reads(infinite, 0, 1, first_);
+    t.reached(most_);
+  }
+
+ private:
+  void add(u64& sum, u64 bytes, u64 d) {
+    if (__builtin_add_overflow(sum, bytes, &sum)) throw Error("L2 simulation bytes overflow 64 bits");
+    most_ = std::max(most_, d);
+  }
+  std::size_t bucket(u64 d) {
+    if (d <= below_ || d > top_) {
+      k_ = t_.bucket_of(d);
+      below_ = k_ == 0 ? 0 : t_.capacities()[k_ - 1];
+      top_ = k_ < t_.capacities().size() ? t_.capacities()[k_] : infinite;
+    }
+    return k_;
+  }
+  const Tally& t_;
+  std::vector<u64> rb_, wb_;
+  u64 first_ = 0, most_ = 0, below_ = infinite, top_ = 0;
+  std::size_t k_ = 0;
+};
 
 // The rows the main loop reads (key above the preprocessing) in key order,
 // where each head's (rows [head_row0[h], head_row0[h + 1])) come in
@@ -83,6 +122,8 @@ std::vector<u64> order_by(u64 n, KeyOf key) {
 // where a head's do not.
 template <class KeyOf>
 bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, std::vector<u64>& out) {
+  using Key = decltype(key(0));
+  constexpr Key preprocessing = 0, last_key = ~Key{0};
   struct Head {
     Key k;
     u64 r, end;
@@ -130,9 +171,9 @@ bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, std::vector<u64>&
   return true;
 }
 
-}  // namespace
-
-std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
+template <class Key>
+std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
+  constexpr Key preprocessing = 0;
   const BackwardGrid& g = *in.grid;
   const FlashGrid& fg = g.forward();
   const std::vector<BackwardCta>& ct = *in.ct;
@@ -204,7 +245,7 @@ std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
   }
   auto row_key = [&](u64 r, std::uint32_t x) {
     return x == no_reader ? preprocessing
-                          : key_of(static_cast<u64>(offset(x) + static_cast<i64>(r - row0[x])), x, row_sub);
+                          : key_of<Key>(static_cast<u64>(offset(x) + static_cast<i64>(r - row0[x])), x, row_sub);
   };
   auto first_read = [&](u64 r) { return row_key(r, first_by[r]); };
   auto last_read = [&](u64 r) { return row_key(r, last_by[r]); };
@@ -212,19 +253,23 @@ std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
   std::vector<Key> kv_first(P, ~Key{0}), kv_last(P, 0);
   std::vector<u64> kv_bytes(P, 0);
   for (u64 id = 0; id < ctas; ++id) {
-    const Key k = key_of(start[id], id, kv_sub);
+    const Key k = key_of<Key>(start[id], id, kv_sub);
     kv_first[kv_of[id]] = std::min(kv_first[kv_of[id]], k);
     kv_last[kv_of[id]] = std::max(kv_last[kv_of[id]], k);
     kv_bytes[kv_of[id]] = g.kv_col() * ct[id].cols;
   }
-  auto dk_write = [&](u64 id) { return key_of(start[id] + ct[id].steps() - 1, id, dk_sub); };
   auto dk_bytes = [&](u64 id) { return gqa || qo ? g.kv_col() * ct[id].cols : 0; };
 
   // The preprocessing: dO and O read, D and the accumulator allocated dirty.
   t.reads(infinite, 0, 1, g.do_row() * all_rows);
   t.reads(infinite, 0, 1, g.o_row() * all_rows);
 
-  const std::vector<u64> dks = order_by(ctas, dk_write);  // dK, dV writes in trace order
+  // The dK, dV writes in trace order.
+  std::vector<Key> dks(ctas);
+  for (u64 id = 0; id < ctas; ++id) dks[id] = key_of<Key>(start[id] + ct[id].steps() - 1, id, dk_sub);
+  if constexpr (std::is_same_v<Key, u64>) radix_sort(dks, [](u64 k) { return k; });
+  else std::sort(dks.begin(), dks.end());
+  ByBucket sums(t);
 
   // First reads: after the preprocessing's later rows, what the main loop
   // read before (a row set the preprocessing had not reached adds only its Q).
@@ -246,17 +291,17 @@ std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
       const Key key = first_read(r);
       if (key == preprocessing) continue;
       for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
-      for (; b < dks.size() && dk_write(dks[b]) < key; ++b) dk_sum += dk_bytes(dks[b]);
+      for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_bytes(cta_of(dks[b]));
       const u64 x = place(r);
       const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
       row_start[r] = d;
       q_seen.add(x, ql(r));
       u_seen.add(x, u[r]);
       q_total += ql(r);
-      t.reads(infinite, 0, 1, ql(r));
-      t.reads(d, 0, 1, dd(r) + acc(r));
-      t.reads(qo ? d + o(r) : d, 0, 1, dO(r));
-      t.writebacks(d, 0, 1, acc(r));
+      sums.first(ql(r));
+      sums.read(d, dd(r) + acc(r));
+      sums.read(qo ? d + o(r) : d, dO(r));
+      sums.writeback(d, acc(r));
     }
   }
 
@@ -274,9 +319,8 @@ std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
     rows_late = order_by(R, last_read);
     std::reverse(rows_late.begin(), rows_late.end());
   }
-  std::vector<u64> kvs_late = order_by(P, [&](u64 k) { return kv_last[k]; }), dks_late = dks;  // (dK, dV: written once)
+  std::vector<u64> kvs_late = order_by(P, [&](u64 k) { return kv_last[k]; });
   std::reverse(kvs_late.begin(), kvs_late.end());
-  std::reverse(dks_late.begin(), dks_late.end());
   struct After {
     u64 rows = 0, acc = 0, kv = 0, dk = 0;
     std::size_t r = 0, k = 0, d = 0;
@@ -289,9 +333,10 @@ std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
       row(rows_late[a.r]);
     }
     for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
-    for (; a.d < dks_late.size() && dk_write(dks_late[a.d]) > key; ++a.d) {
-      a.dk += dk_bytes(dks_late[a.d]);
-      dk(dks_late[a.d]);
+    for (; a.d < dks.size() && dks[dks.size() - 1 - a.d] > key; ++a.d) {  // (dK, dV: written once)
+      const u64 id = cta_of(dks[dks.size() - 1 - a.d]);
+      a.dk += dk_bytes(id);
+      dk(id);
     }
   };
 
@@ -324,38 +369,48 @@ std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
     u64 dq_before = 0, acc_before = 0;
     for (u64 r = 0; r < R; ++r) {
       const u64 d = conv[r] + acc_before + (qo ? dq_before : 0);
-      t.reads(d, 0, 1, acc(r));
-      t.writebacks(d, 0, 1, acc(r));
-      t.write(dq(r));
+      sums.read(d, acc(r));
+      sums.writeback(d, acc(r));
       dq_before += dq(r);
       acc_before += acc(r);
     }
+    t.write(dq_before);
   }
 
   // GQA: dK, dV of the G heads of a (kv head, key block) read in head order
   // after the conversion, then their sum written.
   if (gqa) {
     const u64 acc_total = g.acc_row() * all_rows, dq_total = g.dq_row() * all_rows;
-    std::vector<u64> place(ctas), dk_before(ctas + 1, 0), out_before(P + 1, 0);
-    std::vector<u64> by_place(ctas);
-    for (u64 id = 0; id < ctas; ++id) {
-      place[id] = kv_of[id] * G + ct[id].head % G;
-      by_place[place[id]] = id;
-    }
-    for (u64 p = 0; p < ctas; ++p) dk_before[p + 1] = dk_before[p] + dk_bytes(by_place[p]);
+    // Places in the reduction's order: (K/V object, head in its group); a
+    // place's dK, dV as its object's K/V.
+    std::vector<u64> out_before(P + 1, 0);
     for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
+    auto place = [&](u64 id) { return kv_of[id] * G + ct[id].head % G; };
+    auto dk_before = [&](u64 id) { return G * out_before[kv_of[id]] + ct[id].head % G * kv_bytes[kv_of[id]]; };
     Fenwick dk_later(ctas);
     After a;
-    for (const u64 id : dks_late) {
-      advance(a, dk_write(id), [](u64) {}, [&](u64 y) { dk_later.add(place[y], dk_bytes(y)); });
+    for (std::size_t i = dks.size(); i-- > 0;) {
+      const u64 id = cta_of(dks[i]);
+      advance(a, dks[i], [](u64) {}, [&](u64 y) { dk_later.add(place(y), dk_bytes(y)); });
       const u64 d = dk_bytes(id) + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
-                    (dk_before[place[id]] - dk_later.below(place[id])) + (qo ? out_before[kv_of[id]] : 0);
-      t.reads(d, 0, 1, dk_bytes(id));
-      t.writebacks(d, 0, 1, dk_bytes(id));
+                    (dk_before(id) - dk_later.below(place(id))) + (qo ? out_before[kv_of[id]] : 0);
+      sums.read(d, dk_bytes(id));
+      sums.writeback(d, dk_bytes(id));
     }
     t.write(out_before[P]);
   }
+  sums.flush(t);
   return row_start;
+}
+
+}  // namespace
+
+std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
+  // Keys in 64 bits where every step lies below 2^37 and every CTA below 2^25.
+  u64 steps = 0;
+  for (u64 id = 0; id < in.ct->size(); ++id) steps = std::max(steps, (*in.start)[id] + (*in.ct)[id].steps());
+  if (!in.wide_keys && steps < (u64{1} << 37) - 1 && in.ct->size() < (u64{1} << 25)) return outside<u64>(in, t);
+  return outside<Wide>(in, t);
 }
 
 }  // namespace hbmscope::l2

@@ -24,6 +24,7 @@ struct BackwardKeys {
   const std::vector<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
   const std::vector<std::uint32_t>* n_rows = nullptr;  // per row: its rows
   std::uint64_t kv_objects = 0;                        // K/V objects (sequence, kv head, key block)
+  bool wide_keys = false;  // tests: keys in 128 bits where 64 would do
 };
 
 // Tallies all but the main loop into t; returns each row's start for D's

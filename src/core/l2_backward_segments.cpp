@@ -239,6 +239,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   keys.u = &u;
   keys.n_rows = &n_rows;
   keys.kv_objects = P;
+  keys.wide_keys = how == MainLoop::by_rows_checked;
   DMax dmax(backward_outside(keys, t));
 
   // The main loop's re-reads; D's write-back at the largest of its distances.
