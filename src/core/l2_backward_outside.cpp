@@ -45,7 +45,7 @@ constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 // cache over millions of places; a block's part is a scan of its values).
 class Fenwick {
  public:
-  static constexpr std::size_t block = 64;
+  static constexpr std::size_t block = 16;
   explicit Fenwick(std::size_t n) : v_(n, 0), t_(n / block + 2, 0) {}
   void add(std::size_t i, u64 x) {
     v_[i] += x;

@@ -293,8 +293,15 @@ void Loop::settle_kv(u64 k, u64 P) {
     lo = ct_[x0].head_key != ct_[P].head_key ? sat_add(lo, more) : std::max(lo, more);
   }
   lo = sat_add(z, lo);
-  const u64 hi = sat_add(z, std::min(flow_bytes(T - Tp, edge_bytes(T - Tp, Tp, T)), head_bytes(running(Tp, T))));
-  if (in_.check_bounds) check(exact({Tp, P, kv_sub}, {T, k, kv_sub}, z, all_running(Tp, T)), lo, hi, k, none);
+  // At most the objects of the heads that may run there (most K/V re-reads,
+  // a head or more apart, settle so); then the CTAs that start and end there.
+  u64 hi = sat_add(z, head_bytes(running(Tp, T)));
+  auto checked = [&] {
+    if (in_.check_bounds) check(exact({Tp, P, kv_sub}, {T, k, kv_sub}, z, all_running(Tp, T)), lo, hi, k, none);
+  };
+  if (settle(lo, hi, 1, z, 0, none)) return checked();
+  hi = std::min(hi, sat_add(z, flow_bytes(T - Tp, edge_bytes(T - Tp, Tp, T))));
+  checked();
   if (settle(lo, hi, 1, z, 0, none)) return;
   open_.push_back({k, P, none, none});
   open_cost_ = sat_add(open_cost_, sat_add(active_in(Tp, T), in_.slots));
