@@ -176,6 +176,14 @@ TEST_CASE("L2 backward by rows: 1M x 64/8 causal, batch 1 and 8, is within the b
     s.batch = batch;
     c.l2_bytes = 60ull << 20;  // H200's: by rows
     CHECK(l2_sim_within_budget(s, c));
+    // H100's at d = 64 (264 slots): one step of the slots' row sets fits, by
+    // rows (batch 8: past the engine's memory, by rows all the same).
+    s.head_dim = 64;
+    c.ctas_per_sm = 2;
+    c.l2_bytes = 50ull << 20;
+    CHECK(l2_sim_within_budget(s, c));
+    s.head_dim = 128;
+    c.ctas_per_sm = 1;
     // At a 4 MiB L2 a step's row sets do not fit: the engine, every re-read
     // evaluated (batch 8: past its memory), left out.
     c.l2_bytes = 4ull << 20;

@@ -91,12 +91,12 @@ bool engine_fits(const Shape& s, const BackwardGrid& g) {
 // The main loop by rows (l2_backward_rows.cpp): causal masks and ragged
 // batches without one (every CTA reads its head's row sets to the last), in
 // query-block-major order, where two steps of every slot's row set and K/V
-// fit in the smallest L2 asked for; or one step with its dK, dV, where the
-// engine takes the grid (the reads a step apart, most of them, settle as
-// hits; where those its bounds leave would cost more, the engine evaluates).
+// fit in the smallest L2 asked for; or one step with its dK, dV (the reads a
+// step apart, most of them, settle as hits; where the engine takes the grid
+// and the reads the bounds leave would cost more, the engine evaluates).
 bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
   if (s.window != 0 || s.chunk != 0 || c.order != Rasterization::query_block_major) return false;
-  return bounds_settle(s, c, g, smallest_l2) || (steps_fit(s, c, g, smallest_l2, 1, 2) && engine_fits(s, g));
+  return steps_fit(s, c, g, smallest_l2, 1, 2);
 }
 
 // The segment engine's work.
@@ -131,15 +131,15 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   if (!by_rows(s, c, g, smallest_l2)) return engine_work(s, c, smallest_l2);
   // By rows: about 2,000 units a CTA (its runs and their bounds, the reads
   // they leave evaluated over the CTAs beside them, the keys outside the main
-  // loop) and 300 a row, 6,000 a CTA where only one step of the slots' row
-  // sets fits in the L2 (more reads are left to evaluate); about 300 bytes a
+  // loop) and 300 a row, 3,000 a CTA where only one step of the slots' row
+  // sets fits in the L2 (more reads are left to evaluate); about 200 bytes a
   // CTA, so up to 2^23 CTAs and rows. Measured on causal shapes of 128K to
-  // 1M tokens, batch 1 to 8, on the device presets: 1.1 to 4.9 us a CTA
+  // 1M tokens, batch 1 to 8, on the device presets: 0.5 to 2.4 us a CTA
   // (bench/, "L2 runs"; docs/l2-backward.md).
   const u64 rows = all_rows(s, g);
   constexpr u64 most = u64{1} << 23;
   if (g.ctas() > most || rows > most) return ~u64{0};
-  return g.ctas() * (bounds_settle(s, c, g, smallest_l2) ? 2000 : 6000) + rows * 300;
+  return g.ctas() * (bounds_settle(s, c, g, smallest_l2) ? 2000 : 3000) + rows * 300;
 }
 
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how) {
