@@ -15,6 +15,7 @@ namespace hbmscope::l2::rows {
 
 using u64 = std::uint64_t;
 using i64 = std::int64_t;
+using u32 = std::uint32_t;
 inline constexpr u64 none = ~u64{0};
 inline constexpr std::uint32_t kv_sub = 0, row_sub = 1, dk_sub = 2;
 
@@ -111,6 +112,11 @@ class Loop {
   // bytes) over the CTAs `near` that run between: z plus every object
   // accessed between, once.
   u64 exact(At p, At q, u64 z, const std::vector<u64>& near);
+  // The exact distances of an open run's reads, one a step (l2_backward_rows_exact.cpp):
+  // each CTA's reads between the two enter at one end of the window and leave at the
+  // other as it slides; false (out untouched) where the rows they span are too many
+  // to count in an array.
+  bool run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
 
   const BackwardLoop& in_;
   const std::vector<BackwardCta>& ct_;
@@ -156,6 +162,28 @@ class Loop {
   std::vector<std::pair<u64, u64>> kvs_;
   std::vector<u64> near_;
   std::vector<std::int64_t> cover_;
+  // run_exact()'s scratch: per CTA beside the run, how its accesses enter and leave
+  struct Slide {
+    i64 s, last;          // its row reads' steps [s, last] (last < s: none)
+    i64 lag, lead;        // at window end T its row reads between are at steps [T - lag, T - lead]
+    i64 kv_in, kv_out;    // its K/V read lies between for T in [kv_in, kv_out]
+    i64 dk_in, dk_out;    // its dK, dV write likewise
+    u64 base, kv;         // row read at step t: base + t; its K/V object
+    u64 kv_bytes, dk_bytes;
+    u64 head;
+    u32 object;   // its K/V object among the run's
+    bool moving;  // its rows between change other than by sliding as its head's
+  };
+  struct Change {
+    i64 step;
+    u32 slide, kind;  // K/V entering, leaving; dK, dV entering, leaving
+  };
+  std::vector<Slide> slides_, moving_;
+  std::vector<Change> events_;
+  std::vector<std::int32_t> count_;        // readers of each row of the span, between
+  std::vector<std::pair<u64, u32>> kv_count_;  // K/V objects and the CTAs that read them
+  std::vector<u32> readers_;                   // per K/V object: its reads between
+  std::vector<u64> slid_;                      // the run's distances
 };
 
 }  // namespace hbmscope::l2::rows
