@@ -292,15 +292,20 @@ void Loop::settle_kv(u64 k, u64 P) {
                 least_row(x0));
     lo = ct_[x0].head_key != ct_[P].head_key ? sat_add(lo, more) : std::max(lo, more);
   }
-  lo = sat_add(z, lo);
+  // And the K/V of the CTAs that start strictly between, the dK, dV of those
+  // that end there (as for a run of rows).
+  lo = sat_add(z, sat_add(lo, more_between(k, Tp + 1, T - 1, 0, 0, 0, false)));
   // At most the objects of the heads that may run there (most K/V re-reads,
   // a head or more apart, settle so); then the CTAs that start and end there.
-  u64 hi = sat_add(z, head_bytes(running(Tp, T)));
+  const Ids ids = running(Tp, T);
+  u64 hi = sat_add(z, head_bytes(ids));
   auto checked = [&] {
     if (in_.check_bounds) check(exact({Tp, P, kv_sub}, {T, k, kv_sub}, z, all_running(Tp, T)), lo, hi, k, none);
   };
   if (settle(lo, hi, 1, z, 0, none)) return checked();
-  hi = std::min(hi, sat_add(z, flow_bytes(T - Tp, edge_bytes(T - Tp, Tp, T))));
+  const u64 edges = edge_bytes(T - Tp, Tp, T);
+  hi = std::min(hi, sat_add(z, flow_bytes(T - Tp, edges)));
+  if (!in_.head_major) hi = std::min(hi, sat_add(z, sat_add(edges, rows_bytes(T - Tp, ids))));
   checked();
   if (settle(lo, hi, 1, z, 0, none)) return;
   open_.push_back({k, P, none, none});
