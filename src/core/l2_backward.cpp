@@ -4,6 +4,7 @@
 #include "l2_backward.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "hbmscope/checked.hpp"
@@ -54,6 +55,14 @@ KeyRange BackwardGrid::query_blocks_seeing(std::uint64_t b, std::uint64_t j) con
   return {lo, std::max(lo, lo2)};
 }
 
+namespace {
+std::uint32_t narrow(std::uint64_t v) {
+  if (v > std::numeric_limits<std::uint32_t>::max())
+    throw Error("L2 simulation: the backward grid takes fewer than 2^32 sequences, heads, blocks and keys a block");
+  return static_cast<std::uint32_t>(v);
+}
+}  // namespace
+
 BackwardCta BackwardGrid::cta(std::uint64_t id) const {
   std::uint64_t b = 0, local = id;
   if (first_cta_.empty()) {
@@ -65,21 +74,24 @@ BackwardCta BackwardGrid::cta(std::uint64_t id) const {
     local = id - first_cta_[b];
   }
   const FlashSeq& f = fwd_.sequence(b);
-  BackwardCta c;
-  c.seq = b;
+  std::uint64_t head = 0, k_block = 0;
   if (order_ == Rasterization::query_block_major) {
-    c.k_block = local % f.k_blocks;
-    c.head = local / f.k_blocks;
+    k_block = local % f.k_blocks;
+    head = local / f.k_blocks;
   } else {
-    c.head = local % s_.heads;
-    c.k_block = local / s_.heads;
+    head = local % s_.heads;
+    k_block = local / s_.heads;
   }
-  c.cols = std::min(s_.block_cols, f.shape.seq_kv - c.k_block * s_.block_cols);
-  const KeyRange q = query_blocks_seeing(b, c.k_block);
-  c.first = q.begin;
-  c.end = q.end;
-  c.head_key = b * s_.heads + c.head;
-  c.pair = b * s_.kv_heads + c.head / fwd_.group();
+  const KeyRange q = query_blocks_seeing(b, k_block);
+  BackwardCta c;
+  c.seq = narrow(b);
+  c.head = narrow(head);
+  c.k_block = narrow(k_block);
+  c.cols = narrow(std::min(s_.block_cols, f.shape.seq_kv - k_block * s_.block_cols));
+  c.first = narrow(q.begin);
+  c.end = narrow(q.end);
+  c.head_key = narrow(b * s_.heads + head);
+  c.pair = narrow(b * s_.kv_heads + head / fwd_.group());
   return c;
 }
 

@@ -55,7 +55,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   head_bytes_.assign(in.head_keys + 1, 0);
   for (u64 x = 0; x < n_; ++x) {
     const u64 h = ct_[x].head_key;
-    if (reads_rows(x) > 0) rows_[h] = std::max(rows_[h], ct_[x].end);
+    if (reads_rows(x) > 0) rows_[h] = std::max<u64>(rows_[h], ct_[x].end);
     head_row0_[h] = (*in.row0)[x];
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], sat_add(kv_bytes(x), dk_bytes(x)));
   }

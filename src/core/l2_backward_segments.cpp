@@ -212,12 +212,12 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
       if (x.end > x.first) {
         const u64 nq = fg.sequence(x.seq).q_blocks, r0 = row0[id];
         const bool partial = u[r0 + nq - 1] != u[r0];
-        const u64 split = partial ? std::min(x.end, nq - 1) : x.end;
+        const u64 split = partial ? std::min<u64>(x.end, nq - 1) : x.end;
         auto rows = [&](u64 k0, u64 a, u64 b) {
           if (b > a) e.add_reads(id, row_sub, k0, b - a, rows_ns, r0 + a, u[r0 + a], {u[r0 + a], acc(r0 + a), true, true});
         };
         rows(0, x.first, split);
-        rows(std::max(split, x.first) - x.first, std::max(split, x.first), x.end);
+        rows(std::max<u64>(split, x.first) - x.first, std::max<u64>(split, x.first), x.end);
       }
       if (gqa) e.add_stream(id, dk_sub, x.steps() - 1, 1, dk_ns, kv_of[id] * G + x.head % G, kvb, Op::alloc);
       else e.add_stream(id, dk_sub, x.steps() - 1, 1, SegmentEngine::unique, 0, kvb, Op::write, qo);
