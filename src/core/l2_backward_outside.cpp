@@ -65,10 +65,10 @@ class Fenwick {
 // Places [0, n) in order of key(place): radix-sorted (key, place) pairs where
 // keys take 64 bits, else compared.
 template <class KeyOf>
-std::vector<u64> order_by(u64 n, KeyOf key) {
-  std::vector<u64> ix(n);
+Array<u64> order_by(u64 n, KeyOf key) {
+  Array<u64> ix(n);
   if constexpr (std::is_same_v<decltype(key(0)), u64>) {
-    std::vector<std::pair<u64, u64>> kx(n);
+    Array<std::pair<u64, u64>> kx(n);
     for (u64 i = 0; i < n; ++i) kx[i] = {key(i), i};
     radix_sort(kx, [](const std::pair<u64, u64>& p) { return p.first; });
     for (u64 i = 0; i < n; ++i) ix[i] = kx[i].second;
@@ -121,7 +121,7 @@ class ByBucket {
 // increasing order: the heads merged, a head streamed while it leads. False
 // where a head's do not.
 template <class KeyOf>
-bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, std::vector<u64>& out) {
+bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out) {
   using Key = decltype(key(0));
   constexpr Key preprocessing = 0, last_key = ~Key{0};
   struct Head {
@@ -172,13 +172,13 @@ bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, std::vector<u64>&
 }
 
 template <class Key>
-std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
+Array<u64> outside(const BackwardKeys& in, Tally& t) {
   constexpr Key preprocessing = 0;
   const BackwardGrid& g = *in.grid;
   const FlashGrid& fg = g.forward();
-  const std::vector<BackwardCta>& ct = *in.ct;
-  const std::vector<u64>&start = *in.start, &kv_of = *in.kv_of, &row0 = *in.row0, &u = *in.u;
-  const std::vector<std::uint32_t>& n_rows = *in.n_rows;
+  const Array<BackwardCta>& ct = *in.ct;
+  const Array<u64>&start = *in.start, &kv_of = *in.kv_of, &row0 = *in.row0, &u = *in.u;
+  const Array<std::uint32_t>& n_rows = *in.n_rows;
   const bool gqa = in.gqa, qo = in.qo;
   const u64 ctas = ct.size(), R = u.size(), P = in.kv_objects, heads = fg.heads(), G = fg.group();
   if (ctas >= no_reader) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
@@ -197,7 +197,7 @@ std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
   std::vector<u64> head_row0(heads + 1, R);
   for (u64 b = 0, r = 0; b < fg.sequences(); ++b)
     for (u64 h = 0; h < H; ++h, r += fg.sequence(b).q_blocks) head_row0[b * H + h] = r;
-  std::vector<std::uint32_t> head_of(R);
+  Array<std::uint32_t> head_of(R);
   for (u64 h = 0; h < heads; ++h)
     for (u64 r = head_row0[h]; r < head_row0[h + 1]; ++r) head_of[r] = static_cast<std::uint32_t>(h);
 
@@ -206,12 +206,12 @@ std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
   // moves up with i, at step start(j) - first(j) + i; the earliest (latest)
   // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
   auto offset = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
-  std::vector<std::uint32_t> first_by(R, no_reader), last_by(R, no_reader);  // (none: a query block no key sees)
+  Array<std::uint32_t> first_by(R, no_reader), last_by(R, no_reader);  // (none: a query block no key sees)
   {
     std::vector<u64> head_first(heads + 1, 0);
     for (u64 id = 0; id < ctas; ++id) ++head_first[ct[id].head_key + 1];
     std::partial_sum(head_first.begin(), head_first.end(), head_first.begin());
-    std::vector<std::uint32_t> by_head(ctas);
+    Array<std::uint32_t> by_head(ctas);
     {
       std::vector<u64> at(head_first.begin(), head_first.end() - 1);
       for (u64 id = 0; id < ctas; ++id) by_head[at[ct[id].head_key]++] = static_cast<std::uint32_t>(id);  // key block order
@@ -265,7 +265,7 @@ std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
   t.reads(infinite, 0, 1, g.o_row() * all_rows);
 
   // The dK, dV writes in trace order.
-  std::vector<Key> dks(ctas);
+  Array<Key> dks(ctas);
   for (u64 id = 0; id < ctas; ++id) dks[id] = key_of<Key>(start[id] + ct[id].steps() - 1, id, dk_sub);
   if constexpr (std::is_same_v<Key, u64>) radix_sort(dks, [](u64 k) { return k; });
   else std::sort(dks.begin(), dks.end());
@@ -275,15 +275,16 @@ std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
   // read before (a row set the preprocessing had not reached adds only its Q).
   // Sums over rows first read before, by row (by head where each head's rows
   // are first read in row order: those of the row's head all come before it).
-  std::vector<u64> row_start(R, 0);
+  Array<u64> row_start(R, 0);
   {
-    std::vector<u64> rows;
+    Array<u64> rows;
     const bool by_heads = merge_heads(head_row0, first_read, rows);
     if (!by_heads) rows = order_by(R, first_read);
     auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
-    std::vector<u64> pre_after(R + 1, 0);  // preprocessing bytes of rows >= r
+    Array<u64> pre_after(R + 1);
+    pre_after[R] = 0;  // preprocessing bytes of rows >= r
     for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + pre(r);
-    const std::vector<u64> kvs = order_by(P, [&](u64 k) { return kv_first[k]; });
+    const Array<u64> kvs = order_by(P, [&](u64 k) { return kv_first[k]; });
     Fenwick q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
     std::size_t a = 0, b = 0;
@@ -309,7 +310,7 @@ std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
   // whose last access is later. Rows by last read, latest first (merged as
   // the first reads where each head's come in row order; then the rows never
   // read, last).
-  std::vector<u64> rows_late;
+  Array<u64> rows_late;
   const bool late_by_heads = merge_heads(head_row0, last_read, rows_late);
   if (late_by_heads) {
     std::reverse(rows_late.begin(), rows_late.end());
@@ -319,7 +320,7 @@ std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
     rows_late = order_by(R, last_read);
     std::reverse(rows_late.begin(), rows_late.end());
   }
-  std::vector<u64> kvs_late = order_by(P, [&](u64 k) { return kv_last[k]; });
+  Array<u64> kvs_late = order_by(P, [&](u64 k) { return kv_last[k]; });
   std::reverse(kvs_late.begin(), kvs_late.end());
   struct After {
     u64 rows = 0, acc = 0, kv = 0, dk = 0;
@@ -350,14 +351,16 @@ std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
     // A row the main loop never reads was last accessed by the preprocessing:
     // after it come the preprocessing's later rows (with O, for those the
     // main loop reads too, beside their row sets) and the whole main loop.
-    std::vector<u64> pre_extra(R + 1, 0);
+    Array<u64> pre_extra(R + 1);
+    pre_extra[R] = 0;
     for (u64 r = R; r-- > 0;)
       pre_extra[r] = pre_extra[r + 1] + (last_by[r] != no_reader ? (qo ? o(r) : 0) : pre(r));
-    std::vector<u64> acc_read(R + 1, 0);  // accumulators of the rows below r, of those the main loop reads
+    Array<u64> acc_read(R + 1);
+    acc_read[0] = 0;  // accumulators of the rows below r, of those the main loop reads
     for (u64 r = 0; r < R; ++r) acc_read[r + 1] = acc_read[r] + (last_by[r] != no_reader ? acc(r) : 0);
     Fenwick acc_later(late_by_heads ? heads : R);
     After a;
-    std::vector<u64> conv(R);  // less the accumulators read later
+    Array<u64> conv(R);  // less the accumulators read later
     for (const u64 r : rows_late) {
       const Key key = last_read(r);
       advance(a, key, [&](u64 x) { acc_later.add(late_by_heads ? head_of[x] : x, acc(x)); }, [](u64) {});
@@ -405,7 +408,7 @@ std::vector<u64> outside(const BackwardKeys& in, Tally& t) {
 
 }  // namespace
 
-std::vector<u64> backward_outside(const BackwardKeys& in, Tally& t) {
+Array<u64> backward_outside(const BackwardKeys& in, Tally& t) {
   // Keys in 64 bits where every step lies below 2^37 and every CTA below 2^25.
   u64 steps = 0;
   for (u64 id = 0; id < in.ct->size(); ++id) steps = std::max(steps, (*in.start)[id] + (*in.ct)[id].steps());

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "big_array.hpp"
 #include "l2_backward.hpp"
 #include "l2_tally.hpp"
 
@@ -17,12 +18,12 @@ namespace hbmscope::l2 {
 struct BackwardKeys {
   const BackwardGrid* grid = nullptr;
   bool gqa = false, qo = false;
-  const std::vector<BackwardCta>* ct = nullptr;        // per CTA, in launch order
-  const std::vector<std::uint64_t>* start = nullptr;   // per CTA: its first step
-  const std::vector<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
-  const std::vector<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
-  const std::vector<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
-  const std::vector<std::uint32_t>* n_rows = nullptr;  // per row: its rows
+  const Array<BackwardCta>* ct = nullptr;        // per CTA, in launch order
+  const Array<std::uint64_t>* start = nullptr;   // per CTA: its first step
+  const Array<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
+  const Array<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
+  const Array<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
+  const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
   std::uint64_t kv_objects = 0;                        // K/V objects (sequence, kv head, key block)
   bool wide_keys = false;  // tests: keys in 128 bits where 64 would do
 };
@@ -30,6 +31,6 @@ struct BackwardKeys {
 // Tallies all but the main loop into t; returns each row's start for D's
 // write-back: the larger of its first read's distance and its depth after
 // the main loop.
-std::vector<std::uint64_t> backward_outside(const BackwardKeys& in, Tally& t);
+Array<std::uint64_t> backward_outside(const BackwardKeys& in, Tally& t);
 
 }  // namespace hbmscope::l2

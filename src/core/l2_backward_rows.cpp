@@ -15,7 +15,7 @@ namespace rows {
 
 Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     : in_(in), ct_(*in.ct), t_(t), obs_(obs), n_(ct_.size()), rb_(t.capacities().size() + 1, 0), wb_(rb_.size(), 0) {
-  const std::vector<u64>& u = *in.u;
+  const Array<u64>& u = *in.u;
   s_.resize(n_);
   e_.resize(n_);
   for (u64 x = 0; x < n_; ++x) {
@@ -31,7 +31,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   end_max_ix_ = StepIndex(end_max_);
   // Slots' CTAs in time order.
   {
-    const std::vector<std::uint32_t>& slot = *in.slot;
+    const Array<std::uint32_t>& slot = *in.slot;
     u64 used = 0;
     for (u64 x = 0; x < n_; ++x) used = std::max<u64>(used, slot[x] + u64{1});
     slot_at_.assign(used + 1, 0);
@@ -434,7 +434,7 @@ bool Loop::classify(u64 limit) {
 
 }  // namespace rows
 
-bool backward_rows_fit(const std::vector<BackwardCta>& ct, const FlashGrid& fg) {
+bool backward_rows_fit(const Array<BackwardCta>& ct, const FlashGrid& fg) {
   for (const BackwardCta& c : ct)
     if (c.end > c.first && c.end != fg.sequence(c.seq).q_blocks) return false;
   return true;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "big_array.hpp"
 #include "l2_backward.hpp"
 #include "l2_segments.hpp"
 #include "l2_tally.hpp"
@@ -22,20 +23,20 @@ struct BackwardLoop {
   std::uint64_t slots = 1, heads = 1;  // heads: query heads of a sequence
   bool head_major = false, gqa = false, qo = false;
   std::uint64_t kv_col = 0, acc_row = 0;               // bytes of K and V a key, of the accumulator a row
-  const std::vector<BackwardCta>* ct = nullptr;        // per CTA, in launch order
-  const std::vector<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)
-  const std::vector<std::uint32_t>* slot = nullptr;    // per CTA: the slot it runs on
-  const std::vector<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
-  const std::vector<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
-  const std::vector<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
-  const std::vector<std::uint32_t>* n_rows = nullptr;  // per row: its rows
+  const Array<BackwardCta>* ct = nullptr;        // per CTA, in launch order
+  const Array<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)
+  const Array<std::uint32_t>* slot = nullptr;    // per CTA: the slot it runs on
+  const Array<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
+  const Array<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
+  const Array<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
+  const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
   std::uint64_t head_keys = 0;                         // (sequence, head) pairs
   bool repeats = true;        // heads that repeat an earlier one take its counts (tests: false)
   bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)
 };
 
 // Whether every CTA that reads row sets reads its head's up to the last.
-bool backward_rows_fit(const std::vector<BackwardCta>& ct, const FlashGrid& fg);
+bool backward_rows_fit(const Array<BackwardCta>& ct, const FlashGrid& fg);
 
 // Tallies the main loop into t as the segment engine would (the row sets'
 // re-reads with the accumulator's write-back at the same distance, their

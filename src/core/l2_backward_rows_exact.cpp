@@ -134,7 +134,7 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   // A head whose CTAs' windows stay inside their reads for the whole run, over
   // rows of one size: its rows between slide as one, as many bytes each step.
   std::sort(slides_.begin(), slides_.end(), [](const Slide& x, const Slide& y) { return x.head < y.head; });
-  const std::vector<u64>& u = *in_.u;
+  const Array<u64>& u = *in_.u;
   for (std::size_t j = 0; j < slides_.size();) {
     std::size_t e = j;
     bool steady = true;

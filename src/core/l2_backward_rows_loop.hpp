@@ -119,7 +119,7 @@ class Loop {
   bool run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
 
   const BackwardLoop& in_;
-  const std::vector<BackwardCta>& ct_;
+  const Array<BackwardCta>& ct_;
   const Tally& t_;
   const ReadObserver& obs_;
   u64 n_;

@@ -19,7 +19,7 @@ void Loop::find_dense() {
   const u64 heads = in_.head_keys;
   if (!in_.repeats || in_.head_major || heads < 3 || n_ % heads != 0) return;
   const u64 m = n_ / heads;
-  const std::vector<u64>& u = *in_.u;
+  const Array<u64>& u = *in_.u;
   for (u64 h = 0; h < heads; ++h) {
     if (head_begin_[h] != h * m || head_end_[h] != (h + 1) * m || rows_[h] != rows_[0] || rows_[h] == 0) return;
     for (u64 i = 0; i < rows_[h]; ++i)
@@ -77,7 +77,7 @@ bool Loop::repeats(u64 h, u64 g, Ids env, i64 lo, i64 hi) const {
   // reads of one object (key blocks y and y + m) farther apart than any
   // window are never both in one; nearer, the pairs must match.
   const u64 a = std::max(env.lo, s_ix_.lower(lo)), b = std::min(env.hi, s_ix_.upper(hi));
-  const std::vector<u64>& kv = *in_.kv_of;
+  const Array<u64>& kv = *in_.kv_of;
   for (u64 y = a; y + m < b; ++y)
     if (s_[y + m] - s_[y] <= static_cast<i64>(head_steps_[g]) &&
         (kv[y + m] == kv[y]) != (kv[y + m - D] == kv[y - D]))

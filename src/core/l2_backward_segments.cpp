@@ -30,7 +30,7 @@ constexpr u64 rows_ns = 0, kv_ns = 1, dk_ns = 2;
 class DMax : public ReadObserver {
  public:
   static constexpr u64 block = 64;
-  explicit DMax(std::vector<u64> start) : best_(std::move(start)), low_((best_.size() + block - 1) / block, ~u64{0}) {
+  explicit DMax(Array<u64> start) : best_(std::move(start)), low_((best_.size() + block - 1) / block, ~u64{0}) {
     for (u64 r = 0; r < best_.size(); ++r) low_[r / block] = std::min(low_[r / block], best_[r]);
   }
   void reads(u64 x0, u64 d0, i64 step, u64 count) override {
@@ -52,7 +52,8 @@ class DMax : public ReadObserver {
   u64 at(u64 r) const { return best_[r]; }
 
  private:
-  std::vector<u64> best_, low_;
+  Array<u64> best_;
+  std::vector<u64> low_;
 };
 
 }  // namespace
@@ -163,8 +164,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   }
   // Rows of each query block (all but a sequence's last are full); the
   // objects' bytes are these times their bytes a row.
-  std::vector<std::uint32_t> n_rows(R);
-  std::vector<u64> u(R);  // the row set: Q with LSE, dO, D, the accumulator
+  Array<std::uint32_t> n_rows(R);
+  Array<u64> u(R);  // the row set: Q with LSE, dO, D, the accumulator
   for (u64 b = 0; b < s.batch; ++b) {
     const FlashSeq& f = fg.sequence(b);
     for (u64 h = 0; h < H; ++h)
@@ -178,8 +179,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
 
   // The main loop in the engine: per CTA its K/V (first step), its row sets
   // (one a step, the last partial block apart) and its dK, dV (last step).
-  std::vector<BackwardCta> ct(ctas);
-  std::vector<u64> lengths(ctas), kv_of(ctas), row0(ctas);
+  Array<BackwardCta> ct(ctas);
+  Array<u64> lengths(ctas), kv_of(ctas), row0(ctas);
   for (u64 id = 0; id < ctas; ++id) {
     ct[id] = g.cta(id);
     lengths[id] = ct[id].steps();
@@ -189,10 +190,10 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   }
   // The schedule; the main loop by rows where every CTA reads its head's row
   // sets to the last (l2_backward_rows.cpp), else through the engine.
-  std::vector<u64> start(ctas);
-  std::vector<std::uint32_t> slot(ctas);
+  Array<u64> start(ctas);
+  Array<std::uint32_t> slot(ctas);
   const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), slot.data());
-  std::vector<u64>().swap(lengths);
+  Array<u64>().swap(lengths);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked || how == MainLoop::by_rows_every_head;
   const bool rows_first = forced || (how == MainLoop::automatic && by_rows(s, c, g, smallest));
