@@ -292,9 +292,7 @@ void Loop::settle_kv(u64 k, u64 P) {
                 least_row(x0));
     lo = ct_[x0].head_key != ct_[P].head_key ? sat_add(lo, more) : std::max(lo, more);
   }
-  // And the K/V of the CTAs that start strictly between, the dK, dV of those
-  // that end there (as for a run of rows).
-  lo = sat_add(z, sat_add(lo, more_between(k, Tp + 1, T - 1, 0, 0, 0, false)));
+  lo = sat_add(z, lo);
   // At most the objects of the heads that may run there (most K/V re-reads,
   // a head or more apart, settle so); then the CTAs that start and end there.
   const Ids ids = running(Tp, T);
@@ -302,6 +300,10 @@ void Loop::settle_kv(u64 k, u64 P) {
   auto checked = [&] {
     if (in_.check_bounds) check(exact({Tp, P, kv_sub}, {T, k, kv_sub}, z, all_running(Tp, T)), lo, hi, k, none);
   };
+  if (settle(lo, hi, 1, z, 0, none)) return checked();
+  // At least, besides, the K/V of the CTAs that start strictly between and the
+  // dK, dV of those that end there (as for a run of rows).
+  lo = sat_add(lo, more_between(k, Tp + 1, T - 1, 0, 0, 0, false));
   if (settle(lo, hi, 1, z, 0, none)) return checked();
   const u64 edges = edge_bytes(T - Tp, Tp, T);
   hi = std::min(hi, sat_add(z, flow_bytes(T - Tp, edges)));
