@@ -526,6 +526,14 @@ int main(int argc, char** argv) {
       {"L2 runs", [] { return l2_runs("backward: 1M x 32/8, causal", training(1 << 20, 32, 1, true, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8, causal", training(1 << 20, 64, 1, true, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8 x batch 8, causal", training(1 << 20, 64, 8, true, Pass::bwd), h200()); }},
+      // Where one step of the slots' row sets and K/V fits (A100), or two
+      // steps of 264 slots' at d = 64 (H200): more reads are left to evaluate.
+      {"L2 runs", [] { return l2_runs("backward: 1M x 64/8, causal, A100", training(1 << 20, 64, 1, true, Pass::bwd), l2_device(40, 108, 1)); }},
+      {"L2 runs", [] {
+         Shape s = training(1 << 20, 64, 8, true, Pass::bwd);
+         s.head_dim = 64;
+         return l2_runs("backward: 1M x 64/8 x batch 8, causal, d 64, 264 slots", s, l2_device(60, 132, 2));
+       }},
       {"L2 runs",
        [] {
          return l2_runs("backward: 1M x 32/8, causal, head-major", training(1 << 20, 32, 1, true, Pass::bwd),
