@@ -14,17 +14,21 @@
 
 namespace hbmscope::l2 {
 
-// The main loop as segments_backward lays it out.
-struct BackwardKeys {
-  const BackwardGrid* grid = nullptr;
-  bool gqa = false, qo = false;
+// The main loop as segments_backward lays it out: per CTA and per row.
+struct BackwardArrays {
   const Array<BackwardCta>* ct = nullptr;        // per CTA, in launch order
-  const Array<std::uint64_t>* start = nullptr;   // per CTA: its first step
+  const Array<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)
   const Array<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
   const Array<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
   const Array<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
   const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
-  std::uint64_t kv_objects = 0;                        // K/V objects (sequence, kv head, key block)
+};
+
+// And what lies outside the main loop needs besides.
+struct BackwardKeys : BackwardArrays {
+  const BackwardGrid* grid = nullptr;
+  bool gqa = false, qo = false;
+  std::uint64_t kv_objects = 0;  // K/V objects (sequence, kv head, key block)
   bool wide_keys = false;  // tests: keys in 128 bits where 64 would do
 };
 

@@ -13,24 +13,20 @@
 
 #include "big_array.hpp"
 #include "l2_backward.hpp"
+#include "l2_backward_outside.hpp"
 #include "l2_segments.hpp"
 #include "l2_tally.hpp"
 
 namespace hbmscope::l2 {
 
-// The main loop as segments_backward lays it out.
-struct BackwardLoop {
+// The main loop as segments_backward lays it out (l2_backward_outside.hpp:
+// per CTA and per row), with the slots.
+struct BackwardLoop : BackwardArrays {
   std::uint64_t slots = 1, heads = 1;  // heads: query heads of a sequence
   bool head_major = false, gqa = false, qo = false;
-  std::uint64_t kv_col = 0, acc_row = 0;               // bytes of K and V a key, of the accumulator a row
-  const Array<BackwardCta>* ct = nullptr;        // per CTA, in launch order
-  const Array<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)
+  std::uint64_t kv_col = 0, acc_row = 0;         // bytes of K and V a key, of the accumulator a row
   const Array<std::uint32_t>* slot = nullptr;    // per CTA: the slot it runs on
-  const Array<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
-  const Array<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
-  const Array<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
-  const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
-  std::uint64_t head_keys = 0;                         // (sequence, head) pairs
+  std::uint64_t head_keys = 0;                   // (sequence, head) pairs
   bool repeats = true;        // heads that repeat an earlier one take its counts (tests: false)
   bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)
 };

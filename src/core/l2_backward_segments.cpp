@@ -229,16 +229,18 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
 
   // Outside the main loop (l2_backward_outside.cpp), from the schedule alone:
   // each row's start for D's write-back.
+  BackwardArrays arrays;
+  arrays.ct = &ct;
+  arrays.start = &start;
+  arrays.kv_of = &kv_of;
+  arrays.row0 = &row0;
+  arrays.u = &u;
+  arrays.n_rows = &n_rows;
   BackwardKeys keys;
+  static_cast<BackwardArrays&>(keys) = arrays;
   keys.grid = &g;
   keys.gqa = gqa;
   keys.qo = qo;
-  keys.ct = &ct;
-  keys.start = &start;
-  keys.kv_of = &kv_of;
-  keys.row0 = &row0;
-  keys.u = &u;
-  keys.n_rows = &n_rows;
   keys.kv_objects = P;
   keys.wide_keys = how == MainLoop::by_rows_checked;
   DMax dmax(backward_outside(keys, t));
@@ -248,6 +250,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   u64 repeated = 0;
   if (rows_first) {
     BackwardLoop loop;
+    static_cast<BackwardArrays&>(loop) = arrays;
     loop.slots = slots;
     loop.heads = H;
     loop.head_major = c.order == Rasterization::head_major;
@@ -255,13 +258,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.qo = qo;
     loop.kv_col = g.kv_col();
     loop.acc_row = g.acc_row();
-    loop.ct = &ct;
-    loop.start = &start;
     loop.slot = &slot;
-    loop.kv_of = &kv_of;
-    loop.row0 = &row0;
-    loop.u = &u;
-    loop.n_rows = &n_rows;
     loop.head_keys = fg.heads();
     loop.check_bounds = how == MainLoop::by_rows_checked;
     loop.repeats = how != MainLoop::by_rows_every_head;
