@@ -1,7 +1,7 @@
 #pragma once
-// Large per-CTA arrays (the chains', the backward's by rows): resized without
-// zeroing, and from 1 MiB up mapped with their pages in one call, in huge
-// pages where the kernel offers them. Internal to src/core.
+// Large per-CTA arrays (the chains', the masked backward's): resized without
+// zeroing, and from 1 MiB up mapped with their pages in one call. Internal to
+// src/core.
 #include <cstddef>
 #include <memory>
 #include <new>
@@ -34,24 +34,15 @@ struct NoInit : std::allocator<T> {
   }
 #ifdef MAP_POPULATE
   // Large arrays mapped with their pages in one call: every page is written
-  // anyway, and a fault a page costs more than the array's own writes.
+  // anyway, and a fault a page costs more than the array's own writes. (Not
+  // in huge pages: on a machine whose memory is fragmented the kernel then
+  // compacts it, and the same run spent 0.2 to 1.5 s of kernel time against
+  // a steady 0.45 s in 4 KiB pages: docs/l2-backward-progress.md.)
   static constexpr std::size_t mapped = std::size_t{1} << 20;
   T* allocate(std::size_t n) {
     if (n < mapped / sizeof(T)) return std::allocator<T>::allocate(n);
-#if defined(MADV_HUGEPAGE) && defined(MADV_POPULATE_WRITE)
-    // (In huge pages where the kernel offers them: a fault a 2 MiB page.)
-    void* p = ::mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(p, n * sizeof(T), MADV_HUGEPAGE);
-    if (::madvise(p, n * sizeof(T), MADV_POPULATE_WRITE) != 0) {
-      ::munmap(p, n * sizeof(T));
-      p = ::mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-    }
-#else
     void* p = ::mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-#endif
     return static_cast<T*>(p);
   }
   void deallocate(T* p, std::size_t n) noexcept {
