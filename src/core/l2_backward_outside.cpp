@@ -13,6 +13,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
 #include "radix_sort.hpp"
 
@@ -99,7 +100,7 @@ class ByBucket {
 
  private:
   void add(u64& sum, u64 bytes, u64 d) {
-    if (__builtin_add_overflow(sum, bytes, &sum)) throw Error("L2 simulation bytes overflow 64 bits");
+    sum = checked_add(sum, bytes, "L2 simulation bytes");
     most_ = std::max(most_, d);
   }
   std::size_t bucket(u64 d) {
@@ -208,20 +209,13 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   auto offset = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
   Array<std::uint32_t> first_by(R, no_reader), last_by(R, no_reader);  // (none: a query block no key sees)
   {
-    std::vector<u64> head_first(heads + 1, 0);
-    for (u64 id = 0; id < ctas; ++id) ++head_first[ct[id].head_key + 1];
-    std::partial_sum(head_first.begin(), head_first.end(), head_first.begin());
-    Array<std::uint32_t> by_head(ctas);
-    {
-      std::vector<u64> at(head_first.begin(), head_first.end() - 1);
-      for (u64 id = 0; id < ctas; ++id) by_head[at[ct[id].head_key]++] = static_cast<std::uint32_t>(id);  // key block order
-    }
+    const CtasByHead by_head = ctas_by_head(ct, heads);
     u64 most = 0;
-    for (u64 k = 0; k < heads; ++k) most = std::max(most, head_first[k + 1] - head_first[k]);
+    for (u64 k = 0; k < heads; ++k) most = std::max(most, by_head.at[k + 1] - by_head.at[k]);
     std::vector<u64> lo(most), hi(most);  // CTAs of the window: increasing (v, id) from the front; decreasing
     for (u64 k = 0; k < heads; ++k) {
-      const std::uint32_t* js = by_head.data() + head_first[k];
-      const u64 m = head_first[k + 1] - head_first[k];
+      const std::uint32_t* js = by_head.ids.data() + by_head.at[k];
+      const u64 m = by_head.at[k + 1] - by_head.at[k];
       if (m == 0) continue;
       const u64 nq = fg.sequence(ct[js[0]].seq).q_blocks, r0 = row0[js[0]];
       u64 lf = 0, lb = 0, hf = 0, hb = 0;  // [front, back) of each
@@ -408,11 +402,20 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
 
 }  // namespace
 
+CtasByHead ctas_by_head(const Array<BackwardCta>& ct, u64 head_keys) {
+  CtasByHead r;
+  r.at.assign(head_keys + 1, 0);
+  for (const BackwardCta& c : ct) ++r.at[c.head_key + 1];
+  std::partial_sum(r.at.begin(), r.at.end(), r.at.begin());
+  r.ids.resize(ct.size());
+  std::vector<u64> next(r.at.begin(), r.at.end() - 1);
+  for (u64 id = 0; id < ct.size(); ++id) r.ids[next[ct[id].head_key]++] = static_cast<std::uint32_t>(id);
+  return r;
+}
+
 Array<u64> backward_outside(const BackwardKeys& in, Tally& t) {
   // Keys in 64 bits where every step lies below 2^37 and every CTA below 2^25.
-  u64 steps = 0;
-  for (u64 id = 0; id < in.ct->size(); ++id) steps = std::max(steps, (*in.start)[id] + (*in.ct)[id].steps());
-  if (!in.wide_keys && steps < (u64{1} << 37) - 1 && in.ct->size() < (u64{1} << 25)) return outside<u64>(in, t);
+  if (!in.wide_keys && in.steps < (u64{1} << 37) - 1 && in.ct->size() < (u64{1} << 25)) return outside<u64>(in, t);
   return outside<Wide>(in, t);
 }
 

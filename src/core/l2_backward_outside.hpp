@@ -28,9 +28,18 @@ struct BackwardArrays {
 struct BackwardKeys : BackwardArrays {
   const BackwardGrid* grid = nullptr;
   bool gqa = false, qo = false;
+  std::uint64_t steps = 0;       // the schedule's
   std::uint64_t kv_objects = 0;  // K/V objects (sequence, kv head, key block)
   bool wide_keys = false;  // tests: keys in 128 bits where 64 would do
 };
+
+// Each head key's CTAs in launch order (so in key-block order): those of head
+// key h at ids[at[h]], ..., ids[at[h + 1] - 1].
+struct CtasByHead {
+  std::vector<std::uint64_t> at;
+  Array<std::uint32_t> ids;
+};
+CtasByHead ctas_by_head(const Array<BackwardCta>& ct, std::uint64_t head_keys);
 
 // Tallies all but the main loop into t; returns each row's start for D's
 // write-back: the larger of its first read's distance and its depth after

@@ -330,13 +330,7 @@ bool Loop::classify(u64 limit) {
     }
   }
   // Each head's CTAs in key-block order.
-  std::vector<u64> head_at(in_.head_keys + 1, 0), by_head(n_);
-  for (u64 x = 0; x < n_; ++x) ++head_at[ct_[x].head_key + 1];
-  for (u64 h = 1; h <= in_.head_keys; ++h) head_at[h] += head_at[h - 1];
-  {
-    std::vector<u64> at(head_at.begin(), head_at.end() - 1);
-    for (u64 x = 0; x < n_; ++x) by_head[at[ct_[x].head_key]++] = x;
-  }
+  const CtasByHead by_head = ctas_by_head(ct_, in_.head_keys);
   // Row sets, per head: readers in order of (offset, CTA). A CTA inserted at
   // its first row takes its neighbour below as its predecessor, and becomes
   // the predecessor of its neighbour above from there; the neighbours at
@@ -369,8 +363,8 @@ bool Loop::classify(u64 limit) {
     if (dense_) obs_lo_[h] = observed_.size();
     steps_most_ = 0;
     xs.clear();
-    for (u64 j = head_at[h]; j < head_at[h + 1]; ++j)
-      if (reads_rows(by_head[j]) > 0) xs.push_back(by_head[j]);  // (first rows do not decrease)
+    for (u64 j = by_head.at[h]; j < by_head.at[h + 1]; ++j)
+      if (reads_rows(by_head.ids[j]) > 0) xs.push_back(by_head.ids[j]);  // (first rows do not decrease)
     const u64 m = xs.size();
     if (m == 0) {
       kept(h);

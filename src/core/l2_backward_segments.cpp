@@ -242,6 +242,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   keys.gqa = gqa;
   keys.qo = qo;
   keys.kv_objects = P;
+  keys.steps = steps;
   keys.wide_keys = how == MainLoop::by_rows_checked;
   DMax dmax(backward_outside(keys, t));
 
