@@ -266,6 +266,11 @@ check "causal backward 1M x 8/2: no note" test ! -s "$work/bwd1mc.err"
 "$bin" sweep --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --pass bwd --device a100 --head-dim 256 --format json >"$work/bwd1mc.json" 2>"$work/bwd1mc.err"
 check "causal backward 1M x 64/8 x batch 8: left out with a note" grep -q "left out for 1 shape(s).*causal, backward" "$work/bwd1mc.err"
 check "causal backward 1M x 64/8 x batch 8: the note says why" grep -q "backward rows with a mask or a ragged batch have no closed form" "$work/bwd1mc.err"
+# The backward grid keeps its counts in 32 bits; a key block of more than 2^32 keys is simulated all the same.
+"$bin" model --seq 128 --seq-kv 5000000000 --block-cols 5000000000 --head-dim 64 --pass bwd --causal --l2-bytes 60M \
+  --sms 1 --format json >"$work/bwd_wide.json"
+check "causal backward, a key block of 5e9 keys: simulated" python3 -c "
+import json; r=json.load(open('$work/bwd_wide.json'))['rows'][0]; assert 'flash_l2_sim' in r['bytes'], r"
 "$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 40M --l2-qo bypass --format json >"$work/qo_b.json"
 "$bin" model --seq 8K --head-dim 128 --heads 32 --l2-bytes 40M --l2-qo allocate --format json >"$work/qo_a.json"
 check "--l2-qo bypass: recorded, and no more traffic than allocate" python3 -c "

@@ -58,7 +58,7 @@ KeyRange BackwardGrid::query_blocks_seeing(std::uint64_t b, std::uint64_t j) con
 namespace {
 std::uint32_t narrow(std::uint64_t v) {
   if (v > std::numeric_limits<std::uint32_t>::max())
-    throw Error("L2 simulation: the backward grid takes fewer than 2^32 sequences, heads, blocks and keys a block");
+    throw Error("L2 simulation: the backward grid takes fewer than 2^32 sequences, heads and blocks");
   return static_cast<std::uint32_t>(v);
 }
 }  // namespace
@@ -87,7 +87,7 @@ BackwardCta BackwardGrid::cta(std::uint64_t id) const {
   c.seq = narrow(b);
   c.head = narrow(head);
   c.k_block = narrow(k_block);
-  c.cols = narrow(std::min(s_.block_cols, f.shape.seq_kv - k_block * s_.block_cols));
+  c.cols = std::min(s_.block_cols, f.shape.seq_kv - k_block * s_.block_cols);
   c.first = narrow(q.begin);
   c.end = narrow(q.end);
   c.head_key = narrow(b * s_.heads + head);
