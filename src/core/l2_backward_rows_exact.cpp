@@ -2,6 +2,7 @@
 // over the CTAs that run beside them, and the tally (docs/l2-backward.md,
 // "The backward's main loop by rows").
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "hbmscope/error.hpp"
@@ -95,7 +96,6 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   // [s + [x > k], s + g - 1 + [x > P]], its dK, dV write for T in
   // [e + [x >= k], e + g - 1 + [x >= P]] (docs/l2-backward.md).
   slides_.clear();
-  u64 row_lo = ~u64{0}, row_hi = 0;
   for (const u64 x : near) {
     if (s_[x] > T1 || e_[x] < T0 - g) continue;
     Slide v;
@@ -107,46 +107,97 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     v.kv_out = s_[x] + g - 1 + (x > P ? 1 : 0);
     v.dk_in = dk_on_ ? e_[x] + (x >= k ? 1 : 0) : 1;
     v.dk_out = dk_on_ ? e_[x] + g - 1 + (x >= P ? 1 : 0) : 0;
-    v.base = (*in_.row0)[x] + ct_[x].first - static_cast<u64>(s_[x]);
+    v.base_i = static_cast<i64>((*in_.row0)[x] + ct_[x].first) - s_[x];
     v.kv = (*in_.kv_of)[x];
     v.kv_bytes = kv_bytes(x);
     v.dk_bytes = dk_bytes(x);
     v.head = ct_[x].head_key;
-    v.moving = true;
     // (Only those with an access between for some T of the run.)
     const i64 lo = std::max(v.s, T0 - v.lag), hi = std::min(v.last, T1 - v.lead);
     const bool rows_between = lo <= hi && v.lag >= v.lead;
-    if (rows_between) {
-      row_lo = std::min(row_lo, v.base + static_cast<u64>(lo));
-      row_hi = std::max(row_hi, v.base + static_cast<u64>(hi));
-    } else {
-      v.last = v.s - 1;
-    }
+    if (!rows_between) v.last = v.s - 1;
     const bool kv_between = std::max(v.kv_in, T0) <= std::min(v.kv_out, T1);
     const bool dk_between = std::max(v.dk_in, T0) <= std::min(v.dk_out, T1);
     if (rows_between || kv_between || dk_between) slides_.push_back(v);
   }
-  // An array over the rows they read: where that costs more than the reads
-  // one by one, those.
-  const u64 span = row_lo <= row_hi ? row_hi - row_lo + 1 : 0;
-  if (span > 4 * n * slides_.size() + 4096) return false;
-  count_.assign(span + 1, 0);
-  // A head whose CTAs' windows stay inside their reads for the whole run, over
-  // rows of one size: its rows between slide as one, as many bytes each step.
-  std::sort(slides_.begin(), slides_.end(), [](const Slide& x, const Slide& y) { return x.head < y.head; });
+  // Rows, a head at a time (docs/l2-backward.md, "A run's reads by a sliding
+  // window"): seen from the window's end T, CTA x's rows between are the
+  // offsets y = row - T in [A_x, B_x] at or above F_x - T (F_x its first row)
+  // and at most C - T (the head's last, which every CTA reads). So y counts
+  // for T in [minF(y) - y, C - y], minF(y) the least F_x of the CTAs whose
+  // [A_x, B_x] hold y; over a stretch of y of one minF those intervals' ends
+  // move by one a y, so each stretch adds to the differences of the rows'
+  // bytes over a range of T, kept by their own differences. The stretches
+  // come from taking the CTAs by first row, each the offsets no earlier one
+  // holds (a map of the offsets held); the last row's bytes apart.
+  by_head_.clear();
+  for (std::size_t j = 0; j < slides_.size(); ++j)
+    if (slides_[j].last >= slides_[j].s)
+      by_head_.push_back({slides_[j].head, slides_[j].base_i + slides_[j].s, static_cast<u32>(j)});
+  std::sort(by_head_.begin(), by_head_.end(), [](const ByHead& x, const ByHead& y) {
+    return x.head != y.head ? x.head < y.head : x.first < y.first;
+  });
   const Array<u64>& u = *in_.u;
-  for (std::size_t j = 0; j < slides_.size();) {
+  step_d_.assign(n + 2, 0);   // the rows' bytes' change at T0 + t
+  range_d_.assign(n + 2, 0);  // step_d_ over t, by its differences
+  auto at = [&](i64 T) { return static_cast<u64>(T - T0); };
+  auto add_steps = [&](i64 lo, i64 hi, i64 bytes) {  // step_d_ += bytes over T in [lo, hi] (within the run)
+    lo = std::max(lo, T0);
+    hi = std::min(hi, T1);
+    if (lo > hi) return;
+    range_d_[at(lo)] += bytes;
+    range_d_[at(hi) + 1] -= bytes;
+  };
+  for (std::size_t j = 0; j < by_head_.size();) {
     std::size_t e = j;
-    bool steady = true;
-    for (; e < slides_.size() && slides_[e].head == slides_[j].head; ++e) {
-      const Slide& v = slides_[e];
-      if (v.last < v.s) continue;
-      steady = steady && T0 - v.lag >= v.s && T1 - v.lead <= v.last &&
-               u[v.base + static_cast<u64>(T0 - v.lag)] == u[v.base + static_cast<u64>(T1 - v.lead)];
+    while (e < by_head_.size() && by_head_[e].head == by_head_[j].head) ++e;
+    const u64 h = by_head_[j].head;
+    const i64 C = static_cast<i64>(head_row0_[h] + rows_[h]) - 1;
+    const i64 full = static_cast<i64>(u[head_row0_[h]]), last = static_cast<i64>(u[static_cast<u64>(C)]) - full;
+    held_.clear();
+    for (; j < e; ++j) {
+      const Slide& v = slides_[by_head_[j].slide];
+      const i64 F = by_head_[j].first;
+      // Offsets y in [A, B] that count in the run: F - y <= T1 and C - y >= T0.
+      const i64 A = std::max(v.base_i - v.lag, F - T1), B = std::min(v.base_i - v.lead, C - T0);
+      if (A > B) continue;
+      // The stretches of [A, B] no earlier CTA holds; then [A, B] held, merged with its neighbours.
+      auto it = std::upper_bound(held_.begin(), held_.end(), A,
+                                 [](i64 y, const std::pair<i64, i64>& p) { return y < p.first; });
+      if (it != held_.begin() && std::prev(it)->second + 1 >= A) --it;
+      i64 y = A, lo = A, hi = B;
+      auto stretch = [&](i64 ya, i64 yb) {  // offsets [ya, yb], minF = F
+        if (ya > yb) return;
+        // Start: at F - y where that lies after T0 (a range of T), else at T0 (a count).
+        const i64 split = std::min(yb, F - T0);
+        if (ya <= split) add_steps(F - split, F - ya, full);
+        if (yb > split) {
+          const i64 c = yb - std::max(ya, split + 1) + 1;
+          step_d_[0] += c * full;
+        }
+        // End: gone from C - y + 1 where that lies within the run.
+        const i64 from = std::max(ya, C - T1 + 1);
+        if (from <= yb) add_steps(C - yb + 1, C - from + 1, -full);
+        // The last row: at T = C - y.
+        if (last != 0) {
+          const i64 T_lo = std::max(C - yb, T0), T_hi = std::min(C - ya, T1);
+          if (T_lo <= T_hi) {
+            step_d_[at(T_lo)] += last;
+            step_d_[at(T_hi) + 1] -= last;
+          }
+        }
+      };
+      auto past = it;
+      for (; past != held_.end() && past->first <= B + 1; ++past) {
+        stretch(y, std::min(B, past->first - 1));
+        y = std::max(y, past->second + 1);
+        lo = std::min(lo, past->first);
+        hi = std::max(hi, past->second);
+      }
+      stretch(y, B);
+      it = held_.erase(it, past);
+      held_.insert(it, {lo, hi});
     }
-    if (steady)
-      for (; j < e; ++j) slides_[j].moving = false;
-    j = e;
   }
   // K/V objects: the CTAs that read one share a counter (GQA: a pair's heads);
   // K/V and dK, dV entering and leaving, by step.
@@ -172,48 +223,27 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   }
   readers_.assign(objects + 1, 0);
   std::sort(events_.begin(), events_.end(), [](const Change& x, const Change& y) { return x.step < y.step; });
-  u64 rows_bytes = 0, kv_sum = 0, dk_sum = 0;
+  u64 kv_sum = 0, dk_sum = 0;
   auto kv_add = [&](const Slide& v) {
     if (readers_[v.object]++ == 0) kv_sum += v.kv_bytes;
   };
   auto kv_remove = [&](const Slide& v) {
     if (--readers_[v.object] == 0) kv_sum -= v.kv_bytes;
   };
-  // At T0: each CTA's rows between, by counting interval ends.
+  // At T0: the K/V and dK, dV between.
   for (const Slide& v : slides_) {
-    const i64 lo = std::max(v.s, T0 - v.lag), hi = std::min(v.last, T0 - v.lead);
-    if (lo <= hi) {
-      ++count_[v.base + static_cast<u64>(lo) - row_lo];
-      --count_[v.base + static_cast<u64>(hi) + 1 - row_lo];
-    }
     if (v.kv_in <= T0 && T0 <= v.kv_out) kv_add(v);
     if (v.dk_in <= T0 && T0 <= v.dk_out) dk_sum += v.dk_bytes;
   }
-  for (u64 r = 0, c = 0; r < span; ++r) {
-    c += static_cast<u64>(static_cast<std::int64_t>(count_[r]));
-    count_[r] = static_cast<std::int32_t>(c);
-    if (c > 0) rows_bytes += u[row_lo + r];
-  }
-  moving_.clear();
-  for (const Slide& v : slides_)
-    if (v.moving && v.last >= v.s) moving_.push_back(v);
   out.resize(n);
-  out[0] = u[r0 + o.i1] + rows_bytes + kv_sum + dk_sum;
-  // Then a step at a time: one row read leaves each moving CTA's window, one
-  // enters; the K/V and dK, dV whose step it is.
+  i64 change = range_d_[0], rows_bytes = step_d_[0] + change;
+  out[0] = u[r0 + o.i1] + static_cast<u64>(rows_bytes) + kv_sum + dk_sum;
+  // Then a step at a time: the rows' bytes move by their differences; the
+  // K/V and dK, dV whose step it is.
   std::size_t ev = 0;
   for (i64 T = T0 + 1; T <= T1; ++T) {
-    for (const Slide& v : moving_) {
-      const i64 t_out = T - 1 - v.lag, t_in = T - v.lead;
-      if (t_out >= v.s && t_out <= v.last) {
-        const u64 row = v.base + static_cast<u64>(t_out);
-        if (--count_[row - row_lo] == 0) rows_bytes -= u[row];
-      }
-      if (t_in >= v.s && t_in <= v.last) {
-        const u64 row = v.base + static_cast<u64>(t_in);
-        if (count_[row - row_lo]++ == 0) rows_bytes += u[row];
-      }
-    }
+    change += range_d_[at(T)];
+    rows_bytes += step_d_[at(T)] + change;
     for (; ev < events_.size() && events_[ev].step == T; ++ev) {
       const Slide& v = slides_[events_[ev].slide];
       switch (events_[ev].kind) {
@@ -223,7 +253,7 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
         default: dk_sum -= v.dk_bytes; break;
       }
     }
-    out[static_cast<u64>(T - T0)] = u[r0 + o.i1 + static_cast<u64>(T - T0)] + rows_bytes + kv_sum + dk_sum;
+    out[static_cast<u64>(T - T0)] = u[r0 + o.i1 + static_cast<u64>(T - T0)] + static_cast<u64>(rows_bytes) + kv_sum + dk_sum;
   }
   return true;
 }
@@ -253,8 +283,8 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
     const u64 r0 = (*in_.row0)[o.k];
     const i64 a = offset(o.k), ap = offset(o.P);
     active(ap + static_cast<i64>(o.i1), a + static_cast<i64>(o.i2), near_);
-    // A run of a few reads or more slides its window a step a read.
-    const bool slid = o.i2 - o.i1 >= 3 && run_exact(o, near_, slid_);
+    // A run of two reads or more slides its window a step a read.
+    const bool slid = o.i2 > o.i1 && run_exact(o, near_, slid_);
     for (u64 i = o.i1; i <= o.i2; ++i) {
       const u64 r = r0 + i, z = (*in_.u)[r];
       auto one = [&] { return exact({ap + static_cast<i64>(i), o.P, row_sub}, {a + static_cast<i64>(i), o.k, row_sub}, z, near_); };

@@ -168,19 +168,26 @@ class Loop {
     i64 lag, lead;        // at window end T its row reads between are at steps [T - lag, T - lead]
     i64 kv_in, kv_out;    // its K/V read lies between for T in [kv_in, kv_out]
     i64 dk_in, dk_out;    // its dK, dV write likewise
-    u64 base, kv;         // row read at step t: base + t; its K/V object
+    i64 base_i;           // row read at step t: base_i + t
+    u64 kv;               // its K/V object
     u64 kv_bytes, dk_bytes;
     u64 head;
-    u32 object;   // its K/V object among the run's
-    bool moving;  // its rows between change other than by sliding as its head's
+    u32 object;  // its K/V object among the run's
   };
   struct Change {
     i64 step;
     u32 slide, kind;  // K/V entering, leaving; dK, dV entering, leaving
   };
-  std::vector<Slide> slides_, moving_;
+  std::vector<Slide> slides_;
   std::vector<Change> events_;
-  std::vector<std::int32_t> count_;        // readers of each row of the span, between
+  std::vector<i64> step_d_, range_d_;      // the rows' bytes between: their changes by step, and theirs
+  struct ByHead {
+    u64 head;
+    i64 first;  // its first row
+    u32 slide;
+  };
+  std::vector<ByHead> by_head_;                // the CTAs with rows between, by head and first row
+  std::vector<std::pair<i64, i64>> held_;      // a head's offsets held by CTAs of lesser first rows: [lo, hi] by lo
   std::vector<std::pair<u64, u32>> kv_count_;  // K/V objects and the CTAs that read them
   std::vector<u32> readers_;                   // per K/V object: its reads between
   std::vector<u64> slid_;                      // the run's distances
