@@ -95,8 +95,11 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   // [T - g + [x <= P], T - [x >= k]], its K/V read for T in
   // [s + [x > k], s + g - 1 + [x > P]], its dK, dV write for T in
   // [e + [x >= k], e + g - 1 + [x >= P]] (docs/l2-backward.md).
+  // (In launch order: query-block-major, so by head and first row.)
+  sorted_.assign(near.begin(), near.end());
+  std::sort(sorted_.begin(), sorted_.end());
   slides_.clear();
-  for (const u64 x : near) {
+  for (const u64 x : sorted_) {
     if (s_[x] > T1 || e_[x] < T0 - g) continue;
     Slide v;
     v.s = s_[x];
@@ -134,11 +137,10 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   for (std::size_t j = 0; j < slides_.size(); ++j)
     if (slides_[j].last >= slides_[j].s)
       by_head_.push_back({slides_[j].head, slides_[j].base_i + slides_[j].s, static_cast<u32>(j)});
-  std::sort(by_head_.begin(), by_head_.end(), [](const ByHead& x, const ByHead& y) {
-    return x.head != y.head ? x.head < y.head : x.first < y.first;
-  });
+  auto head_first = [](const ByHead& x, const ByHead& y) { return x.head != y.head ? x.head < y.head : x.first < y.first; };
+  if (!std::is_sorted(by_head_.begin(), by_head_.end(), head_first)) std::sort(by_head_.begin(), by_head_.end(), head_first);
   const Array<u64>& u = *in_.u;
-  step_d_.assign(n + 2, 0);   // the rows' bytes' change at T0 + t
+  step_d_.assign(n + 2, 0);   // the bytes' change at T0 + t
   range_d_.assign(n + 2, 0);  // step_d_ over t, by its differences
   auto at = [&](i64 T) { return static_cast<u64>(T - T0); };
   auto add_steps = [&](i64 lo, i64 hi, i64 bytes) {  // step_d_ += bytes over T in [lo, hi] (within the run)
@@ -199,61 +201,58 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
       held_.insert(it, {lo, hi});
     }
   }
-  // K/V objects: the CTAs that read one share a counter (GQA: a pair's heads);
-  // K/V and dK, dV entering and leaving, by step.
-  kv_count_.clear();
-  events_.clear();
+  // K/V and dK, dV: each between for a range of T; a K/V object (read by a
+  // pair's heads) over the union of its readers' ranges, once.
+  auto add_bytes = [&](i64 lo, i64 hi, u64 bytes) {
+    lo = std::max(lo, T0);
+    hi = std::min(hi, T1);
+    if (lo > hi) return;
+    step_d_[at(lo)] += static_cast<i64>(bytes);
+    step_d_[at(hi) + 1] -= static_cast<i64>(bytes);
+  };
+  if (kv_reader_.empty()) {
+    u64 objects = 0;
+    for (const u64 obj : *in_.kv_of) objects = std::max(objects, obj + 1);
+    kv_reader_.assign(objects, none32);
+  }
+  kv_objects_.clear();
+  kv_next_.resize(slides_.size());
   for (std::size_t j = 0; j < slides_.size(); ++j) {
     const Slide& v = slides_[j];
-    kv_count_.push_back({v.kv, static_cast<u32>(j)});
-    if (v.kv_in <= v.kv_out) {
-      if (v.kv_in > T0 && v.kv_in <= T1) events_.push_back({v.kv_in, static_cast<u32>(j), 0});
-      if (v.kv_out + 1 > T0 && v.kv_out + 1 <= T1) events_.push_back({v.kv_out + 1, static_cast<u32>(j), 1});
-    }
-    if (v.dk_in <= v.dk_out) {
-      if (v.dk_in > T0 && v.dk_in <= T1) events_.push_back({v.dk_in, static_cast<u32>(j), 2});
-      if (v.dk_out + 1 > T0 && v.dk_out + 1 <= T1) events_.push_back({v.dk_out + 1, static_cast<u32>(j), 3});
-    }
+    if (dk_on_) add_bytes(v.dk_in, v.dk_out, v.dk_bytes);
+    if (std::max(v.kv_in, T0) > std::min(v.kv_out, T1)) continue;
+    u32& first = kv_reader_[v.kv];
+    if (first == none32) kv_objects_.push_back(v.kv);
+    kv_next_[j] = first;
+    first = static_cast<u32>(j);
   }
-  std::sort(kv_count_.begin(), kv_count_.end());
-  u32 objects = 0;
-  for (std::size_t j = 0; j < kv_count_.size(); ++j) {
-    if (j > 0 && kv_count_[j].first != kv_count_[j - 1].first) ++objects;
-    slides_[kv_count_[j].second].object = objects;
-  }
-  readers_.assign(objects + 1, 0);
-  std::sort(events_.begin(), events_.end(), [](const Change& x, const Change& y) { return x.step < y.step; });
-  u64 kv_sum = 0, dk_sum = 0;
-  auto kv_add = [&](const Slide& v) {
-    if (readers_[v.object]++ == 0) kv_sum += v.kv_bytes;
-  };
-  auto kv_remove = [&](const Slide& v) {
-    if (--readers_[v.object] == 0) kv_sum -= v.kv_bytes;
-  };
-  // At T0: the K/V and dK, dV between.
-  for (const Slide& v : slides_) {
-    if (v.kv_in <= T0 && T0 <= v.kv_out) kv_add(v);
-    if (v.dk_in <= T0 && T0 <= v.dk_out) dk_sum += v.dk_bytes;
+  for (const u64 obj : kv_objects_) {
+    u32 j = kv_reader_[obj];
+    kv_reader_[obj] = none32;
+    if (kv_next_[j] == none32) {  // (one reader, as without GQA)
+      add_bytes(slides_[j].kv_in, slides_[j].kv_out, slides_[j].kv_bytes);
+      continue;
+    }
+    const u64 bytes = slides_[j].kv_bytes;
+    kv_ranges_.clear();
+    for (; j != none32; j = kv_next_[j]) kv_ranges_.push_back({slides_[j].kv_in, slides_[j].kv_out});
+    std::sort(kv_ranges_.begin(), kv_ranges_.end());
+    i64 lo = kv_ranges_[0].first, hi = kv_ranges_[0].second;
+    for (std::size_t r = 1; r < kv_ranges_.size(); ++r) {
+      if (kv_ranges_[r].first > hi + 1) {
+        add_bytes(lo, hi, bytes);
+        lo = kv_ranges_[r].first;
+      }
+      hi = std::max(hi, kv_ranges_[r].second);
+    }
+    add_bytes(lo, hi, bytes);
   }
   out.resize(n);
-  i64 change = range_d_[0], rows_bytes = step_d_[0] + change;
-  out[0] = u[r0 + o.i1] + static_cast<u64>(rows_bytes) + kv_sum + dk_sum;
-  // Then a step at a time: the rows' bytes move by their differences; the
-  // K/V and dK, dV whose step it is.
-  std::size_t ev = 0;
-  for (i64 T = T0 + 1; T <= T1; ++T) {
+  i64 change = 0, bytes = 0;
+  for (i64 T = T0; T <= T1; ++T) {
     change += range_d_[at(T)];
-    rows_bytes += step_d_[at(T)] + change;
-    for (; ev < events_.size() && events_[ev].step == T; ++ev) {
-      const Slide& v = slides_[events_[ev].slide];
-      switch (events_[ev].kind) {
-        case 0: kv_add(v); break;
-        case 1: kv_remove(v); break;
-        case 2: dk_sum += v.dk_bytes; break;
-        default: dk_sum -= v.dk_bytes; break;
-      }
-    }
-    out[static_cast<u64>(T - T0)] = u[r0 + o.i1 + static_cast<u64>(T - T0)] + static_cast<u64>(rows_bytes) + kv_sum + dk_sum;
+    bytes += step_d_[at(T)] + change;
+    out[at(T)] = u[r0 + o.i1 + at(T)] + static_cast<u64>(bytes);
   }
   return true;
 }

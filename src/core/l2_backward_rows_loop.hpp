@@ -172,15 +172,10 @@ class Loop {
     u64 kv;               // its K/V object
     u64 kv_bytes, dk_bytes;
     u64 head;
-    u32 object;  // its K/V object among the run's
   };
-  struct Change {
-    i64 step;
-    u32 slide, kind;  // K/V entering, leaving; dK, dV entering, leaving
-  };
+  std::vector<u64> sorted_;  // the CTAs beside it in launch order
   std::vector<Slide> slides_;
-  std::vector<Change> events_;
-  std::vector<i64> step_d_, range_d_;      // the rows' bytes between: their changes by step, and theirs
+  std::vector<i64> step_d_, range_d_;      // the bytes between: their changes by step, and those changes'
   struct ByHead {
     u64 head;
     i64 first;  // its first row
@@ -188,8 +183,11 @@ class Loop {
   };
   std::vector<ByHead> by_head_;                // the CTAs with rows between, by head and first row
   std::vector<std::pair<i64, i64>> held_;      // a head's offsets held by CTAs of lesser first rows: [lo, hi] by lo
-  std::vector<std::pair<u64, u32>> kv_count_;  // K/V objects and the CTAs that read them
-  std::vector<u32> readers_;                   // per K/V object: its reads between
+  static constexpr u32 none32 = ~u32{0};
+  std::vector<u32> kv_reader_;                  // per K/V object: its last reader between (none32)
+  std::vector<u32> kv_next_;                    // per CTA: the next reader of its K/V
+  std::vector<u64> kv_objects_;                 // the K/V objects between
+  std::vector<std::pair<i64, i64>> kv_ranges_;  // one object's readers' ranges of T
   std::vector<u64> slid_;                      // the run's distances
 };
 
