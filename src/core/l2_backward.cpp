@@ -95,6 +95,43 @@ BackwardCta BackwardGrid::cta(std::uint64_t id) const {
   return c;
 }
 
+void BackwardGrid::all(BackwardCta* out) const {
+  const std::uint64_t G = fwd_.group();
+  std::vector<KeyRange> q;
+  BackwardCta* c = out;
+  for (std::uint64_t b = 0; b < s_.batch; ++b) {
+    const FlashSeq& f = fwd_.sequence(b);
+    // (Checked once a sequence: its largest counts fit in 32 bits.)
+    narrow(b);
+    narrow(f.k_blocks);
+    narrow(f.q_blocks);
+    narrow(b * s_.heads + s_.heads - 1);
+    narrow(b * s_.kv_heads + s_.kv_heads - 1);
+    if (b == 0 || !fwd_.dense()) {
+      q.resize(f.k_blocks);
+      for (std::uint64_t j = 0; j < f.k_blocks; ++j) q[j] = query_blocks_seeing(b, j);
+    }
+    auto one = [&](std::uint64_t head, std::uint64_t k_block) {
+      c->seq = static_cast<std::uint32_t>(b);
+      c->head = static_cast<std::uint32_t>(head);
+      c->k_block = static_cast<std::uint32_t>(k_block);
+      c->cols = std::min(s_.block_cols, f.shape.seq_kv - k_block * s_.block_cols);
+      c->first = static_cast<std::uint32_t>(q[k_block].begin);
+      c->end = static_cast<std::uint32_t>(q[k_block].end);
+      c->head_key = static_cast<std::uint32_t>(b * s_.heads + head);
+      c->pair = static_cast<std::uint32_t>(b * s_.kv_heads + head / G);
+      ++c;
+    };
+    if (order_ == Rasterization::query_block_major) {
+      for (std::uint64_t h = 0; h < s_.heads; ++h)
+        for (std::uint64_t j = 0; j < f.k_blocks; ++j) one(h, j);
+    } else {
+      for (std::uint64_t j = 0; j < f.k_blocks; ++j)
+        for (std::uint64_t h = 0; h < s_.heads; ++h) one(h, j);
+    }
+  }
+}
+
 namespace {
 
 // Object ids of the enumeration: per (sequence, head, query block) its Q with

@@ -33,6 +33,9 @@ class BackwardGrid {
   BackwardGrid(const Shape& s, Rasterization order);
   std::uint64_t ctas() const { return ctas_; }
   BackwardCta cta(std::uint64_t id) const;
+  // Every CTA in launch order into out[0, ctas()): cta(id) for each id, a
+  // sequence at a time.
+  void all(BackwardCta* out) const;
   const FlashGrid& forward() const { return fwd_; }
   // Per-row and per-key bytes of the backward's operands.
   std::uint64_t ql_row() const { return ob_.q_row + 4; }  // Q and the fp32 log-sum-exp

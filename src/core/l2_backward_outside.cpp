@@ -258,11 +258,12 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   t.reads(infinite, 0, 1, g.do_row() * all_rows);
   t.reads(infinite, 0, 1, g.o_row() * all_rows);
 
-  // The dK, dV writes in trace order.
+  // The dK, dV writes in trace order (the schedule's order by last step).
   Array<Key> dks(ctas);
-  for (u64 id = 0; id < ctas; ++id) dks[id] = key_of<Key>(start[id] + ct[id].steps() - 1, id, dk_sub);
-  if constexpr (std::is_same_v<Key, u64>) radix_sort(dks, [](u64 k) { return k; });
-  else std::sort(dks.begin(), dks.end());
+  for (u64 i = 0; i < ctas; ++i) {
+    const u64 id = (*in.by_end)[i];
+    dks[i] = key_of<Key>(start[id] + ct[id].steps() - 1, id, dk_sub);
+  }
   ByBucket sums(t);
 
   // First reads: after the preprocessing's later rows, what the main loop

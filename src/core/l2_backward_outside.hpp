@@ -22,6 +22,7 @@ struct BackwardArrays {
   const Array<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
   const Array<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
   const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
+  const Array<std::uint32_t>* by_end = nullptr;  // the CTAs by last step, then id (the schedule's)
 };
 
 // And what lies outside the main loop needs besides.

@@ -18,26 +18,42 @@ constexpr std::uint32_t no_stream = ~0u;
 }
 
 std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n,
-                                      std::uint64_t* start, std::uint32_t* slot) {
+                                      std::uint64_t* start, std::uint32_t* slot, std::uint32_t* by_end) {
   // A CTA finishing at step t frees its slot for the next CTA in launch order
   // from step t + 1 (the CTAs of one step leave before any enters); which of
-  // the slots freed in one step it takes changes no distance.
+  // the slots freed in one step it takes changes no distance. CTAs leave in
+  // order of last step (each enters after the one it follows has left), so
+  // their order by last step is the heap's, ties by id.
   using Free = std::pair<std::uint64_t, std::uint32_t>;  // (last step, slot)
   std::priority_queue<Free, std::vector<Free>, std::greater<>> finish;
-  std::uint64_t steps = 0;
+  std::vector<std::uint32_t> occupant(by_end != nullptr ? std::min(slots, n) : 0);  // each slot's CTA
+  std::uint64_t steps = 0, ended = 0, tie = 0, tie_last = 0;  // the CTAs [tie, ended) leave at tie_last
+  auto leave = [&](const Free& f) {
+    if (by_end == nullptr) return;
+    if (f.first != tie_last) {
+      if (ended - tie > 1) std::sort(by_end + tie, by_end + ended);
+      tie = ended;
+      tie_last = f.first;
+    }
+    by_end[ended++] = occupant[f.second];
+  };
   for (std::uint64_t i = 0; i < n; ++i) {
     std::uint64_t s = 0;
     std::uint32_t at = static_cast<std::uint32_t>(finish.size());
     if (finish.size() == slots) {
       s = finish.top().first + 1;
       at = finish.top().second;
+      leave(finish.top());
       finish.pop();
     }
     start[i] = s;
     if (slot != nullptr) slot[i] = at;
+    if (by_end != nullptr) occupant[at] = static_cast<std::uint32_t>(i);
     finish.push({s + len[i] - 1, at});
     steps = std::max(steps, s + len[i]);
   }
+  for (; !finish.empty(); finish.pop()) leave(finish.top());
+  if (by_end != nullptr && ended - tie > 1) std::sort(by_end + tie, by_end + ended);
   return steps;
 }
 
