@@ -9,8 +9,73 @@
 #include <vector>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace hbmscope::l2 {
+
+#ifdef MAP_POPULATE
+// While one lives (on its thread), large arrays freed are held for the next
+// ones to take rather than unmapped: the kernel zeroes every page of a fresh
+// mapping, and a simulation that frees one phase's arrays and maps the next
+// one's spent about a fifth of its time there (docs/l2-backward-progress.md).
+// A taken mapping is trimmed to the size asked for; what it holds at its end
+// is unmapped.
+class ArrayPool {
+ public:
+  ArrayPool() : outer_(current()) { current() = this; }
+  ~ArrayPool() {
+    for (const Held& h : held_) ::munmap(h.p, h.bytes);
+    current() = outer_;
+  }
+  ArrayPool(const ArrayPool&) = delete;
+  ArrayPool& operator=(const ArrayPool&) = delete;
+
+  // The smallest held mapping of at least `bytes`, trimmed to them; null where none.
+  static void* take(std::size_t bytes) {
+    ArrayPool* pool = current();
+    if (pool == nullptr) return nullptr;
+    const std::size_t want = pages(bytes);
+    std::size_t best = pool->held_.size();
+    for (std::size_t k = 0; k < pool->held_.size(); ++k)
+      if (pool->held_[k].bytes >= want && (best == pool->held_.size() || pool->held_[k].bytes < pool->held_[best].bytes))
+        best = k;
+    if (best == pool->held_.size()) return nullptr;
+    const Held h = pool->held_[best];
+    pool->held_.erase(pool->held_.begin() + static_cast<std::ptrdiff_t>(best));
+    if (h.bytes > want) ::munmap(static_cast<char*>(h.p) + want, h.bytes - want);
+    return h.p;
+  }
+  // Holds a mapping of `bytes`; false where no pool lives (the caller unmaps it).
+  static bool give(void* p, std::size_t bytes) noexcept {
+    ArrayPool* pool = current();
+    if (pool == nullptr) return false;
+    try {
+      pool->held_.push_back({p, pages(bytes)});
+    } catch (...) {
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  struct Held {
+    void* p;
+    std::size_t bytes;
+  };
+  static std::size_t pages(std::size_t bytes) {
+    static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    return (bytes + page - 1) / page * page;
+  }
+  static ArrayPool*& current() {
+    thread_local ArrayPool* pool = nullptr;
+    return pool;
+  }
+  ArrayPool* outer_;
+  std::vector<Held> held_;
+};
+#else
+struct ArrayPool {};
+#endif
 
 // Per-CTA arrays that every CTA writes before any reads: resized without
 // zeroing (an allocator whose default construction leaves trivial values as
@@ -41,13 +106,14 @@ struct NoInit : std::allocator<T> {
   static constexpr std::size_t mapped = std::size_t{1} << 20;
   T* allocate(std::size_t n) {
     if (n < mapped / sizeof(T)) return std::allocator<T>::allocate(n);
+    if (void* p = ArrayPool::take(n * sizeof(T))) return static_cast<T*>(p);
     void* p = ::mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
   void deallocate(T* p, std::size_t n) noexcept {
     if (n < mapped / sizeof(T)) return std::allocator<T>::deallocate(p, n);
-    ::munmap(p, n * sizeof(T));
+    if (!ArrayPool::give(p, n * sizeof(T))) ::munmap(p, n * sizeof(T));
   }
 #endif
 };

@@ -146,6 +146,7 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how) {
   constexpr std::string_view what = "L2 simulation bytes";
   if (!backward_in_segments(s)) throw Error("internal: the backward's segments take masks and ragged batches");
+  const ArrayPool pool;  // (each phase's arrays take the pages of the last one's)
   const BackwardGrid g(s, c.order);
   const FlashGrid& fg = g.forward();
   const u64 H = s.heads, Hkv = s.kv_heads, G = fg.group();
@@ -181,8 +182,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // (one a step, the last partial block apart) and its dK, dV (last step).
   Array<BackwardCta> ct(ctas);
   Array<u64> lengths(ctas), kv_of(ctas), row0(ctas);
+  g.all(ct.data());
   for (u64 id = 0; id < ctas; ++id) {
-    ct[id] = g.cta(id);
     lengths[id] = ct[id].steps();
     const FlashSeq& f = fg.sequence(ct[id].seq);
     kv_of[id] = kv_base[ct[id].seq] + (ct[id].pair - ct[id].seq * Hkv) * f.k_blocks + ct[id].k_block;
@@ -190,9 +191,10 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   }
   // The schedule; the main loop by rows where every CTA reads its head's row
   // sets to the last (l2_backward_rows.cpp), else through the engine.
+  if (ctas >= (u64{1} << 32) - 1) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   Array<u64> start(ctas);
-  Array<std::uint32_t> slot(ctas);
-  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), slot.data());
+  Array<std::uint32_t> slot(ctas), by_end(ctas);
+  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), slot.data(), by_end.data());
   Array<u64>().swap(lengths);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked || how == MainLoop::by_rows_every_head;
@@ -236,6 +238,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   arrays.row0 = &row0;
   arrays.u = &u;
   arrays.n_rows = &n_rows;
+  arrays.by_end = &by_end;
   BackwardKeys keys;
   static_cast<BackwardArrays&>(keys) = arrays;
   keys.grid = &g;
