@@ -258,11 +258,14 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   t.reads(infinite, 0, 1, g.do_row() * all_rows);
   t.reads(infinite, 0, 1, g.o_row() * all_rows);
 
-  // The dK, dV writes in trace order (the schedule's order by last step).
+  // The dK, dV writes in trace order (the schedule's order by last step),
+  // with their bytes.
   Array<Key> dks(ctas);
+  Array<u64> dk_at(ctas);
   for (u64 i = 0; i < ctas; ++i) {
     const u64 id = (*in.by_end)[i];
     dks[i] = key_of<Key>(start[id] + ct[id].steps() - 1, id, dk_sub);
+    dk_at[i] = dk_bytes(id);
   }
   ByBucket sums(t);
 
@@ -287,7 +290,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
       const Key key = first_read(r);
       if (key == preprocessing) continue;
       for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
-      for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_bytes(cta_of(dks[b]));
+      for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_at[b];
       const u64 x = place(r);
       const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
       row_start[r] = d;
@@ -315,24 +318,26 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     rows_late = order_by(R, last_read);
     std::reverse(rows_late.begin(), rows_late.end());
   }
+  Array<Key> late_key(rows_late.size());
+  for (std::size_t i = 0; i < rows_late.size(); ++i) late_key[i] = last_read(rows_late[i]);
   Array<u64> kvs_late = order_by(P, [&](u64 k) { return kv_last[k]; });
   std::reverse(kvs_late.begin(), kvs_late.end());
   struct After {
     u64 rows = 0, acc = 0, kv = 0, dk = 0;
     std::size_t r = 0, k = 0, d = 0;
   };
-  // Advances `a` over every access later than `key`; `row` and `dk` see each one passed.
+  // Advances `a` over every access later than `key`; `row` and `dk` see each
+  // one passed (a row; a dK, dV write's place in dks).
   auto advance = [&](After& a, Key key, auto&& row, auto&& dk) {
-    for (; a.r < rows_late.size() && last_read(rows_late[a.r]) > key; ++a.r) {
+    for (; a.r < rows_late.size() && late_key[a.r] > key; ++a.r) {
       a.rows += u[rows_late[a.r]];
       a.acc += acc(rows_late[a.r]);
       row(rows_late[a.r]);
     }
     for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
     for (; a.d < dks.size() && dks[dks.size() - 1 - a.d] > key; ++a.d) {  // (dK, dV: written once)
-      const u64 id = cta_of(dks[dks.size() - 1 - a.d]);
-      a.dk += dk_bytes(id);
-      dk(id);
+      a.dk += dk_at[dks.size() - 1 - a.d];
+      dk(dks.size() - 1 - a.d);
     }
   };
 
@@ -356,8 +361,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     Fenwick acc_later(late_by_heads ? heads : R);
     After a;
     Array<u64> conv(R);  // less the accumulators read later
-    for (const u64 r : rows_late) {
-      const Key key = last_read(r);
+    for (std::size_t i = 0; i < rows_late.size(); ++i) {
+      const u64 r = rows_late[i];
+      const Key key = late_key[i];
       advance(a, key, [&](u64 x) { acc_later.add(late_by_heads ? head_of[x] : x, acc(x)); }, [](u64) {});
       const u64 after = a.rows + a.kv + a.dk + (key == preprocessing ? pre_extra[r + 1] : 0);
       row_start[r] = std::max(row_start[r], dd(r) + acc(r) + after);
@@ -379,21 +385,29 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   // after the conversion, then their sum written.
   if (gqa) {
     const u64 acc_total = g.acc_row() * all_rows, dq_total = g.dq_row() * all_rows;
-    // Places in the reduction's order: (K/V object, head in its group); a
-    // place's dK, dV as its object's K/V.
+    // Places in the reduction's order: (K/V object, head in its group), each
+    // dK, dV's in dks order; a place's dK, dV as its object's K/V. Those
+    // written later, below a place: the objects' below it (a tree over
+    // objects) and its object's heads' below its own.
     std::vector<u64> out_before(P + 1, 0);
     for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
-    auto place = [&](u64 id) { return kv_of[id] * G + ct[id].head % G; };
-    auto dk_before = [&](u64 id) { return G * out_before[kv_of[id]] + ct[id].head % G * kv_bytes[kv_of[id]]; };
-    Fenwick dk_later(ctas);
+    Array<u64> place(ctas);
+    for (u64 i = 0; i < ctas; ++i) place[i] = kv_of[cta_of(dks[i])] * G + ct[cta_of(dks[i])].head % G;
+    Fenwick objects_later(P);
+    std::vector<u64> heads_later(P * G, 0);
     After a;
     for (std::size_t i = dks.size(); i-- > 0;) {
-      const u64 id = cta_of(dks[i]);
-      advance(a, dks[i], [](u64) {}, [&](u64 y) { dk_later.add(place(y), dk_bytes(y)); });
-      const u64 d = dk_bytes(id) + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
-                    (dk_before(id) - dk_later.below(place(id))) + (qo ? out_before[kv_of[id]] : 0);
-      sums.read(d, dk_bytes(id));
-      sums.writeback(d, dk_bytes(id));
+      advance(a, dks[i], [](u64) {}, [&](u64 j) {
+        objects_later.add(place[j] / G, dk_at[j]);
+        heads_later[place[j]] += dk_at[j];
+      });
+      const u64 k = place[i] / G, h = place[i] % G;
+      u64 later = objects_later.below(k);
+      for (u64 x = k * G; x < place[i]; ++x) later += heads_later[x];
+      const u64 d = dk_at[i] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
+                    (G * out_before[k] + h * kv_bytes[k] - later) + (qo ? out_before[k] : 0);
+      sums.read(d, dk_at[i]);
+      sums.writeback(d, dk_at[i]);
     }
     t.write(out_before[P]);
   }
