@@ -29,19 +29,6 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   s_ix_ = StepIndex(s_);  // (starts do not decrease in launch order)
   ends_ix_ = StepIndex(ends_);
   end_max_ix_ = StepIndex(end_max_);
-  // Slots' CTAs in time order.
-  {
-    const Array<std::uint32_t>& slot = *in.slot;
-    u64 used = 0;
-    for (u64 x = 0; x < n_; ++x) used = std::max<u64>(used, slot[x] + u64{1});
-    slot_at_.assign(used + 1, 0);
-    for (u64 x = 0; x < n_; ++x) ++slot_at_[slot[x] + 1];
-    for (u64 k = 1; k <= used; ++k) slot_at_[k] += slot_at_[k - 1];
-    by_slot_.resize(n_);
-    std::vector<u64> at(slot_at_.begin(), slot_at_.end() - 1);
-    for (u64 x = 0; x < n_; ++x) by_slot_[at[slot[x]]++] = x;
-    slot_next_.assign(slot_at_.begin(), slot_at_.end() - 1);
-  }
   // Bytes: the most a slot reads a step, the least and most K/V; each head's
   // rows and bytes (row sets, K/V and dK, dV where they take L2 space).
   for (const u64 z : u) u_max_ = std::max(u_max_, z);

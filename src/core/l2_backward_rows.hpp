@@ -20,12 +20,11 @@
 namespace hbmscope::l2 {
 
 // The main loop as segments_backward lays it out (l2_backward_outside.hpp:
-// per CTA and per row), with the slots.
+// per CTA and per row), with the slots' count.
 struct BackwardLoop : BackwardArrays {
   std::uint64_t slots = 1, heads = 1;  // heads: query heads of a sequence
   bool head_major = false, gqa = false, qo = false;
   std::uint64_t kv_col = 0, acc_row = 0;         // bytes of K and V a key, of the accumulator a row
-  const Array<std::uint32_t>* slot = nullptr;    // per CTA: the slot it runs on
   std::uint64_t head_keys = 0;                   // (sequence, head) pairs
   bool repeats = true;        // heads that repeat an earlier one take its counts (tests: false)
   bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)

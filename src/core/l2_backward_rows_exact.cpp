@@ -13,14 +13,15 @@ namespace hbmscope::l2 {
 namespace rows {
 
 void Loop::active(i64 lo, i64 hi, std::vector<u64>& out) {
-  // Each slot's first CTA that ends at lo or later only moves forward.
-  out.clear();
-  for (u64 sl = 0; sl + 1 < slot_at_.size(); ++sl) {
-    u64& at = slot_next_[sl];
-    const u64 end = slot_at_[sl + 1];
-    while (at < end && e_[by_slot_[at]] < lo) ++at;
-    for (u64 j = at; j < end && s_[by_slot_[j]] <= hi; ++j) out.push_back(by_slot_[j]);
-  }
+  // CTAs start in launch order: those starting in [lo, hi] are consecutive,
+  // and those running at lo that started before (a slot's worth at most) are
+  // kept in launch order from one call to the next, as lo moves forward.
+  const u64 first = s_ix_.lower(lo);
+  for (; started_ < first; ++started_)
+    if (e_[started_] >= lo) running_.push_back(started_);
+  std::erase_if(running_, [&](u64 x) { return e_[x] < lo; });
+  out.assign(running_.begin(), running_.end());
+  for (u64 x = first, end = s_ix_.upper(hi); x < end; ++x) out.push_back(x);
 }
 
 u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
@@ -95,11 +96,9 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   // [T - g + [x <= P], T - [x >= k]], its K/V read for T in
   // [s + [x > k], s + g - 1 + [x > P]], its dK, dV write for T in
   // [e + [x >= k], e + g - 1 + [x >= P]] (docs/l2-backward.md).
-  // (In launch order: query-block-major, so by head and first row.)
-  sorted_.assign(near.begin(), near.end());
-  std::sort(sorted_.begin(), sorted_.end());
+  // (`near` in launch order: query-block-major, so by head and first row.)
   slides_.clear();
-  for (const u64 x : sorted_) {
+  for (const u64 x : near) {
     if (s_[x] > T1 || e_[x] < T0 - g) continue;
     Slide v;
     v.s = s_[x];

@@ -105,8 +105,8 @@ class Loop {
   };
   void repeat_open(Tally& t, ReadObserver& obs, std::vector<Replay>& replays) const;
 
-  // The CTAs that run in steps [lo, hi], lo not decreasing from one call to
-  // the next (l2_backward_rows_exact.cpp).
+  // The CTAs that run in steps [lo, hi] in launch order, lo not decreasing
+  // from one call to the next (l2_backward_rows_exact.cpp).
   void active(i64 lo, i64 hi, std::vector<u64>& out);
   // The exact distance of the read at q of the object read last at p (z its
   // bytes) over the CTAs `near` that run between: z plus every object
@@ -125,8 +125,8 @@ class Loop {
   u64 n_;
   Array<i64> s_, e_, ends_, end_max_;  // starts and ends by CTA; ends sorted; their prefix maximum
   StepIndex s_ix_, ends_ix_, end_max_ix_;
-  std::vector<u64> slot_at_, slot_next_;
-  Array<u64> by_slot_;  // each slot's CTAs in time order
+  u64 started_ = 0;             // active(): the CTAs before it passed over,
+  std::vector<u64> running_;    // those of them running at the last lo, in launch order
   std::vector<u64> rows_, head_row0_, head_bytes_;  // per head: rows, first row, bytes (prefix)
   Array<u64> u_prefix_;                              // row sets' bytes, prefix sums over rows
   std::vector<u64> head_begin_, head_end_;           // query-block-major: a head's CTAs
@@ -173,7 +173,6 @@ class Loop {
     u64 kv_bytes, dk_bytes;
     u64 head;
   };
-  std::vector<u64> sorted_;  // the CTAs beside it in launch order
   std::vector<Slide> slides_;
   std::vector<i64> step_d_, range_d_;      // the bytes between: their changes by step, and those changes'
   struct ByHead {

@@ -193,8 +193,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // sets to the last (l2_backward_rows.cpp), else through the engine.
   if (ctas >= (u64{1} << 32) - 1) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   Array<u64> start(ctas);
-  Array<std::uint32_t> slot(ctas), by_end(ctas);
-  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), slot.data(), by_end.data());
+  Array<std::uint32_t> by_end(ctas);
+  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), nullptr, by_end.data());
   Array<u64>().swap(lengths);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked || how == MainLoop::by_rows_every_head;
@@ -262,7 +262,6 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.qo = qo;
     loop.kv_col = g.kv_col();
     loop.acc_row = g.acc_row();
-    loop.slot = &slot;
     loop.head_keys = fg.heads();
     loop.check_bounds = how == MainLoop::by_rows_checked;
     loop.repeats = how != MainLoop::by_rows_every_head;
