@@ -529,6 +529,12 @@ int main(int argc, char** argv) {
       // Where one step of the slots' row sets and K/V fits (A100), or two
       // steps of 264 slots' at d = 64 (H200): more reads are left to evaluate.
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8, causal, A100", training(1 << 20, 64, 1, true, Pass::bwd), l2_device(40, 108, 1)); }},
+      {"L2 runs", [] { return l2_runs("backward: 1M x 64/8 x batch 8, causal, A100", training(1 << 20, 64, 8, true, Pass::bwd), l2_device(40, 108, 1)); }},
+      {"L2 runs", [] {
+         Shape s = training(1 << 20, 64, 8, true, Pass::bwd);
+         s.head_dim = 64;
+         return l2_runs("backward: 1M x 64/8 x batch 8, causal, d 64, B200", s, l2_device(126, 148, 2));
+       }},
       {"L2 runs", [] {
          Shape s = training(1 << 20, 64, 8, true, Pass::bwd);
          s.head_dim = 64;
