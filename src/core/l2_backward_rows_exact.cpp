@@ -89,7 +89,7 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
   return d;
 }
 
-bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out) {
+void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out) {
   const u64 k = o.k, P = o.P, n = o.i2 - o.i1 + 1, r0 = (*in_.row0)[k];
   const i64 a = offset(k), g = a - offset(P), T0 = a + static_cast<i64>(o.i1), T1 = a + static_cast<i64>(o.i2);
   // Between (T - g, P, row) and (T, k, row): a CTA x's row reads at steps
@@ -131,7 +131,7 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   // move by one a y, so each stretch adds to the differences of the rows'
   // bytes over a range of T, kept by their own differences. The stretches
   // come from taking the CTAs by first row, each the offsets no earlier one
-  // holds (a map of the offsets held); the last row's bytes apart.
+  // holds (a sorted list of the offsets held); the last row's bytes apart.
   by_head_.clear();
   for (std::size_t j = 0; j < slides_.size(); ++j)
     if (slides_[j].last >= slides_[j].s)
@@ -253,7 +253,6 @@ bool Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     bytes += step_d_[at(T)] + change;
     out[at(T)] = u[r0 + o.i1 + at(T)] + static_cast<u64>(bytes);
   }
-  return true;
 }
 
 void Loop::tally(Tally& t, ReadObserver& obs) {
@@ -281,8 +280,9 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
     const u64 r0 = (*in_.row0)[o.k];
     const i64 a = offset(o.k), ap = offset(o.P);
     active(ap + static_cast<i64>(o.i1), a + static_cast<i64>(o.i2), near_);
-    // A run of two reads or more slides its window a step a read.
-    const bool slid = o.i2 > o.i1 && run_exact(o, near_, slid_);
+    // A run of two reads or more is evaluated as a whole.
+    const bool slid = o.i2 > o.i1;
+    if (slid) run_exact(o, near_, slid_);
     for (u64 i = o.i1; i <= o.i2; ++i) {
       const u64 r = r0 + i, z = (*in_.u)[r];
       auto one = [&] { return exact({ap + static_cast<i64>(i), o.P, row_sub}, {a + static_cast<i64>(i), o.k, row_sub}, z, near_); };

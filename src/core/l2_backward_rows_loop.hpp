@@ -112,11 +112,11 @@ class Loop {
   // bytes) over the CTAs `near` that run between: z plus every object
   // accessed between, once.
   u64 exact(At p, At q, u64 z, const std::vector<u64>& near);
-  // The exact distances of an open run's reads, one a step (l2_backward_rows_exact.cpp):
-  // each CTA's reads between the two enter at one end of the window and leave at the
-  // other as it slides; false (out untouched) where the rows they span are too many
-  // to count in an array.
-  bool run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
+  // The exact distances of an open run's reads, one a step, into out
+  // (l2_backward_rows_exact.cpp): each access between the two reads is there
+  // for a range of the window's end, summed as differences; `near` in launch
+  // order.
+  void run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
 
   const BackwardLoop& in_;
   const Array<BackwardCta>& ct_;
@@ -162,7 +162,7 @@ class Loop {
   std::vector<std::pair<u64, u64>> kvs_;
   std::vector<u64> near_;
   std::vector<std::int64_t> cover_;
-  // run_exact()'s scratch: per CTA beside the run, how its accesses enter and leave
+  // run_exact()'s scratch: per CTA beside the run, the ranges its accesses are between for
   struct Slide {
     i64 s, last;          // its row reads' steps [s, last] (last < s: none)
     i64 lag, lead;        // at window end T its row reads between are at steps [T - lag, T - lead]
