@@ -82,52 +82,48 @@ BackwardCta BackwardGrid::cta(std::uint64_t id) const {
     head = local % s_.heads;
     k_block = local / s_.heads;
   }
-  const KeyRange q = query_blocks_seeing(b, k_block);
+  fits(b);
+  return make(b, head, k_block, query_blocks_seeing(b, k_block));
+}
+
+// Sequence b's counts in 32 bits: it, its blocks, its heads' and kv heads' keys.
+void BackwardGrid::fits(std::uint64_t b) const {
+  const FlashSeq& f = fwd_.sequence(b);
+  narrow(b);
+  narrow(f.k_blocks);
+  narrow(f.q_blocks);
+  narrow(b * s_.heads + s_.heads - 1);
+  narrow(b * s_.kv_heads + s_.kv_heads - 1);
+}
+
+BackwardCta BackwardGrid::make(std::uint64_t b, std::uint64_t head, std::uint64_t k_block, KeyRange q) const {
   BackwardCta c;
-  c.seq = narrow(b);
-  c.head = narrow(head);
-  c.k_block = narrow(k_block);
-  c.cols = std::min(s_.block_cols, f.shape.seq_kv - k_block * s_.block_cols);
-  c.first = narrow(q.begin);
-  c.end = narrow(q.end);
-  c.head_key = narrow(b * s_.heads + head);
-  c.pair = narrow(b * s_.kv_heads + head / fwd_.group());
+  c.seq = static_cast<std::uint32_t>(b);
+  c.head = static_cast<std::uint32_t>(head);
+  c.k_block = static_cast<std::uint32_t>(k_block);
+  c.cols = std::min(s_.block_cols, fwd_.sequence(b).shape.seq_kv - k_block * s_.block_cols);
+  c.first = static_cast<std::uint32_t>(q.begin);
+  c.end = static_cast<std::uint32_t>(q.end);
+  c.head_key = static_cast<std::uint32_t>(b * s_.heads + head);
+  c.pair = static_cast<std::uint32_t>(b * s_.kv_heads + head / fwd_.group());
   return c;
 }
 
 void BackwardGrid::all(BackwardCta* out) const {
-  const std::uint64_t G = fwd_.group();
   std::vector<KeyRange> q;
-  BackwardCta* c = out;
   for (std::uint64_t b = 0; b < s_.batch; ++b) {
     const FlashSeq& f = fwd_.sequence(b);
-    // (Checked once a sequence: its largest counts fit in 32 bits.)
-    narrow(b);
-    narrow(f.k_blocks);
-    narrow(f.q_blocks);
-    narrow(b * s_.heads + s_.heads - 1);
-    narrow(b * s_.kv_heads + s_.kv_heads - 1);
+    fits(b);
     if (b == 0 || !fwd_.dense()) {
       q.resize(f.k_blocks);
       for (std::uint64_t j = 0; j < f.k_blocks; ++j) q[j] = query_blocks_seeing(b, j);
     }
-    auto one = [&](std::uint64_t head, std::uint64_t k_block) {
-      c->seq = static_cast<std::uint32_t>(b);
-      c->head = static_cast<std::uint32_t>(head);
-      c->k_block = static_cast<std::uint32_t>(k_block);
-      c->cols = std::min(s_.block_cols, f.shape.seq_kv - k_block * s_.block_cols);
-      c->first = static_cast<std::uint32_t>(q[k_block].begin);
-      c->end = static_cast<std::uint32_t>(q[k_block].end);
-      c->head_key = static_cast<std::uint32_t>(b * s_.heads + head);
-      c->pair = static_cast<std::uint32_t>(b * s_.kv_heads + head / G);
-      ++c;
-    };
     if (order_ == Rasterization::query_block_major) {
       for (std::uint64_t h = 0; h < s_.heads; ++h)
-        for (std::uint64_t j = 0; j < f.k_blocks; ++j) one(h, j);
+        for (std::uint64_t j = 0; j < f.k_blocks; ++j) *out++ = make(b, h, j, q[j]);
     } else {
       for (std::uint64_t j = 0; j < f.k_blocks; ++j)
-        for (std::uint64_t h = 0; h < s_.heads; ++h) one(h, j);
+        for (std::uint64_t h = 0; h < s_.heads; ++h) *out++ = make(b, h, j, q[j]);
     }
   }
 }

@@ -53,6 +53,8 @@ class BackwardGrid {
   FlashGrid fwd_;
   OperandBytes ob_;
   std::uint64_t ctas_ = 0;
+  void fits(std::uint64_t b) const;  // refuses a sequence whose counts pass 32 bits
+  BackwardCta make(std::uint64_t b, std::uint64_t head, std::uint64_t k_block, KeyRange q) const;
   std::vector<std::uint64_t> first_cta_;  // ragged: CTAs before sequence b
   std::vector<KeyRange> seeing_;          // dense: the query blocks seeing each key block
 };

@@ -14,7 +14,6 @@
 #include <type_traits>
 
 #include "hbmscope/checked.hpp"
-#include "hbmscope/error.hpp"
 #include "radix_sort.hpp"
 
 namespace hbmscope::l2 {
@@ -182,7 +181,6 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   const Array<std::uint32_t>& n_rows = *in.n_rows;
   const bool gqa = in.gqa, qo = in.qo;
   const u64 ctas = ct.size(), R = u.size(), P = in.kv_objects, heads = fg.heads(), G = fg.group();
-  if (ctas >= no_reader) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   auto ql = [&](u64 r) { return g.ql_row() * n_rows[r]; };
   auto dO = [&](u64 r) { return g.do_row() * n_rows[r]; };
   auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
@@ -392,7 +390,10 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     std::vector<u64> out_before(P + 1, 0);
     for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
     Array<u64> place(ctas);
-    for (u64 i = 0; i < ctas; ++i) place[i] = kv_of[cta_of(dks[i])] * G + ct[cta_of(dks[i])].head % G;
+    for (u64 i = 0; i < ctas; ++i) {
+      const u64 id = (*in.by_end)[i];
+      place[i] = kv_of[id] * G + ct[id].head % G;
+    }
     Fenwick objects_later(P);
     std::vector<u64> heads_later(P * G, 0);
     After a;

@@ -14,7 +14,8 @@
 
 namespace hbmscope::l2 {
 
-// The main loop as segments_backward lays it out: per CTA and per row.
+// The main loop as segments_backward lays it out: per CTA and per row (fewer
+// than 2^32 - 1 CTAs, so that a CTA and "none" fit in 32 bits).
 struct BackwardArrays {
   const Array<BackwardCta>* ct = nullptr;        // per CTA, in launch order
   const Array<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)

@@ -142,12 +142,13 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   step_d_.assign(n + 2, 0);   // the bytes' change at T0 + t
   range_d_.assign(n + 2, 0);  // step_d_ over t, by its differences
   auto at = [&](i64 T) { return static_cast<u64>(T - T0); };
-  auto add_steps = [&](i64 lo, i64 hi, i64 bytes) {  // step_d_ += bytes over T in [lo, hi] (within the run)
+  // d's values over T in [lo, hi] (within the run) raised by `bytes`, as differences.
+  auto add = [&](std::vector<i64>& d, i64 lo, i64 hi, i64 bytes) {
     lo = std::max(lo, T0);
     hi = std::min(hi, T1);
     if (lo > hi) return;
-    range_d_[at(lo)] += bytes;
-    range_d_[at(hi) + 1] -= bytes;
+    d[at(lo)] += bytes;
+    d[at(hi) + 1] -= bytes;
   };
   for (std::size_t j = 0; j < by_head_.size();) {
     std::size_t e = j;
@@ -171,22 +172,16 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
         if (ya > yb) return;
         // Start: at F - y where that lies after T0 (a range of T), else at T0 (a count).
         const i64 split = std::min(yb, F - T0);
-        if (ya <= split) add_steps(F - split, F - ya, full);
+        if (ya <= split) add(range_d_, F - split, F - ya, full);
         if (yb > split) {
           const i64 c = yb - std::max(ya, split + 1) + 1;
           step_d_[0] += c * full;
         }
         // End: gone from C - y + 1 where that lies within the run.
         const i64 from = std::max(ya, C - T1 + 1);
-        if (from <= yb) add_steps(C - yb + 1, C - from + 1, -full);
+        if (from <= yb) add(range_d_, C - yb + 1, C - from + 1, -full);
         // The last row: at T = C - y.
-        if (last != 0) {
-          const i64 T_lo = std::max(C - yb, T0), T_hi = std::min(C - ya, T1);
-          if (T_lo <= T_hi) {
-            step_d_[at(T_lo)] += last;
-            step_d_[at(T_hi) + 1] -= last;
-          }
-        }
+        if (last != 0) add(step_d_, C - yb, C - ya, last);
       };
       auto past = it;
       for (; past != held_.end() && past->first <= B + 1; ++past) {
@@ -202,13 +197,6 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   }
   // K/V and dK, dV: each between for a range of T; a K/V object (read by a
   // pair's heads) over the union of its readers' ranges, once.
-  auto add_bytes = [&](i64 lo, i64 hi, u64 bytes) {
-    lo = std::max(lo, T0);
-    hi = std::min(hi, T1);
-    if (lo > hi) return;
-    step_d_[at(lo)] += static_cast<i64>(bytes);
-    step_d_[at(hi) + 1] -= static_cast<i64>(bytes);
-  };
   if (kv_reader_.empty()) {
     u64 objects = 0;
     for (const u64 obj : *in_.kv_of) objects = std::max(objects, obj + 1);
@@ -218,7 +206,7 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   kv_next_.resize(slides_.size());
   for (std::size_t j = 0; j < slides_.size(); ++j) {
     const Slide& v = slides_[j];
-    if (dk_on_) add_bytes(v.dk_in, v.dk_out, v.dk_bytes);
+    if (dk_on_) add(step_d_, v.dk_in, v.dk_out, static_cast<i64>(v.dk_bytes));
     if (std::max(v.kv_in, T0) > std::min(v.kv_out, T1)) continue;
     u32& first = kv_reader_[v.kv];
     if (first == none32) kv_objects_.push_back(v.kv);
@@ -228,23 +216,19 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   for (const u64 obj : kv_objects_) {
     u32 j = kv_reader_[obj];
     kv_reader_[obj] = none32;
-    if (kv_next_[j] == none32) {  // (one reader, as without GQA)
-      add_bytes(slides_[j].kv_in, slides_[j].kv_out, slides_[j].kv_bytes);
-      continue;
-    }
-    const u64 bytes = slides_[j].kv_bytes;
+    const i64 kv = static_cast<i64>(slides_[j].kv_bytes);
     kv_ranges_.clear();
     for (; j != none32; j = kv_next_[j]) kv_ranges_.push_back({slides_[j].kv_in, slides_[j].kv_out});
     std::sort(kv_ranges_.begin(), kv_ranges_.end());
     i64 lo = kv_ranges_[0].first, hi = kv_ranges_[0].second;
     for (std::size_t r = 1; r < kv_ranges_.size(); ++r) {
       if (kv_ranges_[r].first > hi + 1) {
-        add_bytes(lo, hi, bytes);
+        add(step_d_, lo, hi, kv);
         lo = kv_ranges_[r].first;
       }
       hi = std::max(hi, kv_ranges_[r].second);
     }
-    add_bytes(lo, hi, bytes);
+    add(step_d_, lo, hi, kv);
   }
   out.resize(n);
   i64 change = 0, bytes = 0;
