@@ -545,6 +545,19 @@ int main(int argc, char** argv) {
          return l2_runs("backward: 1M x 32/8, causal, head-major", training(1 << 20, 32, 1, true, Pass::bwd),
                         h200(Rasterization::head_major));
        }},
+      // Chunks of whole blocks by rows, each chunk of a head a head of its
+      // own; a sliding window (no part of a head read to its last by all its
+      // CTAs) through the enumeration.
+      {"L2 runs", [] {
+         Shape s = training(1 << 20, 64, 8, true, Pass::bwd);
+         s.chunk = 8192;
+         return l2_runs("backward: 1M x 64/8 x batch 8, causal, chunks of 8192", s, h200());
+       }},
+      {"L2 runs", [] {
+         Shape s = training(1 << 20, 64, 8, true, Pass::bwd);
+         s.window = 4096;
+         return l2_runs("backward: 1M x 64/8 x batch 8, causal, window 4096", s, h200());
+       }},
       // The backward without a mask: waves in lockstep, in closed form.
       {"L2 runs", [] { return l2_runs("backward: 32K x 32/8", training(1 << 15, 32, 1, false, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8 x batch 8", training(1 << 20, 64, 8, false, Pass::bwd), h200()); }},

@@ -160,6 +160,100 @@ TEST_CASE("L2 backward by rows: heads that repeat an earlier one equal the enume
   CHECK(repeated * 4 > heads);
 }
 
+// Chunked attention whose chunks are whole blocks: each chunk of a head is a
+// head of the main loop by rows (its CTAs read its rows to its last). Chunks
+// of 1 to 12 blocks of 8 or 16 (blocks of one size or two), ragged batches and
+// Nq != Nkv at times (where chunks straddle blocks, the engine), GQA, dense
+// batches whose parts repeat an earlier one, at four random L2 sizes.
+TEST_CASE("L2 backward by rows: chunks that part the heads equal the enumeration", "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(89, 90));
+  std::uint64_t repeated = 0, rows = 0;
+  for (int k = 0; k < 150; ++k) {
+    Shape s;
+    s.pass = Pass::bwd;
+    s.causal = true;
+    s.kv_heads = pick(rng, 1, 3);
+    s.heads = s.kv_heads * pick(rng, 1, 4);
+    s.batch = pick(rng, 1, 4);
+    s.block_rows = pick(rng, 0, 1) ? 8 : 16;
+    s.block_cols = pick(rng, 0, 3) == 0 ? 24 - s.block_rows : s.block_rows;
+    s.chunk = 16 * pick(rng, 1, 6);
+    if (s.block_rows != s.block_cols) s.chunk = 48 * pick(rng, 1, 4);
+    s.seq_q = s.seq_kv = pick(rng, 1, 6) * s.chunk - (pick(rng, 0, 1) ? pick(rng, 0, 15) : 0);
+    s.head_dim = pick(rng, 8, 64);
+    const auto kind = pick(rng, 0, 5);
+    if (kind == 0) {  // a ragged batch, each sequence against itself
+      std::vector<SeqLen> items;
+      for (std::uint64_t b = 0, n = pick(rng, 2, 3); b < n; ++b) {
+        const std::uint64_t len = pick(rng, 16, 5 * s.chunk);
+        items.push_back({len, len});
+      }
+      s.seq_lens = SeqList(items);
+      s.batch = items.size();
+      s.seq_q = s.seq_lens.max_q();
+      s.seq_kv = s.seq_lens.max_kv();
+    } else if (kind == 1) {  // Nq != Nkv
+      s.seq_kv = s.seq_q + pick(rng, 1, 2 * s.chunk);
+    }
+    const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 32);
+    l2::Tally t0({0});
+    l2::enumerate_backward(s, c, t0);
+    std::vector<std::uint64_t> caps;
+    for (int i = 0; i < 4; ++i) caps.push_back(pick(rng, 0, t0.max_reuse_distance() + 1));
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
+    l2::Tally te(caps), tr(caps), ta(caps);
+    const l2::FlashStats se = l2::enumerate_backward(s, c, te);
+    const l2::FlashStats sa = l2::segments_backward(s, c, ta);  // by rows or the engine
+    test::same_tally(te, ta);
+    CHECK(sa.steps == se.steps);
+    CHECK(sa.heads == se.heads);
+    CHECK(sa.kv_heads == se.kv_heads);
+    if (kind == 1) continue;  // (chunks may straddle blocks)
+    const l2::FlashStats sr = l2::segments_backward(s, c, tr, k % 3 == 0 ? l2::MainLoop::by_rows_checked : l2::MainLoop::by_rows);
+    test::same_tally(te, tr);
+    CHECK(sr.heads == se.heads);
+    repeated += sr.repeated_heads;
+    ++rows;
+  }
+  CHECK(rows > 100);
+  CHECK(repeated > 0);
+}
+
+// Dense batches of short chunks beside many slots: parts repeat an earlier
+// one, and two heads' reads of one K/V object (a head's CTAs apart, not a
+// part's) meet in a window, where their pairs must match (taking a part's
+// CTAs for that distance fails here, about one shape in 300).
+TEST_CASE("L2 backward by rows: chunks of dense batches, parts that repeat, equal the enumeration", "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(91, 92));
+  std::uint64_t repeated = 0;
+  for (int k = 0; k < 2000; ++k) {
+    Shape s;
+    s.pass = Pass::bwd;
+    s.causal = true;
+    s.kv_heads = pick(rng, 1, 3);
+    s.heads = s.kv_heads * pick(rng, 2, 4);
+    s.batch = pick(rng, 1, 4);
+    s.block_rows = s.block_cols = 8;
+    s.chunk = 8 * pick(rng, 1, 4);
+    s.seq_q = s.seq_kv = s.chunk * pick(rng, 1, 4);
+    s.head_dim = pick(rng, 8, 32);
+    L2SimConfig c;
+    c.sm_count = static_cast<std::uint32_t>(pick(rng, 4, 40));
+    c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+    c.q_o_allocate = pick(rng, 0, 1) == 1;
+    l2::Tally t0({0});
+    l2::enumerate_backward(s, c, t0);
+    std::vector<std::uint64_t> caps;
+    for (int i = 0; i < 6; ++i) caps.push_back(pick(rng, 0, t0.max_reuse_distance() + 1));
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
+    l2::Tally te(caps), tr(caps);
+    l2::enumerate_backward(s, c, te);
+    repeated += l2::segments_backward(s, c, tr, l2::MainLoop::by_rows).repeated_heads;
+    test::same_tally(te, tr);
+  }
+  CHECK(repeated > 5000);
+}
+
 TEST_CASE("L2 backward by rows: 1M x 64/8 causal, batch 1 and 8, is within the budget where bounds settle",
           "[l2runs][backward]") {
   Shape s;
@@ -189,7 +283,8 @@ TEST_CASE("L2 backward by rows: 1M x 64/8 causal, batch 1 and 8, is within the b
     c.l2_bytes = 4ull << 20;
     CHECK_FALSE(l2_sim_within_budget(s, c));
   }
-  // Past 2^23 CTAs (blocks of 64 rows and columns: 16.8 M) it is left out.
+  // Past 6.3 M CTAs or rows (blocks of 64 rows and columns: 8.4 M, 1.4 GB) it
+  // is left out.
   c.l2_bytes = 60ull << 20;
   s.block_rows = s.block_cols = 64;
   CHECK_FALSE(l2_sim_within_budget(s, c));

@@ -40,18 +40,35 @@ u64 cta_of(K k) {
 constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
 constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 
-// Sums over a prefix of places, places added one at a time: each place's
-// value, and a Fenwick tree over blocks of 64 places (small enough to stay in
-// cache over millions of places; a block's part is a scan of its values).
-class Fenwick {
+// Sums over a prefix of places, places added one at a time. The sweeps ask
+// near their last question (a head's rows, a head's key blocks one after
+// another), so the sum below a cursor is kept and the cursor moved over the
+// places between; where it has moved more than `per_query` places a question
+// (and once over every place), a Fenwick tree over blocks of 16 places is built from the
+// values and answers from then on: O(log) an access at worst.
+class PrefixSums {
  public:
-  static constexpr std::size_t block = 16;
-  explicit Fenwick(std::size_t n) : v_(n, 0), t_(n / block + 2, 0) {}
+  static constexpr std::size_t block = 16, per_query = 32;
+  explicit PrefixSums(std::size_t n) : v_(n, 0), budget_(n) {}
   void add(std::size_t i, u64 x) {
     v_[i] += x;
+    if (t_.empty()) {
+      if (i < at_) sum_ += x;
+      return;
+    }
     for (std::size_t k = i / block + 1; k < t_.size(); k += k & (0 - k)) t_[k] += x;
   }
-  u64 below(std::size_t i) const {  // places [0, i)
+  u64 below(std::size_t i) {  // places [0, i)
+    if (t_.empty()) {
+      budget_ += per_query;
+      moved_ += i > at_ ? i - at_ : at_ - i;
+      if (moved_ <= budget_) {
+        for (; at_ < i; ++at_) sum_ += v_[at_];
+        for (; at_ > i; --at_) sum_ -= v_[at_ - 1];
+        return sum_;
+      }
+      build();
+    }
     u64 s = 0;
     for (std::size_t k = i / block; k > 0; k -= k & (0 - k)) s += t_[k];
     for (std::size_t j = i / block * block; j < i; ++j) s += v_[j];
@@ -59,7 +76,16 @@ class Fenwick {
   }
 
  private:
+  void build() {  // t_[k]: blocks [k - lowbit(k), k)
+    t_.assign(v_.size() / block + 2, 0);
+    for (std::size_t k = 1; k < t_.size(); ++k) {
+      for (std::size_t j = (k - 1) * block; j < std::min(v_.size(), k * block); ++j) t_[k] += v_[j];
+      if (const std::size_t up = k + (k & (0 - k)); up < t_.size()) t_[up] += t_[k];
+    }
+  }
   std::vector<u64> v_, t_;
+  std::size_t at_ = 0;
+  u64 sum_ = 0, moved_ = 0, budget_;
 };
 
 // Places [0, n) in order of key(place): radix-sorted (key, place) pairs where
@@ -180,7 +206,8 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   const Array<u64>&start = *in.start, &kv_of = *in.kv_of, &row0 = *in.row0, &u = *in.u;
   const Array<std::uint32_t>& n_rows = *in.n_rows;
   const bool gqa = in.gqa, qo = in.qo;
-  const u64 ctas = ct.size(), R = u.size(), P = in.kv_objects, heads = fg.heads(), G = fg.group();
+  const std::vector<u64>& head_row0 = *in.head_row0;
+  const u64 ctas = ct.size(), R = u.size(), P = in.kv_objects, heads = head_row0.size() - 1, G = fg.group();
   auto ql = [&](u64 r) { return g.ql_row() * n_rows[r]; };
   auto dO = [&](u64 r) { return g.do_row() * n_rows[r]; };
   auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
@@ -191,11 +218,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   u64 all_rows = 0;
   for (u64 r = 0; r < R; ++r) all_rows += n_rows[r];
 
-  // Each head key's rows, and each row's head key.
-  const u64 H = fg.shape().heads;
-  std::vector<u64> head_row0(heads + 1, R);
-  for (u64 b = 0, r = 0; b < fg.sequences(); ++b)
-    for (u64 h = 0; h < H; ++h, r += fg.sequence(b).q_blocks) head_row0[b * H + h] = r;
+  // Each row's head key.
   Array<std::uint32_t> head_of(R);
   for (u64 h = 0; h < heads; ++h)
     for (u64 r = head_row0[h]; r < head_row0[h + 1]; ++r) head_of[r] = static_cast<std::uint32_t>(h);
@@ -215,7 +238,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
       const std::uint32_t* js = by_head.ids.data() + by_head.at[k];
       const u64 m = by_head.at[k + 1] - by_head.at[k];
       if (m == 0) continue;
-      const u64 nq = fg.sequence(ct[js[0]].seq).q_blocks, r0 = row0[js[0]];
+      const u64 r0 = row0[js[0]], nq = head_row0[k + 1] - r0;
       u64 lf = 0, lb = 0, hf = 0, hb = 0;  // [front, back) of each
       u64 next = 0;
       for (u64 i = 0; i < nq; ++i) {
@@ -281,7 +304,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     pre_after[R] = 0;  // preprocessing bytes of rows >= r
     for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + pre(r);
     const Array<u64> kvs = order_by(P, [&](u64 k) { return kv_first[k]; });
-    Fenwick q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
+    PrefixSums q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
     std::size_t a = 0, b = 0;
     for (const u64 r : rows) {
@@ -356,7 +379,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     Array<u64> acc_read(R + 1);
     acc_read[0] = 0;  // accumulators of the rows below r, of those the main loop reads
     for (u64 r = 0; r < R; ++r) acc_read[r + 1] = acc_read[r] + (last_by[r] != no_reader ? acc(r) : 0);
-    Fenwick acc_later(late_by_heads ? heads : R);
+    PrefixSums acc_later(late_by_heads ? heads : R);
     After a;
     Array<u64> conv(R);  // less the accumulators read later
     for (std::size_t i = 0; i < rows_late.size(); ++i) {
@@ -394,7 +417,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
       const u64 id = (*in.by_end)[i];
       place[i] = kv_of[id] * G + ct[id].head % G;
     }
-    Fenwick objects_later(P);
+    PrefixSums objects_later(P);
     std::vector<u64> heads_later(P * G, 0);
     After a;
     for (std::size_t i = dks.size(); i-- > 0;) {

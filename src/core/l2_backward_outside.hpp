@@ -24,6 +24,8 @@ struct BackwardArrays {
   const Array<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
   const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
   const Array<std::uint32_t>* by_end = nullptr;  // the CTAs by last step, then id (the schedule's)
+  // Per head key (ct's, in order, rows in order), its first row; the rows' count last.
+  const std::vector<std::uint64_t>* head_row0 = nullptr;
 };
 
 // And what lies outside the main loop needs besides.

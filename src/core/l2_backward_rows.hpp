@@ -25,7 +25,11 @@ struct BackwardLoop : BackwardArrays {
   std::uint64_t slots = 1, heads = 1;  // heads: query heads of a sequence
   bool head_major = false, gqa = false, qo = false;
   std::uint64_t kv_col = 0, acc_row = 0;         // bytes of K and V a key, of the accumulator a row
-  std::uint64_t head_keys = 0;                   // (sequence, head) pairs
+  std::uint64_t head_keys = 0;                   // (sequence, head) pairs, or the parts chunks cut them into
+  // Where heads are parts (chunks): CTAs between one key block's CTAs of two
+  // heads where every sequence is alike, else 0.
+  bool parts = false;
+  std::uint64_t kv_stride = 0;
   bool repeats = true;        // heads that repeat an earlier one take its counts (tests: false)
   bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)
 };

@@ -29,7 +29,8 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
   kvs_.clear();
   u64 d = z;
   // A K/V object is read by one CTA of each head of its pair: two reads in
-  // one window only where two heads of one pair meet there.
+  // one window only where two heads of one pair meet there (heads of the
+  // grid: a head's parts, chunks, read other key blocks).
   bool shared = false;
   u64 head0 = none, pair0 = none;
   for (const u64 x : near) {
@@ -37,8 +38,9 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
     const At kv{s_[x], x, kv_sub}, dk{e_[x], x, dk_sub};
     if (p < kv && kv < q) {
       kvs_.push_back({(*in_.kv_of)[x], kv_bytes(x)});
-      if (head0 == none) head0 = ct_[x].head_key, pair0 = ct_[x].pair;
-      else if (ct_[x].pair == pair0 && ct_[x].head_key != head0) shared = true;
+      const u64 head = u64{ct_[x].seq} * in_.heads + ct_[x].head;
+      if (head0 == none) head0 = head, pair0 = ct_[x].pair;
+      else if (ct_[x].pair == pair0 && head != head0) shared = true;
       else if (ct_[x].pair != pair0) shared = shared || in_.gqa;  // (a third head may share with the second)
     }
     if (dk_on_ && p < dk && dk < q) d += dk_bytes(x);

@@ -149,7 +149,7 @@ class Loop {
   // its observations' range in observed_, the most steps between a re-read
   // and its predecessor; heads evaluated by a hash of their surroundings.
   bool dense_ = false;
-  u64 per_head_ = 0, repeated_ = 0, steps_most_ = 0;
+  u64 per_head_ = 0, kv_stride_ = 0, repeated_ = 0, steps_most_ = 0;  // (kv_stride_: CTAs between one key block of two heads)
   std::vector<u64> from_, head_rb_, head_wb_, obs_lo_, obs_hi_, head_steps_;
   std::vector<std::uint8_t> source_;
   std::unordered_map<u64, std::vector<u64>> by_env_;

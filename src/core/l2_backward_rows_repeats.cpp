@@ -18,6 +18,7 @@ namespace rows {
 void Loop::find_dense() {
   const u64 heads = in_.head_keys;
   if (!in_.repeats || in_.head_major || heads < 3 || n_ % heads != 0) return;
+  if (in_.parts && in_.kv_stride == 0) return;
   const u64 m = n_ / heads;
   const Array<u64>& u = *in_.u;
   for (u64 h = 0; h < heads; ++h) {
@@ -25,14 +26,15 @@ void Loop::find_dense() {
     for (u64 i = 0; i < rows_[h]; ++i)
       if (u[head_row0_[h] + i] != u[head_row0_[0] + i]) return;
   }
-  for (u64 x = m; x < n_; ++x) {
+  for (u64 x = m; x < n_; ++x) {  // (key blocks from the head's first: parts of a head are alike)
     const BackwardCta &a = ct_[x], &b = ct_[x % m];
-    if (a.first != b.first || a.end != b.end || a.cols != b.cols || a.k_block != b.k_block ||
-        (*in_.row0)[x] != head_row0_[x / m])
+    if (a.first != b.first || a.end != b.end || a.cols != b.cols ||
+        a.k_block - ct_[x - x % m].k_block != b.k_block - ct_[0].k_block || (*in_.row0)[x] != head_row0_[x / m])
       return;
   }
   dense_ = true;
   per_head_ = m;
+  kv_stride_ = in_.parts ? in_.kv_stride : m;
   from_.assign(heads, none);
   source_.assign(heads, 0);
   head_rb_.assign(heads * rb_.size(), 0);
@@ -74,13 +76,14 @@ bool Loop::repeats(u64 h, u64 g, Ids env, i64 lo, i64 hi) const {
   for (u64 x = env.lo; x < env.hi; ++x)
     if (s_[x] - s_[x - D] != shift) return false;
   // K/V objects read there: the G heads of a pair share a key block's. Two
-  // reads of one object (key blocks y and y + m) farther apart than any
-  // window are never both in one; nearer, the pairs must match.
-  const u64 a = std::max(env.lo, s_ix_.lower(lo)), b = std::min(env.hi, s_ix_.upper(hi));
+  // reads of one object (CTAs y and y + kv_stride_, one key block of two
+  // heads) farther apart than any window are never both in one; nearer, the
+  // pairs must match.
+  const u64 a = std::max(env.lo, s_ix_.lower(lo)), b = std::min(env.hi, s_ix_.upper(hi)), w = kv_stride_;
   const Array<u64>& kv = *in_.kv_of;
-  for (u64 y = a; y + m < b; ++y)
-    if (s_[y + m] - s_[y] <= static_cast<i64>(head_steps_[g]) &&
-        (kv[y + m] == kv[y]) != (kv[y + m - D] == kv[y - D]))
+  for (u64 y = a; y + w < b; ++y)
+    if (s_[y + w] - s_[y] <= static_cast<i64>(head_steps_[g]) &&
+        (kv[y + w] == kv[y]) != (kv[y + w - D] == kv[y - D]))
       return false;
   // D's observer: g's settled reads were reported where they could raise its
   // rows' write-back distance past their start's bucket; h's rows must start

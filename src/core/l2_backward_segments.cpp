@@ -89,15 +89,83 @@ bool engine_fits(const Shape& s, const BackwardGrid& g) {
   return g.ctas() <= (u64{3} << 19) && all_rows(s, g) <= (u64{1} << 23);
 }
 
+// Whether a chunk mask cuts each head's CTAs into parts that read disjoint
+// rows, each CTA of a part to the part's last row: a head's key blocks in
+// order, a part ending where a CTA reads to another last query block, that
+// CTA's first no lower than the part's end (chunks whose length is a multiple
+// of both block sizes). Each part is then a head of the main loop by rows.
+bool chunks_part_heads(const BackwardGrid& g) {
+  const FlashGrid& fg = g.forward();
+  for (u64 b = 0; b < fg.sequences(); ++b) {
+    if (b > 0 && fg.dense()) break;
+    u64 end = 0, first = 0;
+    for (u64 j = 0; j < fg.sequence(b).k_blocks; ++j) {
+      const KeyRange q = g.query_blocks_seeing(b, j);
+      if (q.end <= q.begin) continue;
+      if (end != 0 && q.end != end && q.begin < end) return false;
+      if (end != 0 && q.end == end && q.begin < first) return false;
+      end = q.end;
+      first = q.begin;
+    }
+  }
+  return true;
+}
+
 // The main loop by rows (l2_backward_rows.cpp): causal masks and ragged
-// batches without one (every CTA reads its head's row sets to the last), in
-// query-block-major order, where two steps of every slot's row set and K/V
-// fit in the smallest L2 asked for; or one step with its dK, dV (the reads a
-// step apart, most of them, settle as hits; where the engine takes the grid
-// and the reads the bounds leave would cost more, the engine evaluates).
+// batches without one (every CTA reads its head's row sets to the last), and
+// chunks that part the heads (each part a head), in query-block-major order,
+// where two steps of every slot's row set and K/V fit in the smallest L2
+// asked for; or one step with its dK, dV (the reads a step apart, most of
+// them, settle as hits; where the engine takes the grid and the reads the
+// bounds leave would cost more, the engine evaluates).
 bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
-  if (s.window != 0 || s.chunk != 0 || c.order != Rasterization::query_block_major) return false;
+  if (s.window != 0 || c.order != Rasterization::query_block_major) return false;
+  if (s.chunk != 0 && !chunks_part_heads(g)) return false;
   return steps_fit(s, c, g, smallest_l2, 1, 2);
+}
+
+// The main loop's heads by rows where chunks part the grid's: each part's
+// CTAs (head key, query blocks and first row) relabelled as a head of their
+// own whose rows run from the end of the part before (the head's first row
+// for the first). Returns each part's first row. `undo` puts the grid's
+// labels back (for the segment engine).
+std::vector<u64> part_heads(Array<BackwardCta>& ct, Array<u64>& row0, const std::vector<u64>& head_row0) {
+  std::vector<u64> first_row;
+  u64 key = ~u64{0}, end = 0, lo = 0;
+  for (u64 id = 0; id < ct.size(); ++id) {
+    BackwardCta& c = ct[id];
+    if (c.head_key != key) {
+      key = c.head_key;
+      end = lo = 0;
+      first_row.push_back(head_row0[key]);
+    }
+    if (c.end > c.first) {
+      if (end != 0 && c.end != end) {
+        if (c.first < end) throw Error("internal: a chunk's CTAs read another chunk's rows");
+        lo = end;
+        first_row.push_back(head_row0[key] + lo);
+      }
+      end = c.end;
+      c.first -= static_cast<std::uint32_t>(lo);
+      c.end -= static_cast<std::uint32_t>(lo);
+    }
+    row0[id] += lo;
+    if (first_row.size() > ~std::uint32_t{0}) throw Error("internal: the backward's heads take fewer than 2^32 parts");
+    c.head_key = static_cast<std::uint32_t>(first_row.size() - 1);
+  }
+  return first_row;
+}
+void undo_parts(Array<BackwardCta>& ct, Array<u64>& row0, const std::vector<u64>& head_row0, u64 heads) {
+  for (u64 id = 0; id < ct.size(); ++id) {
+    BackwardCta& c = ct[id];
+    c.head_key = static_cast<std::uint32_t>(u64{c.seq} * heads + c.head);
+    const u64 lo = row0[id] - head_row0[c.head_key];
+    if (c.end > c.first) {
+      c.first += static_cast<std::uint32_t>(lo);
+      c.end += static_cast<std::uint32_t>(lo);
+    }
+    row0[id] -= lo;
+  }
 }
 
 // The segment engine's work.
@@ -130,17 +198,19 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   if (!backward_in_segments(s)) return ~u64{0};
   const BackwardGrid g(s, c.order);
   if (!by_rows(s, c, g, smallest_l2)) return engine_work(s, c, smallest_l2);
-  // By rows: about 2,000 units a CTA (its runs and their bounds, the reads
-  // they leave evaluated over the CTAs beside them, the keys outside the main
-  // loop) and 300 a row, 3,000 a CTA where only one step of the slots' row
-  // sets fits in the L2 (more reads are left to evaluate); about 200 bytes a
-  // CTA, so up to 2^23 CTAs and rows. Measured on causal shapes of 128K to
-  // 1M tokens, batch 1 to 8, on the device presets: 0.5 to 2.4 us a CTA
-  // (bench/, "L2 runs"; docs/l2-backward.md).
+  // By rows: about 600 units a CTA (its runs and their bounds, the reads they
+  // leave evaluated over the CTAs beside them, the keys outside the main loop)
+  // and 100 a row, 1,000 a CTA where only one step of the slots' row sets
+  // fits in the L2 (more reads are left to evaluate), on the enumeration's
+  // scale (10 units an access, 12 to 18 ns); about 170 bytes a CTA and a row,
+  // so up to 6.3 M CTAs and rows (about 1 GB). Measured on causal and chunked shapes of 128K to 1M
+  // tokens, batch 1 to 8, on the device presets: 0.4 to 1 us a CTA (bench/,
+  // "L2 runs"; docs/l2-backward.md); more where many K/V re-reads are left
+  // open (32K x 32/8 in chunks of 8K: 6 us, against the enumeration's 2.5).
   const u64 rows = all_rows(s, g);
-  constexpr u64 most = u64{1} << 23;
+  constexpr u64 most = u64{3} << 21;
   if (g.ctas() > most || rows > most) return ~u64{0};
-  return g.ctas() * (bounds_settle(s, c, g, smallest_l2) ? 2000 : 3000) + rows * 300;
+  return g.ctas() * (bounds_settle(s, c, g, smallest_l2) ? 600 : 1000) + rows * 100;
 }
 
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how) {
@@ -177,6 +247,9 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
       }
   }
   auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
+  std::vector<u64> head_row0(fg.heads() + 1, R);  // each head key's first row
+  for (u64 b = 0; b < s.batch; ++b)
+    for (u64 h = 0; h < H; ++h) head_row0[b * H + h] = row_base[b] + h * fg.sequence(b).q_blocks;
 
   // The main loop in the engine: per CTA its K/V (first step), its row sets
   // (one a step, the last partial block apart) and its dK, dV (last step).
@@ -199,9 +272,18 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked || how == MainLoop::by_rows_every_head;
   const bool rows_first = forced || (how == MainLoop::automatic && by_rows(s, c, g, smallest));
-  if (forced && (s.window != 0 || s.chunk != 0))
-    throw Error("internal: the backward's main loop by rows takes no window or chunk");
-  if (rows_first && !backward_rows_fit(ct, fg)) throw Error("internal: a causal backward's CTA stops before its head's last query block");
+  if (forced && (s.window != 0 || (s.chunk != 0 && !chunks_part_heads(g))))
+    throw Error("internal: the backward's main loop by rows takes no window, and chunks that part the heads");
+  // The main loop's heads: the grid's, or by rows the parts that chunks cut.
+  const bool parts = rows_first && s.chunk != 0;
+  std::vector<u64> loop_heads;
+  if (parts) {
+    loop_heads = part_heads(ct, row0, head_row0);
+    loop_heads.push_back(R);
+  } else if (rows_first && !backward_rows_fit(ct, fg)) {
+    throw Error("internal: a causal backward's CTA stops before its head's last query block");
+  }
+  const std::vector<u64>& heads_row0 = parts ? loop_heads : head_row0;
   SegmentEngine e;
   auto engine = [&] {
     std::vector<u64> len(ctas);
@@ -239,6 +321,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   arrays.u = &u;
   arrays.n_rows = &n_rows;
   arrays.by_end = &by_end;
+  arrays.head_row0 = &heads_row0;
   BackwardKeys keys;
   static_cast<BackwardArrays&>(keys) = arrays;
   keys.grid = &g;
@@ -262,7 +345,9 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.qo = qo;
     loop.kv_col = g.kv_col();
     loop.acc_row = g.acc_row();
-    loop.head_keys = fg.heads();
+    loop.head_keys = heads_row0.size() - 1;
+    loop.parts = parts;
+    loop.kv_stride = fg.dense() ? fg.sequence(0).k_blocks : 0;
     loop.check_bounds = how == MainLoop::by_rows_checked;
     loop.repeats = how != MainLoop::by_rows_every_head;
     // Where the reads its bounds leave would cost more than an eighth of the
@@ -273,6 +358,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     repeated = by.value_or(0);
   }
   if (!done) {
+    if (parts) undo_parts(ct, row0, head_row0, H);
     if (rows_first) engine();
     e.evaluate(t, &dmax);
   }
@@ -284,7 +370,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   st.repeated_heads = repeated;
   auto from = [&](u64 id) { return start[id]; };
   auto to = [&](u64 id) { return start[id] + ct[id].steps() - 1; };
-  st.heads = mean_distinct(ctas, [&](u64 id) { return ct[id].head_key; }, from, to, fg.heads(), st.steps);
+  st.heads = mean_distinct(ctas, [&](u64 id) { return u64{ct[id].seq} * H + ct[id].head; }, from, to, fg.heads(), st.steps);
   st.kv_heads = mean_distinct(ctas, [&](u64 id) { return ct[id].pair; }, from, to, fg.pairs(), st.steps);
   return st;
 }
