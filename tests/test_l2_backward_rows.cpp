@@ -67,6 +67,15 @@ std::vector<std::uint64_t> sizes(std::mt19937_64& rng, const Shape& s, const L2S
   return caps;
 }
 
+// n L2 sizes at random, up to the largest distance the enumeration reaches.
+std::vector<std::uint64_t> random_sizes(std::mt19937_64& rng, const Shape& s, const L2SimConfig& c, int n) {
+  l2::Tally t0({0});
+  l2::enumerate_backward(s, c, t0);
+  std::vector<std::uint64_t> caps;
+  for (int i = 0; i < n; ++i) caps.push_back(pick(rng, 0, t0.max_reuse_distance() + 1));
+  return caps;
+}
+
 }  // namespace
 
 TEST_CASE("L2 backward by rows: long causal heads at one to three L2 sizes equal the enumeration",
@@ -139,10 +148,7 @@ TEST_CASE("L2 backward by rows: heads that repeat an earlier one equal the enume
     s.seq_q = s.seq_kv = s.block_rows * blocks - (pick(rng, 0, 1) ? pick(rng, 1, 5) : 0);
     s.head_dim = pick(rng, 8, 64);
     const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 32);
-    l2::Tally t0({0});
-    l2::enumerate_backward(s, c, t0);
-    std::vector<std::uint64_t> caps;
-    for (int i = 0; i < 4; ++i) caps.push_back(pick(rng, 0, t0.max_reuse_distance() + 1));
+    const auto caps = random_sizes(rng, s, c, 4);
     INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
     l2::Tally te(caps), tr(caps), tf(caps);
     l2::enumerate_backward(s, c, te);
@@ -196,10 +202,7 @@ TEST_CASE("L2 backward by rows: chunks that part the heads equal the enumeration
       s.seq_kv = s.seq_q + pick(rng, 1, 2 * s.chunk);
     }
     const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 32);
-    l2::Tally t0({0});
-    l2::enumerate_backward(s, c, t0);
-    std::vector<std::uint64_t> caps;
-    for (int i = 0; i < 4; ++i) caps.push_back(pick(rng, 0, t0.max_reuse_distance() + 1));
+    const auto caps = random_sizes(rng, s, c, 4);
     INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
     l2::Tally te(caps), tr(caps), ta(caps);
     const l2::FlashStats se = l2::enumerate_backward(s, c, te);
@@ -241,10 +244,7 @@ TEST_CASE("L2 backward by rows: chunks of dense batches, parts that repeat, equa
     c.sm_count = static_cast<std::uint32_t>(pick(rng, 4, 40));
     c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
     c.q_o_allocate = pick(rng, 0, 1) == 1;
-    l2::Tally t0({0});
-    l2::enumerate_backward(s, c, t0);
-    std::vector<std::uint64_t> caps;
-    for (int i = 0; i < 6; ++i) caps.push_back(pick(rng, 0, t0.max_reuse_distance() + 1));
+    const auto caps = random_sizes(rng, s, c, 6);
     INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
     l2::Tally te(caps), tr(caps);
     l2::enumerate_backward(s, c, te);
@@ -283,6 +283,14 @@ TEST_CASE("L2 backward by rows: 1M x 64/8 causal, batch 1 and 8, is within the b
     c.l2_bytes = 4ull << 20;
     CHECK_FALSE(l2_sim_within_budget(s, c));
   }
+  // In chunks of 8192, by rows, each chunk of a head a head of its own (the
+  // enumeration, which the estimate chose before, took 10 s and 1.5 GB).
+  s.batch = 8;
+  s.chunk = 8192;
+  c.l2_bytes = 60ull << 20;
+  CHECK(l2::segments_backward_work(s, c, c.l2_bytes) < 5'000'000'000ull);
+  CHECK(l2_sim_within_budget(s, c));
+  s.chunk = 0;
   // Past 6.3 M CTAs or rows (blocks of 64 rows and columns: 8.4 M, 1.4 GB) it
   // is left out.
   c.l2_bytes = 60ull << 20;

@@ -280,13 +280,22 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   t.reads(infinite, 0, 1, g.o_row() * all_rows);
 
   // The dK, dV writes in trace order (the schedule's order by last step),
-  // with their bytes.
+  // with their bytes and, with GQA, their places in the reduction's order:
+  // (K/V object, head in its group).
   Array<Key> dks(ctas);
   Array<u64> dk_at(ctas);
+  Array<std::uint32_t> dk_object(gqa ? ctas : 0), dk_head(gqa ? ctas : 0);
+  std::vector<std::uint32_t> in_group(fg.shape().heads);
+  for (u64 h = 0; h < in_group.size(); ++h) in_group[h] = static_cast<std::uint32_t>(h % G);
   for (u64 i = 0; i < ctas; ++i) {
     const u64 id = (*in.by_end)[i];
-    dks[i] = key_of<Key>(start[id] + ct[id].steps() - 1, id, dk_sub);
+    const BackwardCta& c = ct[id];
+    dks[i] = key_of<Key>(start[id] + c.steps() - 1, id, dk_sub);
     dk_at[i] = dk_bytes(id);
+    if (gqa) {
+      dk_object[i] = static_cast<std::uint32_t>(kv_of[id]);
+      dk_head[i] = in_group[c.head];
+    }
   }
   ByBucket sums(t);
 
@@ -406,28 +415,22 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   // after the conversion, then their sum written.
   if (gqa) {
     const u64 acc_total = g.acc_row() * all_rows, dq_total = g.dq_row() * all_rows;
-    // Places in the reduction's order: (K/V object, head in its group), each
-    // dK, dV's in dks order; a place's dK, dV as its object's K/V. Those
-    // written later, below a place: the objects' below it (a tree over
-    // objects) and its object's heads' below its own.
+    // A place's dK, dV as its object's K/V. Those written later, below a
+    // place: the objects' below it (sums over objects) and its object's
+    // heads' below its own.
     std::vector<u64> out_before(P + 1, 0);
     for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
-    Array<u64> place(ctas);
-    for (u64 i = 0; i < ctas; ++i) {
-      const u64 id = (*in.by_end)[i];
-      place[i] = kv_of[id] * G + ct[id].head % G;
-    }
     PrefixSums objects_later(P);
     std::vector<u64> heads_later(P * G, 0);
     After a;
     for (std::size_t i = dks.size(); i-- > 0;) {
       advance(a, dks[i], [](u64) {}, [&](u64 j) {
-        objects_later.add(place[j] / G, dk_at[j]);
-        heads_later[place[j]] += dk_at[j];
+        objects_later.add(dk_object[j], dk_at[j]);
+        heads_later[dk_object[j] * G + dk_head[j]] += dk_at[j];
       });
-      const u64 k = place[i] / G, h = place[i] % G;
+      const u64 k = dk_object[i], h = dk_head[i];
       u64 later = objects_later.below(k);
-      for (u64 x = k * G; x < place[i]; ++x) later += heads_later[x];
+      for (u64 x = k * G; x < k * G + h; ++x) later += heads_later[x];
       const u64 d = dk_at[i] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
                     (G * out_before[k] + h * kv_bytes[k] - later) + (qo ? out_before[k] : 0);
       sums.read(d, dk_at[i]);
