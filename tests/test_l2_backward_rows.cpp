@@ -212,9 +212,15 @@ TEST_CASE("L2 backward by rows: chunks that part the heads equal the enumeration
     CHECK(sa.heads == se.heads);
     CHECK(sa.kv_heads == se.kv_heads);
     if (kind == 1) continue;  // (chunks may straddle blocks)
-    const l2::FlashStats sr = l2::segments_backward(s, c, tr, k % 3 == 0 ? l2::MainLoop::by_rows_checked : l2::MainLoop::by_rows);
+    // (A third with every bound checked; a fifth handed to the engine, the
+    // grid's labels back, at the first read left open.)
+    const auto how = k % 3 == 0   ? l2::MainLoop::by_rows_checked
+                     : k % 5 == 1 ? l2::MainLoop::by_rows_then_engine
+                                  : l2::MainLoop::by_rows;
+    const l2::FlashStats sr = l2::segments_backward(s, c, tr, how);
     test::same_tally(te, tr);
     CHECK(sr.heads == se.heads);
+    CHECK(sr.steps == se.steps);
     repeated += sr.repeated_heads;
     ++rows;
   }

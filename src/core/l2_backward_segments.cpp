@@ -127,7 +127,7 @@ bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 sm
 // The main loop's heads by rows where chunks part the grid's: each part's
 // CTAs (head key, query blocks and first row) relabelled as a head of their
 // own whose rows run from the end of the part before (the head's first row
-// for the first). Returns each part's first row. `undo` puts the grid's
+// for the first). Returns each part's first row. undo_parts puts the grid's
 // labels back (for the segment engine).
 std::vector<u64> part_heads(Array<BackwardCta>& ct, Array<u64>& row0, const std::vector<u64>& head_row0) {
   std::vector<u64> first_row;
@@ -203,10 +203,11 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   // and 100 a row, 1,000 a CTA where only one step of the slots' row sets
   // fits in the L2 (more reads are left to evaluate), on the enumeration's
   // scale (10 units an access, 12 to 18 ns); about 170 bytes a CTA and a row,
-  // so up to 6.3 M CTAs and rows (about 1 GB). Measured on causal and chunked shapes of 128K to 1M
-  // tokens, batch 1 to 8, on the device presets: 0.4 to 1 us a CTA (bench/,
-  // "L2 runs"; docs/l2-backward.md); more where many K/V re-reads are left
-  // open (32K x 32/8 in chunks of 8K: 6 us, against the enumeration's 2.5).
+  // so up to 6.3 M CTAs and rows (about 1 GB). Measured on causal and chunked
+  // shapes of 128K to 1M tokens, batch 1 to 8, on the device presets: 0.4 to
+  // 1 us a CTA (bench/, "L2 runs"; docs/l2-backward.md); more where many K/V
+  // re-reads are left open (32K x 32/8 in chunks of 8K: 6 us, against the
+  // enumeration's 2.5).
   const u64 rows = all_rows(s, g);
   constexpr u64 most = u64{3} << 21;
   if (g.ctas() > most || rows > most) return ~u64{0};
@@ -270,7 +271,9 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), nullptr, by_end.data());
   Array<u64>().swap(lengths);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
-  const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked || how == MainLoop::by_rows_every_head;
+  const bool to_engine = how == MainLoop::by_rows_then_engine;
+  const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked ||
+                      how == MainLoop::by_rows_every_head || to_engine;
   const bool rows_first = forced || (how == MainLoop::automatic && by_rows(s, c, g, smallest));
   if (forced && (s.window != 0 || (s.chunk != 0 && !chunks_part_heads(g))))
     throw Error("internal: the backward's main loop by rows takes no window, and chunks that part the heads");
@@ -353,7 +356,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     // Where the reads its bounds leave would cost more than an eighth of the
     // engine's estimate, the engine.
     const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
-    const std::optional<u64> by = backward_by_rows(loop, t, dmax, engine_units == ~u64{0} ? ~u64{0} : engine_units / 8);
+    const u64 limit = to_engine ? 0 : engine_units == ~u64{0} ? ~u64{0} : engine_units / 8;
+    const std::optional<u64> by = backward_by_rows(loop, t, dmax, limit);
     done = by.has_value();
     repeated = by.value_or(0);
   }
