@@ -72,13 +72,13 @@ std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c);
 // (l2_backward_segments.cpp).
 bool backward_in_segments(const Shape& s);
 // Its main loop by rows where every CTA reads its head's row sets to the last
-// and bounds settle most re-reads (l2_backward_rows.cpp), else through the
-// engine; tests choose (by_rows_checked: every read's exact distance held to
-// its bounds, an Error where one is not, and the keys outside the main loop in
-// 128 bits; by_rows_every_head: no head takes an earlier head's counts).
-// (Tests: by_rows_checked holds every bound to the read's distance;
-// by_rows_every_head takes no head's counts from another; by_rows_then_engine
-// hands the main loop to the engine at the first read the bounds leave open.)
+// (or its chunk's, each chunk a head) and bounds settle most re-reads
+// (l2_backward_rows.cpp), else through the engine; tests choose
+// (by_rows_checked: every read's exact distance held to its bounds, an Error
+// where one is not, and the keys outside the main loop in 128 bits;
+// by_rows_every_head: no head takes an earlier head's counts;
+// by_rows_then_engine: the main loop handed to the engine at the first read
+// the bounds leave open).
 enum class MainLoop { automatic, by_rows, by_rows_checked, by_rows_every_head, by_rows_then_engine, engine };
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how = MainLoop::automatic);
 // Its work (~0 where it does not apply or would not fit in memory), with

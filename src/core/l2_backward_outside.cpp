@@ -32,11 +32,6 @@ K key_of(u64 step, u64 cta, u64 sub) {
   if constexpr (std::is_same_v<K, u64>) return (step + 1) << 27 | cta << 2 | sub;
   else return (static_cast<Wide>(step + 1) << 64) | ((cta << 2) | sub);
 }
-template <class K>
-u64 cta_of(K k) {
-  if constexpr (std::is_same_v<K, u64>) return (k >> 2) & ((u64{1} << 25) - 1);
-  else return static_cast<u64>(k) >> 2;
-}
 constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
 constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 
@@ -44,8 +39,8 @@ constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 // near their last question (a head's rows, a head's key blocks one after
 // another), so the sum below a cursor is kept and the cursor moved over the
 // places between; where it has moved more than `per_query` places a question
-// (and once over every place), a Fenwick tree over blocks of 16 places is built from the
-// values and answers from then on: O(log) an access at worst.
+// (and once over every place), a Fenwick tree over blocks of 16 places is
+// built from the values and answers from then on: O(log) an access at worst.
 class PrefixSums {
  public:
   static constexpr std::size_t block = 16, per_query = 32;

@@ -147,9 +147,10 @@ class Loop {
   // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
   // head it repeats (none), and, where evaluated, its settled bytes by bucket,
   // its observations' range in observed_, the most steps between a re-read
-  // and its predecessor; heads evaluated by a hash of their surroundings.
+  // and its predecessor; heads evaluated by a hash of their surroundings;
+  // kv_stride_: the CTAs between one key block's CTAs of two heads.
   bool dense_ = false;
-  u64 per_head_ = 0, kv_stride_ = 0, repeated_ = 0, steps_most_ = 0;  // (kv_stride_: CTAs between one key block of two heads)
+  u64 per_head_ = 0, kv_stride_ = 0, repeated_ = 0, steps_most_ = 0;
   std::vector<u64> from_, head_rb_, head_wb_, obs_lo_, obs_hi_, head_steps_;
   std::vector<std::uint8_t> source_;
   std::unordered_map<u64, std::vector<u64>> by_env_;

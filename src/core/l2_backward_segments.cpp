@@ -127,11 +127,12 @@ bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 sm
 // The main loop's heads by rows where chunks part the grid's: each part's
 // CTAs (head key, query blocks and first row) relabelled as a head of their
 // own whose rows run from the end of the part before (the head's first row
-// for the first). Returns each part's first row. undo_parts puts the grid's
-// labels back (for the segment engine).
+// for the first); an Error where chunks do not part the heads (as
+// chunks_part_heads tells). Returns each part's first row. undo_parts puts
+// the grid's labels back (for the segment engine).
 std::vector<u64> part_heads(Array<BackwardCta>& ct, Array<u64>& row0, const std::vector<u64>& head_row0) {
   std::vector<u64> first_row;
-  u64 key = ~u64{0}, end = 0, lo = 0;
+  u64 key = ~u64{0}, end = 0, lo = 0, first = 0;
   for (u64 id = 0; id < ct.size(); ++id) {
     BackwardCta& c = ct[id];
     if (c.head_key != key) {
@@ -144,8 +145,11 @@ std::vector<u64> part_heads(Array<BackwardCta>& ct, Array<u64>& row0, const std:
         if (c.first < end) throw Error("internal: a chunk's CTAs read another chunk's rows");
         lo = end;
         first_row.push_back(head_row0[key] + lo);
+      } else if (end != 0 && c.first < first) {
+        throw Error("internal: a chunk's CTAs read from an earlier row than the CTA before");
       }
       end = c.end;
+      first = c.first;
       c.first -= static_cast<std::uint32_t>(lo);
       c.end -= static_cast<std::uint32_t>(lo);
     }
@@ -275,8 +279,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked ||
                       how == MainLoop::by_rows_every_head || to_engine;
   const bool rows_first = forced || (how == MainLoop::automatic && by_rows(s, c, g, smallest));
-  if (forced && (s.window != 0 || (s.chunk != 0 && !chunks_part_heads(g))))
-    throw Error("internal: the backward's main loop by rows takes no window, and chunks that part the heads");
+  if (forced && s.window != 0) throw Error("internal: the backward's main loop by rows takes no window");
   // The main loop's heads: the grid's, or by rows the parts that chunks cut.
   const bool parts = rows_first && s.chunk != 0;
   std::vector<u64> loop_heads;
