@@ -546,8 +546,7 @@ int main(int argc, char** argv) {
                         h200(Rasterization::head_major));
        }},
       // Chunks of whole blocks by rows, each chunk of a head a head of its
-      // own; a sliding window (no part of a head read to its last by all its
-      // CTAs) through the enumeration.
+      // own; a sliding window by rows, a row's readers entering and leaving.
       {"L2 runs", [] {
          Shape s = training(1 << 20, 64, 8, true, Pass::bwd);
          s.chunk = 8192;

@@ -228,6 +228,62 @@ TEST_CASE("L2 backward by rows: chunks that part the heads equal the enumeration
   CHECK(repeated > 0);
 }
 
+// Windows, and chunks that cut blocks: a head's readers leave before its last
+// row, so a row's readers are kept in order as they come and go. Windows of 1
+// to 80 tokens in blocks of 8 to 24, chunks of any length, causal or not
+// before the window, Nq != Nkv, ragged batches, GQA, both --l2-qo, at four
+// random L2 sizes and, a third of the time, every bound checked.
+TEST_CASE("L2 backward by rows: windows and chunks that cut blocks equal the enumeration", "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(93, 94));
+  std::uint64_t leave = 0;
+  for (int k = 0; k < 150; ++k) {
+    Shape s;
+    s.pass = Pass::bwd;
+    s.causal = true;
+    s.kv_heads = pick(rng, 1, 3);
+    s.heads = s.kv_heads * pick(rng, 1, 4);
+    s.batch = pick(rng, 1, 3);
+    s.block_rows = 8 * pick(rng, 1, 3);
+    s.block_cols = pick(rng, 0, 2) == 0 ? 8 * pick(rng, 1, 3) : s.block_rows;
+    if (pick(rng, 0, 3) == 0) s.chunk = pick(rng, 5, 70);
+    else s.window = pick(rng, 1, 80);
+    s.seq_q = s.seq_kv = pick(rng, 16, 400);
+    if (pick(rng, 0, 4) == 0) s.seq_kv = s.seq_q + pick(rng, 1, 200);
+    s.head_dim = pick(rng, 8, 64);
+    if (pick(rng, 0, 5) == 0) {  // a ragged batch, each sequence against itself
+      std::vector<SeqLen> items;
+      for (std::uint64_t b = 0, n = pick(rng, 2, 3); b < n; ++b) {
+        const std::uint64_t len = pick(rng, 8, 300);
+        items.push_back({len, len});
+      }
+      s.seq_lens = SeqList(items);
+      s.batch = items.size();
+      s.seq_q = s.seq_lens.max_q();
+      s.seq_kv = s.seq_lens.max_kv();
+    }
+    const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 32);
+    const auto caps = random_sizes(rng, s, c, 4);
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
+    l2::Tally te(caps), tr(caps), ta(caps);
+    const l2::FlashStats se = l2::enumerate_backward(s, c, te);
+    const l2::FlashStats sa = l2::segments_backward(s, c, ta);
+    test::same_tally(te, ta);
+    CHECK(sa.steps == se.steps);
+    CHECK(sa.heads == se.heads);
+    CHECK(sa.kv_heads == se.kv_heads);
+    const auto how = k % 3 == 0   ? l2::MainLoop::by_rows_checked
+                     : k % 5 == 1 ? l2::MainLoop::by_rows_then_engine
+                                  : l2::MainLoop::by_rows;
+    const l2::FlashStats sr = l2::segments_backward(s, c, tr, how);
+    test::same_tally(te, tr);
+    CHECK(sr.heads == se.heads);
+    CHECK(sr.steps == se.steps);
+    const l2::BackwardGrid g(s, c.order);
+    leave += s.window != 0 && g.ctas() > 0 ? 1 : 0;
+  }
+  CHECK(leave > 80);
+}
+
 // Dense batches of short chunks beside many slots: parts repeat an earlier
 // one, and two heads' reads of one K/V object (a head's CTAs apart, not a
 // part's) meet in a window, where their pairs must match (taking a part's

@@ -46,6 +46,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     head_row0_[h] = (*in.row0)[x];
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], sat_add(kv_bytes(x), dk_bytes(x)));
   }
+  for (u64 x = 0; x < n_; ++x) to_end_ = to_end_ && (reads_rows(x) == 0 || ct_[x].end == rows_[ct_[x].head_key]);
   u_prefix_.resize(u.size() + 1);
   u_prefix_[0] = 0;
   for (u64 r = 0; r < u.size(); ++r) u_prefix_[r + 1] = u_prefix_[r] + u[r];
@@ -301,6 +302,61 @@ void Loop::settle_kv(u64 k, u64 P) {
   open_cost_ = sat_add(open_cost_, sat_add(active_in(Tp, T), in_.slots));
 }
 
+// A head whose readers leave (windows; chunks that cut blocks): its rows in
+// order, the readers of the row kept in order of (offset, CTA), each one's
+// predecessor the one below it. A reader that arrives or leaves changes the
+// predecessor of the one above it alone.
+template <class Run>
+bool Loop::readers_that_leave(const std::vector<u64>& xs, u64 nq, Run&& run, u64 limit) {
+  const u64 m = xs.size();
+  auto below = [&](u64 i, u64 j) {  // i's read of a row comes before j's
+    const i64 a = offset(xs[i]), b = offset(xs[j]);
+    return a != b ? a < b : i < j;
+  };
+  // The readers by the row after their last (their first rows do not decrease).
+  leaving_at_.assign(nq + 2, 0);
+  for (u64 i = 0; i < m; ++i) ++leaving_at_[ct_[xs[i]].end + 1];
+  for (u64 r = 1; r < leaving_at_.size(); ++r) leaving_at_[r] += leaving_at_[r - 1];
+  leaving_.resize(m);
+  {
+    std::vector<u64> at(leaving_at_.begin(), leaving_at_.end() - 1);
+    for (u64 i = 0; i < m; ++i) leaving_[at[ct_[xs[i]].end]++] = i;
+  }
+  readers_.clear();
+  pred_.resize(m);
+  from_row_.resize(m);
+  auto pred_of = [&](u64 i) { return pred_[i] == none ? none : xs[pred_[i]]; };
+  // Reader at place p gets a new predecessor from row r.
+  auto renew = [&](std::size_t p, u64 r) {
+    if (p >= readers_.size()) return;
+    const u64 y = readers_[p];
+    run(xs[y], pred_of(y), from_row_[y], r);
+    pred_[y] = p == 0 ? none : readers_[p - 1];
+    from_row_[y] = r;
+  };
+  u64 next = 0;
+  for (u64 r = 0; r <= nq; ++r) {
+    for (u64 v = leaving_at_[r]; v < leaving_at_[r + 1]; ++v) {
+      const u64 i = leaving_[v];
+      const auto it = std::lower_bound(readers_.begin(), readers_.end(), i, below);
+      run(xs[i], pred_of(i), from_row_[i], r);
+      const std::size_t p = static_cast<std::size_t>(it - readers_.begin());
+      readers_.erase(it);
+      renew(p, r);
+    }
+    for (; next < m && ct_[xs[next]].first == r; ++next) {
+      const auto it = std::lower_bound(readers_.begin(), readers_.end(), next, below);
+      const std::size_t p = static_cast<std::size_t>(it - readers_.begin());
+      pred_[next] = p == 0 ? none : readers_[p - 1];
+      from_row_[next] = r;
+      readers_.insert(it, next);
+      renew(p + 1, r);
+    }
+    if (open_cost_ > limit) return false;
+  }
+  return true;
+}
+
 bool Loop::classify(u64 limit) {
   // K/V: each object's previous reader, in launch order (a step's CTAs in
   // launch order too).
@@ -357,6 +413,25 @@ bool Loop::classify(u64 limit) {
       kept(h);
       continue;
     }
+    const u64 nq = rows_[h], r0 = head_row0_[h];
+    const bool partial = (*in_.u)[r0 + nq - 1] != (*in_.u)[r0];
+    // CTA k's rows [row, until) read after P's; the last, partial row apart.
+    auto run = [&](u64 k, u64 P, u64 row, u64 until) {
+      if (P == none || until <= row) return;
+      if (partial && until == nq && until - 1 > row) {
+        settle_rows(k, P, row, nq - 2, 0);
+        settle_rows(k, P, nq - 1, nq - 1, 0);
+      } else {
+        settle_rows(k, P, row, until - 1, 0);
+      }
+    };
+    bool leave = false;
+    for (const u64 x : xs) leave = leave || ct_[x].end < nq;
+    if (leave) {
+      if (!readers_that_leave(xs, nq, run, limit)) return false;
+      kept(h);
+      continue;
+    }
     order.resize(m);
     for (u64 i = 0; i < m; ++i) order[i] = i;
     radix_sort(order, [&](u64 i) { return ordered(offset(xs[i])); });  // (stable: ties by CTA)
@@ -387,27 +462,15 @@ bool Loop::classify(u64 limit) {
       for (u64 i = 0; i < m; ++i)
         if (R[i] != none) by_target[at[R[i]]++] = {ct_[xs[i]].first, i};
     }
-    const u64 nq = rows_[h], r0 = head_row0_[h];
-    const bool partial = (*in_.u)[r0 + nq - 1] != (*in_.u)[r0];
     for (u64 i = 0; i < m; ++i) {
       const u64 k = xs[i];
       u64 row = ct_[k].first, pred = L[i];
-      auto run = [&](u64 until) {  // rows [row, until) from pred; the last, partial row apart
-        if (pred == none || until <= row) return;
-        const u64 P = xs[pred];
-        if (partial && until == nq && until - 1 > row) {
-          settle_rows(k, P, row, nq - 2, 0);
-          settle_rows(k, P, nq - 1, nq - 1, 0);
-        } else {
-          settle_rows(k, P, row, until - 1, 0);
-        }
-      };
       for (u64 v = events_at[i]; v < events_at[i + 1]; ++v) {
-        run(by_target[v].row);
+        run(k, pred == none ? none : xs[pred], row, by_target[v].row);
         row = std::max(row, by_target[v].row);
         pred = by_target[v].pred;
       }
-      run(nq);
+      run(k, pred == none ? none : xs[pred], row, nq);
       if (open_cost_ > limit) return false;
     }
     kept(h);
@@ -416,11 +479,5 @@ bool Loop::classify(u64 limit) {
 }
 
 }  // namespace rows
-
-bool backward_rows_fit(const Array<BackwardCta>& ct, const FlashGrid& fg) {
-  for (const BackwardCta& c : ct)
-    if (c.end > c.first && c.end != fg.sequence(c.seq).q_blocks) return false;
-  return true;
-}
 
 }  // namespace hbmscope::l2

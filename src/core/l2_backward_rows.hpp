@@ -34,9 +34,6 @@ struct BackwardLoop : BackwardArrays {
   bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)
 };
 
-// Whether every CTA that reads row sets reads its head's up to the last.
-bool backward_rows_fit(const Array<BackwardCta>& ct, const FlashGrid& fg);
-
 // Tallies the main loop into t as the segment engine would (the row sets'
 // re-reads with the accumulator's write-back at the same distance, their
 // distances reported to obs; K/V reads; dK, dV written where they are

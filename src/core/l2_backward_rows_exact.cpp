@@ -266,8 +266,9 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
     const u64 r0 = (*in_.row0)[o.k];
     const i64 a = offset(o.k), ap = offset(o.P);
     active(ap + static_cast<i64>(o.i1), a + static_cast<i64>(o.i2), near_);
-    // A run of two reads or more is evaluated as a whole.
-    const bool slid = o.i2 > o.i1;
+    // A run of two reads or more is evaluated as a whole where every CTA
+    // reads to its head's last row.
+    const bool slid = o.i2 > o.i1 && to_end_;
     if (slid) run_exact(o, near_, slid_);
     for (u64 i = o.i1; i <= o.i2; ++i) {
       const u64 r = r0 + i, z = (*in_.u)[r];

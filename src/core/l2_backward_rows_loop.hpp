@@ -87,6 +87,11 @@ class Loop {
   // strictly inside every window of a run (l2_backward_rows.cpp).
   u64 more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one) const;
   void settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth);
+  // A head's runs where readers leave before its last row (xs: its CTAs that
+  // read rows, in launch order; run(k, P, from, until) for each).
+  template <class Run>
+  bool readers_that_leave(const std::vector<u64>& xs, u64 nq, Run&& run, u64 limit);
+  std::vector<u64> leaving_at_, leaving_, readers_, pred_, from_row_;
   void settle_kv(u64 k, u64 P);
   // Counts `n` reads settled in bucket b, or leaves them open; false then.
   bool settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row);
@@ -137,6 +142,7 @@ class Loop {
   std::vector<i64> off_lo_, off_hi_;      // their least and most, a tree over blocks of CTAs
   u64 u_max_ = 0, kv_max_ = 0, kv_min_ = infinite, reached_ = 0;
   bool dk_on_ = false;
+  bool to_end_ = true;  // every CTA reads its head's rows to the last (run_exact's premise)
   std::vector<u64> rb_, wb_;  // settled bytes by bucket: read, written back
   struct Observed {
     u64 row, d, count;

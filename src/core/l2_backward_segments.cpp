@@ -111,16 +111,14 @@ bool chunks_part_heads(const BackwardGrid& g) {
   return true;
 }
 
-// The main loop by rows (l2_backward_rows.cpp): causal masks and ragged
-// batches without one (every CTA reads its head's row sets to the last), and
-// chunks that part the heads (each part a head), in query-block-major order,
+// The main loop by rows (l2_backward_rows.cpp): any mask or ragged batch in
+// query-block-major order (chunks that part the heads, each part a head),
 // where two steps of every slot's row set and K/V fit in the smallest L2
 // asked for; or one step with its dK, dV (the reads a step apart, most of
 // them, settle as hits; where the engine takes the grid and the reads the
 // bounds leave would cost more, the engine evaluates).
 bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
-  if (s.window != 0 || c.order != Rasterization::query_block_major) return false;
-  if (s.chunk != 0 && !chunks_part_heads(g)) return false;
+  if (c.order != Rasterization::query_block_major) return false;
   return steps_fit(s, c, g, smallest_l2, 1, 2);
 }
 
@@ -207,7 +205,7 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   // and 100 a row, 1,000 a CTA where only one step of the slots' row sets
   // fits in the L2 (more reads are left to evaluate), on the enumeration's
   // scale (10 units an access, 12 to 18 ns); about 170 bytes a CTA and a row,
-  // so up to 6.3 M CTAs and rows (about 1 GB). Measured on causal and chunked
+  // so up to 6.3 M CTAs and rows (about 1 GB). Measured on causal, windowed and chunked
   // shapes of 128K to 1M tokens, batch 1 to 8, on the device presets: 0.4 to
   // 1 us a CTA (bench/, "L2 runs"; docs/l2-backward.md); more where many K/V
   // re-reads are left open (32K x 32/8 in chunks of 8K: 6 us, against the
@@ -267,8 +265,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     kv_of[id] = kv_base[ct[id].seq] + (ct[id].pair - ct[id].seq * Hkv) * f.k_blocks + ct[id].k_block;
     row0[id] = row_base[ct[id].seq] + ct[id].head * f.q_blocks;
   }
-  // The schedule; the main loop by rows where every CTA reads its head's row
-  // sets to the last (l2_backward_rows.cpp), else through the engine.
+  // The schedule; the main loop by rows (l2_backward_rows.cpp) or through
+  // the engine.
   if (ctas >= (u64{1} << 32) - 1) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   Array<u64> start(ctas);
   Array<std::uint32_t> by_end(ctas);
@@ -279,15 +277,13 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked ||
                       how == MainLoop::by_rows_every_head || to_engine;
   const bool rows_first = forced || (how == MainLoop::automatic && by_rows(s, c, g, smallest));
-  if (forced && s.window != 0) throw Error("internal: the backward's main loop by rows takes no window");
-  // The main loop's heads: the grid's, or by rows the parts that chunks cut.
-  const bool parts = rows_first && s.chunk != 0;
+  // The main loop's heads: the grid's, or by rows the parts that chunks cut
+  // where they part the heads.
+  const bool parts = rows_first && s.chunk != 0 && chunks_part_heads(g);
   std::vector<u64> loop_heads;
   if (parts) {
     loop_heads = part_heads(ct, row0, head_row0);
     loop_heads.push_back(R);
-  } else if (rows_first && !backward_rows_fit(ct, fg)) {
-    throw Error("internal: a causal backward's CTA stops before its head's last query block");
   }
   const std::vector<u64>& heads_row0 = parts ? loop_heads : head_row0;
   SegmentEngine e;
