@@ -3,6 +3,7 @@
 // "The backward's main loop by rows").
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <string>
 
 #include "hbmscope/error.hpp"
@@ -127,13 +128,15 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   // Rows, a head at a time (docs/l2-backward.md, "A run's reads by a sliding
   // window"): seen from the window's end T, CTA x's rows between are the
   // offsets y = row - T in [A_x, B_x] at or above F_x - T (F_x its first row)
-  // and at most C - T (the head's last, which every CTA reads). So y counts
-  // for T in [minF(y) - y, C - y], minF(y) the least F_x of the CTAs whose
-  // [A_x, B_x] hold y; over a stretch of y of one minF those intervals' ends
-  // move by one a y, so each stretch adds to the differences of the rows'
-  // bytes over a range of T, kept by their own differences. The stretches
-  // come from taking the CTAs by first row, each the offsets no earlier one
-  // holds (a sorted list of the offsets held); the last row's bytes apart.
+  // and at most L_x - T (its last). Taken by first row, a CTA adds to y the
+  // T in [max(F_x, M(y) + 1) - y, L_x - y], M(y) the last row of those before
+  // it that hold y (the earlier ones' T reach from below F_x - y to M(y) - y);
+  // over a stretch of y of one M those intervals' ends move by one a y, so
+  // each stretch adds to the differences of the rows' bytes over a range of
+  // T, kept by their own differences. M is kept as stretches of offsets (a
+  // sorted list); where every CTA reads to its head's last row C, the first
+  // CTA to hold an offset is the only one to add it. The last row's bytes
+  // apart.
   by_head_.clear();
   for (std::size_t j = 0; j < slides_.size(); ++j)
     if (slides_[j].last >= slides_[j].s)
@@ -152,6 +155,7 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     d[at(lo)] += bytes;
     d[at(hi) + 1] -= bytes;
   };
+  constexpr i64 no_row = std::numeric_limits<i64>::min();
   for (std::size_t j = 0; j < by_head_.size();) {
     std::size_t e = j;
     while (e < by_head_.size() && by_head_[e].head == by_head_[j].head) ++e;
@@ -161,40 +165,60 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     held_.clear();
     for (; j < e; ++j) {
       const Slide& v = slides_[by_head_[j].slide];
-      const i64 F = by_head_[j].first;
-      // Offsets y in [A, B] that count in the run: F - y <= T1 and C - y >= T0.
-      const i64 A = std::max(v.base_i - v.lag, F - T1), B = std::min(v.base_i - v.lead, C - T0);
+      const i64 F = by_head_[j].first, L = v.base_i + v.last;
+      // Offsets y in [A, B] that count in the run: F - y <= T1 and L - y >= T0.
+      const i64 A = std::max(v.base_i - v.lag, F - T1), B = std::min(v.base_i - v.lead, L - T0);
       if (A > B) continue;
-      // The stretches of [A, B] no earlier CTA holds; then [A, B] held, merged with its neighbours.
-      auto it = std::upper_bound(held_.begin(), held_.end(), A,
-                                 [](i64 y, const std::pair<i64, i64>& p) { return y < p.first; });
-      if (it != held_.begin() && std::prev(it)->second + 1 >= A) --it;
-      i64 y = A, lo = A, hi = B;
-      auto stretch = [&](i64 ya, i64 yb) {  // offsets [ya, yb], minF = F
-        if (ya > yb) return;
-        // Start: at F - y where that lies after T0 (a range of T), else at T0 (a count).
-        const i64 split = std::min(yb, F - T0);
-        if (ya <= split) add(range_d_, F - split, F - ya, full);
+      auto stretch = [&](i64 ya, i64 yb, i64 M) {  // offsets [ya, yb], held to row M before
+        const i64 Fs = M == no_row ? F : std::max(F, M + 1);
+        if (ya > yb || Fs > L) return;
+        // Start: at Fs - y where that lies after T0 (a range of T), else at T0 (a count).
+        const i64 split = std::min(yb, Fs - T0);
+        if (ya <= split) add(range_d_, Fs - split, Fs - ya, full);
         if (yb > split) {
           const i64 c = yb - std::max(ya, split + 1) + 1;
           step_d_[0] += c * full;
         }
-        // End: gone from C - y + 1 where that lies within the run.
-        const i64 from = std::max(ya, C - T1 + 1);
-        if (from <= yb) add(range_d_, C - yb + 1, C - from + 1, -full);
-        // The last row: at T = C - y.
-        if (last != 0) add(step_d_, C - yb, C - ya, last);
+        // End: gone from L - y + 1 where that lies within the run.
+        const i64 from = std::max(ya, L - T1 + 1);
+        if (from <= yb) add(range_d_, L - yb + 1, L - from + 1, -full);
+        // The head's last row: at T = C - y.
+        if (last != 0 && L == C) add(step_d_, C - yb, C - ya, last);
       };
+      // The stretches that overlap or touch [A, B], replaced by `pieces_`
+      // (those of equal M that touch merged).
+      auto it = std::lower_bound(held_.begin(), held_.end(), A - 1, [](const Held& x, i64 y) { return x.hi < y; });
+      pieces_.clear();
+      auto piece = [&](i64 lo, i64 hi, i64 M) {
+        if (lo > hi) return;
+        if (!pieces_.empty() && pieces_.back().M == M && pieces_.back().hi + 1 == lo) pieces_.back().hi = hi;
+        else pieces_.push_back({lo, hi, M});
+      };
+      i64 y = A;
       auto past = it;
-      for (; past != held_.end() && past->first <= B + 1; ++past) {
-        stretch(y, std::min(B, past->first - 1));
-        y = std::max(y, past->second + 1);
-        lo = std::min(lo, past->first);
-        hi = std::max(hi, past->second);
+      for (; past != held_.end() && past->lo <= B + 1; ++past) {
+        const Held x = *past;
+        const i64 in_lo = std::max(A, x.lo), in_hi = std::min(B, x.hi);
+        piece(x.lo, std::min(x.hi, A - 1), x.M);  // below A
+        if (y < x.lo) {  // a gap held by none
+          const i64 gap_hi = std::min(B, x.lo - 1);
+          stretch(y, gap_hi, no_row);
+          piece(y, gap_hi, L);
+          y = gap_hi + 1;
+        }
+        if (in_lo <= in_hi) {
+          if (x.M < L) stretch(in_lo, in_hi, x.M);
+          piece(in_lo, in_hi, std::max(x.M, L));
+          y = in_hi + 1;
+        }
+        piece(std::max(B + 1, x.lo), x.hi, x.M);  // above B
       }
-      stretch(y, B);
+      if (y <= B) {
+        stretch(y, B, no_row);
+        piece(y, B, L);
+      }
       it = held_.erase(it, past);
-      held_.insert(it, {lo, hi});
+      held_.insert(it, pieces_.begin(), pieces_.end());
     }
   }
   // K/V and dK, dV: each between for a range of T; a K/V object (read by a
@@ -266,9 +290,8 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
     const u64 r0 = (*in_.row0)[o.k];
     const i64 a = offset(o.k), ap = offset(o.P);
     active(ap + static_cast<i64>(o.i1), a + static_cast<i64>(o.i2), near_);
-    // A run of two reads or more is evaluated as a whole where every CTA
-    // reads to its head's last row.
-    const bool slid = o.i2 > o.i1 && to_end_;
+    // A run of two reads or more is evaluated as a whole.
+    const bool slid = o.i2 > o.i1;
     if (slid) run_exact(o, near_, slid_);
     for (u64 i = o.i1; i <= o.i2; ++i) {
       const u64 r = r0 + i, z = (*in_.u)[r];

@@ -188,7 +188,10 @@ class Loop {
     u32 slide;
   };
   std::vector<ByHead> by_head_;                // the CTAs with rows between, by head and first row
-  std::vector<std::pair<i64, i64>> held_;      // a head's offsets held by CTAs of lesser first rows: [lo, hi] by lo
+  struct Held {
+    i64 lo, hi, M;  // offsets [lo, hi] held by CTAs of lesser first rows, to row M at most
+  };
+  std::vector<Held> held_, pieces_;            // by lo; a CTA's replacements
   static constexpr u32 none32 = ~u32{0};
   std::vector<u32> kv_reader_;                  // per K/V object: its last reader between (none32)
   std::vector<u32> kv_next_;                    // per CTA: the next reader of its K/V
