@@ -445,6 +445,12 @@ CtasByHead ctas_by_head(const Array<BackwardCta>& ct, u64 head_keys) {
   for (const BackwardCta& c : ct) ++r.at[c.head_key + 1];
   std::partial_sum(r.at.begin(), r.at.end(), r.at.begin());
   r.ids.resize(ct.size());
+  bool in_order = true;  // (query-block-major: a head's CTAs are consecutive)
+  for (u64 id = 1; id < ct.size() && in_order; ++id) in_order = ct[id - 1].head_key <= ct[id].head_key;
+  if (in_order) {
+    std::iota(r.ids.begin(), r.ids.end(), std::uint32_t{0});
+    return r;
+  }
   std::vector<u64> next(r.at.begin(), r.at.end() - 1);
   for (u64 id = 0; id < ct.size(); ++id) r.ids[next[ct[id].head_key]++] = static_cast<std::uint32_t>(id);
   return r;

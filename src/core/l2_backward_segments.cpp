@@ -270,7 +270,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   if (ctas >= (u64{1} << 32) - 1) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   Array<u64> start(ctas);
   Array<std::uint32_t> by_end(ctas);
-  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), nullptr, by_end.data());
+  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), by_end.data());
   Array<u64>().swap(lengths);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool to_engine = how == MainLoop::by_rows_then_engine;

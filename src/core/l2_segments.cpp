@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <memory_resource>
-#include <queue>
 
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
@@ -18,41 +17,71 @@ constexpr std::uint32_t no_stream = ~0u;
 }
 
 std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n,
-                                      std::uint64_t* start, std::uint32_t* slot, std::uint32_t* by_end) {
+                                      std::uint64_t* start, std::uint32_t* by_end) {
   // A CTA finishing at step t frees its slot for the next CTA in launch order
   // from step t + 1 (the CTAs of one step leave before any enters); which of
   // the slots freed in one step it takes changes no distance. CTAs leave in
   // order of last step (each enters after the one it follows has left), so
-  // their order by last step is the heap's, ties by id.
-  using Free = std::pair<std::uint64_t, std::uint32_t>;  // (last step, slot)
-  std::priority_queue<Free, std::vector<Free>, std::greater<>> finish;
-  std::vector<std::uint32_t> occupant(by_end != nullptr ? std::min(slots, n) : 0);  // each slot's CTA
+  // their order by last step is the queue's, ties by id. The running CTAs are
+  // kept by last step in a ring of buckets (a bit a bucket), as no CTA ends
+  // more than its length past the last one to leave.
+  std::uint64_t longest = 1, shortest = 1;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    longest = std::max(longest, len[i]);
+    shortest = std::min(shortest, len[i]);
+  }
+  if (shortest == 0 || longest >= (std::uint64_t{1} << 30) || n >= std::numeric_limits<std::uint32_t>::max())
+    throw Error("internal: the segment engine's schedule takes CTAs of 1 to 2^30 - 1 steps, fewer than 2^32 of them");
+  std::uint64_t ring = 64;
+  while (ring <= longest) ring *= 2;
+  const std::uint64_t mask = ring - 1;
+  constexpr std::uint32_t none = ~std::uint32_t{0};
+  std::vector<std::uint32_t> first(ring, none), next(n);
+  std::vector<std::uint64_t> bits(ring / 64, 0);
+  std::uint64_t running = 0, last = 0;  // the last step of the last CTA to leave
+  auto enter = [&](std::uint64_t i, std::uint64_t end) {
+    const std::uint64_t b = end & mask;
+    next[i] = first[b];
+    first[b] = static_cast<std::uint32_t>(i);
+    bits[b / 64] |= std::uint64_t{1} << (b % 64);
+    ++running;
+  };
+  auto leave_next = [&] {  // the CTA with the least last step (one of them) leaves
+    const std::uint64_t p = last & mask;
+    std::uint64_t w = p / 64, word = bits[w] & (~std::uint64_t{0} << (p % 64));
+    while (word == 0) {
+      w = (w + 1) % bits.size();
+      word = bits[w];
+    }
+    const std::uint64_t b = w * 64 + static_cast<std::uint64_t>(__builtin_ctzll(word));
+    last += (b - p) & mask;
+    const std::uint32_t i = first[b];
+    first[b] = next[i];
+    if (first[b] == none) bits[w] &= ~(std::uint64_t{1} << (b % 64));
+    --running;
+    return i;
+  };
   std::uint64_t steps = 0, ended = 0, tie = 0, tie_last = 0;  // the CTAs [tie, ended) leave at tie_last
-  auto leave = [&](const Free& f) {
+  auto record = [&](std::uint32_t i) {
     if (by_end == nullptr) return;
-    if (f.first != tie_last) {
+    if (last != tie_last) {
       if (ended - tie > 1) std::sort(by_end + tie, by_end + ended);
       tie = ended;
-      tie_last = f.first;
+      tie_last = last;
     }
-    by_end[ended++] = occupant[f.second];
+    by_end[ended++] = i;
   };
   for (std::uint64_t i = 0; i < n; ++i) {
     std::uint64_t s = 0;
-    std::uint32_t at = static_cast<std::uint32_t>(finish.size());
-    if (finish.size() == slots) {
-      s = finish.top().first + 1;
-      at = finish.top().second;
-      leave(finish.top());
-      finish.pop();
+    if (running == slots) {
+      record(leave_next());
+      s = last + 1;
     }
     start[i] = s;
-    if (slot != nullptr) slot[i] = at;
-    if (by_end != nullptr) occupant[at] = static_cast<std::uint32_t>(i);
-    finish.push({s + len[i] - 1, at});
+    enter(i, s + len[i] - 1);
     steps = std::max(steps, s + len[i]);
   }
-  for (; !finish.empty(); finish.pop()) leave(finish.top());
+  while (running > 0) record(leave_next());
   if (by_end != nullptr && ended - tie > 1) std::sort(by_end + tie, by_end + ended);
   return steps;
 }

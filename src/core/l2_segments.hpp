@@ -76,12 +76,12 @@ class SegmentEngine {
   // Reads that the last evaluate() counted by their bounds alone.
   std::uint64_t settled_reads() const { return settled_; }
 
-  // Schedules one kernel: start steps (from 0) of CTAs of these lengths on
-  // `slots` slots (and, where `slot` is given, the slot each takes; where
-  // `by_end` is, the CTAs by last step, then id, n below 2^32); returns the
-  // steps until the last finishes.
+  // Schedules one kernel: start steps (from 0) of CTAs of these lengths (at
+  // least 1, below 2^30; n below 2^32) on `slots` slots (and, where `by_end`
+  // is given, the CTAs by last step, then id); returns the steps until the
+  // last finishes.
   static std::uint64_t schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n, std::uint64_t* start,
-                                std::uint32_t* slot = nullptr, std::uint32_t* by_end = nullptr);
+                                std::uint32_t* by_end = nullptr);
 
  private:
   struct Kernel {
