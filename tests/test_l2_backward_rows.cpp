@@ -76,6 +76,57 @@ std::vector<std::uint64_t> random_sizes(std::mt19937_64& rng, const Shape& s, co
   return caps;
 }
 
+// A causal backward of 1 to 3 kv heads, groups of g_lo to 4 query heads.
+Shape causal_backward(std::mt19937_64& rng, std::uint64_t g_lo, std::uint64_t batch_hi) {
+  Shape s;
+  s.pass = Pass::bwd;
+  s.causal = true;
+  s.kv_heads = pick(rng, 1, 3);
+  s.heads = s.kv_heads * pick(rng, g_lo, 4);
+  s.batch = pick(rng, 1, batch_hi);
+  return s;
+}
+
+// A ragged batch of 2 or 3 sequences, each against itself, of lo to hi tokens.
+void ragged(std::mt19937_64& rng, Shape& s, std::uint64_t lo, std::uint64_t hi) {
+  std::vector<SeqLen> items;
+  for (std::uint64_t b = 0, n = pick(rng, 2, 3); b < n; ++b) {
+    const std::uint64_t len = pick(rng, lo, hi);
+    items.push_back({len, len});
+  }
+  s.seq_lens = SeqList(items);
+  s.batch = items.size();
+  s.seq_q = s.seq_lens.max_q();
+  s.seq_kv = s.seq_lens.max_kv();
+}
+
+// The automatic choice and, unless `how` is automatic, the main loop taken
+// `how` held to the enumeration; the second's statistics.
+l2::FlashStats same_as_enumeration(const Shape& s, const L2SimConfig& c, const std::vector<std::uint64_t>& caps,
+                                   l2::MainLoop how) {
+  INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
+  l2::Tally te(caps), ta(caps);
+  const l2::FlashStats se = l2::enumerate_backward(s, c, te);
+  const l2::FlashStats sa = l2::segments_backward(s, c, ta);
+  test::same_tally(te, ta);
+  CHECK(sa.steps == se.steps);
+  CHECK(sa.heads == se.heads);
+  CHECK(sa.kv_heads == se.kv_heads);
+  if (how == l2::MainLoop::automatic) return sa;
+  l2::Tally tr(caps);
+  const l2::FlashStats sr = l2::segments_backward(s, c, tr, how);
+  test::same_tally(te, tr);
+  CHECK(sr.heads == se.heads);
+  CHECK(sr.steps == se.steps);
+  return sr;
+}
+
+// A third with every bound checked; a fifth handed to the engine, the grid's
+// labels back, at the first read left open.
+l2::MainLoop checked_or_handed(int k) {
+  return k % 3 == 0 ? l2::MainLoop::by_rows_checked : k % 5 == 1 ? l2::MainLoop::by_rows_then_engine : l2::MainLoop::by_rows;
+}
+
 }  // namespace
 
 TEST_CASE("L2 backward by rows: long causal heads at one to three L2 sizes equal the enumeration",
@@ -169,18 +220,13 @@ TEST_CASE("L2 backward by rows: heads that repeat an earlier one equal the enume
 // Chunked attention whose chunks are whole blocks: each chunk of a head is a
 // head of the main loop by rows (its CTAs read its rows to its last). Chunks
 // of 1 to 12 blocks of 8 or 16 (blocks of one size or two), ragged batches and
-// Nq != Nkv at times (where chunks straddle blocks, the engine), GQA, dense
+// Nq != Nkv at times (where chunks may straddle blocks: the heads stay whole), GQA, dense
 // batches whose parts repeat an earlier one, at four random L2 sizes.
 TEST_CASE("L2 backward by rows: chunks that part the heads equal the enumeration", "[l2runs][backward]") {
   std::mt19937_64 rng(GENERATE(89, 90));
   std::uint64_t repeated = 0, rows = 0;
   for (int k = 0; k < 150; ++k) {
-    Shape s;
-    s.pass = Pass::bwd;
-    s.causal = true;
-    s.kv_heads = pick(rng, 1, 3);
-    s.heads = s.kv_heads * pick(rng, 1, 4);
-    s.batch = pick(rng, 1, 4);
+    Shape s = causal_backward(rng, 1, 4);
     s.block_rows = pick(rng, 0, 1) ? 8 : 16;
     s.block_cols = pick(rng, 0, 3) == 0 ? 24 - s.block_rows : s.block_rows;
     s.chunk = 16 * pick(rng, 1, 6);
@@ -188,41 +234,13 @@ TEST_CASE("L2 backward by rows: chunks that part the heads equal the enumeration
     s.seq_q = s.seq_kv = pick(rng, 1, 6) * s.chunk - (pick(rng, 0, 1) ? pick(rng, 0, 15) : 0);
     s.head_dim = pick(rng, 8, 64);
     const auto kind = pick(rng, 0, 5);
-    if (kind == 0) {  // a ragged batch, each sequence against itself
-      std::vector<SeqLen> items;
-      for (std::uint64_t b = 0, n = pick(rng, 2, 3); b < n; ++b) {
-        const std::uint64_t len = pick(rng, 16, 5 * s.chunk);
-        items.push_back({len, len});
-      }
-      s.seq_lens = SeqList(items);
-      s.batch = items.size();
-      s.seq_q = s.seq_lens.max_q();
-      s.seq_kv = s.seq_lens.max_kv();
-    } else if (kind == 1) {  // Nq != Nkv
-      s.seq_kv = s.seq_q + pick(rng, 1, 2 * s.chunk);
-    }
+    if (kind == 0) ragged(rng, s, 16, 5 * s.chunk);
+    else if (kind == 1) s.seq_kv = s.seq_q + pick(rng, 1, 2 * s.chunk);  // Nq != Nkv
     const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 32);
     const auto caps = random_sizes(rng, s, c, 4);
-    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
-    l2::Tally te(caps), tr(caps), ta(caps);
-    const l2::FlashStats se = l2::enumerate_backward(s, c, te);
-    const l2::FlashStats sa = l2::segments_backward(s, c, ta);  // by rows or the engine
-    test::same_tally(te, ta);
-    CHECK(sa.steps == se.steps);
-    CHECK(sa.heads == se.heads);
-    CHECK(sa.kv_heads == se.kv_heads);
-    if (kind == 1) continue;  // (chunks may straddle blocks)
-    // (A third with every bound checked; a fifth handed to the engine, the
-    // grid's labels back, at the first read left open.)
-    const auto how = k % 3 == 0   ? l2::MainLoop::by_rows_checked
-                     : k % 5 == 1 ? l2::MainLoop::by_rows_then_engine
-                                  : l2::MainLoop::by_rows;
-    const l2::FlashStats sr = l2::segments_backward(s, c, tr, how);
-    test::same_tally(te, tr);
-    CHECK(sr.heads == se.heads);
-    CHECK(sr.steps == se.steps);
-    repeated += sr.repeated_heads;
-    ++rows;
+    // (Nq != Nkv: chunks may straddle blocks; the automatic choice alone.)
+    repeated += same_as_enumeration(s, c, caps, kind == 1 ? l2::MainLoop::automatic : checked_or_handed(k)).repeated_heads;
+    rows += kind == 1 ? 0 : 1;
   }
   CHECK(rows > 100);
   CHECK(repeated > 0);
@@ -230,19 +248,15 @@ TEST_CASE("L2 backward by rows: chunks that part the heads equal the enumeration
 
 // Windows, and chunks that cut blocks: a head's readers leave before its last
 // row, so a row's readers are kept in order as they come and go. Windows of 1
-// to 80 tokens in blocks of 8 to 24, chunks of any length, causal or not
-// before the window, Nq != Nkv, ragged batches, GQA, both --l2-qo, at four
-// random L2 sizes and, a third of the time, every bound checked.
+// to 80 tokens in blocks of 8 to 24, chunks of any length, Nq != Nkv, ragged
+// batches, GQA, both --l2-qo, at four random L2 sizes; a third of them with
+// every bound checked (and each run slid as a whole held to its reads one by
+// one), a fifth handed to the engine.
 TEST_CASE("L2 backward by rows: windows and chunks that cut blocks equal the enumeration", "[l2runs][backward]") {
   std::mt19937_64 rng(GENERATE(93, 94));
-  std::uint64_t leave = 0;
+  std::uint64_t windows = 0;
   for (int k = 0; k < 150; ++k) {
-    Shape s;
-    s.pass = Pass::bwd;
-    s.causal = true;
-    s.kv_heads = pick(rng, 1, 3);
-    s.heads = s.kv_heads * pick(rng, 1, 4);
-    s.batch = pick(rng, 1, 3);
+    Shape s = causal_backward(rng, 1, 3);
     s.block_rows = 8 * pick(rng, 1, 3);
     s.block_cols = pick(rng, 0, 2) == 0 ? 8 * pick(rng, 1, 3) : s.block_rows;
     if (pick(rng, 0, 3) == 0) s.chunk = pick(rng, 5, 70);
@@ -250,38 +264,12 @@ TEST_CASE("L2 backward by rows: windows and chunks that cut blocks equal the enu
     s.seq_q = s.seq_kv = pick(rng, 16, 400);
     if (pick(rng, 0, 4) == 0) s.seq_kv = s.seq_q + pick(rng, 1, 200);
     s.head_dim = pick(rng, 8, 64);
-    if (pick(rng, 0, 5) == 0) {  // a ragged batch, each sequence against itself
-      std::vector<SeqLen> items;
-      for (std::uint64_t b = 0, n = pick(rng, 2, 3); b < n; ++b) {
-        const std::uint64_t len = pick(rng, 8, 300);
-        items.push_back({len, len});
-      }
-      s.seq_lens = SeqList(items);
-      s.batch = items.size();
-      s.seq_q = s.seq_lens.max_q();
-      s.seq_kv = s.seq_lens.max_kv();
-    }
+    if (pick(rng, 0, 5) == 0) ragged(rng, s, 8, 300);
     const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 32);
-    const auto caps = random_sizes(rng, s, c, 4);
-    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
-    l2::Tally te(caps), tr(caps), ta(caps);
-    const l2::FlashStats se = l2::enumerate_backward(s, c, te);
-    const l2::FlashStats sa = l2::segments_backward(s, c, ta);
-    test::same_tally(te, ta);
-    CHECK(sa.steps == se.steps);
-    CHECK(sa.heads == se.heads);
-    CHECK(sa.kv_heads == se.kv_heads);
-    const auto how = k % 3 == 0   ? l2::MainLoop::by_rows_checked
-                     : k % 5 == 1 ? l2::MainLoop::by_rows_then_engine
-                                  : l2::MainLoop::by_rows;
-    const l2::FlashStats sr = l2::segments_backward(s, c, tr, how);
-    test::same_tally(te, tr);
-    CHECK(sr.heads == se.heads);
-    CHECK(sr.steps == se.steps);
-    const l2::BackwardGrid g(s, c.order);
-    leave += s.window != 0 && g.ctas() > 0 ? 1 : 0;
+    same_as_enumeration(s, c, random_sizes(rng, s, c, 4), checked_or_handed(k));
+    windows += s.window != 0 ? 1 : 0;
   }
-  CHECK(leave > 80);
+  CHECK(windows > 80);
 }
 
 // Dense batches of short chunks beside many slots: parts repeat an earlier
@@ -292,12 +280,7 @@ TEST_CASE("L2 backward by rows: chunks of dense batches, parts that repeat, equa
   std::mt19937_64 rng(GENERATE(91, 92));
   std::uint64_t repeated = 0;
   for (int k = 0; k < 2000; ++k) {
-    Shape s;
-    s.pass = Pass::bwd;
-    s.causal = true;
-    s.kv_heads = pick(rng, 1, 3);
-    s.heads = s.kv_heads * pick(rng, 2, 4);
-    s.batch = pick(rng, 1, 4);
+    Shape s = causal_backward(rng, 2, 4);
     s.block_rows = s.block_cols = 8;
     s.chunk = 8 * pick(rng, 1, 4);
     s.seq_q = s.seq_kv = s.chunk * pick(rng, 1, 4);
