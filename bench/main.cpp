@@ -514,6 +514,14 @@ int main(int argc, char** argv) {
          s.block_rows = 64;
          return l2_runs("1M x 64/8 x batch 8, causal, d 64, blocks 64 x 128", s, l2_device(60, 132, 3));
        }},
+      // Windows and chunks in the forward at batch 8: through the enumeration
+      // (the chains take every CTA reading key blocks from 0, and the segment
+      // engine stops at 1.5 M CTAs).
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.window = 4096;
+         return l2_runs("1M x 64/8 x batch 8, causal, window 4096", s, h200());
+       }},
       {"L2 runs", [] { return l2_runs("128K x 64/8, causal (llm's largest)", long_shape(1 << 17, 64, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 32/8, causal (long-context)", long_shape(1 << 20, 32, 8, 1, true), h200()); }},
       {"L2 runs", [] { return l2_runs("1M x 64/8, causal (long-context)", long_shape(1 << 20, 64, 8, 1, true), h200()); }},
