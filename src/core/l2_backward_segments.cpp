@@ -32,6 +32,13 @@ class DMax : public ReadObserver {
   static constexpr u64 block = 64;
   explicit DMax(Array<u64> start) : best_(std::move(start)), low_((best_.size() + block - 1) / block, ~u64{0}) {
     for (u64 r = 0; r < best_.size(); ++r) low_[r / block] = std::min(low_[r / block], best_[r]);
+    // The least over 2^k blocks from each, for any range of blocks at once.
+    for (u64 w = 1; 2 * w <= low_.size(); w *= 2) {
+      const std::vector<u64>& below = spans_.empty() ? low_ : spans_.back();
+      std::vector<u64> up(low_.size() - 2 * w + 1);
+      for (u64 b = 0; b < up.size(); ++b) up[b] = std::min(below[b], below[b + w]);
+      spans_.push_back(std::move(up));
+    }
   }
   void reads(u64 x0, u64 d0, i64 step, u64 count) override {
     auto d = [&](u64 k) { return step >= 0 ? d0 + static_cast<u64>(step) * k : d0 - static_cast<u64>(-step) * k; };
@@ -45,15 +52,18 @@ class DMax : public ReadObserver {
     }
   }
   u64 indifferent_up_to(u64 x0, u64 count) const override {
-    u64 m = ~u64{0};
-    for (u64 b = x0 / block, last = (x0 + count - 1) / block; b <= last; ++b) m = std::min(m, low_[b]);
-    return m;
+    const u64 b0 = x0 / block, b1 = (x0 + count - 1) / block;
+    if (b0 == b1) return low_[b0];
+    const int k = 63 - __builtin_clzll(b1 - b0 + 1);  // 2^k blocks cover [b0, b1] from each end
+    const std::vector<u64>& m = spans_[static_cast<std::size_t>(k - 1)];
+    return std::min(m[b0], m[b1 + 1 - (u64{1} << k)]);
   }
   u64 at(u64 r) const { return best_[r]; }
 
  private:
   Array<u64> best_;
-  std::vector<u64> low_;
+  std::vector<u64> low_;                  // per block of rows, its least start
+  std::vector<std::vector<u64>> spans_;   // spans_[k - 1][b]: the least of low_ over blocks [b, b + 2^k)
 };
 
 }  // namespace

@@ -35,8 +35,18 @@ class StepIndex {
   std::size_t lower(std::int64_t x) const {
     if (n_ == 0 || x <= lo_) return 0;
     if (x > v_[n_ - 1]) return n_;
+    // Without branches: a bucket holds the many CTAs of a generation that
+    // start or end together, whose search mispredicted a branch a halving.
     const std::size_t b = bucket(x);
-    return static_cast<std::size_t>(std::lower_bound(v_ + first_[b], v_ + first_[b + 1], x) - v_);
+    const std::int64_t* base = v_ + first_[b];
+    std::size_t n = first_[b + 1] - first_[b];
+    if (n == 0) return first_[b];
+    while (n > 1) {
+      const std::size_t half = n / 2;
+      base = base[half] < x ? base + half : base;
+      n -= half;
+    }
+    return static_cast<std::size_t>(base - v_) + (*base < x ? 1 : 0);
   }
   // The places whose step is at most x.
   std::size_t upper(std::int64_t x) const {
