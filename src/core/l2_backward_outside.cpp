@@ -39,12 +39,13 @@ constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 // near their last question (a head's rows, a head's key blocks one after
 // another), so the sum below a cursor is kept and the cursor moved over the
 // places between; where it has moved more than `per_query` places a question
-// (and once over every place), a Fenwick tree over blocks of 16 places is
+// and twice over every place (a first question may ask near the last place),
+// a Fenwick tree over blocks of 16 places is
 // built from the values and answers from then on: O(log) an access at worst.
 class PrefixSums {
  public:
   static constexpr std::size_t block = 16, per_query = 32;
-  explicit PrefixSums(std::size_t n) : v_(n, 0), budget_(n) {}
+  explicit PrefixSums(std::size_t n) : v_(n, 0), budget_(2 * n) {}
   void add(std::size_t i, u64 x) {
     v_[i] += x;
     if (t_.empty()) {
