@@ -16,12 +16,10 @@ namespace rows {
 Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     : in_(in), ct_(*in.ct), t_(t), obs_(obs), n_(ct_.size()), rb_(t.capacities().size() + 1, 0), wb_(rb_.size(), 0) {
   const Array<u64>& u = *in.u;
-  s_.resize(n_);
+  // (The schedule's starts, below 2^63, read in place as signed steps.)
+  s_ = std::span<const i64>(reinterpret_cast<const i64*>(in.start->data()), n_);
   e_.resize(n_);
-  for (u64 x = 0; x < n_; ++x) {
-    s_[x] = static_cast<i64>((*in.start)[x]);
-    e_[x] = s_[x] + static_cast<i64>(ct_[x].steps()) - 1;
-  }
+  for (u64 x = 0; x < n_; ++x) e_[x] = s_[x] + static_cast<i64>(ct_[x].steps()) - 1;
   ends_.resize(n_);
   for (u64 i = 0; i < n_; ++i) ends_[i] = e_[(*in.by_end)[i]];
   end_max_.resize(n_);

@@ -4,6 +4,7 @@
 // leave, and the tally). Internal to src/core.
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -128,7 +129,8 @@ class Loop {
   const Tally& t_;
   const ReadObserver& obs_;
   u64 n_;
-  Array<i64> s_, e_, ends_, end_max_;  // starts and ends by CTA; ends sorted; their prefix maximum
+  std::span<const i64> s_;             // starts by CTA
+  Array<i64> e_, ends_, end_max_;       // ends by CTA; ends sorted; their prefix maximum
   StepIndex s_ix_, ends_ix_, end_max_ix_;
   u64 started_ = 0;             // active(): the CTAs before it passed over,
   std::vector<u64> running_;    // those of them running at the last lo, in launch order
