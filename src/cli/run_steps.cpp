@@ -72,10 +72,9 @@ void L2Budget::finish() {
                                  over_cap_masked_backward_
                                      ? "; backward rows with a mask or a ragged batch have no closed form: their "
                                        "cost grows with the CTAs (times the slots where the L2 is too small for "
-                                       "bounds to settle re-reads, or with a window, a chunk that cuts blocks or "
-                                       "head-major order), and past 6.3 M CTAs (1.5 M where the segment engine "
-                                       "takes them) they are not simulated, docs/l2-backward.md, \"The backward's main "
-                                       "loop by rows\""
+                                       "bounds to settle re-reads, or in head-major order), and past 6.3 M CTAs "
+                                       "(1.5 M where the segment engine takes them) they are not simulated, "
+                                       "docs/l2-backward.md, \"The backward's main loop by rows\""
                                      : ""));
   }
   if (over_budget_)

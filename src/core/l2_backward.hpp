@@ -71,8 +71,8 @@ std::uint64_t waves_backward_work(const Shape& s, const L2SimConfig& c);
 // Masks and ragged batches: the main loop through the segment engine
 // (l2_backward_segments.cpp).
 bool backward_in_segments(const Shape& s);
-// Its main loop by rows where every CTA reads its head's row sets to the last
-// (or its chunk's, each chunk a head) and bounds settle most re-reads
+// Its main loop by rows in query-block-major order (chunks that part the
+// heads, each part a head) where bounds settle most re-reads
 // (l2_backward_rows.cpp), else through the engine; tests choose
 // (by_rows_checked: every read's exact distance held to its bounds, an Error
 // where one is not, and the keys outside the main loop in 128 bits;

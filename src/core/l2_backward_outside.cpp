@@ -40,8 +40,8 @@ constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 // another), so the sum below a cursor is kept and the cursor moved over the
 // places between; where it has moved more than `per_query` places a question
 // and twice over every place (a first question may ask near the last place),
-// a Fenwick tree over blocks of 16 places is
-// built from the values and answers from then on: O(log) an access at worst.
+// a Fenwick tree over blocks of 16 places is built from the values and
+// answers from then on: O(log) an access at worst.
 class PrefixSums {
  public:
   static constexpr std::size_t block = 16, per_query = 32;

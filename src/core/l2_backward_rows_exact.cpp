@@ -185,8 +185,9 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
         // The head's last row: at T = C - y.
         if (last != 0 && L == C) add(step_d_, C - yb, C - ya, last);
       };
+      // The stretches held that overlap or touch [A, B].
+      auto it = std::lower_bound(held_.begin(), held_.end(), A - 1, [](const Held& x, i64 y) { return x.hi < y; });
       if (to_end_) {  // every M is C: the gaps alone add, one stretch held after
-        auto it = std::lower_bound(held_.begin(), held_.end(), A - 1, [](const Held& x, i64 y) { return x.hi < y; });
         i64 y = A, lo = A, hi = B;
         auto past = it;
         for (; past != held_.end() && past->lo <= B + 1; ++past) {
@@ -200,9 +201,7 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
         held_.insert(it, {lo, hi, C});
         continue;
       }
-      // The stretches that overlap or touch [A, B], replaced by `pieces_`
-      // (those of equal M that touch merged).
-      auto it = std::lower_bound(held_.begin(), held_.end(), A - 1, [](const Held& x, i64 y) { return x.hi < y; });
+      // Else they are replaced by `pieces_` (those of equal M that touch merged).
       pieces_.clear();
       auto piece = [&](i64 lo, i64 hi, i64 M) {
         if (lo > hi) return;

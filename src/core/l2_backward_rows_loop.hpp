@@ -92,7 +92,6 @@ class Loop {
   // read rows, in launch order; run(k, P, from, until) for each).
   template <class Run>
   bool readers_that_leave(const std::vector<u64>& xs, u64 nq, Run&& run, u64 limit);
-  std::vector<u64> leaving_at_, leaving_, readers_, pred_, from_row_;
   void settle_kv(u64 k, u64 P);
   // Counts `n` reads settled in bucket b, or leaves them open; false then.
   bool settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row);
@@ -162,6 +161,10 @@ class Loop {
   std::vector<u64> from_, head_rb_, head_wb_, obs_lo_, obs_hi_, head_steps_;
   std::vector<std::uint8_t> source_;
   std::unordered_map<u64, std::vector<u64>> by_env_;
+  // readers_that_leave()'s scratch: the readers (places in xs) by the row
+  // after their last; the current row's, in order; each one's predecessor and
+  // the row its run began.
+  std::vector<u64> leaving_at_, leaving_, readers_, pred_, from_row_;
   std::vector<u64> first_kv_reads_;  // CTAs whose K/V read is a first access
   // exact()'s scratch
   struct Interval {
