@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/mask.hpp"
 #include "hbmscope/shape.hpp"
 #include "hbmscope/tile_bytes.hpp"
+#include "big_array.hpp"
 #include "l2_tally.hpp"
 
 namespace hbmscope::l2 {
@@ -77,6 +79,24 @@ struct FlashStats {
 
 // The enumeration of the forward pass into a tally (l2_flash_enum.cpp).
 FlashStats enumerate_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+// The enumeration by units (l2_flash_units.cpp): in a dense batch, the CTAs
+// that read one set of K/V objects, `per` of them one after another (a kv
+// pair's G heads in query-block-major order, a sequence in head-major
+// order). The schedule; per unit its steps [first, last], the CTAs [lo, hi)
+// that may run then, and the unit whose tally it takes (itself where it is
+// enumerated); about how many accesses those enumerations make.
+struct FlashUnits {
+  std::uint64_t per = 0, steps = 0, enumerated = 0;
+  Array<std::uint64_t> start, length;  // per CTA
+  std::vector<std::uint64_t> lo, hi, source;
+  std::vector<std::int64_t> first, last;
+  std::uint64_t units() const { return source.size(); }
+};
+// None where the batch is ragged, or holds one unit.
+std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots);
+FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& plan);
+// (tests: planned here; the enumeration where there is no plan)
+FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 void trace_flash(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f);
 // The runs of the forward pass (l2_flash_runs.cpp): identical results.
 FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t);

@@ -50,6 +50,9 @@ class ListL2 {
     if (allocate) touch(obj, bytes, false);
   }
 
+  // As StackL2::visit: moved on top as a write is, its depth not asked for.
+  void visit(std::uint32_t obj, std::uint64_t bytes) { touch(obj, bytes, false); }
+
   void write_dirty(std::uint32_t obj, std::uint64_t bytes) {
     dirty_.close(tally, obj);
     touch(obj, bytes, false);

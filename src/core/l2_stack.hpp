@@ -79,6 +79,10 @@ class StackL2 {
     if (allocate) touch(obj, bytes);
   }
 
+  // An access counted elsewhere (another part of the trace's): it takes its
+  // place on top of the stack, and nothing is tallied.
+  void visit(std::uint32_t obj, std::uint64_t bytes) { touch(obj, bytes); }
+
   // A write of `bytes` of an intermediate (read again later, dead at its
   // forget): its dirty bytes reach DRAM only if it is evicted before the next
   // write or its death, i.e. where the L2 is smaller than the largest stack

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
 #include "hbmscope/l2_sim.hpp"
 
 namespace hbmscope::l2 {
@@ -67,6 +68,19 @@ class Tally {
   // A write that reaches DRAM whatever the capacity (outputs: write-back
   // stores reach DRAM once, when evicted or later).
   void write(std::uint64_t bytes) { writes_ = add(writes_, bytes); }
+
+  // Another tally's counts added to these (its capacities are these).
+  void merge(const Tally& o) {
+    if (o.caps_ != caps_) throw Error("internal: tallies of different capacities merged");
+    for (std::size_t k = 0; k < read_add_.size(); ++k) {
+      read_add_[k] = add(read_add_[k], o.read_add_[k]);
+      wb_add_[k] = add(wb_add_[k], o.wb_add_[k]);
+    }
+    request_ = add(request_, o.request_);
+    first_reads_ = add(first_reads_, o.first_reads_);
+    writes_ = add(writes_, o.writes_);
+    max_reuse_ = std::max(max_reuse_, o.max_reuse_);
+  }
 
   // Dirty bytes of an intermediate that are written back only where the L2 is
   // smaller than d (the largest stack distance of the accesses while dirty):

@@ -1,0 +1,100 @@
+// The forward's enumeration by units against the enumeration (the reference):
+// every unit of a dense batch enumerated over its own steps, the others'
+// accesses visited, and units whose steps repeat an earlier unit's taking its
+// tally (docs/l2-simulation.md, "Units that repeat").
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "hbmscope/l2_sim.hpp"
+#include "hbmscope/model.hpp"
+#include "../src/core/l2_flash.hpp"
+#include "../src/core/l2_list.hpp"
+#include "l2_tallies.hpp"
+#include "random_shapes.hpp"
+
+using namespace hbmscope;
+using namespace hbmscope::test;
+
+namespace {
+
+// Units' tallies and stats against the enumeration's, on `caps`; returns the
+// units that took another's tally.
+std::uint64_t same_by_units(const Shape& s, const L2SimConfig& c, const std::vector<std::uint64_t>& caps) {
+  const l2::FlashGrid grid(s, c.order);
+  const auto plan = l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm);
+  REQUIRE(plan.has_value());
+  l2::Tally te(caps), tu(caps);
+  const l2::FlashStats se = l2::enumerate_flash(s, c, te);
+  const l2::FlashStats su = l2::units_flash(s, c, tu, *plan);
+  same_tally(te, tu);
+  CHECK(se.heads == su.heads);
+  CHECK(se.kv_heads == su.kv_heads);
+  CHECK(se.steps == su.steps);
+  CHECK(se.waves == su.waves);
+  std::uint64_t taken = 0;
+  for (std::uint64_t u = 0; u < plan->units(); ++u) taken += plan->source[u] != u;
+  return taken;
+}
+
+// A dense batch of 2 to 6 sequences, masked or not, small blocks (long CTAs
+// beside many others, whose schedules fall into repeats).
+Shape random_dense(std::mt19937_64& rng) {
+  Shape s = random_prefill(rng);
+  s.seq_lens = SeqList();
+  lengthen(rng, s, 40, 400, 4);
+  s.batch = pick(rng, 2, 6);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("L2 runs: the forward by units equals the enumeration on dense batches", "[l2runs][units]") {
+  std::mt19937_64 rng(GENERATE(31, 32, 33));
+  std::uint64_t taken = 0, shapes = 0;
+  for (int k = 0; k < 70; ++k) {
+    const Shape s = random_dense(rng);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
+      for (bool qo : {true, false}) {
+        L2SimConfig c = random_slots(rng, order, qo, 12);
+        INFO(describe(s) << " " << rasterization_name(order) << " qo " << qo << " slots " << c.sm_count << "x"
+                         << c.ctas_per_sm);
+        const auto caps = ladder(kv_footprint_bytes(s) + qo_footprint_bytes(s));
+        taken += same_by_units(s, c, caps);  // (the Fenwick tree's LRU: a ladder of sizes)
+        for (std::uint64_t cap : {caps[pick(rng, 2, 12)], caps[pick(rng, 13, 41)]})
+          taken += same_by_units(s, c, {cap});  // (the list's: one size, as a report row has)
+        ++shapes;
+      }
+  }
+  INFO(shapes << " grids, " << taken << " units taken from an earlier one");
+  CHECK(taken > shapes);  // most grids repeat units: the repeats are held to the enumeration too
+}
+
+TEST_CASE("L2 runs: a windowed batch whose units repeat goes by units, and equals the enumeration", "[l2runs][units]") {
+  // Large enough for runs_flash to plan the units (48 kv pairs of 8 heads'
+  // 256 query blocks, a window of 16 blocks: about 1.9 M accesses).
+  Shape s;
+  s.seq_q = s.seq_kv = 16384;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.batch = 6;
+  s.head_dim = 64;
+  s.block_rows = s.block_cols = 64;
+  s.causal = true;
+  s.window = 1024;
+  L2SimConfig c;
+  c.sm_count = 32;
+  c.ctas_per_sm = 2;
+  const l2::FlashGrid grid(s, c.order);
+  const auto plan = l2::plan_flash_units(grid, 64);
+  REQUIRE(plan.has_value());
+  std::uint64_t taken = 0;
+  for (std::uint64_t u = 0; u < plan->units(); ++u) taken += plan->source[u] != u;
+  CHECK(plan->units() == 48);
+  CHECK(taken >= 40);
+  CHECK(plan->enumerated * 5 < l2::flash_enum_accesses(s));
+  const std::uint64_t cap = 8ull << 20;
+  l2::Tally te({cap}), tr({cap});
+  l2::enumerate_flash(s, c, te);
+  l2::runs_flash(s, c, tr);
+  same_tally(te, tr);
+}
