@@ -19,9 +19,10 @@ namespace {
 
 // Units' tallies and stats against the enumeration's, on `caps`; returns the
 // units that took another's tally.
-std::uint64_t same_by_units(const Shape& s, const L2SimConfig& c, const std::vector<std::uint64_t>& caps) {
+std::uint64_t same_by_units(const Shape& s, const L2SimConfig& c, const std::vector<std::uint64_t>& caps,
+                            l2::UnitsOf of = l2::UnitsOf::pairs) {
   const l2::FlashGrid grid(s, c.order);
-  const auto plan = l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm);
+  const auto plan = l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, of);
   REQUIRE(plan.has_value());
   l2::Tally te(caps), tu(caps);
   const l2::FlashStats se = l2::enumerate_flash(s, c, te);
@@ -50,7 +51,7 @@ Shape random_dense(std::mt19937_64& rng) {
 
 TEST_CASE("L2 runs: the forward by units equals the enumeration on dense batches", "[l2runs][units]") {
   std::mt19937_64 rng(GENERATE(31, 32, 33));
-  std::uint64_t taken = 0, shapes = 0;
+  std::uint64_t taken = 0, shapes = 0, by_heads = 0;
   for (int k = 0; k < 70; ++k) {
     const Shape s = random_dense(rng);
     for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
@@ -62,11 +63,41 @@ TEST_CASE("L2 runs: the forward by units equals the enumeration on dense batches
         taken += same_by_units(s, c, caps);  // (the Fenwick tree's LRU: a ladder of sizes)
         for (std::uint64_t cap : {caps[pick(rng, 2, 12)], caps[pick(rng, 13, 41)]})
           taken += same_by_units(s, c, {cap});  // (the list's: one size, as a report row has)
+        // Units of a head (GQA in query-block-major order).
+        const l2::FlashGrid grid(s, c.order);
+        if (l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, l2::UnitsOf::heads))
+          taken += same_by_units(s, c, caps, l2::UnitsOf::heads), ++by_heads;
         ++shapes;
       }
   }
-  INFO(shapes << " grids, " << taken << " units taken from an earlier one");
+  INFO(shapes << " grids (" << by_heads << " also by heads), " << taken << " units taken from an earlier one");
   CHECK(taken > shapes);  // most grids repeat units: the repeats are held to the enumeration too
+}
+
+TEST_CASE("L2 runs: the forward by units of a head equals the enumeration on long GQA heads", "[l2runs][units]") {
+  // A head's reads follow its pair's previous head's: its steps open there.
+  std::mt19937_64 rng(GENERATE(41, 42));
+  std::uint64_t taken = 0, grids = 0;
+  for (int k = 0; k < 60; ++k) {
+    Shape s = random_dense(rng);
+    lengthen(rng, s, 300, 1500, 4);
+    s.block_rows = pick(rng, 4, 8);
+    s.kv_heads = pick(rng, 1, 2);
+    s.heads = s.kv_heads * pick(rng, 2, 4);
+    for (bool qo : {true, false}) {
+      const L2SimConfig c = random_slots(rng, Rasterization::query_block_major, qo, 3);
+      INFO(describe(s) << " qo " << qo << " slots " << c.sm_count << "x" << c.ctas_per_sm);
+      const l2::FlashGrid grid(s, c.order);
+      if (!l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, l2::UnitsOf::heads)) continue;
+      const auto caps = ladder(kv_footprint_bytes(s) + qo_footprint_bytes(s));
+      taken += same_by_units(s, c, caps, l2::UnitsOf::heads);
+      taken += same_by_units(s, c, {caps[pick(rng, 2, 20)]}, l2::UnitsOf::heads);
+      ++grids;
+    }
+  }
+  INFO(grids << " grids by heads, " << taken << " units taken from an earlier one");
+  CHECK(grids >= 100);
+  CHECK(taken > grids);
 }
 
 TEST_CASE("L2 runs: a windowed batch whose units repeat goes by units, and equals the enumeration", "[l2runs][units]") {

@@ -79,21 +79,25 @@ struct FlashStats {
 
 // The enumeration of the forward pass into a tally (l2_flash_enum.cpp).
 FlashStats enumerate_flash(const Shape& s, const L2SimConfig& c, Tally& t);
-// The enumeration by units (l2_flash_units.cpp): in a dense batch, the CTAs
-// that read one set of K/V objects, `per` of them one after another (a kv
-// pair's G heads in query-block-major order, a sequence in head-major
-// order). The schedule; per unit its steps [first, last], the CTAs [lo, hi)
-// that may run then, and the unit whose tally it takes (itself where it is
-// enumerated); about how many accesses those enumerations make.
+// The enumeration by units (l2_flash_units.cpp): in a dense batch, `per`
+// CTAs one after another whose reads' predecessors lie in a known span: a kv
+// pair's G heads (query-block-major order) or a sequence (head-major), whose
+// K/V no other CTA reads; or, with GQA in query-block-major order, a head,
+// from its pair's previous head's first step. The schedule; per unit its
+// steps [first, last], the CTAs [lo, hi) that may run then, and the unit
+// whose tally it takes (itself where it is enumerated); about how many
+// accesses those enumerations make; the CTAs of a kv pair's run.
 struct FlashUnits {
-  std::uint64_t per = 0, steps = 0, enumerated = 0;
+  std::uint64_t per = 0, pair_ctas = 0, steps = 0, enumerated = 0;
   Array<std::uint64_t> start, length;  // per CTA
   std::vector<std::uint64_t> lo, hi, source;
   std::vector<std::int64_t> first, last;
   std::uint64_t units() const { return source.size(); }
 };
-// None where the batch is ragged, or holds one unit.
-std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots);
+// None where the batch is ragged, or holds one unit (or, asked for heads,
+// where units of a head do not apply). Tests ask for either kind.
+enum class UnitsOf { cheaper, pairs, heads };
+std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots, UnitsOf of = UnitsOf::cheaper);
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& plan);
 // (tests: planned here; the enumeration where there is no plan)
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t);

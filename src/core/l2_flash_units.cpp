@@ -6,6 +6,7 @@
 // but not counted; a unit whose steps hold the same CTAs at the same offsets
 // as an earlier unit's takes that unit's tally.
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include "hbmscope/checked.hpp"
@@ -24,6 +25,14 @@ using i64 = std::int64_t;
 
 i64 last_step(const FlashUnits& p, u64 x) { return static_cast<i64>(p.start[x] + p.length[x]) - 1; }
 
+// Where the first kv pair boundary at or after unit u's CTA lo lies, from
+// its first CTA (past hi: none). Two units' spans rename their objects one
+// to one only where their pairs part them alike.
+i64 first_cut(const FlashUnits& p, u64 u) {
+  const u64 cut = (p.lo[u] + p.pair_ctas - 1) / p.pair_ctas * p.pair_ctas;
+  return cut >= p.hi[u] ? std::numeric_limits<i64>::max() : static_cast<i64>(cut) - static_cast<i64>(u * p.per);
+}
+
 // Unit u's steps: the CTAs of [lo, hi) at their offsets from its first step.
 u64 context_hash(const FlashUnits& p, u64 u) {
   u64 h = 0x9e3779b97f4a7c15ull;
@@ -35,13 +44,15 @@ u64 context_hash(const FlashUnits& p, u64 u) {
   mix(p.lo[u] - base);  // (lo may lie below base: the subtraction wraps alike for alike units)
   mix(p.hi[u] - base);
   mix(static_cast<u64>(p.last[u] - p.first[u]));
+  mix(static_cast<u64>(first_cut(p, u)));
   for (u64 x = p.lo[u]; x < p.hi[u]; ++x) mix(static_cast<u64>(static_cast<i64>(p.start[x]) - p.first[u]));
   return h;
 }
 
 bool same_context(const FlashUnits& p, u64 u, u64 v) {
   const u64 d = (u - v) * p.per;
-  if (p.lo[u] - d != p.lo[v] || p.hi[u] - d != p.hi[v] || p.last[u] - p.first[u] != p.last[v] - p.first[v])
+  if (p.lo[u] - d != p.lo[v] || p.hi[u] - d != p.hi[v] || p.last[u] - p.first[u] != p.last[v] - p.first[v] ||
+      first_cut(p, u) != first_cut(p, v))
     return false;
   for (u64 x = p.lo[u]; x < p.hi[u]; ++x)
     if (static_cast<i64>(p.start[x]) - p.first[u] != static_cast<i64>(p.start[x - d]) - p.first[v]) return false;
@@ -110,43 +121,34 @@ void replay(const FlashGrid& grid, const L2SimConfig& c, const FlashUnits& p, u6
 
 }  // namespace
 
-std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots) {
-  if (!grid.dense()) return std::nullopt;
-  const FlashSeq& q = grid.sequence(0);
-  const u64 per = (grid.order() == Rasterization::query_block_major ? grid.group() : grid.shape().heads) * q.q_blocks;
-  const u64 n = grid.ctas();
-  if (per == 0 || n % per != 0 || n / per < 2 || n >= (u64{1} << 32)) return std::nullopt;
-  FlashUnits p;
-  p.per = per;
-  p.length.resize(n);
-  std::vector<u64> pre(per + 1, 0);  // accesses of a unit's first CTAs
-  for (u64 x = 0; x < per; ++x) {
-    const FlashCta t = grid.cta(x);
-    if (t.steps() >= (u64{1} << 30)) return std::nullopt;
-    p.length[x] = t.steps();
-    pre[x + 1] = pre[x] + t.blocks() + 2;
-  }
-  for (u64 x = per; x < n; ++x) p.length[x] = p.length[x - per];
-  p.start.resize(n);
-  p.steps = SegmentEngine::schedule(slots, p.length.data(), n, p.start.data());
+namespace {
 
-  const u64 units = n / per;
-  p.lo.resize(units);
-  p.hi.resize(units);
-  p.first.resize(units);
-  p.last.resize(units);
-  p.source.resize(units);
+// Splits the schedule in p into units of `per` CTAs (kv pairs of pair_ctas;
+// back: a unit's steps open at its pair's previous head's first step): their
+// steps, the CTAs then, their sources and the accesses of those enumerated
+// (pre: a prefix of accesses over `pre_per` CTAs, every such run alike).
+void split(FlashUnits& p, u64 per, u64 pair_ctas, bool back, const std::vector<u64>& pre) {
+  const u64 n = p.start.size(), units = n / per, pre_per = pre.size() - 1;
+  p.per = per;
+  p.pair_ctas = pair_ctas;
+  p.enumerated = 0;
+  p.lo.assign(units, 0);
+  p.hi.assign(units, 0);
+  p.first.assign(units, 0);
+  p.last.assign(units, 0);
+  p.source.assign(units, 0);
   u64 a = 0, b = 0;
   for (u64 u = 0; u < units; ++u) {
-    p.first[u] = static_cast<i64>(p.start[u * per]);
+    const bool opens_back = back && u * per % pair_ctas != 0;
+    p.first[u] = static_cast<i64>(p.start[(opens_back ? u - 1 : u) * per]);
     p.last[u] = p.first[u];
     for (u64 x = u * per; x < (u + 1) * per; ++x) p.last[u] = std::max(p.last[u], last_step(p, x));
-    while (last_step(p, a) < p.first[u]) ++a;  // (starts rise with the unit: so does the first CTA still running)
+    while (last_step(p, a) < p.first[u]) ++a;  // (the units' first steps rise: so does the first CTA running then)
     while (b < n && static_cast<i64>(p.start[b]) <= p.last[u]) ++b;
     p.lo[u] = a;
     p.hi[u] = b;
   }
-  auto accesses_below = [&](u64 x) { return x / per * pre[per] + pre[x % per]; };
+  auto accesses_below = [&](u64 x) { return x / pre_per * pre[pre_per] + pre[x % pre_per]; };
   std::unordered_map<u64, std::vector<u64>> by_hash;
   for (u64 u = 0; u < units; ++u) {
     std::vector<u64>& alike = by_hash[context_hash(p, u)];
@@ -160,6 +162,50 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
     alike.push_back(u);
     p.enumerated = checked_add(p.enumerated, accesses_below(p.hi[u]) - accesses_below(p.lo[u]), "L2 simulation");
   }
+}
+
+}  // namespace
+
+std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots, UnitsOf of) {
+  if (!grid.dense()) return std::nullopt;
+  const FlashSeq& q = grid.sequence(0);
+  const bool qbm = grid.order() == Rasterization::query_block_major;
+  // (CTAs of a head, query-block-major, or of a sequence, head-major, alike)
+  const u64 alike = (qbm ? 1 : grid.shape().heads) * q.q_blocks;
+  const u64 per = (qbm ? grid.group() : grid.shape().heads) * q.q_blocks;
+  const u64 n = grid.ctas();
+  if (per == 0 || n % per != 0 || n / per < 2 || n >= (u64{1} << 32)) return std::nullopt;
+  FlashUnits p;
+  p.length.resize(n);
+  std::vector<u64> pre(alike + 1, 0);  // accesses of the first CTAs
+  for (u64 x = 0; x < alike; ++x) {
+    const FlashCta t = grid.cta(x);
+    if (t.steps() >= (u64{1} << 30)) return std::nullopt;
+    p.length[x] = t.steps();
+    pre[x + 1] = pre[x] + t.blocks() + 2;
+  }
+  for (u64 x = alike; x < n; ++x) p.length[x] = p.length[x - alike];
+  p.start.resize(n);
+  p.steps = SegmentEngine::schedule(slots, p.length.data(), n, p.start.data());
+
+  // Units of a kv pair; with GQA in query-block-major order also units of a
+  // head (its reads' predecessors are its own or its pair's previous
+  // head's), whichever enumerates less.
+  // (A head's CTA of query block i starts no earlier than its pair's
+  // previous head's, and after it in launch order: it reads each object
+  // after that one does, and no earlier head's read is the last before.)
+  const bool heads = qbm && grid.group() > 1;
+  if (of == UnitsOf::heads && !heads) return std::nullopt;
+  if (of != UnitsOf::heads) split(p, per, per, false, pre);
+  if (of == UnitsOf::pairs || !heads) return p;
+  FlashUnits h;
+  h.start = std::move(p.start);
+  h.length = std::move(p.length);
+  h.steps = p.steps;
+  split(h, q.q_blocks, per, true, pre);
+  if (of == UnitsOf::heads || h.enumerated < p.enumerated) return h;
+  p.start = std::move(h.start);
+  p.length = std::move(h.length);
   return p;
 }
 
@@ -207,7 +253,7 @@ FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const Fla
 
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   const FlashGrid grid(s, c.order);
-  const std::optional<FlashUnits> p = plan_flash_units(grid, u64{c.sm_count} * c.ctas_per_sm);
+  const std::optional<FlashUnits> p = plan_flash_units(grid, u64{c.sm_count} * c.ctas_per_sm, UnitsOf::cheaper);
   return p ? units_flash(s, c, t, *p) : enumerate_flash(s, c, t);
 }
 
