@@ -97,6 +97,7 @@ struct FlashUnits {
 // None where the batch is ragged, or holds one unit (or, asked for heads,
 // where units of a head do not apply). Tests ask for either kind.
 enum class UnitsOf { cheaper, pairs, heads };
+inline constexpr std::uint64_t max_unit_ctas = std::uint64_t{1} << 25;
 std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots, UnitsOf of = UnitsOf::cheaper);
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& plan);
 // (tests: planned here; the enumeration where there is no plan)

@@ -123,6 +123,14 @@ void replay(const FlashGrid& grid, const L2SimConfig& c, const FlashUnits& p, u6
 
 namespace {
 
+// A unit's span is replayed with its CTAs at hand (64 bytes each): at most
+// 2^21 of them (128 MB).
+bool spans_fit(const FlashUnits& p) {
+  for (u64 u = 0; u < p.units(); ++u)
+    if (p.hi[u] - p.lo[u] > (u64{1} << 21)) return false;
+  return true;
+}
+
 // Splits the schedule in p into units of `per` CTAs (kv pairs of pair_ctas;
 // back: a unit's steps open at its pair's previous head's first step): their
 // steps, the CTAs then, their sources and the accesses of those enumerated
@@ -174,7 +182,8 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
   const u64 alike = (qbm ? 1 : grid.shape().heads) * q.q_blocks;
   const u64 per = (qbm ? grid.group() : grid.shape().heads) * q.q_blocks;
   const u64 n = grid.ctas();
-  if (per == 0 || n % per != 0 || n / per < 2 || n >= (u64{1} << 32)) return std::nullopt;
+  // (At most 2^25 CTAs: the schedule's 16 bytes a CTA in 512 MB.)
+  if (per == 0 || n % per != 0 || n / per < 2 || n > max_unit_ctas) return std::nullopt;
   FlashUnits p;
   p.length.resize(n);
   std::vector<u64> pre(alike + 1, 0);  // accesses of the first CTAs
@@ -189,21 +198,22 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
   p.steps = SegmentEngine::schedule(slots, p.length.data(), n, p.start.data());
 
   // Units of a kv pair; with GQA in query-block-major order also units of a
-  // head (its reads' predecessors are its own or its pair's previous
-  // head's), whichever enumerates less.
-  // (A head's CTA of query block i starts no earlier than its pair's
-  // previous head's, and after it in launch order: it reads each object
-  // after that one does, and no earlier head's read is the last before.)
+  // head, whichever enumerates less. (A head's CTA of query block i starts
+  // no earlier than its pair's previous head's, and after it in launch
+  // order: it reads each object after that one does, so its reads'
+  // predecessors are its own or that head's.)
   const bool heads = qbm && grid.group() > 1;
   if (of == UnitsOf::heads && !heads) return std::nullopt;
   if (of != UnitsOf::heads) split(p, per, per, false, pre);
-  if (of == UnitsOf::pairs || !heads) return p;
+  if (of == UnitsOf::pairs || !heads) return spans_fit(p) ? std::optional<FlashUnits>(std::move(p)) : std::nullopt;
   FlashUnits h;
   h.start = std::move(p.start);
   h.length = std::move(p.length);
   h.steps = p.steps;
   split(h, q.q_blocks, per, true, pre);
-  if (of == UnitsOf::heads || h.enumerated < p.enumerated) return h;
+  const bool h_fits = spans_fit(h), p_fits = of != UnitsOf::heads && spans_fit(p);
+  if (h_fits && (of == UnitsOf::heads || !p_fits || h.enumerated < p.enumerated)) return h;
+  if (!p_fits) return std::nullopt;
   p.start = std::move(h.start);
   p.length = std::move(h.length);
   return p;
