@@ -189,10 +189,10 @@ std::vector<Case> l2_runs_cases() {
          return l2_runs("1M x 64/8 x batch 8, causal, d 64, blocks 64 x 128", s, l2_device(60, 132, 3));
        }},
       // Windows and chunks in the forward at batch 8: the enumeration by
-      // units (a kv pair's 8 heads, or a head), those whose steps repeat an
-      // earlier unit's taking its tally (the chains take CTAs reading key
-      // blocks from 0, and the segment engine stops at 1.5 M CTAs).
-      // Head-major order makes a unit of a sequence: 8 units, none alike.
+      // units (a kv pair's 8 heads, or a head; head-major, a query block),
+      // those whose steps repeat an earlier unit's taking its tally (the
+      // chains take CTAs reading key blocks from 0, and the segment engine
+      // stops at 1.5 M CTAs).
       {"L2 runs", [] {
          Shape s = long_shape(1 << 20, 64, 8, 8, true);
          s.window = 4096;

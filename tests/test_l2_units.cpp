@@ -20,7 +20,7 @@ namespace {
 // Units' tallies and stats against the enumeration's, on `caps`; returns the
 // units that took another's tally.
 std::uint64_t same_by_units(const Shape& s, const L2SimConfig& c, const std::vector<std::uint64_t>& caps,
-                            l2::UnitsOf of = l2::UnitsOf::pairs) {
+                            l2::UnitsOf of = l2::UnitsOf::whole) {
   const l2::FlashGrid grid(s, c.order);
   const auto plan = l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, of);
   REQUIRE(plan.has_value());
@@ -65,8 +65,8 @@ TEST_CASE("L2 runs: the forward by units equals the enumeration on dense batches
           taken += same_by_units(s, c, {cap});  // (the list's: one size, as a report row has)
         // Units of a head (GQA in query-block-major order).
         const l2::FlashGrid grid(s, c.order);
-        if (l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, l2::UnitsOf::heads))
-          taken += same_by_units(s, c, caps, l2::UnitsOf::heads), ++by_heads;
+        if (l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, l2::UnitsOf::finer))
+          taken += same_by_units(s, c, caps, l2::UnitsOf::finer), ++by_heads;
         ++shapes;
       }
   }
@@ -88,10 +88,10 @@ TEST_CASE("L2 runs: the forward by units of a head equals the enumeration on lon
       const L2SimConfig c = random_slots(rng, Rasterization::query_block_major, qo, 3);
       INFO(describe(s) << " qo " << qo << " slots " << c.sm_count << "x" << c.ctas_per_sm);
       const l2::FlashGrid grid(s, c.order);
-      if (!l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, l2::UnitsOf::heads)) continue;
+      if (!l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, l2::UnitsOf::finer)) continue;
       const auto caps = ladder(kv_footprint_bytes(s) + qo_footprint_bytes(s));
-      taken += same_by_units(s, c, caps, l2::UnitsOf::heads);
-      taken += same_by_units(s, c, {caps[pick(rng, 2, 20)]}, l2::UnitsOf::heads);
+      taken += same_by_units(s, c, caps, l2::UnitsOf::finer);
+      taken += same_by_units(s, c, {caps[pick(rng, 2, 20)]}, l2::UnitsOf::finer);
       ++grids;
     }
   }

@@ -93,10 +93,20 @@ struct FlashUnits {
   std::vector<std::uint64_t> lo, hi, source;
   std::vector<std::int64_t> first, last;
   std::uint64_t units() const { return source.size(); }
+  // Units of a query block (head-major order): their spans are compared
+  // block by block, by what the blocks' CTAs read as well (per query block
+  // of a sequence: its first and end key blocks and rows) and by their
+  // starts' class (pattern: per query block of the grid, the first block
+  // whose CTAs start alike).
+  bool by_blocks = false;
+  std::uint64_t heads = 0, group = 1, q_blocks = 0, k_blocks = 0;
+  std::vector<std::uint64_t> q_first, q_end, q_rows, pattern;
 };
-// None where the batch is ragged, or holds one unit (or, asked for heads,
-// where units of a head do not apply). Tests ask for either kind.
-enum class UnitsOf { cheaper, pairs, heads };
+// None where the batch is ragged, or holds one unit (or, asked for finer
+// units, where they do not apply). Tests ask for either kind: whole (a kv
+// pair, head-major a sequence) or finer (with GQA a head, head-major a
+// query block).
+enum class UnitsOf { cheaper, whole, finer };
 inline constexpr std::uint64_t max_unit_ctas = std::uint64_t{1} << 25;
 std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots, UnitsOf of = UnitsOf::cheaper);
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& plan);

@@ -34,6 +34,10 @@ i64 first_cut(const FlashUnits& p, u64 u) {
 }
 
 // Unit u's steps: the CTAs of [lo, hi) at their offsets from its first step.
+// Units of a query block (by_blocks) are compared block by block over the
+// query blocks their spans touch: each block's first step from the span's,
+// its CTAs' starts (as a class of alike blocks), and what its CTAs read
+// (key blocks from the unit's first, rows, the sequence from the unit's).
 u64 context_hash(const FlashUnits& p, u64 u) {
   u64 h = 0x9e3779b97f4a7c15ull;
   auto mix = [&](u64 v) {
@@ -45,7 +49,20 @@ u64 context_hash(const FlashUnits& p, u64 u) {
   mix(p.hi[u] - base);
   mix(static_cast<u64>(p.last[u] - p.first[u]));
   mix(static_cast<u64>(first_cut(p, u)));
-  for (u64 x = p.lo[u]; x < p.hi[u]; ++x) mix(static_cast<u64>(static_cast<i64>(p.start[x]) - p.first[u]));
+  if (!p.by_blocks) {
+    for (u64 x = p.lo[u]; x < p.hi[u]; ++x) mix(static_cast<u64>(static_cast<i64>(p.start[x]) - p.first[u]));
+    return h;
+  }
+  const u64 iu = u % p.q_blocks, bu = u / p.q_blocks;
+  for (u64 q = p.lo[u] / p.per; q * p.per < p.hi[u]; ++q) {
+    const u64 i = q % p.q_blocks;
+    mix(static_cast<u64>(static_cast<i64>(p.start[q * p.per]) - p.first[u]));
+    mix(p.pattern[q]);
+    mix(p.q_first[i] - p.q_first[iu]);
+    mix(p.q_end[i] - p.q_first[iu]);
+    mix(p.q_rows[i] + (p.q_end[i] == p.k_blocks ? u64{1} << 40 : 0));
+    mix(q / p.q_blocks - bu);
+  }
   return h;
 }
 
@@ -54,8 +71,20 @@ bool same_context(const FlashUnits& p, u64 u, u64 v) {
   if (p.lo[u] - d != p.lo[v] || p.hi[u] - d != p.hi[v] || p.last[u] - p.first[u] != p.last[v] - p.first[v] ||
       first_cut(p, u) != first_cut(p, v))
     return false;
-  for (u64 x = p.lo[u]; x < p.hi[u]; ++x)
-    if (static_cast<i64>(p.start[x]) - p.first[u] != static_cast<i64>(p.start[x - d]) - p.first[v]) return false;
+  if (!p.by_blocks) {
+    for (u64 x = p.lo[u]; x < p.hi[u]; ++x)
+      if (static_cast<i64>(p.start[x]) - p.first[u] != static_cast<i64>(p.start[x - d]) - p.first[v]) return false;
+    return true;
+  }
+  const u64 iu = u % p.q_blocks, iv = v % p.q_blocks, bu = u / p.q_blocks, bv = v / p.q_blocks;
+  for (u64 q = p.lo[u] / p.per; q * p.per < p.hi[u]; ++q) {
+    const u64 r = q - (u - v), i = q % p.q_blocks, j = r % p.q_blocks;
+    if (static_cast<i64>(p.start[q * p.per]) - p.first[u] != static_cast<i64>(p.start[r * p.per]) - p.first[v] ||
+        p.pattern[q] != p.pattern[r] || p.q_first[i] - p.q_first[iu] != p.q_first[j] - p.q_first[iv] ||
+        p.q_end[i] - p.q_first[iu] != p.q_end[j] - p.q_first[iv] || p.q_rows[i] != p.q_rows[j] ||
+        (p.q_end[i] == p.k_blocks) != (p.q_end[j] == p.k_blocks) || q / p.q_blocks - bu != r / p.q_blocks - bv)
+      return false;
+  }
   return true;
 }
 
@@ -131,11 +160,11 @@ bool spans_fit(const FlashUnits& p) {
   return true;
 }
 
-// Splits the schedule in p into units of `per` CTAs (kv pairs of pair_ctas;
-// back: a unit's steps open at its pair's previous head's first step): their
-// steps, the CTAs then, their sources and the accesses of those enumerated
-// (pre: a prefix of accesses over `pre_per` CTAs, every such run alike).
-void split(FlashUnits& p, u64 per, u64 pair_ctas, bool back, const std::vector<u64>& pre) {
+// Splits the schedule in p into units of `per` CTAs (kv pairs of pair_ctas),
+// unit u's span opening at step opens[u]: their steps, the CTAs then, their
+// sources and the accesses of those enumerated (pre: a prefix of accesses
+// over `pre_per` CTAs, every such run alike).
+void split(FlashUnits& p, u64 per, u64 pair_ctas, const std::vector<i64>& opens, const std::vector<u64>& pre) {
   const u64 n = p.start.size(), units = n / per, pre_per = pre.size() - 1;
   p.per = per;
   p.pair_ctas = pair_ctas;
@@ -145,16 +174,20 @@ void split(FlashUnits& p, u64 per, u64 pair_ctas, bool back, const std::vector<u
   p.first.assign(units, 0);
   p.last.assign(units, 0);
   p.source.assign(units, 0);
-  u64 a = 0, b = 0;
+  u64 longest = 0;
+  for (u64 x = 0; x < pre_per && x < n; ++x) longest = std::max(longest, p.length[x]);
   for (u64 u = 0; u < units; ++u) {
-    const bool opens_back = back && u * per % pair_ctas != 0;
-    p.first[u] = static_cast<i64>(p.start[(opens_back ? u - 1 : u) * per]);
+    p.first[u] = opens[u];
     p.last[u] = p.first[u];
     for (u64 x = u * per; x < (u + 1) * per; ++x) p.last[u] = std::max(p.last[u], last_step(p, x));
-    while (last_step(p, a) < p.first[u]) ++a;  // (the units' first steps rise: so does the first CTA running then)
-    while (b < n && static_cast<i64>(p.start[b]) <= p.last[u]) ++b;
+    // The first CTA still running at the span's first step: it started at
+    // most `longest` steps before.
+    const i64 from = std::max<i64>(0, p.first[u] - static_cast<i64>(longest) + 1);
+    u64 a = static_cast<u64>(std::lower_bound(p.start.begin(), p.start.end(), static_cast<u64>(from)) - p.start.begin());
+    while (last_step(p, a) < p.first[u]) ++a;
     p.lo[u] = a;
-    p.hi[u] = b;
+    p.hi[u] = static_cast<u64>(std::upper_bound(p.start.begin(), p.start.end(), static_cast<u64>(p.last[u])) -
+                               p.start.begin());
   }
   auto accesses_below = [&](u64 x) { return x / pre_per * pre[pre_per] + pre[x % pre_per]; };
   std::unordered_map<u64, std::vector<u64>> by_hash;
@@ -170,6 +203,77 @@ void split(FlashUnits& p, u64 per, u64 pair_ctas, bool back, const std::vector<u
     alike.push_back(u);
     p.enumerated = checked_add(p.enumerated, accesses_below(p.hi[u]) - accesses_below(p.lo[u]), "L2 simulation");
   }
+}
+
+// Head-major units of a query block: where every sequence's query blocks'
+// first and last key blocks do not fall, the grid's per query block
+// geometry in f (else false).
+bool query_block_units(const FlashGrid& grid, FlashUnits& f) {
+  const FlashSeq& q = grid.sequence(0);
+  f.by_blocks = true;
+  f.heads = grid.shape().heads;
+  f.group = grid.group();
+  f.q_blocks = q.q_blocks;
+  f.k_blocks = q.k_blocks;
+  f.q_first.resize(q.q_blocks);
+  f.q_end.resize(q.q_blocks);
+  f.q_rows.resize(q.q_blocks);
+  for (u64 i = 0; i < q.q_blocks; ++i) {
+    const FlashCta t = grid.cta(i * f.heads);
+    f.q_first[i] = t.first;
+    f.q_end[i] = t.end;
+    f.q_rows[i] = t.rows;
+    if (i > 0 && (t.first < f.q_first[i - 1] || t.end < f.q_end[i - 1])) return false;
+  }
+  return true;
+}
+
+// Each head-major query block's CTAs' starts from its first, as a class:
+// blocks of one class start alike (compared in full, found by a hash).
+void start_patterns(FlashUnits& f) {
+  const u64 blocks = f.start.size() / f.heads;
+  f.pattern.assign(blocks, 0);
+  std::unordered_map<u64, std::vector<u64>> by_hash;  // representatives
+  for (u64 q = 0; q < blocks; ++q) {
+    const u64 x0 = q * f.heads;
+    u64 h = 0x84222325cbf29ce4ull;
+    for (u64 x = x0; x < x0 + f.heads; ++x) h = (h ^ (f.start[x] - f.start[x0])) * 0x100000001b3ull;
+    std::vector<u64>& reps = by_hash[h];
+    f.pattern[q] = q;
+    for (const u64 r : reps)
+      if (std::equal(f.start.begin() + static_cast<std::ptrdiff_t>(x0), f.start.begin() + static_cast<std::ptrdiff_t>(x0 + f.heads),
+                     f.start.begin() + static_cast<std::ptrdiff_t>(r * f.heads),
+                     [&](u64 a, u64 b) { return a - f.start[x0] == b - f.start[r * f.heads]; })) {
+        f.pattern[q] = r;
+        break;
+      }
+    if (f.pattern[q] == q) reps.push_back(q);
+  }
+}
+
+// Where each head-major query block unit's span opens: at query block i - K
+// of its sequence, K the least such that each kv group's first CTA there
+// reads every object it shares with block i's CTAs no later than they do
+// (it starts first(i) - first(i - K) steps before the group's first CTA of
+// block i, or earlier; a tie goes to it, launched first). The objects block
+// i - K does not read are first read from block i - K + 1 on. Block 0 of a
+// sequence: its own steps.
+std::vector<i64> query_block_opens(const FlashUnits& f) {
+  const u64 units = f.start.size() / f.heads, groups = f.heads / f.group;
+  std::vector<i64> opens(units);
+  auto start = [&](u64 unit, u64 g) { return static_cast<i64>(f.start[unit * f.heads + g * f.group]); };
+  for (u64 u = 0; u < units; ++u) {
+    const u64 i = u % f.q_blocks;
+    u64 k = 1;
+    for (; k <= i; ++k) {
+      bool all = true;
+      for (u64 g = 0; g < groups && all; ++g)
+        all = start(u - k, g) + static_cast<i64>(f.q_first[i] - f.q_first[i - k]) <= start(u, g);
+      if (all) break;
+    }
+    opens[u] = start(u - std::min(k, i), 0);
+  }
+  return opens;
 }
 
 }  // namespace
@@ -197,25 +301,43 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
   p.start.resize(n);
   p.steps = SegmentEngine::schedule(slots, p.length.data(), n, p.start.data());
 
-  // Units of a kv pair; with GQA in query-block-major order also units of a
-  // head, whichever enumerates less. (A head's CTA of query block i starts
-  // no earlier than its pair's previous head's, and after it in launch
-  // order: it reads each object after that one does, so its reads'
-  // predecessors are its own or that head's.)
-  const bool heads = qbm && grid.group() > 1;
-  if (of == UnitsOf::heads && !heads) return std::nullopt;
-  if (of != UnitsOf::heads) split(p, per, per, false, pre);
-  if (of == UnitsOf::pairs || !heads) return spans_fit(p) ? std::optional<FlashUnits>(std::move(p)) : std::nullopt;
-  FlashUnits h;
-  h.start = std::move(p.start);
-  h.length = std::move(p.length);
-  h.steps = p.steps;
-  split(h, q.q_blocks, per, true, pre);
-  const bool h_fits = spans_fit(h), p_fits = of != UnitsOf::heads && spans_fit(p);
-  if (h_fits && (of == UnitsOf::heads || !p_fits || h.enumerated < p.enumerated)) return h;
+  // Units of a kv pair (head-major: a sequence), each over its own steps.
+  // Finer units, whichever enumerates less:
+  // - with GQA in query-block-major order, a head: its CTA of query block i
+  //   starts no earlier than its pair's previous head's, and after it in
+  //   launch order, so it reads each object after that one does and its
+  //   reads' predecessors are its own or that head's;
+  // - in head-major order, a query block: its reads' predecessors lie from
+  //   query block i - K on (query_block_opens).
+  const u64 units = n / per;
+  std::vector<i64> opens(units);
+  for (u64 u = 0; u < units; ++u) opens[u] = static_cast<i64>(p.start[u * per]);
+  if (of != UnitsOf::finer) split(p, per, per, opens, pre);
+  FlashUnits f;
+  if (of != UnitsOf::whole && qbm && grid.group() > 1) {
+    const u64 heads = n / q.q_blocks;
+    opens.assign(heads, 0);
+    for (u64 u = 0; u < heads; ++u)
+      opens[u] = static_cast<i64>(p.start[(u % grid.group() != 0 ? u - 1 : u) * q.q_blocks]);
+    f.start = std::move(p.start);
+    f.length = std::move(p.length);
+    f.steps = p.steps;
+    split(f, q.q_blocks, per, opens, pre);
+  } else if (of != UnitsOf::whole && !qbm && query_block_units(grid, f)) {
+    f.start = std::move(p.start);
+    f.length = std::move(p.length);
+    f.steps = p.steps;
+    start_patterns(f);
+    split(f, grid.shape().heads, per, query_block_opens(f), pre);
+  } else {
+    if (of == UnitsOf::finer) return std::nullopt;
+    return spans_fit(p) ? std::optional<FlashUnits>(std::move(p)) : std::nullopt;
+  }
+  const bool f_fits = spans_fit(f), p_fits = of != UnitsOf::finer && spans_fit(p);
+  if (f_fits && (of == UnitsOf::finer || !p_fits || f.enumerated < p.enumerated)) return f;
   if (!p_fits) return std::nullopt;
-  p.start = std::move(h.start);
-  p.length = std::move(h.length);
+  p.start = std::move(f.start);
+  p.length = std::move(f.length);
   return p;
 }
 
