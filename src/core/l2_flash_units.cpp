@@ -1,10 +1,12 @@
 // The forward's enumeration by units (docs/l2-simulation.md, "Units that
-// repeat"): in a dense batch a unit is the CTAs that read one set of K/V
-// objects, one after another in launch order. Its reads' distances are fixed
-// by the accesses between its first step and its last, so each unit is
-// enumerated over those steps alone, the other CTAs' accesses then visited
-// but not counted; a unit whose steps hold the same CTAs at the same offsets
-// as an earlier unit's takes that unit's tally.
+// repeat"): in a dense batch a unit is CTAs one after another in launch
+// order whose reads' predecessors lie in a span of steps known from the
+// schedule: the CTAs that read one set of K/V objects (a kv pair's heads, a
+// sequence), or finer, a head from its pair's previous head on, a head-major
+// query block from block i - K on. Each unit is enumerated over its span
+// alone, the other CTAs' accesses then visited but not counted; a unit whose
+// span holds the same CTAs at the same offsets as an earlier unit's takes
+// that unit's tally.
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
@@ -147,10 +149,6 @@ void replay(const FlashGrid& grid, const L2SimConfig& c, const FlashUnits& p, u6
     resident.resize(kept);
   }
 }
-
-}  // namespace
-
-namespace {
 
 // A unit's span is replayed with its CTAs at hand (64 bytes each): at most
 // 2^21 of them (128 MB).
