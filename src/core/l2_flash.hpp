@@ -107,7 +107,7 @@ struct FlashUnits {
 // pair, head-major a sequence) or finer (with GQA a head, head-major a
 // query block).
 enum class UnitsOf { cheaper, whole, finer };
-inline constexpr std::uint64_t max_unit_ctas = std::uint64_t{1} << 25;
+inline constexpr std::uint64_t max_unit_ctas = std::uint64_t{1} << 25, max_units = std::uint64_t{1} << 21;
 std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots, UnitsOf of = UnitsOf::cheaper);
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& plan);
 // (tests: planned here; the enumeration where there is no plan)

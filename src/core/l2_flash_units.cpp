@@ -307,32 +307,32 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
   //   reads' predecessors are its own or that head's;
   // - in head-major order, a query block: its reads' predecessors lie from
   //   query block i - K on (query_block_opens).
-  const u64 units = n / per;
+  // (At most max_units units a split: about 60 bytes each.)
+  const u64 units = n / per, finer_units = n / (qbm ? q.q_blocks : grid.shape().heads);
+  const bool whole = of != UnitsOf::finer && units <= max_units;
+  FlashUnits f;
+  const bool finer = of != UnitsOf::whole && finer_units <= max_units &&
+                     (qbm ? grid.group() > 1 : query_block_units(grid, f));
   std::vector<i64> opens(units);
   for (u64 u = 0; u < units; ++u) opens[u] = static_cast<i64>(p.start[u * per]);
-  if (of != UnitsOf::finer) split(p, per, per, opens, pre);
-  FlashUnits f;
-  if (of != UnitsOf::whole && qbm && grid.group() > 1) {
-    const u64 heads = n / q.q_blocks;
-    opens.assign(heads, 0);
-    for (u64 u = 0; u < heads; ++u)
+  if (whole) split(p, per, per, opens, pre);
+  if (!finer) return whole && spans_fit(p) ? std::optional<FlashUnits>(std::move(p)) : std::nullopt;
+  if (qbm) {
+    opens.assign(finer_units, 0);
+    for (u64 u = 0; u < finer_units; ++u)
       opens[u] = static_cast<i64>(p.start[(u % grid.group() != 0 ? u - 1 : u) * q.q_blocks]);
-    f.start = std::move(p.start);
-    f.length = std::move(p.length);
-    f.steps = p.steps;
+  }
+  f.start = std::move(p.start);
+  f.length = std::move(p.length);
+  f.steps = p.steps;
+  if (qbm) {
     split(f, q.q_blocks, per, opens, pre);
-  } else if (of != UnitsOf::whole && !qbm && query_block_units(grid, f)) {
-    f.start = std::move(p.start);
-    f.length = std::move(p.length);
-    f.steps = p.steps;
+  } else {
     start_patterns(f);
     split(f, grid.shape().heads, per, query_block_opens(f), pre);
-  } else {
-    if (of == UnitsOf::finer) return std::nullopt;
-    return spans_fit(p) ? std::optional<FlashUnits>(std::move(p)) : std::nullopt;
   }
-  const bool f_fits = spans_fit(f), p_fits = of != UnitsOf::finer && spans_fit(p);
-  if (f_fits && (of == UnitsOf::finer || !p_fits || f.enumerated < p.enumerated)) return f;
+  const bool f_fits = spans_fit(f), p_fits = whole && spans_fit(p);
+  if (f_fits && (!p_fits || f.enumerated < p.enumerated)) return f;
   if (!p_fits) return std::nullopt;
   p.start = std::move(f.start);
   p.length = std::move(f.length);
@@ -342,15 +342,14 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& p) {
   const FlashGrid grid(s, c.order);
   const u64 units = p.units(), slots = u64{c.sm_count} * c.ctas_per_sm;
-  std::vector<Tally> evaluated;
-  std::vector<std::size_t> at(units, 0);
+  std::vector<u64> times(units, 0);  // per unit enumerated: the units that take its tally
+  for (u64 u = 0; u < units; ++u) ++times[p.source[u]];
   for (u64 u = 0; u < units; ++u) {
     if (p.source[u] != u) continue;
-    at[u] = evaluated.size();
-    evaluated.emplace_back(t.capacities());
-    with_lru(evaluated.back(), [&](auto& l2) { replay(grid, c, p, u, l2); });
+    Tally one(t.capacities());
+    with_lru(one, [&](auto& l2) { replay(grid, c, p, u, l2); });
+    t.merge(one, times[u]);
   }
-  for (u64 u = 0; u < units; ++u) t.merge(evaluated[at[p.source[u]]]);
 
   // Heads and kv heads in flight, from the schedule (a CTA's head key: its
   // head counted over the batch; its pair: that over the group).

@@ -69,16 +69,18 @@ class Tally {
   // stores reach DRAM once, when evicted or later).
   void write(std::uint64_t bytes) { writes_ = add(writes_, bytes); }
 
-  // Another tally's counts added to these (its capacities are these).
-  void merge(const Tally& o) {
+  // Another tally's counts (its capacities are these), `times` over, added
+  // to these.
+  void merge(const Tally& o, std::uint64_t times = 1) {
     if (o.caps_ != caps_) throw Error("internal: tallies of different capacities merged");
+    if (times == 0) return;
     for (std::size_t k = 0; k < read_add_.size(); ++k) {
-      read_add_[k] = add(read_add_[k], o.read_add_[k]);
-      wb_add_[k] = add(wb_add_[k], o.wb_add_[k]);
+      read_add_[k] = add(read_add_[k], mul(times, o.read_add_[k]));
+      wb_add_[k] = add(wb_add_[k], mul(times, o.wb_add_[k]));
     }
-    request_ = add(request_, o.request_);
-    first_reads_ = add(first_reads_, o.first_reads_);
-    writes_ = add(writes_, o.writes_);
+    request_ = add(request_, mul(times, o.request_));
+    first_reads_ = add(first_reads_, mul(times, o.first_reads_));
+    writes_ = add(writes_, mul(times, o.writes_));
     max_reuse_ = std::max(max_reuse_, o.max_reuse_);
   }
 
