@@ -8,7 +8,6 @@
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
 #include "../src/core/l2_flash.hpp"
-#include "../src/core/l2_list.hpp"
 #include "l2_tallies.hpp"
 #include "random_shapes.hpp"
 
@@ -51,7 +50,7 @@ Shape random_dense(std::mt19937_64& rng) {
 
 TEST_CASE("L2 runs: the forward by units equals the enumeration on dense batches", "[l2runs][units]") {
   std::mt19937_64 rng(GENERATE(31, 32, 33));
-  std::uint64_t taken = 0, shapes = 0, by_heads = 0;
+  std::uint64_t taken = 0, shapes = 0, by_finer = 0;
   for (int k = 0; k < 70; ++k) {
     const Shape s = random_dense(rng);
     for (auto order : {Rasterization::query_block_major, Rasterization::head_major})
@@ -63,14 +62,14 @@ TEST_CASE("L2 runs: the forward by units equals the enumeration on dense batches
         taken += same_by_units(s, c, caps);  // (the Fenwick tree's LRU: a ladder of sizes)
         for (std::uint64_t cap : {caps[pick(rng, 2, 12)], caps[pick(rng, 13, 41)]})
           taken += same_by_units(s, c, {cap});  // (the list's: one size, as a report row has)
-        // Units of a head (GQA in query-block-major order).
+        // Finer units where they apply (with GQA a head; head-major a query block).
         const l2::FlashGrid grid(s, c.order);
         if (l2::plan_flash_units(grid, std::uint64_t{c.sm_count} * c.ctas_per_sm, l2::UnitsOf::finer))
-          taken += same_by_units(s, c, caps, l2::UnitsOf::finer), ++by_heads;
+          taken += same_by_units(s, c, caps, l2::UnitsOf::finer), ++by_finer;
         ++shapes;
       }
   }
-  INFO(shapes << " grids (" << by_heads << " also by heads), " << taken << " units taken from an earlier one");
+  INFO(shapes << " grids (" << by_finer << " also by finer units), " << taken << " units taken from an earlier one");
   CHECK(taken > shapes);  // most grids repeat units: the repeats are held to the enumeration too
 }
 

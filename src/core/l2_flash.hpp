@@ -82,11 +82,13 @@ FlashStats enumerate_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 // The enumeration by units (l2_flash_units.cpp): in a dense batch, `per`
 // CTAs one after another whose reads' predecessors lie in a known span: a kv
 // pair's G heads (query-block-major order) or a sequence (head-major), whose
-// K/V no other CTA reads; or, with GQA in query-block-major order, a head,
-// from its pair's previous head's first step. The schedule; per unit its
-// steps [first, last], the CTAs [lo, hi) that may run then, and the unit
-// whose tally it takes (itself where it is enumerated); about how many
-// accesses those enumerations make; the CTAs of a kv pair's run.
+// K/V no other CTA reads; or finer: with GQA in query-block-major order a
+// head, from its pair's previous head's first step, and in head-major order
+// a query block, from block i - K's. The schedule; per unit its steps
+// [first, last], the CTAs [lo, hi) that may run then, and the unit whose
+// tally it takes (itself where it is enumerated); about how many accesses
+// those enumerations make; the CTAs of a kv pair's (head-major: a
+// sequence's) run.
 struct FlashUnits {
   std::uint64_t per = 0, pair_ctas = 0, steps = 0, enumerated = 0;
   Array<std::uint64_t> start, length;  // per CTA

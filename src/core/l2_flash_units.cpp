@@ -27,9 +27,10 @@ using i64 = std::int64_t;
 
 i64 last_step(const FlashUnits& p, u64 x) { return static_cast<i64>(p.start[x] + p.length[x]) - 1; }
 
-// Where the first kv pair boundary at or after unit u's CTA lo lies, from
-// its first CTA (past hi: none). Two units' spans rename their objects one
-// to one only where their pairs part them alike.
+// Where the first boundary of pair_ctas runs (kv pairs; head-major,
+// sequences) at or after unit u's CTA lo lies, from its first CTA (past hi:
+// none). Two units' spans rename their objects one to one only where those
+// boundaries part them alike.
 i64 first_cut(const FlashUnits& p, u64 u) {
   const u64 cut = (p.lo[u] + p.pair_ctas - 1) / p.pair_ctas * p.pair_ctas;
   return cut >= p.hi[u] ? std::numeric_limits<i64>::max() : static_cast<i64>(cut) - static_cast<i64>(u * p.per);
@@ -39,7 +40,8 @@ i64 first_cut(const FlashUnits& p, u64 u) {
 // Units of a query block (by_blocks) are compared block by block over the
 // query blocks their spans touch: each block's first step from the span's,
 // its CTAs' starts (as a class of alike blocks), and what its CTAs read
-// (key blocks from the unit's first, rows, the sequence from the unit's).
+// (key blocks from the unit's first, rows); where sequences part the span,
+// first_cut.
 u64 context_hash(const FlashUnits& p, u64 u) {
   u64 h = 0x9e3779b97f4a7c15ull;
   auto mix = [&](u64 v) {
@@ -55,7 +57,7 @@ u64 context_hash(const FlashUnits& p, u64 u) {
     for (u64 x = p.lo[u]; x < p.hi[u]; ++x) mix(static_cast<u64>(static_cast<i64>(p.start[x]) - p.first[u]));
     return h;
   }
-  const u64 iu = u % p.q_blocks, bu = u / p.q_blocks;
+  const u64 iu = u % p.q_blocks;
   for (u64 q = p.lo[u] / p.per; q * p.per < p.hi[u]; ++q) {
     const u64 i = q % p.q_blocks;
     mix(static_cast<u64>(static_cast<i64>(p.start[q * p.per]) - p.first[u]));
@@ -63,7 +65,6 @@ u64 context_hash(const FlashUnits& p, u64 u) {
     mix(p.q_first[i] - p.q_first[iu]);
     mix(p.q_end[i] - p.q_first[iu]);
     mix(p.q_rows[i] + (p.q_end[i] == p.k_blocks ? u64{1} << 40 : 0));
-    mix(q / p.q_blocks - bu);
   }
   return h;
 }
@@ -78,13 +79,13 @@ bool same_context(const FlashUnits& p, u64 u, u64 v) {
       if (static_cast<i64>(p.start[x]) - p.first[u] != static_cast<i64>(p.start[x - d]) - p.first[v]) return false;
     return true;
   }
-  const u64 iu = u % p.q_blocks, iv = v % p.q_blocks, bu = u / p.q_blocks, bv = v / p.q_blocks;
+  const u64 iu = u % p.q_blocks, iv = v % p.q_blocks;
   for (u64 q = p.lo[u] / p.per; q * p.per < p.hi[u]; ++q) {
     const u64 r = q - (u - v), i = q % p.q_blocks, j = r % p.q_blocks;
     if (static_cast<i64>(p.start[q * p.per]) - p.first[u] != static_cast<i64>(p.start[r * p.per]) - p.first[v] ||
         p.pattern[q] != p.pattern[r] || p.q_first[i] - p.q_first[iu] != p.q_first[j] - p.q_first[iv] ||
         p.q_end[i] - p.q_first[iu] != p.q_end[j] - p.q_first[iv] || p.q_rows[i] != p.q_rows[j] ||
-        (p.q_end[i] == p.k_blocks) != (p.q_end[j] == p.k_blocks) || q / p.q_blocks - bu != r / p.q_blocks - bv)
+        (p.q_end[i] == p.k_blocks) != (p.q_end[j] == p.k_blocks))
       return false;
   }
   return true;
@@ -313,9 +314,12 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
   FlashUnits f;
   const bool finer = of != UnitsOf::whole && finer_units <= max_units &&
                      (qbm ? grid.group() > 1 : query_block_units(grid, f));
-  std::vector<i64> opens(units);
-  for (u64 u = 0; u < units; ++u) opens[u] = static_cast<i64>(p.start[u * per]);
-  if (whole) split(p, per, per, opens, pre);
+  std::vector<i64> opens;
+  if (whole) {
+    opens.resize(units);
+    for (u64 u = 0; u < units; ++u) opens[u] = static_cast<i64>(p.start[u * per]);
+    split(p, per, per, opens, pre);
+  }
   if (!finer) return whole && spans_fit(p) ? std::optional<FlashUnits>(std::move(p)) : std::nullopt;
   if (qbm) {
     opens.assign(finer_units, 0);
@@ -359,7 +363,7 @@ FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const Fla
   KeySteps heads(grid.heads()), pairs(grid.pairs());
   const u64 H = s.heads, qb = grid.sequence(0).q_blocks, G = grid.group();
   const bool qbm = grid.order() == Rasterization::query_block_major;
-  for (u64 x = 0, head = 0, i = 0; x < grid.ctas(); ++x) {
+  for (u64 x = 0, head = 0, i = 0, block = 0; x < grid.ctas(); ++x) {
     // (query-block-major: qb CTAs a head, in turn; head-major: H heads a
     // query block, a sequence's H after the last's)
     const u64 f = p.start[x], l = f + p.length[x] - 1;
@@ -370,7 +374,7 @@ FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const Fla
     } else if (++i == H) {
       i = 0;
       head -= H - 1;  // the same sequence's first head, or the next sequence's
-      if ((x + 1) % (H * qb) == 0) head += H;
+      if (++block == qb) block = 0, head += H;
     } else {
       ++head;
     }
