@@ -21,7 +21,7 @@ namespace hbmscope::l2 {
 // refuses a grid whose counts do not fit. A key block's keys, as many as
 // --block-cols, in 64.)
 struct BackwardCta {
-  std::uint64_t cols = 0;            // real keys of the key block
+  std::uint32_t cols = 0;            // real keys of the key block
   std::uint32_t seq = 0, head = 0, k_block = 0;
   std::uint32_t first = 0, end = 0;  // query blocks [first, end) that see the key block
   std::uint32_t head_key = 0, pair = 0;

@@ -377,13 +377,17 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     // A row the main loop never reads was last accessed by the preprocessing:
     // after it come the preprocessing's later rows (with O, for those the
     // main loop reads too, beside their row sets) and the whole main loop.
-    Array<u64> pre_extra(R + 1);
-    pre_extra[R] = 0;
-    for (u64 r = R; r-- > 0;)
-      pre_extra[r] = pre_extra[r + 1] + (last_by[r] != no_reader ? (qo ? o(r) : 0) : pre(r));
-    Array<u64> acc_read(R + 1);
-    acc_read[0] = 0;  // accumulators of the rows below r, of those the main loop reads
-    for (u64 r = 0; r < R; ++r) acc_read[r + 1] = acc_read[r] + (last_by[r] != no_reader ? acc(r) : 0);
+    // (Both only where some row is never read.)
+    bool unread = false;
+    for (u64 r = 0; r < R && !unread; ++r) unread = last_by[r] == no_reader;
+    Array<u64> pre_extra(unread ? R + 1 : 0), acc_read(unread ? R + 1 : 0);
+    if (unread) {
+      pre_extra[R] = 0;
+      for (u64 r = R; r-- > 0;)
+        pre_extra[r] = pre_extra[r + 1] + (last_by[r] != no_reader ? (qo ? o(r) : 0) : pre(r));
+      acc_read[0] = 0;  // accumulators of the rows below r, of those the main loop reads
+      for (u64 r = 0; r < R; ++r) acc_read[r + 1] = acc_read[r] + (last_by[r] != no_reader ? acc(r) : 0);
+    }
     PrefixSums acc_later(late_by_heads ? heads : R);
     After a;
     Array<u64> conv(R);  // less the accumulators read later
