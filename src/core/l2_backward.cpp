@@ -58,7 +58,9 @@ KeyRange BackwardGrid::query_blocks_seeing(std::uint64_t b, std::uint64_t j) con
 namespace {
 std::uint32_t narrow(std::uint64_t v) {
   if (v > std::numeric_limits<std::uint32_t>::max())
-    throw Error("L2 simulation: the backward grid takes fewer than 2^32 sequences, heads and blocks");
+    throw Error(
+        "L2 simulation: the backward grid takes fewer than 2^32 sequences, heads and blocks, and key blocks of fewer "
+        "than 2^32 keys");
   return static_cast<std::uint32_t>(v);
 }
 }  // namespace
