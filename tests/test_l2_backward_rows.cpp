@@ -7,6 +7,7 @@
 // long causal heads.
 #include <catch2/catch.hpp>
 #include <random>
+#include <tuple>
 
 #include "hbmscope/l2_sim.hpp"
 #include "../src/core/l2_backward.hpp"
@@ -128,6 +129,28 @@ l2::MainLoop checked_or_handed(int k) {
 }
 
 }  // namespace
+
+TEST_CASE("L2 sim backward: the grid's CTAs at once are its CTAs one by one", "[l2sim][backward]") {
+  // BackwardGrid::all makes each key block's and each head's fields once.
+  std::mt19937_64 rng(20261206);
+  for (int n = 0; n < 200; ++n) {
+    Shape s = long_causal(rng);
+    s.seq_q = s.seq_lens.empty() ? s.seq_q / 8 : s.seq_q;
+    s.seq_kv = s.seq_lens.empty() ? s.seq_kv / 8 : s.seq_kv;
+    s.causal = pick(rng, 0, 1) == 1;
+    for (const Rasterization order : {Rasterization::query_block_major, Rasterization::head_major}) {
+      const l2::BackwardGrid g(s, order);
+      std::vector<l2::BackwardCta> all(g.ctas());
+      g.all(all.data());
+      for (std::uint64_t id = 0; id < g.ctas(); ++id) {
+        const l2::BackwardCta a = all[id], b = g.cta(id);
+        INFO(describe(s) << " CTA " << id);
+        REQUIRE(std::tie(a.cols, a.seq, a.head, a.k_block, a.first, a.end, a.head_key, a.pair) ==
+                std::tie(b.cols, b.seq, b.head, b.k_block, b.first, b.end, b.head_key, b.pair));
+      }
+    }
+  }
+}
 
 TEST_CASE("L2 backward by rows: long causal heads at one to three L2 sizes equal the enumeration",
           "[l2runs][backward]") {

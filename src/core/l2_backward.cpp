@@ -114,20 +114,30 @@ BackwardCta BackwardGrid::make(std::uint64_t b, std::uint64_t head, std::uint64_
 }
 
 void BackwardGrid::all(BackwardCta* out) const {
-  std::vector<KeyRange> q;
+  // (make's fields by key block and by head, each made once: millions of CTAs)
+  std::vector<BackwardCta> by_block, by_head(s_.heads);
   for (std::uint64_t b = 0; b < s_.batch; ++b) {
     const FlashSeq& f = fwd_.sequence(b);
     fits(b);
     if (b == 0 || !fwd_.dense()) {
-      q.resize(f.k_blocks);
-      for (std::uint64_t j = 0; j < f.k_blocks; ++j) q[j] = query_blocks_seeing(b, j);
+      by_block.resize(f.k_blocks);
+      for (std::uint64_t j = 0; j < f.k_blocks; ++j) by_block[j] = make(b, 0, j, query_blocks_seeing(b, j));
     }
+    for (std::uint64_t h = 0; h < s_.heads; ++h) by_head[h] = make(b, h, 0, {0, 0});
+    auto cta = [&](std::uint64_t h, std::uint64_t j) {
+      BackwardCta c = by_block[j];
+      c.seq = by_head[h].seq;
+      c.head = by_head[h].head;
+      c.head_key = by_head[h].head_key;
+      c.pair = by_head[h].pair;
+      return c;
+    };
     if (order_ == Rasterization::query_block_major) {
       for (std::uint64_t h = 0; h < s_.heads; ++h)
-        for (std::uint64_t j = 0; j < f.k_blocks; ++j) *out++ = make(b, h, j, q[j]);
+        for (std::uint64_t j = 0; j < f.k_blocks; ++j) *out++ = cta(h, j);
     } else {
       for (std::uint64_t j = 0; j < f.k_blocks; ++j)
-        for (std::uint64_t h = 0; h < s_.heads; ++h) *out++ = make(b, h, j, q[j]);
+        for (std::uint64_t h = 0; h < s_.heads; ++h) *out++ = cta(h, j);
     }
   }
 }
