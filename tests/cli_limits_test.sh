@@ -101,6 +101,10 @@ timeout 10 "$real_bin" model --seq 1024G --seq-kv 1 --block-rows 1 --device h100
 check "2^40 query blocks with --device: counted at once, left out" grep -q "left out for 1 shape" "$work/huge.err"
 expect_error "2^40 query blocks with --l2-bytes: refused" "work units (at most 17179869184" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
 expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence" model --seq 64M --causal --heads 16 --l2-bytes 60M
+expect_error "l2 per-shape cap: head-major's masked backward names query-block-major where it fits" "use --l2-order query-block-major (within the budget there)" model --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --pass bwd --l2-bytes 60M --sms 132 --ctas-per-sm 1 --l2-order head-major
+timeout 20 "$real_bin" model --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --pass bwd --device h100 --l2-order head-major --format csv >/dev/null 2>"$work/hm.err"
+check "head-major masked backward left out: the note names query-block-major" grep -q "(--l2-order query-block-major, bigger" "$work/hm.err"
+check "a shape over the cap in either order: no order named" sh -c "! grep -q 'l2-order query-block-major' '$work/huge.err'"
 expect_error "l2 per-shape cap, enumerated" "(enumeration) would take" model --seq 64K --causal --block-rows 1 --block-cols 1 --l2-bytes 60M --l2-method enumeration
 expect_error "enumeration's cap: runs named where they would do" "about 10 s); use --l2-method runs, or bigger" model --seq 1M --heads 64 --batch 16 --pass bwd --l2-bytes 60M --l2-method enumeration
 expect_error "backward enumeration's object cap: blocks named for a causal row" "objects (at most 268435456); use bigger --block-rows/--block-cols" model --seq 64M --seq-kv 128 --block-rows 1 --causal --pass bwd --l2-bytes 60M

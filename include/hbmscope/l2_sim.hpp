@@ -173,6 +173,10 @@ bool l2_sim_within_budget(const Shape& s, const L2SimConfig& c);
 // (docs/l2-backward.md, "The backward through the segment engine"); false
 // for forward rows.
 bool l2_sim_backward_not_in_closed_form(const Shape& s);
+// Whether a shape over the budget in head-major order (by runs) is within it
+// in query-block-major order: the masked backward's main loop goes by rows
+// there and through the segment engine in head-major order.
+bool l2_sim_fits_query_block_major(const Shape& s, const L2SimConfig& c);
 // Throws Error naming the shape, its work, the limit and what to change when
 // the shape is over max_l2_sim_work.
 void check_l2_sim_size(const Shape& s, const L2SimConfig& c);

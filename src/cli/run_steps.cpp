@@ -36,6 +36,7 @@ std::uint64_t L2Budget::take(const Shape& s, const L2SimConfig& c) {
     if (over_cap_named_.empty()) first_over_cap_ = c;
     if (over_cap_named_.size() < 5) over_cap_named_.push_back(s);
     over_cap_masked_backward_ |= l2_sim_backward_not_in_closed_form(s);
+    over_cap_fit_by_order_ |= l2_sim_fits_query_block_major(s, c);
     ++over_cap_;
     return 0;
   }
@@ -66,9 +67,10 @@ void L2Budget::finish() {
     for (std::size_t k = 0; k < over_cap_named_.size(); ++k) named += (k ? "; " : "") + describe(over_cap_named_[k]);
     if (over_cap_ > over_cap_named_.size()) named += "; and " + std::to_string(over_cap_ - over_cap_named_.size()) + " more";
     notes_.push_back(fmt::format("L2 simulation left out for {} shape(s) of more than {} work units (about 10 s "
-                                 "each): {} (bigger --block-rows/--block-cols, fewer heads or shorter sequences "
+                                 "each): {} ({}bigger --block-rows/--block-cols, fewer heads or shorter sequences "
                                  "simulate them{})",
                                  over_cap_, max_l2_sim_work, named,
+                                 over_cap_fit_by_order_ ? "--l2-order query-block-major, " : "",
                                  over_cap_masked_backward_
                                      ? "; backward rows with a mask or a ragged batch have no closed form: their "
                                        "cost grows with the CTAs (times the slots where the L2 is too small for "

@@ -66,6 +66,7 @@ class L2Budget {
   std::uint64_t total_ = 0;
   std::size_t shapes_ = 0, simulated_ = 0, over_budget_ = 0, over_cap_ = 0;
   bool over_cap_masked_backward_ = false;  // a left-out backward row with a mask or a ragged batch
+  bool over_cap_fit_by_order_ = false;     // one within the budget in query-block-major order
   std::vector<Shape> over_cap_named_;  // the first few, for the note
   std::optional<L2SimConfig> first_over_cap_;  // the first's configuration
   std::optional<std::pair<std::size_t, std::uint64_t>> refused_;  // (shapes, work) when over the run's budget

@@ -58,9 +58,7 @@ KeyRange BackwardGrid::query_blocks_seeing(std::uint64_t b, std::uint64_t j) con
 namespace {
 std::uint32_t narrow(std::uint64_t v) {
   if (v > std::numeric_limits<std::uint32_t>::max())
-    throw Error(
-        "L2 simulation: the backward grid takes fewer than 2^32 sequences, heads and blocks, and key blocks of fewer "
-        "than 2^32 keys");
+    throw Error("L2 simulation: the backward grid takes fewer than 2^32 sequences, heads and blocks");
   return static_cast<std::uint32_t>(v);
 }
 }  // namespace
@@ -88,12 +86,10 @@ BackwardCta BackwardGrid::cta(std::uint64_t id) const {
   return make(b, head, k_block, query_blocks_seeing(b, k_block));
 }
 
-// Sequence b's counts in 32 bits: it, its blocks, its heads' and kv heads'
-// keys, a key block's keys.
+// Sequence b's counts in 32 bits: it, its blocks, its heads' and kv heads' keys.
 void BackwardGrid::fits(std::uint64_t b) const {
   const FlashSeq& f = fwd_.sequence(b);
   narrow(b);
-  narrow(std::min(s_.block_cols, f.shape.seq_kv));
   narrow(f.k_blocks);
   narrow(f.q_blocks);
   narrow(b * s_.heads + s_.heads - 1);
@@ -105,7 +101,7 @@ BackwardCta BackwardGrid::make(std::uint64_t b, std::uint64_t head, std::uint64_
   c.seq = static_cast<std::uint32_t>(b);
   c.head = static_cast<std::uint32_t>(head);
   c.k_block = static_cast<std::uint32_t>(k_block);
-  c.cols = static_cast<std::uint32_t>(std::min(s_.block_cols, fwd_.sequence(b).shape.seq_kv - k_block * s_.block_cols));
+  c.cols = std::min(s_.block_cols, fwd_.sequence(b).shape.seq_kv - k_block * s_.block_cols);
   c.first = static_cast<std::uint32_t>(q.begin);
   c.end = static_cast<std::uint32_t>(q.end);
   c.head_key = static_cast<std::uint32_t>(b * s_.heads + head);

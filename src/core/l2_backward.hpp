@@ -18,9 +18,10 @@ namespace hbmscope::l2 {
 // The backward grid: one CTA per (sequence, head, key block) in launch order
 // (key block fastest, then head, then sequence; head-major: head fastest).
 // (Counts in 32 bits: millions of them are kept at once; BackwardGrid::cta
-// refuses a grid whose counts do not fit, a key block's keys among them.)
+// refuses a grid whose counts do not fit. A key block's keys, as many as
+// --block-cols, in 64: a test simulates a key block of 5e9.)
 struct BackwardCta {
-  std::uint32_t cols = 0;            // real keys of the key block
+  std::uint64_t cols = 0;            // real keys of the key block
   std::uint32_t seq = 0, head = 0, k_block = 0;
   std::uint32_t first = 0, end = 0;  // query blocks [first, end) that see the key block
   std::uint32_t head_key = 0, pair = 0;

@@ -279,6 +279,13 @@ bool l2_sim_within_budget(const Shape& s, const L2SimConfig& c) { return l2_sim_
 
 bool l2_sim_backward_not_in_closed_form(const Shape& s) { return s.pass != Pass::fwd && !l2::backward_in_waves(s); }
 
+bool l2_sim_fits_query_block_major(const Shape& s, const L2SimConfig& c) {
+  if (c.method != L2SimMethod::runs || c.order != Rasterization::head_major) return false;
+  L2SimConfig q = c;
+  q.order = Rasterization::query_block_major;
+  return l2_sim_within_budget(s, q);
+}
+
 void check_l2_sim_size(const Shape& s, const L2SimConfig& c) {
   const std::uint64_t w = l2_sim_work(s, c);
   if (w <= max_l2_sim_work) return;
@@ -289,6 +296,9 @@ void check_l2_sim_size(const Shape& s, const L2SimConfig& c) {
           ? "use --l2-method runs, or bigger --block-rows/--block-cols"
       : c.method == L2SimMethod::enumeration
           ? "use bigger --block-rows/--block-cols"
+      : l2_sim_fits_query_block_major(s, c)
+          ? "use --l2-order query-block-major (within the budget there), or bigger --block-rows/--block-cols, fewer "
+            "heads or a shorter sequence"
           : (s.decode ? "use fewer --splits or a smaller batch" : "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence");
   throw Error("shape " + describe(s) + ": the L2 simulation (" + std::string(l2_method_name(c.method)) +
               ") would take " + std::to_string(w) + " work units (at most " + std::to_string(max_l2_sim_work) +
