@@ -343,7 +343,9 @@ int main(int argc, char** argv) {
   cases.push_back({"JSON read", json_read});
   cases.push_back({"JSON read", json_read_empty_objects});
   cases.push_back({"compare", compare_files});
-  std::printf("hbmscope_bench: time = mean wall time of one run, repeated for at least 0.2 s; one core (the CPU reference attention uses every core)\n\n");
+  std::printf(
+      "hbmscope_bench: time = mean wall time of one run, repeated for at least 0.2 s (L2 runs: the median of three runs "
+      "in child processes); one core (the CPU reference attention uses every core)\n\n");
   std::printf("%-24s  %-58s  %10s  %18s  %s\n", "case", "work", "time", "rate", "target");
   bool all_met = true;
   for (const auto& c : cases) {
