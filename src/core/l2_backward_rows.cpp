@@ -103,18 +103,15 @@ std::vector<u64> Loop::all_running(i64 lo, i64 hi) const {
   return near;
 }
 
-// The K/V and dK, dV of the CTAs starting and ending in [lo, hi], at most a
-// slot's worth a step.
-u64 Loop::edge_bytes(i64 g, i64 lo, i64 hi) const {
-  const u64 most = sat_mul(static_cast<u64>(g) + 1, in_.slots);
+// The K/V and dK, dV of the CTAs starting and ending in [lo, hi], at most
+// `most` of each.
+u64 Loop::edge_bytes(u64 most, i64 lo, i64 hi) const {
   return sat_add(sat_mul(kv_max_, std::min(most, starts_in(lo, hi))),
                  dk_on_ ? sat_mul(kv_max_, std::min(most, ends_in(lo, hi))) : 0);
 }
 
-// Every slot's row set a step, with the edges.
-u64 Loop::flow_bytes(i64 g, u64 edges) const {
-  return sat_add(sat_mul(sat_mul(static_cast<u64>(g) + 1, in_.slots), u_max_), edges);
-}
+// `reads` row sets, with the edges.
+u64 Loop::flow_bytes(u64 reads, u64 edges) const { return sat_add(sat_mul(reads, u_max_), edges); }
 
 // Every object of the heads of the CTAs `ids` (in head-major order, of their
 // sequences).
@@ -233,7 +230,14 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
   u64 lo = sat_add(z, sat_mul(least, least_row(k)));
   // Every slot's row set, K/V and dK, dV each step: no lookups (a step apart
   // or less, the hits, settle so); then the CTAs that start and end there.
-  u64 hi = sat_add(z, sat_mul(sat_mul(static_cast<u64>(g) + 1, in_.slots), sat_add(u_max_, sat_add(kv_max_, dk_on_ ? kv_max_ : 0))));
+  // Strictly between (T - g, P) and (T, k) a slot reads g row sets, g + 1
+  // only where it holds a CTA after P at T - g and one before k at T: its
+  // CTAs follow one another in launch order, so the first lies strictly
+  // between P and k, and no two such slots hold the same one. K/V reads
+  // (starts) and dK, dV writes (ends): one more in all, k's own K/V at T or
+  // P's dK, dV at T - g.
+  const u64 reads = sat_add(sat_mul(static_cast<u64>(g), in_.slots), P < k ? std::min<u64>(in_.slots, k - P - 1) : 0);
+  u64 hi = sat_add(z, sat_mul(reads + 1, sat_add(u_max_, sat_add(kv_max_, dk_on_ ? kv_max_ : 0))));
   auto checked = [&] {
     if (!in_.check_bounds) return;
     for (u64 i = i1; i <= i2; ++i) {
@@ -242,8 +246,8 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
     }
   };
   if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
-  const u64 edges = edge_bytes(g, T0 - g, T1);
-  hi = std::min(hi, sat_add(z, flow_bytes(g, edges)));
+  const u64 edges = edge_bytes(reads + 1, T0 - g, T1);
+  hi = std::min(hi, sat_add(z, flow_bytes(reads, edges)));
   if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
   // Tighter, at more cost: the objects between beside P's and k's rows, and
   // the rows the heads there can read.
@@ -291,8 +295,9 @@ void Loop::settle_kv(u64 k, u64 P) {
   // dK, dV of those that end there (as for a run of rows).
   lo = sat_add(lo, more_between(k, Tp + 1, T - 1, 0, 0, 0, false));
   if (settle(lo, hi, 1, z, 0, none)) return checked();
-  const u64 edges = edge_bytes(T - Tp, Tp, T);
-  hi = std::min(hi, sat_add(z, flow_bytes(T - Tp, edges)));
+  const u64 slot_steps = sat_mul(static_cast<u64>(T - Tp) + 1, in_.slots);
+  const u64 edges = edge_bytes(slot_steps, Tp, T);
+  hi = std::min(hi, sat_add(z, flow_bytes(slot_steps, edges)));
   if (!in_.head_major) hi = std::min(hi, sat_add(z, sat_add(edges, rows_bytes(T - Tp, ids))));
   checked();
   if (settle(lo, hi, 1, z, 0, none)) return;

@@ -78,8 +78,8 @@ class Loop {
   // starting and ending there; every slot's row set a step besides; the
   // objects of the heads running there; their rows between their least and
   // most read offsets.
-  u64 edge_bytes(i64 g, i64 lo, i64 hi) const;
-  u64 flow_bytes(i64 g, u64 edges) const;
+  u64 edge_bytes(u64 most, i64 lo, i64 hi) const;
+  u64 flow_bytes(u64 reads, u64 edges) const;
   u64 head_bytes(Ids ids) const;
   u64 rows_bytes(i64 g, Ids ids) const;
   // Tests: every CTA that may run in steps [lo, hi], found without the slots.

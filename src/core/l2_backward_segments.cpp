@@ -8,6 +8,7 @@
 
 #include "hbmscope/checked.hpp"
 #include "hbmscope/error.hpp"
+#include "hbmscope/l2_sim.hpp"
 #include "l2_backward.hpp"
 #include "l2_backward_outside.hpp"
 #include "l2_backward_rows.hpp"
@@ -123,13 +124,15 @@ bool chunks_part_heads(const BackwardGrid& g) {
 
 // The main loop by rows (l2_backward_rows.cpp): any mask or ragged batch in
 // query-block-major order (chunks that part the heads, each part a head),
-// where two steps of every slot's row set and K/V fit in the smallest L2
-// asked for; or one step with its dK, dV (the reads a step apart, most of
-// them, settle as hits; where the engine takes the grid and the reads the
-// bounds leave would cost more, the engine evaluates).
+// where one step of every slot's row set fits in the smallest L2 asked for
+// (the reads a step apart, most of them, settle as hits: no more than a step
+// of row sets lies between two reads of one row a step apart where the later
+// reader comes first in launch order, as within a generation of CTAs that
+// start together; where the engine takes the grid and the reads the bounds
+// leave would cost more, the engine evaluates).
 bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
   if (c.order != Rasterization::query_block_major) return false;
-  return steps_fit(s, c, g, smallest_l2, 1, 2);
+  return steps_fit(s, c, g, smallest_l2, 1, 0);
 }
 
 // The main loop's heads by rows where chunks part the grid's: each part's
@@ -213,7 +216,9 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   // By rows: about 600 units a CTA (its runs and their bounds, the reads they
   // leave evaluated over the CTAs beside them, the keys outside the main loop)
   // and 100 a row, 1,000 a CTA where only one step of the slots' row sets
-  // fits in the L2 (more reads are left to evaluate), on the enumeration's
+  // and two K/V fits in the L2 (more reads are left to evaluate), 8,000 where
+  // only one step of row sets does (2,000 to 4,000 measured: 1M x 256 x 16/8
+  // x batch 8 on 60, 50 and 40 MiB), on the enumeration's
   // scale (10 units an access, 12 to 18 ns); about 170 bytes a CTA and a row,
   // so up to 6.3 M CTAs and rows (about 1 GB). Measured on causal, windowed and chunked
   // shapes of 128K to 1M tokens, batch 1 to 8, on the device presets: 0.4 to
@@ -223,7 +228,8 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   const u64 rows = all_rows(s, g);
   constexpr u64 most = u64{3} << 21;
   if (g.ctas() > most || rows > most) return ~u64{0};
-  return g.ctas() * (bounds_settle(s, c, g, smallest_l2) ? 600 : 1000) + rows * 100;
+  const u64 per_cta = bounds_settle(s, c, g, smallest_l2) ? 600 : steps_fit(s, c, g, smallest_l2, 1, 2) ? 1000 : 8000;
+  return g.ctas() * per_cta + rows * 100;
 }
 
 FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, MainLoop how) {
@@ -363,9 +369,10 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.check_bounds = how == MainLoop::by_rows_checked;
     loop.repeats = how != MainLoop::by_rows_every_head;
     // Where the reads its bounds leave would cost more than an eighth of the
-    // engine's estimate, the engine.
+    // engine's estimate, the engine (where that is within the budget).
     const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
-    const u64 limit = to_engine ? 0 : engine_units == ~u64{0} ? ~u64{0} : engine_units / 8;
+    const bool engine_too_long = engine_units == ~u64{0} || engine_units > max_l2_sim_work;
+    const u64 limit = to_engine ? 0 : engine_too_long ? ~u64{0} : engine_units / 2;
     const std::optional<u64> by = backward_by_rows(loop, t, dmax, limit);
     done = by.has_value();
     repeated = by.value_or(0);
