@@ -177,6 +177,32 @@ TEST_CASE("L2 backward by rows: long causal heads at one to three L2 sizes equal
   }
 }
 
+// L2 sizes where one step of every slot's row set fits but not two K/V beside
+// it (by rows since 2026-12-06; before, the engine): a read a step after its
+// predecessor settles only where the predecessor comes later in launch order
+// or no CTA was launched between the two.
+TEST_CASE("L2 backward by rows: one step of row sets in the L2 equals the enumeration", "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(89, 90));
+  for (int k = 0; k < 30; ++k) {
+    Shape s = long_causal(rng);
+    s.window = k % 3 == 1 ? pick(rng, 1, 400) : 0;
+    const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 16);
+    const l2::BackwardGrid g(s, c.order);
+    const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+    const std::uint64_t row_set = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * s.block_rows;
+    const std::uint64_t kv = g.kv_col() * s.block_cols, one = slots * row_set + row_set;
+    const std::vector<std::uint64_t> caps{pick(rng, one, one + 2 * slots * kv)};
+    INFO(describe(s) << ", " << slots << " slots, L2 " << caps.front());
+    l2::Tally te(caps), tr(caps), ta(caps);
+    const l2::FlashStats se = l2::enumerate_backward(s, c, te);
+    l2::segments_backward(s, c, tr, l2::MainLoop::by_rows_checked);
+    const l2::FlashStats sa = l2::segments_backward(s, c, ta);
+    test::same_tally(te, tr);
+    test::same_tally(te, ta);
+    CHECK(sa.steps == se.steps);
+  }
+}
+
 TEST_CASE("L2 backward by rows: random causal and ragged shapes at one to three L2 sizes equal the enumeration",
           "[l2runs][backward]") {
   std::mt19937_64 rng(GENERATE(85, 86));
