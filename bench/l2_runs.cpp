@@ -279,6 +279,20 @@ std::vector<Case> l2_runs_cases() {
          s.window = 4096;
          return l2_runs("backward: 1M x 64/8 x batch 8, causal, window 4096", s, h200());
        }},
+      // Head dimension 256 (gemma-2's layers, 16 heads on 8): one step of the
+      // slots' row sets fits in 60 MiB, two K/V beside it do not (left out,
+      // or the segment engine, before 2026-12-06).
+      {"L2 runs", [] {
+         Shape s = training(1 << 20, 16, 8, true, Pass::bwd);
+         s.head_dim = 256;
+         return l2_runs("backward: 1M x 16/8 x batch 8, causal, d 256", s, h200());
+       }},
+      {"L2 runs", [] {
+         Shape s = training(1 << 20, 16, 8, true, Pass::bwd);
+         s.head_dim = 256;
+         s.window = 4096;
+         return l2_runs("backward: 1M x 16/8 x batch 8, window 4096, d 256", s, h200());
+       }},
       // The backward without a mask: waves in lockstep, in closed form.
       {"L2 runs", [] { return l2_runs("backward: 32K x 32/8", training(1 << 15, 32, 1, false, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8 x batch 8", training(1 << 20, 64, 8, false, Pass::bwd), h200()); }},
