@@ -294,9 +294,33 @@ void trace_backward(const Shape& s, const L2SimConfig& c, const std::function<vo
 }
 
 namespace {
+// Objects the enumeration tracks (four a row, K/V a kv head's key block, dK,
+// dV a head's with GQA), as run_backward counts them; saturated.
+std::uint64_t backward_objects(const Shape& s) {
+  auto per = [&](const Shape& one, std::uint64_t count) {
+    using F = long double;
+    const F nqb = static_cast<F>(ceil_div(one.seq_q, one.block_rows)), nkb = static_cast<F>(ceil_div(one.seq_kv, one.block_cols));
+    const F h = static_cast<F>(one.heads), kv = static_cast<F>(one.kv_heads);
+    return (4 * h * nqb + kv * nkb + (one.heads != one.kv_heads ? h * nkb : 0)) * static_cast<F>(count);
+  };
+  long double n = 0;
+  if (s.seq_lens.empty()) n = per(s, s.batch);
+  else
+    for (const SeqGroup& g : s.seq_lens.groups()) n += per(sequence_shape(s, g), g.count);
+  return n >= 1.8e19L ? ~std::uint64_t{0} : static_cast<std::uint64_t>(n);
+}
+
+// The enumeration's LRU misses the caches once its objects outgrow them:
+// about 30 ns an access at 2^21 objects and 55 ns at 2^24, against 10 to 14
+// below 2^19 (1M x 64/8, window 128, d 64, batch 1 to 8; docs/l2-backward-progress.md,
+// seventh session), so an access counts up to five times the list's units.
 std::uint64_t backward_enum_work(const Shape& s, std::size_t capacities) {
+  const std::uint64_t objects = backward_objects(s);
+  const int bits = objects == 0 ? 0 : 63 - __builtin_clzll(objects);
+  const std::uint64_t scale = 1 + static_cast<std::uint64_t>(std::clamp(bits - 19, 0, 4));
   std::uint64_t w = 0;
-  return __builtin_mul_overflow(backward_enum_accesses(s), enumeration_units(capacities), &w) ? ~std::uint64_t{0} : w;
+  return __builtin_mul_overflow(backward_enum_accesses(s), enumeration_units(capacities) * scale, &w) ? ~std::uint64_t{0}
+                                                                                                      : w;
 }
 }  // namespace
 

@@ -215,11 +215,12 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   if (!by_rows(s, c, g, smallest_l2)) return engine_work(s, c, smallest_l2);
   // By rows: about 600 units a CTA (its runs and their bounds, the reads they
   // leave evaluated over the CTAs beside them, the keys outside the main loop)
-  // and 100 a row, 1,000 a CTA where only one step of the slots' row sets
-  // and two K/V fits in the L2 (more reads are left to evaluate), and 2 more a
-  // row-set read where only one step of row sets does (1M x 256 x 16/8 x
-  // batch 8, causal, on 60, 50 and 40 MiB: 2 to 4 s for 4.4 G reads; a window
-  // of 4096, 1 s), on the enumeration's
+  // and 100 a row, up to 1,000 a CTA where only one step of the slots' row
+  // sets and two K/V fits in the L2 (more reads are left to evaluate: as many
+  // more as a CTA reads rows, up to 64; a window of 128 reads 2 a CTA, 1M x
+  // 64/8 x batch 8 at d = 64 on 264 slots in 1.5 s), and 2 more a row-set read
+  // where only one step of row sets does (1M x 256 x 16/8 x batch 8, causal, on
+  // 60, 50 and 40 MiB: 2 to 4 s for 4.4 G reads; a window of 4096, 1 s), on the enumeration's
   // scale (10 units an access, 12 to 18 ns); about 170 bytes a CTA and a row,
   // so up to 6.3 M CTAs and rows (about 1 GB). Measured on causal, windowed and chunked
   // shapes of 128K to 1M tokens, batch 1 to 8, on the device presets: 0.4 to
@@ -230,9 +231,10 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   constexpr u64 most = u64{3} << 21;
   if (g.ctas() > most || rows > most) return ~u64{0};
   const bool settles = bounds_settle(s, c, g, smallest_l2), one_step = !steps_fit(s, c, g, smallest_l2, 1, 2);
-  const u64 w = g.ctas() * (settles ? 600 : 1000) + rows * 100;
-  if (!one_step) return w;
   const u64 reads = backward_enum_accesses(s) / 5;  // (5 accesses a row-set read; below 2^64 as the CTAs are few)
+  const u64 per_cta = settles ? 600 : 600 + std::min<u64>(400, 400 * (reads / std::max<u64>(1, g.ctas())) / 64);
+  const u64 w = g.ctas() * per_cta + rows * 100;
+  if (!one_step) return w;
   return reads > (~u64{0} - w) / 2 ? ~u64{0} : w + 2 * reads;
 }
 
