@@ -237,7 +237,8 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
   // (starts) and dK, dV writes (ends): one more in all, k's own K/V at T or
   // P's dK, dV at T - g.
   const u64 reads = sat_add(sat_mul(static_cast<u64>(g), in_.slots), P < k ? std::min<u64>(in_.slots, k - P - 1) : 0);
-  u64 hi = sat_add(z, sat_mul(reads + 1, sat_add(u_max_, sat_add(kv_max_, dk_on_ ? kv_max_ : 0))));
+  const u64 edge_most = sat_add(reads, 1);
+  u64 hi = sat_add(z, sat_mul(edge_most, sat_add(u_max_, sat_add(kv_max_, dk_on_ ? kv_max_ : 0))));
   auto checked = [&] {
     if (!in_.check_bounds) return;
     for (u64 i = i1; i <= i2; ++i) {
@@ -246,7 +247,7 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
     }
   };
   if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
-  const u64 edges = edge_bytes(reads + 1, T0 - g, T1);
+  const u64 edges = edge_bytes(edge_most, T0 - g, T1);
   hi = std::min(hi, sat_add(z, flow_bytes(reads, edges)));
   if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
   // Tighter, at more cost: the objects between beside P's and k's rows, and

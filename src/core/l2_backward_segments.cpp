@@ -230,11 +230,10 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   const u64 rows = all_rows(s, g);
   constexpr u64 most = u64{3} << 21;
   if (g.ctas() > most || rows > most) return ~u64{0};
-  const bool settles = bounds_settle(s, c, g, smallest_l2), one_step = !steps_fit(s, c, g, smallest_l2, 1, 2);
+  if (bounds_settle(s, c, g, smallest_l2)) return g.ctas() * 600 + rows * 100;
   const u64 reads = backward_enum_accesses(s) / 5;  // (5 accesses a row-set read; below 2^64 as the CTAs are few)
-  const u64 per_cta = settles ? 600 : 600 + std::min<u64>(400, 400 * (reads / std::max<u64>(1, g.ctas())) / 64);
-  const u64 w = g.ctas() * per_cta + rows * 100;
-  if (!one_step) return w;
+  const u64 w = g.ctas() * (600 + std::min<u64>(400, 400 * (reads / std::max<u64>(1, g.ctas())) / 64)) + rows * 100;
+  if (steps_fit(s, c, g, smallest_l2, 1, 2)) return w;
   return reads > (~u64{0} - w) / 2 ? ~u64{0} : w + 2 * reads;
 }
 
@@ -374,8 +373,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.kv_stride = fg.dense() ? fg.sequence(0).k_blocks : 0;
     loop.check_bounds = how == MainLoop::by_rows_checked;
     loop.repeats = how != MainLoop::by_rows_every_head;
-    // Where the reads its bounds leave would cost more than an eighth of the
-    // engine's estimate, the engine (where that is within the budget).
+    // Where the reads its bounds leave would cost more than half the engine's
+    // estimate, the engine (where that is within the budget).
     const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
     const bool engine_too_long = engine_units == ~u64{0} || engine_units > max_l2_sim_work;
     const u64 limit = to_engine ? 0 : engine_too_long ? ~u64{0} : engine_units / 2;
