@@ -1,13 +1,15 @@
 // The enumeration's two LRUs (src/core/l2_list.hpp: a list with a boundary
 // per capacity; l2_stack.hpp: a Fenwick tree over access times) give the same
 // tally on every stream: random operations on objects of random sizes, and
-// every pass's schedule, at one capacity and on a ladder of 42.
+// every pass's schedule, at one capacity and on a ladder of 42; and the step
+// index (step_index.hpp) searched from a last answer.
 #include <catch2/catch.hpp>
 #include <random>
 
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
 #include "../src/core/l2_list.hpp"
+#include "../src/core/step_index.hpp"
 #include "l2_tallies.hpp"
 #include "random_shapes.hpp"
 
@@ -128,5 +130,30 @@ TEST_CASE("L2 list: every pass's enumeration is the same through either LRU", "[
       CHECK(a.l2_bytes_to_min == b.l2_bytes_to_min);
       CHECK(a.min_dram_bytes == b.min_dram_bytes);
     }
+  }
+}
+
+// The step index's search from a caller's last answer finds what its bucket
+// search finds, from any hint, on steps with long runs of equal values.
+TEST_CASE("a step index searched from the last answer agrees with its bucket search", "[l2][units]") {
+  std::mt19937_64 rng(20261207);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::int64_t> steps(static_cast<std::size_t>(pick(rng, 1, 3000)));
+    std::int64_t at = static_cast<std::int64_t>(pick(rng, 0, 50)) - 25;
+    for (auto& s : steps) {
+      if (pick(rng, 0, 3) == 0) at += static_cast<std::int64_t>(pick(rng, 0, pick(rng, 0, 1) == 0 ? 3 : 5000));
+      s = at;
+    }
+    const l2::StepIndex index(steps);
+    std::size_t near_lo = pick(rng, 0, steps.size() + 3), near_hi = 0;
+    for (int q = 0; q < 300; ++q) {
+      const std::int64_t x = steps.front() - 30 + static_cast<std::int64_t>(pick(rng, 0, static_cast<std::uint64_t>(steps.back() - steps.front()) + 60));
+      if (pick(rng, 0, 9) == 0) near_lo = pick(rng, 0, steps.size() + 3);
+      REQUIRE(index.lower_near(x, near_lo) == index.lower(x));
+      REQUIRE(index.lower(x) == static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), x) - steps.begin()));
+      REQUIRE(index.upper_near(x, near_hi) == index.upper(x));
+    }
+    std::size_t near = 0;
+    REQUIRE(index.upper_near(std::numeric_limits<std::int64_t>::max(), near) == steps.size());
   }
 }

@@ -94,7 +94,12 @@ u64 Loop::active_in(i64 lo, i64 hi) const {
   return started > ended ? started - ended : 0;
 }
 
-Loop::Ids Loop::running(i64 lo, i64 hi) const { return {end_max_ix_.lower(lo), s_ix_.upper(hi)}; }
+// (Searched from their last answers: the K/V reads' questions, a CTA at a
+// time in launch order, move little, and a bucket of the index can hold
+// hundreds of CTAs that start or end together.)
+Loop::Ids Loop::running(i64 lo, i64 hi) const {
+  return {end_max_ix_.lower_near(lo, finger_[0]), s_ix_.upper_near(hi, finger_[1])};
+}
 
 std::vector<u64> Loop::all_running(i64 lo, i64 hi) const {
   std::vector<u64> near;

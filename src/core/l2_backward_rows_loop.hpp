@@ -131,6 +131,7 @@ class Loop {
   std::span<const i64> s_;             // starts by CTA
   Array<i64> e_, ends_, end_max_;       // ends by CTA; ends sorted; their prefix maximum
   StepIndex s_ix_, ends_ix_, end_max_ix_;
+  mutable std::size_t finger_[2] = {};  // running()'s last answers
   u64 started_ = 0;             // active(): the CTAs before it passed over,
   std::vector<u64> running_;    // those of them running at the last lo, in launch order
   std::vector<u64> rows_, head_row0_, head_bytes_;  // per head: rows, first row, bytes (prefix)

@@ -52,6 +52,37 @@ class StepIndex {
   std::size_t upper(std::int64_t x) const {
     return x == std::numeric_limits<std::int64_t>::max() ? n_ : lower(x + 1);
   }
+  // lower(x), searched outward from `near` (the last answer of a caller whose
+  // questions move little: a sweep over CTAs in launch order), which it then
+  // holds: steps within cache lines of the last rather than a bucket's search.
+  std::size_t lower_near(std::int64_t x, std::size_t& near) const {
+    std::size_t a = 0, b = n_;  // the answer lies in [a, b]
+    std::size_t h = std::min(near, n_), step = 1;
+    if (h < n_ && v_[h] < x) {
+      a = h + 1;
+      while (a + step <= n_ && v_[a + step - 1] < x) {
+        a += step;
+        step *= 2;
+      }
+      b = std::min(n_, a + step - 1);
+    } else {
+      b = h;
+      while (b >= step && v_[b - step] >= x) {
+        b -= step;
+        step *= 2;
+      }
+      a = b >= step ? b - step + 1 : 0;
+    }
+    while (a < b) {
+      const std::size_t m = a + (b - a) / 2;
+      if (v_[m] < x) a = m + 1;
+      else b = m;
+    }
+    return near = a;
+  }
+  std::size_t upper_near(std::int64_t x, std::size_t& near) const {
+    return x == std::numeric_limits<std::int64_t>::max() ? n_ : lower_near(x + 1, near);
+  }
 
  private:
   std::size_t bucket(std::int64_t x) const { return static_cast<std::size_t>(static_cast<std::uint64_t>(x - lo_) >> shift_); }
