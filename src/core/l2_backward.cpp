@@ -105,7 +105,6 @@ BackwardCta BackwardGrid::make(std::uint64_t b, std::uint64_t head, std::uint64_
   c.first = static_cast<std::uint32_t>(q.begin);
   c.end = static_cast<std::uint32_t>(q.end);
   c.head_key = static_cast<std::uint32_t>(b * s_.heads + head);
-  c.pair = static_cast<std::uint32_t>(b * s_.kv_heads + head / fwd_.group());
   return c;
 }
 
@@ -125,7 +124,6 @@ void BackwardGrid::all(BackwardCta* out) const {
       c.seq = by_head[h].seq;
       c.head = by_head[h].head;
       c.head_key = by_head[h].head_key;
-      c.pair = by_head[h].pair;
       return c;
     };
     if (order_ == Rasterization::query_block_major) {
@@ -211,7 +209,7 @@ FlashStats run_backward(const Shape& s, const L2SimConfig& c, Sink& l2) {
     Cta t{g.cta(launched++), 0, false};
     t.next_i = t.t.first;
     heads.enter(static_cast<std::size_t>(t.t.head_key));
-    kv_heads.enter(static_cast<std::size_t>(t.t.pair));
+    kv_heads.enter(static_cast<std::size_t>(g.pair(t.t)));
     return t;
   };
   FlashStats st;
@@ -227,7 +225,7 @@ FlashStats run_backward(const Shape& s, const L2SimConfig& c, Sink& l2) {
     for (Cta& t : resident) {
       const std::uint64_t b = t.t.seq, j = t.t.k_block;
       if (!t.started) {
-        l2.read(ids.kv(ids.pair_key_base[b] + (t.t.pair - b * s.kv_heads) * fg.sequence(b).k_blocks + j),
+        l2.read(ids.kv(ids.pair_key_base[b] + t.t.head / G * fg.sequence(b).k_blocks + j),
                 g.kv_col() * t.t.cols);
         t.started = true;
       }
@@ -247,7 +245,7 @@ FlashStats run_backward(const Shape& s, const L2SimConfig& c, Sink& l2) {
       if (gqa) l2.write_dirty(ids.dkv(ids.key_base[b] + t.t.head * fg.sequence(b).k_blocks + j), g.kv_col() * t.t.cols);
       else l2.write(none, g.kv_col() * t.t.cols, qo);
       heads.leave(static_cast<std::size_t>(t.t.head_key));
-      kv_heads.leave(static_cast<std::size_t>(t.t.pair));
+      kv_heads.leave(static_cast<std::size_t>(g.pair(t.t)));
     }
     while (launched < ctas && next.size() < slots) next.push_back(launch());
     resident.swap(next);

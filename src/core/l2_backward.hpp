@@ -24,7 +24,7 @@ struct BackwardCta {
   std::uint64_t cols = 0;            // real keys of the key block
   std::uint32_t seq = 0, head = 0, k_block = 0;
   std::uint32_t first = 0, end = 0;  // query blocks [first, end) that see the key block
-  std::uint32_t head_key = 0, pair = 0;
+  std::uint32_t head_key = 0;
   std::uint64_t steps() const { return end > first ? std::uint64_t{end} - first : 1; }
 };
 
@@ -33,6 +33,8 @@ class BackwardGrid {
   BackwardGrid(const Shape& s, Rasterization order);
   std::uint64_t ctas() const { return ctas_; }
   BackwardCta cta(std::uint64_t id) const;
+  // Its (sequence, kv head), in order: the K/V its heads share.
+  std::uint64_t pair(const BackwardCta& c) const { return std::uint64_t{c.seq} * s_.kv_heads + c.head / fwd_.group(); }
   // Every CTA in launch order into out[0, ctas()): cta(id) for each id, a
   // sequence at a time.
   void all(BackwardCta* out) const;

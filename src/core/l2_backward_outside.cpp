@@ -199,7 +199,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   const BackwardGrid& g = *in.grid;
   const FlashGrid& fg = g.forward();
   const Array<BackwardCta>& ct = *in.ct;
-  const Array<u64>&start = *in.start, &kv_of = *in.kv_of, &row0 = *in.row0, &u = *in.u;
+  const Array<u64>&start = *in.start, &row0 = *in.row0;
+  const Array<std::uint32_t>& kv_of = *in.kv_of;
+  const RowSetBytes& u = *in.u;
   const Array<std::uint32_t>& n_rows = *in.n_rows;
   const bool gqa = in.gqa, qo = in.qo;
   const std::vector<u64>& head_row0 = *in.head_row0;
@@ -289,7 +291,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     dks[i] = key_of<Key>(start[id] + c.steps() - 1, id, dk_sub);
     dk_at[i] = dk_bytes(id);
     if (gqa) {
-      dk_object[i] = static_cast<std::uint32_t>(kv_of[id]);
+      dk_object[i] = kv_of[id];
       dk_head[i] = in_group[c.head];
     }
   }

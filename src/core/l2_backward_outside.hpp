@@ -14,14 +14,23 @@
 
 namespace hbmscope::l2 {
 
+// Per row, its row set's bytes (Q with LSE, dO, D, the accumulator): its rows
+// times a row's, not kept (millions of rows).
+struct RowSetBytes {
+  std::uint64_t per_row = 0;
+  const Array<std::uint32_t>* n_rows = nullptr;
+  std::uint64_t operator[](std::uint64_t r) const { return per_row * (*n_rows)[r]; }
+  std::uint64_t size() const { return n_rows->size(); }
+};
+
 // The main loop as segments_backward lays it out: per CTA and per row (fewer
-// than 2^32 - 1 CTAs, so that a CTA and "none" fit in 32 bits).
+// than 2^32 - 1 CTAs, so that a CTA, "none" and a K/V object fit in 32 bits).
 struct BackwardArrays {
   const Array<BackwardCta>* ct = nullptr;        // per CTA, in launch order
   const Array<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)
-  const Array<std::uint64_t>* kv_of = nullptr;   // per CTA: its K/V object
+  const Array<std::uint32_t>* kv_of = nullptr;   // per CTA: its K/V object
   const Array<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
-  const Array<std::uint64_t>* u = nullptr;       // per row: its row set's bytes
+  const RowSetBytes* u = nullptr;                // per row: its row set's bytes
   const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
   const Array<std::uint32_t>* by_end = nullptr;  // the CTAs by last step, then id (the schedule's)
   // Per head key (ct's, in order, rows in order), its first row; the rows' count last.

@@ -15,7 +15,7 @@ namespace rows {
 
 Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     : in_(in), ct_(*in.ct), t_(t), obs_(obs), n_(ct_.size()), rb_(t.capacities().size() + 1, 0), wb_(rb_.size(), 0) {
-  const Array<u64>& u = *in.u;
+  const RowSetBytes& u = *in.u;
   // (The schedule's starts, below 2^63, read in place as signed steps.)
   s_ = std::span<const i64>(reinterpret_cast<const i64*>(in.start->data()), n_);
   e_.resize(n_);
@@ -29,7 +29,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   end_max_ix_ = StepIndex(end_max_);
   // Bytes: the most a slot reads a step, the least and most K/V; each head's
   // rows and bytes (row sets, K/V and dK, dV where they take L2 space).
-  for (const u64 z : u) u_max_ = std::max(u_max_, z);
+  for (u64 r = 0; r < u.size(); ++r) u_max_ = std::max(u_max_, u[r]);
   for (const BackwardCta& c : ct_) {
     kv_max_ = std::max(kv_max_, in.kv_col * c.cols);
     kv_min_ = std::min(kv_min_, in.kv_col * c.cols);
@@ -371,7 +371,7 @@ bool Loop::classify(u64 limit) {
   // launch order too).
   {
     u64 objects = 0;
-    for (u64 x = 0; x < n_; ++x) objects = std::max(objects, (*in_.kv_of)[x] + 1);
+    for (u64 x = 0; x < n_; ++x) objects = std::max(objects, u64{(*in_.kv_of)[x]} + 1);
     std::vector<u64> last(objects, none);
     for (u64 x = 0; x < n_; ++x) {
       const u64 o = (*in_.kv_of)[x];

@@ -23,6 +23,7 @@ namespace hbmscope::l2 {
 // per CTA and per row), with the slots' count.
 struct BackwardLoop : BackwardArrays {
   std::uint64_t slots = 1, heads = 1;  // heads: query heads of a sequence
+  std::uint64_t group = 1;             // query heads a kv head
   bool head_major = false, gqa = false, qo = false;
   std::uint64_t kv_col = 0, acc_row = 0;         // bytes of K and V a key, of the accumulator a row
   std::uint64_t head_keys = 0;                   // (sequence, head) pairs, or the parts chunks cut them into

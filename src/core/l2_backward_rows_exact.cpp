@@ -40,9 +40,10 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
     if (p < kv && kv < q) {
       kvs_.push_back({(*in_.kv_of)[x], kv_bytes(x)});
       const u64 head = u64{ct_[x].seq} * in_.heads + ct_[x].head;
-      if (head0 == none) head0 = head, pair0 = ct_[x].pair;
-      else if (ct_[x].pair == pair0 && head != head0) shared = true;
-      else if (ct_[x].pair != pair0) shared = shared || in_.gqa;  // (a third head may share with the second)
+      const u64 pair = u64{ct_[x].seq} * in_.heads + ct_[x].head / in_.group;  // (one number a kv head)
+      if (head0 == none) head0 = head, pair0 = pair;
+      else if (pair == pair0 && head != head0) shared = true;
+      else if (pair != pair0) shared = shared || in_.gqa;  // (a third head may share with the second)
     }
     if (dk_on_ && p < dk && dk < q) d += dk_bytes(x);
     const u64 n = reads_rows(x);
@@ -143,7 +144,7 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
       by_head_.push_back({slides_[j].head, slides_[j].base_i + slides_[j].s, static_cast<u32>(j)});
   auto head_first = [](const ByHead& x, const ByHead& y) { return x.head != y.head ? x.head < y.head : x.first < y.first; };
   if (!std::is_sorted(by_head_.begin(), by_head_.end(), head_first)) std::sort(by_head_.begin(), by_head_.end(), head_first);
-  const Array<u64>& u = *in_.u;
+  const RowSetBytes& u = *in_.u;
   step_d_.assign(n + 2, 0);   // the bytes' change at T0 + t
   range_d_.assign(n + 2, 0);  // step_d_ over t, by its differences
   auto at = [&](i64 T) { return static_cast<u64>(T - T0); };

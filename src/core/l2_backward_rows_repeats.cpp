@@ -20,7 +20,7 @@ void Loop::find_dense() {
   if (!in_.repeats || in_.head_major || heads < 3 || n_ % heads != 0) return;
   if (in_.parts && in_.kv_stride == 0) return;
   const u64 m = n_ / heads;
-  const Array<u64>& u = *in_.u;
+  const RowSetBytes& u = *in_.u;
   for (u64 h = 0; h < heads; ++h) {
     if (head_begin_[h] != h * m || head_end_[h] != (h + 1) * m || rows_[h] != rows_[0] || rows_[h] == 0) return;
     for (u64 i = 0; i < rows_[h]; ++i)
@@ -80,7 +80,7 @@ bool Loop::repeats(u64 h, u64 g, Ids env, i64 lo, i64 hi) const {
   // heads) farther apart than any window are never both in one; nearer, the
   // pairs must match.
   const u64 a = std::max(env.lo, s_ix_.lower(lo)), b = std::min(env.hi, s_ix_.upper(hi)), w = kv_stride_;
-  const Array<u64>& kv = *in_.kv_of;
+  const Array<std::uint32_t>& kv = *in_.kv_of;
   for (u64 y = a; y + w < b; ++y)
     if (s_[y + w] - s_[y] <= static_cast<i64>(head_steps_[g]) &&
         (kv[y + w] == kv[y]) != (kv[y + w - D] == kv[y - D]))

@@ -260,16 +260,15 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // Rows of each query block (all but a sequence's last are full); the
   // objects' bytes are these times their bytes a row.
   Array<std::uint32_t> n_rows(R);
-  Array<u64> u(R);  // the row set: Q with LSE, dO, D, the accumulator
   for (u64 b = 0; b < s.batch; ++b) {
     const FlashSeq& f = fg.sequence(b);
     for (u64 h = 0; h < H; ++h)
       for (u64 i = 0; i < f.q_blocks; ++i) {
         const u64 r = row_base[b] + h * f.q_blocks + i, n = std::min(s.block_rows, f.shape.seq_q - i * s.block_rows);
         n_rows[r] = static_cast<std::uint32_t>(n);
-        u[r] = (g.ql_row() + g.do_row() + 4 + g.acc_row()) * n;
       }
   }
+  const RowSetBytes u{g.ql_row() + g.do_row() + 4 + g.acc_row(), &n_rows};
   auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
   std::vector<u64> head_row0(fg.heads() + 1, R);  // each head key's first row
   for (u64 b = 0; b < s.batch; ++b)
@@ -277,18 +276,19 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
 
   // The main loop in the engine: per CTA its K/V (first step), its row sets
   // (one a step, the last partial block apart) and its dK, dV (last step).
+  if (ctas >= (u64{1} << 32) - 1) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   Array<BackwardCta> ct(ctas);
-  Array<u64> lengths(ctas), kv_of(ctas), row0(ctas);
+  Array<u64> lengths(ctas), row0(ctas);
+  Array<std::uint32_t> kv_of(ctas);
   g.all(ct.data());
   for (u64 id = 0; id < ctas; ++id) {
     lengths[id] = ct[id].steps();
     const FlashSeq& f = fg.sequence(ct[id].seq);
-    kv_of[id] = kv_base[ct[id].seq] + (ct[id].pair - ct[id].seq * Hkv) * f.k_blocks + ct[id].k_block;
+    kv_of[id] = static_cast<std::uint32_t>(kv_base[ct[id].seq] + ct[id].head / G * f.k_blocks + ct[id].k_block);
     row0[id] = row_base[ct[id].seq] + ct[id].head * f.q_blocks;
   }
   // The schedule; the main loop by rows (l2_backward_rows.cpp) or through
   // the engine.
-  if (ctas >= (u64{1} << 32) - 1) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   Array<u64> start(ctas);
   Array<std::uint32_t> by_end(ctas);
   const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), by_end.data());
@@ -363,6 +363,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     static_cast<BackwardArrays&>(loop) = arrays;
     loop.slots = slots;
     loop.heads = H;
+    loop.group = G;
     loop.head_major = c.order == Rasterization::head_major;
     loop.gqa = gqa;
     loop.qo = qo;
@@ -396,7 +397,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   auto from = [&](u64 id) { return start[id]; };
   auto to = [&](u64 id) { return start[id] + ct[id].steps() - 1; };
   st.heads = mean_distinct(ctas, [&](u64 id) { return u64{ct[id].seq} * H + ct[id].head; }, from, to, fg.heads(), st.steps);
-  st.kv_heads = mean_distinct(ctas, [&](u64 id) { return ct[id].pair; }, from, to, fg.pairs(), st.steps);
+  st.kv_heads = mean_distinct(ctas, [&](u64 id) { return g.pair(ct[id]); }, from, to, fg.pairs(), st.steps);
   return st;
 }
 
