@@ -199,7 +199,8 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   const BackwardGrid& g = *in.grid;
   const FlashGrid& fg = g.forward();
   const Array<BackwardCta>& ct = *in.ct;
-  const Array<u64>&start = *in.start, &row0 = *in.row0;
+  const Array<u64>& start = *in.start;
+  const FirstRows& row0 = *in.row0;
   const Array<std::uint32_t>& kv_of = *in.kv_of;
   const RowSetBytes& u = *in.u;
   const Array<std::uint32_t>& n_rows = *in.n_rows;

@@ -23,13 +23,21 @@ struct RowSetBytes {
   std::uint64_t size() const { return n_rows->size(); }
 };
 
+// Per CTA, its head's first row (its part's where chunks part the heads): its
+// head's, not kept.
+struct FirstRows {
+  const Array<BackwardCta>* ct = nullptr;
+  const std::vector<std::uint64_t>* head_row0 = nullptr;
+  std::uint64_t operator[](std::uint64_t x) const { return (*head_row0)[(*ct)[x].head_key]; }
+};
+
 // The main loop as segments_backward lays it out: per CTA and per row (fewer
 // than 2^32 - 1 CTAs, so that a CTA, "none" and a K/V object fit in 32 bits).
 struct BackwardArrays {
   const Array<BackwardCta>* ct = nullptr;        // per CTA, in launch order
   const Array<std::uint64_t>* start = nullptr;   // per CTA: its first step (the schedule)
   const Array<std::uint32_t>* kv_of = nullptr;   // per CTA: its K/V object
-  const Array<std::uint64_t>* row0 = nullptr;    // per CTA: its head's first row
+  const FirstRows* row0 = nullptr;               // per CTA: its head's first row
   const RowSetBytes* u = nullptr;                // per row: its row set's bytes
   const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
   const Array<std::uint32_t>* by_end = nullptr;  // the CTAs by last step, then id (the schedule's)

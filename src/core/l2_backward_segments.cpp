@@ -136,12 +136,12 @@ bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 sm
 }
 
 // The main loop's heads by rows where chunks part the grid's: each part's
-// CTAs (head key, query blocks and first row) relabelled as a head of their
+// CTAs (head key and query blocks; the first row follows) relabelled as a head of their
 // own whose rows run from the end of the part before (the head's first row
 // for the first); an Error where chunks do not part the heads (as
 // chunks_part_heads tells). Returns each part's first row. undo_parts puts
 // the grid's labels back (for the segment engine).
-std::vector<u64> part_heads(Array<BackwardCta>& ct, Array<u64>& row0, const std::vector<u64>& head_row0) {
+std::vector<u64> part_heads(Array<BackwardCta>& ct, const std::vector<u64>& head_row0) {
   std::vector<u64> first_row;
   u64 key = ~u64{0}, end = 0, lo = 0, first = 0;
   for (u64 id = 0; id < ct.size(); ++id) {
@@ -164,22 +164,21 @@ std::vector<u64> part_heads(Array<BackwardCta>& ct, Array<u64>& row0, const std:
       c.first -= static_cast<std::uint32_t>(lo);
       c.end -= static_cast<std::uint32_t>(lo);
     }
-    row0[id] += lo;
     if (first_row.size() > ~std::uint32_t{0}) throw Error("internal: the backward's heads take fewer than 2^32 parts");
     c.head_key = static_cast<std::uint32_t>(first_row.size() - 1);
   }
   return first_row;
 }
-void undo_parts(Array<BackwardCta>& ct, Array<u64>& row0, const std::vector<u64>& head_row0, u64 heads) {
+void undo_parts(Array<BackwardCta>& ct, const std::vector<u64>& part_row0, const std::vector<u64>& head_row0, u64 heads) {
   for (u64 id = 0; id < ct.size(); ++id) {
     BackwardCta& c = ct[id];
+    const u64 part_row = part_row0[c.head_key];
     c.head_key = static_cast<std::uint32_t>(u64{c.seq} * heads + c.head);
-    const u64 lo = row0[id] - head_row0[c.head_key];
+    const u64 lo = part_row - head_row0[c.head_key];
     if (c.end > c.first) {
       c.first += static_cast<std::uint32_t>(lo);
       c.end += static_cast<std::uint32_t>(lo);
     }
-    row0[id] -= lo;
   }
 }
 
@@ -278,14 +277,13 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // (one a step, the last partial block apart) and its dK, dV (last step).
   if (ctas >= (u64{1} << 32) - 1) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   Array<BackwardCta> ct(ctas);
-  Array<u64> lengths(ctas), row0(ctas);
+  Array<u64> lengths(ctas);
   Array<std::uint32_t> kv_of(ctas);
   g.all(ct.data());
   for (u64 id = 0; id < ctas; ++id) {
     lengths[id] = ct[id].steps();
     const FlashSeq& f = fg.sequence(ct[id].seq);
     kv_of[id] = static_cast<std::uint32_t>(kv_base[ct[id].seq] + ct[id].head / G * f.k_blocks + ct[id].k_block);
-    row0[id] = row_base[ct[id].seq] + ct[id].head * f.q_blocks;
   }
   // The schedule; the main loop by rows (l2_backward_rows.cpp) or through
   // the engine.
@@ -303,7 +301,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   const bool parts = rows_first && s.chunk != 0 && chunks_part_heads(g);
   std::vector<u64> loop_heads;
   if (parts) {
-    loop_heads = part_heads(ct, row0, head_row0);
+    loop_heads = part_heads(ct, head_row0);
     loop_heads.push_back(R);
   }
   const std::vector<u64>& heads_row0 = parts ? loop_heads : head_row0;
@@ -318,7 +316,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
       const u64 kvb = g.kv_col() * x.cols;
       e.add_stream(id, kv_sub, 0, 1, kv_ns, kv_of[id], kvb, Op::read);
       if (x.end > x.first) {
-        const u64 nq = fg.sequence(x.seq).q_blocks, r0 = row0[id];
+        const u64 nq = fg.sequence(x.seq).q_blocks, r0 = head_row0[x.head_key];  // (the grid's heads here)
         const bool partial = u[r0 + nq - 1] != u[r0];
         const u64 split = partial ? std::min<u64>(x.end, nq - 1) : x.end;
         auto rows = [&](u64 k0, u64 a, u64 b) {
@@ -340,6 +338,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   arrays.ct = &ct;
   arrays.start = &start;
   arrays.kv_of = &kv_of;
+  const FirstRows row0{&ct, &heads_row0};
   arrays.row0 = &row0;
   arrays.u = &u;
   arrays.n_rows = &n_rows;
@@ -384,7 +383,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     repeated = by.value_or(0);
   }
   if (!done) {
-    if (parts) undo_parts(ct, row0, head_row0, H);
+    if (parts) undo_parts(ct, loop_heads, head_row0, H);
     if (rows_first) engine();
     e.evaluate(t, &dmax);
   }
