@@ -97,7 +97,7 @@ void BackwardGrid::fits(std::uint64_t b) const {
 }
 
 BackwardCta BackwardGrid::make(std::uint64_t b, std::uint64_t head, std::uint64_t k_block, KeyRange q) const {
-  BackwardCta c;
+  BackwardCta c{};
   c.seq = static_cast<std::uint32_t>(b);
   c.head = static_cast<std::uint32_t>(head);
   c.k_block = static_cast<std::uint32_t>(k_block);

@@ -20,11 +20,13 @@ namespace hbmscope::l2 {
 // (Counts in 32 bits: millions of them are kept at once; BackwardGrid::cta
 // refuses a grid whose counts do not fit. A key block's keys, as many as
 // --block-cols, in 64: a test simulates a key block of 5e9.)
+// (No default values: arrays of millions are made and then written whole;
+// BackwardCta{} is all zeros.)
 struct BackwardCta {
-  std::uint64_t cols = 0;            // real keys of the key block
-  std::uint32_t seq = 0, head = 0, k_block = 0;
-  std::uint32_t first = 0, end = 0;  // query blocks [first, end) that see the key block
-  std::uint32_t head_key = 0;
+  std::uint64_t cols;            // real keys of the key block
+  std::uint32_t seq, head, k_block;
+  std::uint32_t first, end;      // query blocks [first, end) that see the key block
+  std::uint32_t head_key;
   std::uint64_t steps() const { return end > first ? std::uint64_t{end} - first : 1; }
 };
 

@@ -66,7 +66,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
       head_begin_[h] = std::min(head_begin_[h], x);
       head_end_[h] = x + 1;
       const bool fresh = x == 0 || ct_[x - 1].head_key != h || ct_[x - 1].first != ct_[x].first;
-      distinct_[x] = (x > 0 ? distinct_[x - 1] : 0) + (fresh ? 1 : 0);
+      distinct_[x] = (x > 0 ? distinct_[x - 1] : 0) + (fresh ? 1u : 0u);
       off_[x] = reads_rows(x) > 0 ? offset(x) : none_off;
       if (reads_rows(x) > 0) {
         off_lo_[blocks + x / block] = std::min(off_lo_[blocks + x / block], off_[x]);
@@ -193,7 +193,7 @@ u64 Loop::more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool 
     }
     return a;
   };
-  auto distinct = [&](u64 a, u64 b) { return b > a ? distinct_[b - 1] - distinct_[a] + 1 : 0; };
+  auto distinct = [&](u64 a, u64 b) -> u64 { return b > a ? u64{distinct_[b - 1]} - distinct_[a] + 1 : 0; };
   const u64 xl = first_at_least(i >= below ? i - below : 0), xu = first_at_least(i + above + 1);
   return sat_add(d, sat_mul(distinct(xa, xl) + distinct(xu, xb), least_row(k)));
 }

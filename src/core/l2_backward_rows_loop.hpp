@@ -137,7 +137,7 @@ class Loop {
   std::vector<u64> rows_, head_row0_, head_bytes_;  // per head: rows, first row, bytes (prefix)
   Array<u64> u_prefix_;                              // row sets' bytes, prefix sums over rows
   std::vector<u64> head_begin_, head_end_;           // query-block-major: a head's CTAs
-  Array<u64> distinct_;                              // query-block-major: first rows' changes so far
+  Array<std::uint32_t> distinct_;                    // query-block-major: first rows' changes so far
   static constexpr u64 block = 64;
   static constexpr i64 none_off = std::numeric_limits<i64>::min();
   Array<i64> off_;                       // query-block-major: read offsets
