@@ -280,10 +280,10 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
 
   // The dK, dV writes in trace order (the schedule's order by last step),
   // with their bytes and, with GQA, their places in the reduction's order:
-  // (K/V object, head in its group).
+  // K/V object times G plus the head in its group (below 2^32: a place a CTA).
   Array<Key> dks(ctas);
   Array<u64> dk_at(ctas);
-  Array<std::uint32_t> dk_object(gqa ? ctas : 0), dk_head(gqa ? ctas : 0);
+  Array<std::uint32_t> dk_place(gqa ? ctas : 0);
   std::vector<std::uint32_t> in_group(fg.shape().heads);
   for (u64 h = 0; h < in_group.size(); ++h) in_group[h] = static_cast<std::uint32_t>(h % G);
   for (u64 i = 0; i < ctas; ++i) {
@@ -291,10 +291,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     const BackwardCta& c = ct[id];
     dks[i] = key_of<Key>(start[id] + c.steps() - 1, id, dk_sub);
     dk_at[i] = dk_bytes(id);
-    if (gqa) {
-      dk_object[i] = kv_of[id];
-      dk_head[i] = in_group[c.head];
-    }
+    if (gqa) dk_place[i] = static_cast<std::uint32_t>(u64{kv_of[id]} * G + in_group[c.head]);
   }
   ByBucket sums(t);
 
@@ -420,20 +417,30 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     const u64 acc_total = g.acc_row() * all_rows, dq_total = g.dq_row() * all_rows;
     // A place's dK, dV as its object's K/V. Those written later, below a
     // place: the objects' below it (sums over objects) and its object's
-    // heads' below its own.
+    // heads' below its own (one bit a place: each is written once, as many
+    // bytes as its object's K/V).
     std::vector<u64> out_before(P + 1, 0);
     for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
     PrefixSums objects_later(P);
-    std::vector<u64> heads_later(P * G, 0);
+    std::vector<u64> written_later((P * G + 63) / 64, 0);
+    auto written_below = [&](u64 from, u64 to) {  // places [from, to) written later
+      u64 n = 0;
+      for (u64 x = from; x < to;) {
+        const u64 w = x / 64, lo = x % 64, hi = std::min<u64>(64, lo + (to - x));
+        const u64 word = written_later[w] >> lo;
+        n += static_cast<u64>(__builtin_popcountll(hi - lo == 64 ? word : word & ((u64{1} << (hi - lo)) - 1)));
+        x += hi - lo;
+      }
+      return n;
+    };
     After a;
     for (std::size_t i = dks.size(); i-- > 0;) {
       advance(a, dks[i], [](u64) {}, [&](u64 j) {
-        objects_later.add(dk_object[j], dk_at[j]);
-        heads_later[dk_object[j] * G + dk_head[j]] += dk_at[j];
+        objects_later.add(dk_place[j] / G, dk_at[j]);
+        written_later[dk_place[j] / 64] |= u64{1} << (dk_place[j] % 64);
       });
-      const u64 k = dk_object[i], h = dk_head[i];
-      u64 later = objects_later.below(k);
-      for (u64 x = k * G; x < k * G + h; ++x) later += heads_later[x];
+      const u64 k = dk_place[i] / G, h = dk_place[i] % G;
+      const u64 later = objects_later.below(k) + written_below(k * G, k * G + h) * kv_bytes[k];
       const u64 d = dk_at[i] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
                     (G * out_before[k] + h * kv_bytes[k] - later) + (qo ? out_before[k] : 0);
       sums.read(d, dk_at[i]);
