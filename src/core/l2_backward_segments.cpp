@@ -220,8 +220,9 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   // 64/8 x batch 8 at d = 64 on 264 slots in 1.5 s), and 2 more a row-set read
   // where only one step of row sets does (1M x 256 x 16/8 x batch 8, causal, on
   // 60, 50 and 40 MiB: 2 to 4 s for 4.4 G reads; a window of 4096, 1 s), on the enumeration's
-  // scale (10 units an access, 12 to 18 ns); about 170 bytes a CTA and a row,
-  // so up to 6.3 M CTAs and rows (about 1 GB). Measured on causal, windowed and chunked
+  // scale (10 units an access, 12 to 18 ns); about 135 bytes a CTA and a row
+  // (1M x 64/8 x batch 8: 4.2 M of each, 564 MB), so up to 6.3 M CTAs and
+  // rows (under 1 GB). Measured on causal, windowed and chunked
   // shapes of 128K to 1M tokens, batch 1 to 8, on the device presets: 0.4 to
   // 1 us a CTA (bench/, "L2 runs"; docs/l2-backward.md); more where many K/V
   // re-reads are left open (32K x 32/8 in chunks of 8K: 6 us, against the
