@@ -234,15 +234,15 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     for (u64 k = 0; k < heads; ++k) most = std::max(most, by_head.at[k + 1] - by_head.at[k]);
     std::vector<u64> lo(most), hi(most);  // CTAs of the window: increasing (v, id) from the front; decreasing
     for (u64 k = 0; k < heads; ++k) {
-      const std::uint32_t* js = by_head.ids.data() + by_head.at[k];
-      const u64 m = by_head.at[k + 1] - by_head.at[k];
+      const u64 j0 = by_head.at[k], m = by_head.at[k + 1] - j0;
+      auto js = [&](u64 n) { return by_head.id(j0 + n); };
       if (m == 0) continue;
-      const u64 r0 = row0[js[0]], nq = head_row0[k + 1] - r0;
+      const u64 r0 = row0[js(0)], nq = head_row0[k + 1] - r0;
       u64 lf = 0, lb = 0, hf = 0, hb = 0;  // [front, back) of each
       u64 next = 0;
       for (u64 i = 0; i < nq; ++i) {
-        for (; next < m && ct[js[next]].first <= i; ++next) {
-          const u64 id = js[next];
+        for (; next < m && ct[js(next)].first <= i; ++next) {
+          const u64 id = js(next);
           if (ct[id].end <= ct[id].first) continue;
           while (lb > lf && offset(lo[lb - 1]) > offset(id)) --lb;  // (on a tie the earlier CTA reads first)
           lo[lb++] = id;
@@ -459,13 +459,10 @@ CtasByHead ctas_by_head(const Array<BackwardCta>& ct, u64 head_keys) {
   r.at.assign(head_keys + 1, 0);
   for (const BackwardCta& c : ct) ++r.at[c.head_key + 1];
   std::partial_sum(r.at.begin(), r.at.end(), r.at.begin());
-  r.ids.resize(ct.size());
-  bool in_order = true;  // (query-block-major: a head's CTAs are consecutive)
+  bool in_order = true;  // (query-block-major: a head's CTAs are consecutive; ids stay empty)
   for (u64 id = 1; id < ct.size() && in_order; ++id) in_order = ct[id - 1].head_key <= ct[id].head_key;
-  if (in_order) {
-    std::iota(r.ids.begin(), r.ids.end(), std::uint32_t{0});
-    return r;
-  }
+  if (in_order) return r;
+  r.ids.resize(ct.size());
   std::vector<u64> next(r.at.begin(), r.at.end() - 1);
   for (u64 id = 0; id < ct.size(); ++id) r.ids[next[ct[id].head_key]++] = static_cast<std::uint32_t>(id);
   return r;

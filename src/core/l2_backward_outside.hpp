@@ -55,10 +55,12 @@ struct BackwardKeys : BackwardArrays {
 };
 
 // Each head key's CTAs in launch order (so in key-block order): those of head
-// key h at ids[at[h]], ..., ids[at[h + 1] - 1].
+// key h at id(at[h]), ..., id(at[h + 1] - 1) (ids empty where each head's
+// CTAs are consecutive: there the place is the CTA).
 struct CtasByHead {
   std::vector<std::uint64_t> at;
   Array<std::uint32_t> ids;
+  std::uint64_t id(std::uint64_t j) const { return ids.empty() ? j : ids[j]; }
 };
 CtasByHead ctas_by_head(const Array<BackwardCta>& ct, std::uint64_t head_keys);
 

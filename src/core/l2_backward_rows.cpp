@@ -48,6 +48,9 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   u_prefix_.resize(u.size() + 1);
   u_prefix_[0] = 0;
   for (u64 r = 0; r < u.size(); ++r) u_prefix_[r + 1] = u_prefix_[r] + u[r];
+  head_least_.assign(in.head_keys, 0);  // (the least row set of a head: its first or its last)
+  for (u64 h = 0; h < in.head_keys; ++h)
+    if (head_row0_[h] != none && rows_[h] > 0) head_least_[h] = std::min(u[head_row0_[h]], u[head_row0_[h] + rows_[h] - 1]);
   for (u64 h = 0; h < in.head_keys; ++h) {
     if (head_row0_[h] != none)
       head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], u_prefix_[head_row0_[h] + rows_[h]] - u_prefix_[head_row0_[h]]);
@@ -82,10 +85,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   find_dense();
 }
 
-u64 Loop::least_row(u64 x) const {
-  const u64 h = ct_[x].head_key, r0 = head_row0_[h], nq = rows_[h];
-  return nq == 0 ? 0 : std::min((*in_.u)[r0], (*in_.u)[r0 + nq - 1]);
-}
+u64 Loop::least_row(u64 x) const { return head_least_[ct_[x].head_key]; }
 
 u64 Loop::starts_in(i64 lo, i64 hi) const { return hi < lo ? 0 : s_ix_.upper(hi) - s_ix_.lower(lo); }
 u64 Loop::ends_in(i64 lo, i64 hi) const { return hi < lo ? 0 : ends_ix_.upper(hi) - ends_ix_.lower(lo); }
@@ -416,7 +416,7 @@ bool Loop::classify(u64 limit) {
     steps_most_ = 0;
     xs.clear();
     for (u64 j = by_head.at[h]; j < by_head.at[h + 1]; ++j)
-      if (reads_rows(by_head.ids[j]) > 0) xs.push_back(by_head.ids[j]);  // (first rows do not decrease)
+      if (reads_rows(by_head.id(j)) > 0) xs.push_back(by_head.id(j));  // (first rows do not decrease)
     const u64 m = xs.size();
     if (m == 0) {
       kept(h);

@@ -135,6 +135,7 @@ class Loop {
   u64 started_ = 0;             // active(): the CTAs before it passed over,
   std::vector<u64> running_;    // those of them running at the last lo, in launch order
   std::vector<u64> rows_, head_row0_, head_bytes_;  // per head: rows, first row, bytes (prefix)
+  std::vector<u64> head_least_;                      // per head: its least row set's bytes
   Array<u64> u_prefix_;                              // row sets' bytes, prefix sums over rows
   std::vector<u64> head_begin_, head_end_;           // query-block-major: a head's CTAs
   Array<std::uint32_t> distinct_;                    // query-block-major: first rows' changes so far
