@@ -457,10 +457,14 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
 CtasByHead ctas_by_head(const Array<BackwardCta>& ct, u64 head_keys) {
   CtasByHead r;
   r.at.assign(head_keys + 1, 0);
-  for (const BackwardCta& c : ct) ++r.at[c.head_key + 1];
-  std::partial_sum(r.at.begin(), r.at.end(), r.at.begin());
   bool in_order = true;  // (query-block-major: a head's CTAs are consecutive; ids stay empty)
-  for (u64 id = 1; id < ct.size() && in_order; ++id) in_order = ct[id - 1].head_key <= ct[id].head_key;
+  std::uint32_t last = 0;
+  for (const BackwardCta& c : ct) {
+    ++r.at[c.head_key + 1];
+    in_order = in_order && c.head_key >= last;
+    last = c.head_key;
+  }
+  std::partial_sum(r.at.begin(), r.at.end(), r.at.begin());
   if (in_order) return r;
   r.ids.resize(ct.size());
   std::vector<u64> next(r.at.begin(), r.at.end() - 1);

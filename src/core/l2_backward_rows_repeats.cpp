@@ -26,12 +26,13 @@ void Loop::find_dense() {
     for (u64 i = 0; i < rows_[h]; ++i)
       if (u[head_row0_[h] + i] != u[head_row0_[0] + i]) return;
   }
-  for (u64 x = m; x < n_; ++x) {  // (key blocks from the head's first: parts of a head are alike)
-    const BackwardCta &a = ct_[x], &b = ct_[x % m];
-    if (a.first != b.first || a.end != b.end || a.cols != b.cols ||
-        a.k_block - ct_[x - x % m].k_block != b.k_block - ct_[0].k_block || (*in_.row0)[x] != head_row0_[x / m])
-      return;
-  }
+  for (u64 h = 1; h < heads; ++h)  // (key blocks from the head's first: parts of a head are alike)
+    for (u64 j = 0, x = h * m; j < m; ++j, ++x) {
+      const BackwardCta &a = ct_[x], &b = ct_[j];
+      if (a.first != b.first || a.end != b.end || a.cols != b.cols ||
+          a.k_block - ct_[h * m].k_block != b.k_block - ct_[0].k_block || (*in_.row0)[x] != head_row0_[h])
+        return;
+    }
   dense_ = true;
   per_head_ = m;
   kv_stride_ = in_.parts ? in_.kv_stride : m;
