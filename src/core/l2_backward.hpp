@@ -28,6 +28,11 @@ struct BackwardCta {
   std::uint32_t first, end;      // query blocks [first, end) that see the key block
   std::uint32_t head_key;
   std::uint64_t steps() const { return end > first ? std::uint64_t{end} - first : 1; }
+  // Its (sequence, kv head), in order: the K/V its heads share (group: query
+  // heads a kv head).
+  std::uint64_t pair(std::uint64_t kv_heads, std::uint64_t group) const {
+    return std::uint64_t{seq} * kv_heads + head / group;
+  }
 };
 
 class BackwardGrid {
@@ -36,7 +41,7 @@ class BackwardGrid {
   std::uint64_t ctas() const { return ctas_; }
   BackwardCta cta(std::uint64_t id) const;
   // Its (sequence, kv head), in order: the K/V its heads share.
-  std::uint64_t pair(const BackwardCta& c) const { return std::uint64_t{c.seq} * s_.kv_heads + c.head / fwd_.group(); }
+  std::uint64_t pair(const BackwardCta& c) const { return c.pair(s_.kv_heads, fwd_.group()); }
   // Every CTA in launch order into out[0, ctas()): cta(id) for each id, a
   // sequence at a time.
   void all(BackwardCta* out) const;

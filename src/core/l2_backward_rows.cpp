@@ -49,11 +49,10 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   u_prefix_[0] = 0;
   for (u64 r = 0; r < u.size(); ++r) u_prefix_[r + 1] = u_prefix_[r] + u[r];
   head_least_.assign(in.head_keys, 0);  // (the least row set of a head: its first or its last)
-  for (u64 h = 0; h < in.head_keys; ++h)
-    if (head_row0_[h] != none && rows_[h] > 0) head_least_[h] = std::min(u[head_row0_[h]], u[head_row0_[h] + rows_[h] - 1]);
   for (u64 h = 0; h < in.head_keys; ++h) {
     if (head_row0_[h] != none)
       head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], u_prefix_[head_row0_[h] + rows_[h]] - u_prefix_[head_row0_[h]]);
+    if (head_row0_[h] != none && rows_[h] > 0) head_least_[h] = std::min(u[head_row0_[h]], u[head_row0_[h] + rows_[h] - 1]);
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], head_bytes_[h]);
   }
   if (!in.head_major) {  // a head's CTAs are consecutive

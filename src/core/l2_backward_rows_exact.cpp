@@ -40,7 +40,7 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
     if (p < kv && kv < q) {
       kvs_.push_back({(*in_.kv_of)[x], kv_bytes(x)});
       const u64 head = u64{ct_[x].seq} * in_.heads + ct_[x].head;
-      const u64 pair = u64{ct_[x].seq} * in_.heads + ct_[x].head / in_.group;  // (one number a kv head)
+      const u64 pair = ct_[x].pair(in_.heads / in_.group, in_.group);
       if (head0 == none) head0 = head, pair0 = pair;
       else if (pair == pair0 && head != head0) shared = true;
       else if (pair != pair0) shared = shared || in_.gqa;  // (a third head may share with the second)
