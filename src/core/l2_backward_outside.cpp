@@ -272,7 +272,6 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     kv_last[kv_of[id]] = std::max(kv_last[kv_of[id]], k);
     kv_bytes[kv_of[id]] = g.kv_col() * ct[id].cols;
   }
-  auto dk_bytes = [&](u64 id) { return gqa || qo ? g.kv_col() * ct[id].cols : 0; };
 
   // The preprocessing: dO and O read, D and the accumulator allocated dirty.
   t.reads(infinite, 0, 1, g.do_row() * all_rows);
@@ -281,18 +280,24 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   // The dK, dV writes in trace order (the schedule's order by last step),
   // with their bytes and, with GQA, their places in the reduction's order:
   // K/V object times G plus the head in its group (below 2^32: a place a CTA).
+  // (Keys from the schedule's ends; places made in launch order, then one
+  // number gathered a CTA rather than the CTA.)
+  const Array<std::uint32_t>& by_end = *in.by_end;
+  const Array<u64>& ends = *in.ends;
   Array<Key> dks(ctas);
-  Array<u64> dk_at(ctas);
+  for (u64 i = 0; i < ctas; ++i) dks[i] = key_of<Key>(ends[i], by_end[i], dk_sub);
   Array<std::uint32_t> dk_place(gqa ? ctas : 0);
-  std::vector<std::uint32_t> in_group(fg.shape().heads);
-  for (u64 h = 0; h < in_group.size(); ++h) in_group[h] = static_cast<std::uint32_t>(h % G);
-  for (u64 i = 0; i < ctas; ++i) {
-    const u64 id = (*in.by_end)[i];
-    const BackwardCta& c = ct[id];
-    dks[i] = key_of<Key>(start[id] + c.steps() - 1, id, dk_sub);
-    dk_at[i] = dk_bytes(id);
-    if (gqa) dk_place[i] = static_cast<std::uint32_t>(u64{kv_of[id]} * G + in_group[c.head]);
+  if (gqa) {
+    std::vector<std::uint32_t> in_group(fg.shape().heads);
+    for (u64 h = 0; h < in_group.size(); ++h) in_group[h] = static_cast<std::uint32_t>(h % G);
+    Array<std::uint32_t> place(ctas);
+    for (u64 id = 0; id < ctas; ++id) place[id] = static_cast<std::uint32_t>(u64{kv_of[id]} * G + in_group[ct[id].head]);
+    for (u64 i = 0; i < ctas; ++i) dk_place[i] = place[by_end[i]];
   }
+  auto dk_at = [&](u64 i) -> u64 {  // (as many bytes as the object's K/V where they take L2 space)
+    if (gqa) return kv_bytes[dk_place[i] / G];
+    return qo ? kv_bytes[kv_of[by_end[i]]] : 0;
+  };
   ByBucket sums(t);
 
   // First reads: after the preprocessing's later rows, what the main loop
@@ -316,7 +321,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
       const Key key = first_read(r);
       if (key == preprocessing) continue;
       for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
-      for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_at[b];
+      for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_at(b);
       const u64 x = place(r);
       const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
       row_start[r] = d;
@@ -362,7 +367,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     }
     for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
     for (; a.d < dks.size() && dks[dks.size() - 1 - a.d] > key; ++a.d) {  // (dK, dV: written once)
-      a.dk += dk_at[dks.size() - 1 - a.d];
+      a.dk += dk_at(dks.size() - 1 - a.d);
       dk(dks.size() - 1 - a.d);
     }
   };
@@ -436,15 +441,15 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     After a;
     for (std::size_t i = dks.size(); i-- > 0;) {
       advance(a, dks[i], [](u64) {}, [&](u64 j) {
-        objects_later.add(dk_place[j] / G, dk_at[j]);
+        objects_later.add(dk_place[j] / G, kv_bytes[dk_place[j] / G]);
         written_later[dk_place[j] / 64] |= u64{1} << (dk_place[j] % 64);
       });
       const u64 k = dk_place[i] / G, h = dk_place[i] % G;
       const u64 later = objects_later.below(k) + written_below(k * G, k * G + h) * kv_bytes[k];
-      const u64 d = dk_at[i] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
+      const u64 d = kv_bytes[k] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
                     (G * out_before[k] + h * kv_bytes[k] - later) + (qo ? out_before[k] : 0);
-      sums.read(d, dk_at[i]);
-      sums.writeback(d, dk_at[i]);
+      sums.read(d, kv_bytes[k]);
+      sums.writeback(d, kv_bytes[k]);
     }
     t.write(out_before[P]);
   }

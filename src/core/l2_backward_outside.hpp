@@ -41,6 +41,7 @@ struct BackwardArrays {
   const RowSetBytes* u = nullptr;                // per row: its row set's bytes
   const Array<std::uint32_t>* n_rows = nullptr;  // per row: its rows
   const Array<std::uint32_t>* by_end = nullptr;  // the CTAs by last step, then id (the schedule's)
+  const Array<std::uint64_t>* ends = nullptr;    // their last steps, in that order (the schedule's)
   // Per head key (ct's, in order, rows in order), its first row; the rows' count last.
   const std::vector<std::uint64_t>* head_row0 = nullptr;
 };

@@ -20,8 +20,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   s_ = std::span<const i64>(reinterpret_cast<const i64*>(in.start->data()), n_);
   e_.resize(n_);
   for (u64 x = 0; x < n_; ++x) e_[x] = s_[x] + static_cast<i64>(ct_[x].steps()) - 1;
-  ends_.resize(n_);
-  for (u64 i = 0; i < n_; ++i) ends_[i] = e_[(*in.by_end)[i]];
+  ends_ = std::span<const i64>(reinterpret_cast<const i64*>(in.ends->data()), n_);
   end_max_.resize(n_);
   for (u64 x = 0; x < n_; ++x) end_max_[x] = std::max(e_[x], x > 0 ? end_max_[x - 1] : e_[x]);
   s_ix_ = StepIndex(s_);  // (starts do not decrease in launch order)

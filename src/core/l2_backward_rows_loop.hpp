@@ -129,7 +129,8 @@ class Loop {
   const ReadObserver& obs_;
   u64 n_;
   std::span<const i64> s_;             // starts by CTA
-  Array<i64> e_, ends_, end_max_;       // ends by CTA; ends sorted; their prefix maximum
+  Array<i64> e_, end_max_;              // ends by CTA; their prefix maximum
+  std::span<const i64> ends_;          // ends sorted (the schedule's)
   StepIndex s_ix_, ends_ix_, end_max_ix_;
   mutable std::size_t finger_[2] = {};  // running()'s last answers
   u64 started_ = 0;             // active(): the CTAs before it passed over,

@@ -290,7 +290,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // the engine.
   Array<u64> start(ctas);
   Array<std::uint32_t> by_end(ctas);
-  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), by_end.data());
+  Array<u64> ends(ctas);
+  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), by_end.data(), ends.data());
   Array<u64>().swap(lengths);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool to_engine = how == MainLoop::by_rows_then_engine;
@@ -344,6 +345,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   arrays.u = &u;
   arrays.n_rows = &n_rows;
   arrays.by_end = &by_end;
+  arrays.ends = &ends;
   arrays.head_row0 = &heads_row0;
   BackwardKeys keys;
   static_cast<BackwardArrays&>(keys) = arrays;

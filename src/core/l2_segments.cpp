@@ -17,7 +17,7 @@ constexpr std::uint32_t no_stream = ~0u;
 }
 
 std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n,
-                                      std::uint64_t* start, std::uint32_t* by_end) {
+                                      std::uint64_t* start, std::uint32_t* by_end, std::uint64_t* ends) {
   // A CTA finishing at step t frees its slot for the next CTA in launch order
   // from step t + 1 (the CTAs of one step leave before any enters); which of
   // the slots freed in one step it takes changes no distance. CTAs leave in
@@ -69,6 +69,7 @@ std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* 
       tie = ended;
       tie_last = last;
     }
+    if (ends != nullptr) ends[ended] = last;  // (alike over a tie: its sort moves none)
     by_end[ended++] = i;
   };
   for (std::uint64_t i = 0; i < n; ++i) {

@@ -78,10 +78,11 @@ class SegmentEngine {
 
   // Schedules one kernel: start steps (from 0) of CTAs of these lengths (at
   // least 1, below 2^30; n below 2^32) on `slots` slots (and, where `by_end`
-  // is given, the CTAs by last step, then id); returns the steps until the
-  // last finishes.
+  // is given, the CTAs by last step, then id, and where `ends` is given too,
+  // their last steps in that order); returns the steps until the last
+  // finishes.
   static std::uint64_t schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n, std::uint64_t* start,
-                                std::uint32_t* by_end = nullptr);
+                                std::uint32_t* by_end = nullptr, std::uint64_t* ends = nullptr);
 
  private:
   struct Kernel {
