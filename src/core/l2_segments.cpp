@@ -274,7 +274,10 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
   // Slope changes inside a segment's steps (T0, T1]; those at or before T0
   // set the first piece's slope, those after T1 do not matter.
   std::vector<std::pair<std::int64_t, std::int64_t>> slope_ev;
-  std::vector<std::int64_t> dense;  // slope changes by offset from T0, when denser than a sort
+  // Slope changes by offset from T0 where a segment is not long beside them,
+  // with a bit a step for those touched: both all zero between runs.
+  std::vector<std::int64_t> dense;
+  std::vector<std::uint64_t> touched;
 
   const StepBytes step_bytes(index);
   settled_ = 0;
@@ -326,7 +329,8 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
       change(e.B + m + 2, z);
     }
     // The pieces of D over [T0, T1], their slope changes in step order: a
-    // dense array where the segment is short beside its changes, else sorted.
+    // dense array where the segment is not long beside its changes (found
+    // through their bits, 64 steps a word), else sorted.
     const auto len = static_cast<std::size_t>(T1 - T0);
     std::int64_t pos = T0;
     std::uint64_t d = d0;
@@ -339,11 +343,24 @@ void SegmentEngine::evaluate(Tally& t, ReadObserver* obs) {
       d += static_cast<std::uint64_t>(slope + (slope - dz) * (n - 1));
       pos = next;
     };
-    if (len <= 4 * slope_ev.size() + 16) {
-      dense.assign(len + 1, 0);
-      for (const auto& [at, dz] : slope_ev) dense[static_cast<std::size_t>(at - T0)] += dz;
-      for (std::size_t k = 1; k <= len; ++k) {
-        if (dense[k] != 0) piece_to(T0 + static_cast<std::int64_t>(k), dense[k]);
+    if (len < dense_steps_most() && len <= 256 * slope_ev.size() + 4096) {
+      if (dense.size() <= len) {
+        dense.resize(len + 1, 0);
+        touched.resize(len / 64 + 1, 0);
+      }
+      for (const auto& [at, dz] : slope_ev) {
+        const auto k = static_cast<std::size_t>(at - T0);
+        dense[k] += dz;
+        touched[k / 64] |= std::uint64_t{1} << (k % 64);
+      }
+      for (std::size_t w = 0; w <= len / 64; ++w) {
+        for (std::uint64_t bits = touched[w]; bits != 0; bits &= bits - 1) {
+          const std::size_t k = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+          const std::int64_t dz = dense[k];
+          dense[k] = 0;
+          if (dz != 0) piece_to(T0 + static_cast<std::int64_t>(k), dz);
+        }
+        touched[w] = 0;
       }
     } else {
       std::sort(slope_ev.begin(), slope_ev.end());

@@ -84,6 +84,14 @@ class SegmentEngine {
   static std::uint64_t schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n, std::uint64_t* start,
                                 std::uint32_t* by_end = nullptr, std::uint64_t* ends = nullptr);
 
+  // A run's slope changes go in a dense array of its steps below this many
+  // steps (where not sparse), else are sorted; tests set 0 to hold the sort
+  // to the array.
+  static std::size_t& dense_steps_most() {
+    static thread_local std::size_t steps = std::size_t{1} << 22;
+    return steps;
+  }
+
  private:
   struct Kernel {
     std::uint64_t slots = 1, first = 0, count = 0, offset = 0, steps = 0;
