@@ -180,50 +180,49 @@ void SegmentEngine::link() {
     if (s.allocate && s.ns != unique) order.push_back(i);
     else if (s.allocate) segs_.push_back({i, s.x0, s.x0 + s.count});
   }
-  {
-    // (Sorted by keys held beside the index: no stream is touched twice.)
-    struct Key {
-      std::uint64_t ns;
-      std::int64_t phase;
-      std::uint64_t cta;
-      std::uint32_t sub, stream;
-    };
-    std::vector<Key> keys(order.size());
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const Stream& a = streams_[order[k]];
-      keys[k] = {a.ns, a.phase, a.cta, a.sub, order[k]};
-    }
-    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-      if (a.ns != b.ns) return a.ns < b.ns;
-      if (a.phase != b.phase) return a.phase < b.phase;
-      if (a.cta != b.cta) return a.cta < b.cta;
-      return a.sub < b.sub;
-    });
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = keys[k].stream;
+  // (Sorted by keys held beside the index, with the objects each accesses:
+  // no stream is touched twice.)
+  struct Key {
+    std::uint64_t ns;
+    std::int64_t phase;
+    std::uint64_t cta, x0, count;
+    std::uint32_t sub, stream;
+  };
+  std::vector<Key> keys(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Stream& a = streams_[order[k]];
+    keys[k] = {a.ns, a.phase, a.cta, a.x0, a.count, a.sub, order[k]};
   }
+  std::vector<std::uint32_t>().swap(order);
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.ns != b.ns) return a.ns < b.ns;
+    if (a.phase != b.phase) return a.phase < b.phase;
+    if (a.cta != b.cta) return a.cta < b.cta;
+    return a.sub < b.sub;
+  });
   std::vector<Painting::Piece> pieces, succ;  // successors' pieces: stream k's from succ_at[k]
-  std::vector<std::size_t> succ_at(order.size() + 1);
+  std::vector<std::size_t> succ_at(keys.size() + 1);
   Painting paint;
-  for (std::size_t lo = 0; lo < order.size();) {
+  for (std::size_t lo = 0; lo < keys.size();) {
     std::size_t hi = lo;
-    while (hi < order.size() && streams_[order[hi]].ns == streams_[order[lo]].ns) ++hi;
+    while (hi < keys.size() && keys[hi].ns == keys[lo].ns) ++hi;
     paint.clear();
     succ.clear();
     for (std::size_t k = hi; k-- > lo;) {  // successors: the next accessor, painting backwards
-      const Stream& s = streams_[order[k]];
-      paint.paint(s.x0, s.x0 + s.count, order[k], pieces);
+      const Key& s = keys[k];
+      paint.paint(s.x0, s.x0 + s.count, s.stream, pieces);
       succ_at[k] = succ.size();
       succ.insert(succ.end(), pieces.begin(), pieces.end());
     }
     paint.clear();
     for (std::size_t k = lo; k < hi; ++k) {  // predecessors, and segments where both are constant
-      const Stream& s = streams_[order[k]];
-      paint.paint(s.x0, s.x0 + s.count, order[k], pieces);
+      const Key& s = keys[k];
+      paint.paint(s.x0, s.x0 + s.count, s.stream, pieces);
       std::size_t a = 0, b = succ_at[k];
       std::uint64_t at = s.x0;
       while (at < s.x0 + s.count) {
         const std::uint64_t end = std::min(pieces[a].hi, succ[b].hi);
-        segs_.push_back({order[k], at, end, pieces[a].owner, succ[b].owner});
+        segs_.push_back({s.stream, at, end, pieces[a].owner, succ[b].owner});
         at = end;
         if (pieces[a].hi == at) ++a;
         if (succ[b].hi == at) ++b;
