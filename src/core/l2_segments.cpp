@@ -200,12 +200,39 @@ void SegmentEngine::link() {
     if (a.cta != b.cta) return a.cta < b.cta;
     return a.sub < b.sub;
   });
+  // A namespace whose streams access one object each, of few: each object's
+  // last accessor in an array (the painting's pieces are single objects).
+  std::vector<std::uint32_t> owner, next_of;
+  auto single_objects = [&](const std::vector<Key>& ks, std::size_t lo, std::size_t hi, std::vector<std::uint32_t>& last) {
+    std::uint64_t most = 0;
+    for (std::size_t k = lo; k < hi; ++k) {
+      if (ks[k].count != 1) return false;
+      most = std::max(most, ks[k].x0);
+    }
+    if (most >= 4 * (hi - lo) + (std::uint64_t{1} << 16)) return false;
+    last.assign(most + 1, no_stream);
+    next_of.resize(hi - lo);
+    for (std::size_t k = hi; k-- > lo;) {
+      next_of[k - lo] = last[ks[k].x0];
+      last[ks[k].x0] = ks[k].stream;
+    }
+    std::fill(last.begin(), last.end(), no_stream);
+    for (std::size_t k = lo; k < hi; ++k) {
+      segs_.push_back({ks[k].stream, ks[k].x0, ks[k].x0 + 1, last[ks[k].x0], next_of[k - lo]});
+      last[ks[k].x0] = ks[k].stream;
+    }
+    return true;
+  };
   std::vector<Painting::Piece> pieces, succ;  // successors' pieces: stream k's from succ_at[k]
   std::vector<std::size_t> succ_at(keys.size() + 1);
   Painting paint;
   for (std::size_t lo = 0; lo < keys.size();) {
     std::size_t hi = lo;
     while (hi < keys.size() && keys[hi].ns == keys[lo].ns) ++hi;
+    if (single_objects(keys, lo, hi, owner)) {
+      lo = hi;
+      continue;
+    }
     paint.clear();
     succ.clear();
     for (std::size_t k = hi; k-- > lo;) {  // successors: the next accessor, painting backwards
