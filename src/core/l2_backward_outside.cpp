@@ -141,7 +141,7 @@ class ByBucket {
 // The rows the main loop reads (key above the preprocessing) in key order,
 // where each head's (rows [head_row0[h], head_row0[h + 1])) come in
 // increasing order: the heads merged, a head streamed while it leads. False
-// where a head's do not.
+// where a head's do not (found as they are merged; out is then left as is).
 template <class KeyOf>
 bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out) {
   using Key = decltype(key(0));
@@ -151,21 +151,15 @@ bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out) 
     u64 r, end;
   };
   std::vector<Head> heads;
-  u64 total = 0;
-  for (u64 h = 0; h + 1 < head_row0.size(); ++h) {
-    Key prev = preprocessing;
-    for (u64 r = head_row0[h]; r < head_row0[h + 1]; ++r) {
-      const Key k = key(r);
-      if (k == preprocessing) continue;
-      if (k <= prev) return false;
-      if (prev == preprocessing) heads.push_back({k, r, head_row0[h + 1]});
-      prev = k;
-      ++total;
-    }
-  }
+  for (u64 h = 0; h + 1 < head_row0.size(); ++h)
+    for (u64 r = head_row0[h]; r < head_row0[h + 1]; ++r)
+      if (const Key k = key(r); k != preprocessing) {
+        heads.push_back({k, r, head_row0[h + 1]});
+        break;
+      }
   std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.k < b.k; });
   out.clear();
-  out.reserve(total);
+  out.reserve(head_row0.back() - head_row0.front());
   auto later = [](const Head& a, const Head& b) { return a.k > b.k; };  // (a heap of the least)
   std::vector<Head> heap;
   std::size_t next = 0;
@@ -180,9 +174,11 @@ bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out) 
     const Key lim = std::min(heap.empty() ? last_key : heap.front().k, next < heads.size() ? heads[next].k : last_key);
     for (;;) {
       out.push_back(c.r);
+      const Key prev = c.k;
       for (++c.r; c.r < c.end && (c.k = key(c.r)) == preprocessing; ++c.r) {
       }
       if (c.r == c.end) break;
+      if (c.k <= prev) return false;
       if (c.k > lim) {
         heap.push_back(c);
         std::push_heap(heap.begin(), heap.end(), later);
@@ -304,15 +300,18 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   // read before (a row set the preprocessing had not reached adds only its Q).
   // Sums over rows first read before, by row (by head where each head's rows
   // are first read in row order: those of the row's head all come before it).
-  Array<u64> row_start(R, 0);
+  // (Each row's start holds at first the preprocessing's bytes of the rows
+  // after it; for a row the main loop never reads, 0.)
+  Array<u64> row_start(R);
+  for (u64 r = R, after = 0; r-- > 0;) {
+    row_start[r] = first_by[r] == no_reader ? 0 : after;
+    after += pre(r);
+  }
   {
     Array<u64> rows;
     const bool by_heads = merge_heads(head_row0, first_read, rows);
     if (!by_heads) rows = order_by(R, first_read);
     auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
-    Array<u64> pre_after(R + 1);
-    pre_after[R] = 0;  // preprocessing bytes of rows >= r
-    for (u64 r = R; r-- > 0;) pre_after[r] = pre_after[r + 1] + pre(r);
     const Array<u64> kvs = order_by(P, [&](u64 k) { return kv_first[k]; });
     PrefixSums q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
@@ -323,7 +322,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
       for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
       for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_at(b);
       const u64 x = place(r);
-      const u64 d = u[r] + pre_after[r + 1] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
+      const u64 d = u[r] + row_start[r] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
       row_start[r] = d;
       q_seen.add(x, ql(r));
       u_seen.add(x, u[r]);
