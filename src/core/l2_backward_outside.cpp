@@ -33,6 +33,15 @@ K key_of(u64 step, u64 cta, u64 sub) {
   else return (static_cast<Wide>(step + 1) << 64) | ((cta << 2) | sub);
 }
 constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
+
+// The bits set in x, inline (a build for any x86-64 calls a library
+// function for __builtin_popcountll).
+inline u64 bits_set(u64 x) {
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (x * 0x0101010101010101ull) >> 56;
+}
 constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 
 // Sums over a prefix of places, places added one at a time. The sweeps ask
@@ -432,7 +441,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
       for (u64 x = from; x < to;) {
         const u64 w = x / 64, lo = x % 64, hi = std::min<u64>(64, lo + (to - x));
         const u64 word = written_later[w] >> lo;
-        n += static_cast<u64>(__builtin_popcountll(hi - lo == 64 ? word : word & ((u64{1} << (hi - lo)) - 1)));
+        n += bits_set(hi - lo == 64 ? word : word & ((u64{1} << (hi - lo)) - 1));
         x += hi - lo;
       }
       return n;
