@@ -172,13 +172,20 @@ u64 Loop::rows_bytes(i64 g, Ids ids) const {
 // distinct); and, for one read of row i with rows [i - below, i + above]
 // known between, the first rows of k's head's CTAs starting there outside
 // them (query-block-major).
-u64 Loop::more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one) const {
+u64 Loop::more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one, bool near) const {
   if (hi < lo) return 0;
-  u64 d = dk_on_ ? sat_mul(kv_min_, ends_in(lo, hi)) : 0;
-  if (!in_.gqa) d = sat_add(d, sat_mul(kv_min_, starts_in(lo, hi)));
+  // CTAs starting in [lo, hi]: [s_lo, s_hi); ending there: as many as ends_in.
+  std::size_t* f = kv_finger_;
+  const u64 s_lo = near ? s_ix_.lower_near(lo, f[0]) : s_ix_.lower(lo);
+  const u64 s_hi = near ? s_ix_.upper_near(hi, f[1]) : s_ix_.upper(hi);
+  const u64 ended = !dk_on_ ? 0
+                    : near  ? ends_ix_.upper_near(hi, f[3]) - ends_ix_.lower_near(lo, f[2])
+                            : ends_in(lo, hi);
+  u64 d = sat_mul(kv_min_, ended);
+  if (!in_.gqa) d = sat_add(d, sat_mul(kv_min_, s_hi - s_lo));
   if (in_.head_major) return d;
   const u64 h = ct_[k].head_key;
-  const u64 xa = std::max<u64>(head_begin_[h], s_ix_.lower(lo)), xb = std::min<u64>(head_end_[h], s_ix_.upper(hi));
+  const u64 xa = std::max<u64>(head_begin_[h], s_lo), xb = std::min<u64>(head_end_[h], s_hi);
   if (xb <= xa) return d;
   if (in_.gqa) d = sat_add(d, sat_mul(kv_min_, xb - xa));
   if (!one) return d;
@@ -297,7 +304,7 @@ void Loop::settle_kv(u64 k, u64 P) {
   if (settle(lo, hi, 1, z, 0, none)) return checked();
   // At least, besides, the K/V of the CTAs that start strictly between and the
   // dK, dV of those that end there (as for a run of rows).
-  lo = sat_add(lo, more_between(k, Tp + 1, T - 1, 0, 0, 0, false));
+  lo = sat_add(lo, more_between(k, Tp + 1, T - 1, 0, 0, 0, false, true));
   if (settle(lo, hi, 1, z, 0, none)) return checked();
   const u64 slot_steps = sat_mul(static_cast<u64>(T - Tp) + 1, in_.slots);
   const u64 edges = edge_bytes(slot_steps, Tp, T);

@@ -86,7 +86,9 @@ class Loop {
   std::vector<u64> all_running(i64 lo, i64 hi) const;
   // At least the bytes of the objects other than P's and k's rows accessed
   // strictly inside every window of a run (l2_backward_rows.cpp).
-  u64 more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one) const;
+  // (near: the K/V re-reads' sweep in launch order, whose windows move
+  // little, searches from its last answers.)
+  u64 more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one, bool near = false) const;
   void settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth);
   // A head's runs where readers leave before its last row (xs: its CTAs that
   // read rows, in launch order; run(k, P, from, until) for each).
@@ -133,6 +135,7 @@ class Loop {
   std::span<const i64> ends_;          // ends sorted (the schedule's)
   StepIndex s_ix_, ends_ix_, end_max_ix_;
   mutable std::size_t finger_[2] = {};  // running()'s last answers
+  mutable std::size_t kv_finger_[4] = {};  // more_between's, for the K/V re-reads
   u64 started_ = 0;             // active(): the CTAs before it passed over,
   std::vector<u64> running_;    // those of them running at the last lo, in launch order
   std::vector<u64> rows_, head_row0_, head_bytes_;  // per head: rows, first row, bytes (prefix)
