@@ -280,8 +280,7 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
   open_cost_ = sat_add(open_cost_, sat_add(active_in(T0 - g, T1), in_.slots) * (n + 1));
 }
 
-void Loop::settle_kv(u64 k, u64 P) {
-  const u64 z = kv_bytes(k);
+u64 Loop::kv_lower(u64 k, u64 P) const {
   const i64 T = s_[k], Tp = s_[P];
   // At least P's rows (read after its K/V) and those of the first CTA of k's
   // head, where they lie between.
@@ -293,7 +292,33 @@ void Loop::settle_kv(u64 k, u64 P) {
                 least_row(x0));
     lo = ct_[x0].head_key != ct_[P].head_key ? sat_add(lo, more) : std::max(lo, more);
   }
-  lo = sat_add(z, lo);
+  return sat_add(kv_bytes(k), lo);
+}
+
+// (Each re-read's window [s_P, s_k] lies in the union of theirs, so the
+// objects of the heads running over the union bound each from above; where
+// the least lower bound lies in that bound's bucket, below the distance
+// reached, each would settle there alone.)
+bool Loop::settle_kv_head(u64 a, u64 b, const std::vector<u64>& last) {
+  u64 lo = ~u64{0}, z_most = 0, bytes = 0;
+  i64 from = std::numeric_limits<i64>::max(), to = std::numeric_limits<i64>::min();
+  for (u64 k = a; k < b; ++k) {
+    const u64 P = last[(*in_.kv_of)[k]];
+    if (P == none) return false;
+    lo = std::min(lo, kv_lower(k, P));
+    z_most = std::max(z_most, kv_bytes(k));
+    bytes = sat_add(bytes, kv_bytes(k));
+    from = std::min(from, s_[P]);
+    to = std::max(to, s_[k]);
+  }
+  if (a >= b) return false;
+  return settle(lo, sat_add(z_most, head_bytes(running(from, to))), 1, bytes, 0, none);
+}
+
+void Loop::settle_kv(u64 k, u64 P) {
+  const u64 z = kv_bytes(k);
+  const i64 T = s_[k], Tp = s_[P];
+  u64 lo = kv_lower(k, P);
   // At most the objects of the heads that may run there (most K/V re-reads,
   // a head or more apart, settle so); then the CTAs that start and end there.
   const Ids ids = running(Tp, T);
@@ -378,11 +403,19 @@ bool Loop::classify(u64 limit) {
     u64 objects = 0;
     for (u64 x = 0; x < n_; ++x) objects = std::max(objects, u64{(*in_.kv_of)[x]} + 1);
     std::vector<u64> last(objects, none);
-    for (u64 x = 0; x < n_; ++x) {
+    // (A head's CTAs together first, where they are consecutive; the tests
+    // that hold each read to its bounds take them one by one.)
+    const bool by_heads = !in_.head_major && !in_.check_bounds;
+    for (u64 x = 0; x < n_;) {
+      const u64 h = ct_[x].head_key;
+      if (by_heads && x == head_begin_[h] && settle_kv_head(x, head_end_[h], last)) {
+        for (; x < head_end_[h]; ++x) last[(*in_.kv_of)[x]] = x;
+        continue;
+      }
       const u64 o = (*in_.kv_of)[x];
       if (last[o] == none) first_kv_reads_.push_back(x);
       else settle_kv(x, last[o]);
-      last[o] = x;
+      last[o] = x++;
       if (open_cost_ > limit) return false;
     }
   }
