@@ -17,7 +17,8 @@ namespace hbmscope::l2 {
 // While one lives (on its thread), large arrays freed are held for the next
 // ones to take rather than unmapped: the kernel zeroes every page of a fresh
 // mapping, and a simulation that frees one phase's arrays and maps the next
-// one's spent about a fifth of its time there (docs/l2-backward-progress.md).
+// one's spent about a fifth of its time there
+// (docs/l2-backward-progress-2026-12-05-06.md).
 // A taken mapping is trimmed to the size asked for; what it holds at its end
 // is unmapped.
 class ArrayPool {
@@ -102,7 +103,8 @@ struct NoInit : std::allocator<T> {
   // anyway, and a fault a page costs more than the array's own writes. (Not
   // in huge pages: on a machine whose memory is fragmented the kernel then
   // compacts it, and the same run spent 0.2 to 1.5 s of kernel time against
-  // a steady 0.45 s in 4 KiB pages: docs/l2-backward-progress.md.)
+  // a steady 0.45 s in 4 KiB pages: docs/l2-backward-progress-2026-12-05-06.md;
+  // measured again in docs/l2-backward-progress.md, eighth session.)
   static constexpr std::size_t mapped = std::size_t{1} << 20;
   T* allocate(std::size_t n) {
     if (n < mapped / sizeof(T)) return std::allocator<T>::allocate(n);
