@@ -312,7 +312,16 @@ bool Loop::settle_kv_head(u64 a, u64 b, const std::vector<u64>& last) {
     to = std::max(to, s_[k]);
   }
   if (a >= b) return false;
-  return settle(lo, sat_add(z_most, head_bytes(running(from, to))), 1, bytes, 0, none);
+  const u64 hi = sat_add(z_most, head_bytes(running(from, to)));
+  if (settle(lo, hi, 1, bytes, 0, none)) return true;
+  // Then with each one's second lower bound (as settle_kv takes it next;
+  // with a window every K/V re-read needs it).
+  lo = ~u64{0};
+  for (u64 k = a; k < b; ++k) {
+    const u64 P = last[(*in_.kv_of)[k]];
+    lo = std::min(lo, sat_add(kv_lower(k, P), more_between(k, s_[P] + 1, s_[k] - 1, 0, 0, 0, false, true)));
+  }
+  return settle(lo, hi, 1, bytes, 0, none);
 }
 
 void Loop::settle_kv(u64 k, u64 P) {

@@ -99,7 +99,8 @@ class Loop {
   u64 kv_lower(u64 k, u64 P) const;
   // The K/V re-reads of a head's CTAs [a, b) (consecutive, each of its own
   // object, whose previous readers `last` gives) settled together by their
-  // first bounds where they can be; false (nothing done) where not.
+  // first or second lower bounds where they can be; false (nothing done)
+  // where not.
   bool settle_kv_head(u64 a, u64 b, const std::vector<u64>& last);
   // Counts `n` reads settled in bucket b, or leaves them open; false then.
   bool settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row);
