@@ -4,6 +4,7 @@
 // the forward simulation plus the backward plus the forward's log-sum-exp.
 #include <catch2/catch.hpp>
 #include <random>
+#include <utility>
 
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
@@ -170,17 +171,11 @@ l2::FlashStats by_rows(const Shape& s, const L2SimConfig& c, l2::Tally& t) {
 }
 // The engine with every run's slope changes sorted, not in a dense array.
 l2::FlashStats by_engine_sorted(const Shape& s, const L2SimConfig& c, l2::Tally& t) {
-  std::size_t& most = l2::SegmentEngine::dense_steps_most();
-  const std::size_t kept = most;
-  most = 0;
-  try {
-    const l2::FlashStats r = by_engine(s, c, t);
-    most = kept;
-    return r;
-  } catch (...) {
-    most = kept;
-    throw;
-  }
+  struct Sorted {  // (put back however the run ends)
+    std::size_t kept = std::exchange(l2::SegmentEngine::dense_steps_most(), 0);
+    ~Sorted() { l2::SegmentEngine::dense_steps_most() = kept; }
+  } sorted;
+  return by_engine(s, c, t);
 }
 bool rows_fit(const Shape& s) { return s.window == 0 && s.chunk == 0; }
 

@@ -311,7 +311,8 @@ std::uint64_t backward_objects(const Shape& s) {
 // The enumeration's LRU misses the caches once its objects outgrow them:
 // about 30 ns an access at 2^21 objects and 55 ns at 2^24, against 10 to 14
 // below 2^19 (1M x 64/8, window 128, d 64, batch 1 to 8;
-// docs/l2-backward-progress-2026-12-05-06.md, seventh session), so an access counts up to five times the list's units.
+// docs/l2-backward-progress-2026-12-05-06.md, seventh session), so an access
+// counts up to five times the list's units.
 std::uint64_t backward_enum_work(const Shape& s, std::size_t capacities) {
   const std::uint64_t objects = backward_objects(s);
   const int bits = objects == 0 ? 0 : 63 - __builtin_clzll(objects);

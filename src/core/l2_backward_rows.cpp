@@ -300,6 +300,7 @@ u64 Loop::kv_lower(u64 k, u64 P) const {
 // the least lower bound lies in that bound's bucket, below the distance
 // reached, each would settle there alone.)
 bool Loop::settle_kv_head(u64 a, u64 b, const std::vector<u64>& last) {
+  if (a >= b) return false;
   u64 lo = ~u64{0}, z_most = 0, bytes = 0;
   i64 from = std::numeric_limits<i64>::max(), to = std::numeric_limits<i64>::min();
   for (u64 k = a; k < b; ++k) {
@@ -311,7 +312,6 @@ bool Loop::settle_kv_head(u64 a, u64 b, const std::vector<u64>& last) {
     from = std::min(from, s_[P]);
     to = std::max(to, s_[k]);
   }
-  if (a >= b) return false;
   const u64 hi = sat_add(z_most, head_bytes(running(from, to)));
   if (settle(lo, hi, 1, bytes, 0, none)) return true;
   // Then with each one's second lower bound (as settle_kv takes it next;

@@ -202,24 +202,24 @@ void SegmentEngine::link() {
   });
   // A namespace whose streams access one object each, of few: each object's
   // last accessor in an array (the painting's pieces are single objects).
-  std::vector<std::uint32_t> owner, next_of;
-  auto single_objects = [&](const std::vector<Key>& ks, std::size_t lo, std::size_t hi, std::vector<std::uint32_t>& last) {
+  std::vector<std::uint32_t> last, next_of;
+  auto single_objects = [&](std::size_t lo, std::size_t hi) {
     std::uint64_t most = 0;
     for (std::size_t k = lo; k < hi; ++k) {
-      if (ks[k].count != 1) return false;
-      most = std::max(most, ks[k].x0);
+      if (keys[k].count != 1) return false;
+      most = std::max(most, keys[k].x0);
     }
     if (most >= 4 * (hi - lo) + (std::uint64_t{1} << 16)) return false;
     last.assign(most + 1, no_stream);
     next_of.resize(hi - lo);
-    for (std::size_t k = hi; k-- > lo;) {
-      next_of[k - lo] = last[ks[k].x0];
-      last[ks[k].x0] = ks[k].stream;
+    for (std::size_t k = hi; k-- > lo;) {  // successors
+      next_of[k - lo] = last[keys[k].x0];
+      last[keys[k].x0] = keys[k].stream;
     }
     std::fill(last.begin(), last.end(), no_stream);
-    for (std::size_t k = lo; k < hi; ++k) {
-      segs_.push_back({ks[k].stream, ks[k].x0, ks[k].x0 + 1, last[ks[k].x0], next_of[k - lo]});
-      last[ks[k].x0] = ks[k].stream;
+    for (std::size_t k = lo; k < hi; ++k) {  // predecessors
+      segs_.push_back({keys[k].stream, keys[k].x0, keys[k].x0 + 1, last[keys[k].x0], next_of[k - lo]});
+      last[keys[k].x0] = keys[k].stream;
     }
     return true;
   };
@@ -229,7 +229,7 @@ void SegmentEngine::link() {
   for (std::size_t lo = 0; lo < keys.size();) {
     std::size_t hi = lo;
     while (hi < keys.size() && keys[hi].ns == keys[lo].ns) ++hi;
-    if (single_objects(keys, lo, hi, owner)) {
+    if (single_objects(lo, hi)) {
       lo = hi;
       continue;
     }
