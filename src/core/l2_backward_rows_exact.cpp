@@ -101,31 +101,44 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   // [s + [x > k], s + g - 1 + [x > P]], its dK, dV write for T in
   // [e + [x >= k], e + g - 1 + [x >= P]] (docs/l2-backward.md).
   // (`near` in launch order: query-block-major, so by head and first row.)
-  slides_.clear();
+  // (The arrays read through local pointers: the slides written between
+  // would otherwise make the compiler load them again for each CTA.)
+  const BackwardCta* const ct = ct_.data();
+  const i64* const starts = s_.data();
+  const i64* const ends = e_.data();
+  const std::uint32_t* const kv_of = in_.kv_of->data();
+  const u64* const hr0 = head_row0_.data();
+  const u64 kv_col = in_.kv_col;
+  const bool dk_on = dk_on_;
+  slides_.resize(near.size());
+  std::size_t kept = 0;
   for (const u64 x : near) {
-    if (s_[x] > T1 || e_[x] < T0 - g) continue;
-    Slide v;
-    v.s = s_[x];
-    v.last = s_[x] + static_cast<i64>(reads_rows(x)) - 1;
+    const i64 sx = starts[x], ex = ends[x];
+    if (sx > T1 || ex < T0 - g) continue;
+    const BackwardCta c = ct[x];
+    Slide& v = slides_[kept];
+    v.s = sx;
+    v.last = sx + static_cast<i64>(c.end > c.first ? c.end - c.first : 0) - 1;
     v.lag = g - (x <= P ? 1 : 0);
     v.lead = x >= k ? 1 : 0;
-    v.kv_in = s_[x] + (x > k ? 1 : 0);
-    v.kv_out = s_[x] + g - 1 + (x > P ? 1 : 0);
-    v.dk_in = dk_on_ ? e_[x] + (x >= k ? 1 : 0) : 1;
-    v.dk_out = dk_on_ ? e_[x] + g - 1 + (x >= P ? 1 : 0) : 0;
-    v.base_i = static_cast<i64>((*in_.row0)[x] + ct_[x].first) - s_[x];
-    v.kv = (*in_.kv_of)[x];
-    v.kv_bytes = kv_bytes(x);
-    v.dk_bytes = dk_bytes(x);
-    v.head = ct_[x].head_key;
+    v.kv_in = sx + (x > k ? 1 : 0);
+    v.kv_out = sx + g - 1 + (x > P ? 1 : 0);
+    v.dk_in = dk_on ? ex + (x >= k ? 1 : 0) : 1;
+    v.dk_out = dk_on ? ex + g - 1 + (x >= P ? 1 : 0) : 0;
+    v.base_i = static_cast<i64>(hr0[c.head_key] + c.first) - sx;
+    v.kv = kv_of[x];
+    v.kv_bytes = kv_col * c.cols;
+    v.dk_bytes = dk_on ? v.kv_bytes : 0;
+    v.head = c.head_key;
     // (Only those with an access between for some T of the run.)
     const i64 lo = std::max(v.s, T0 - v.lag), hi = std::min(v.last, T1 - v.lead);
     const bool rows_between = lo <= hi && v.lag >= v.lead;
     if (!rows_between) v.last = v.s - 1;
     const bool kv_between = std::max(v.kv_in, T0) <= std::min(v.kv_out, T1);
     const bool dk_between = std::max(v.dk_in, T0) <= std::min(v.dk_out, T1);
-    if (rows_between || kv_between || dk_between) slides_.push_back(v);
+    if (rows_between || kv_between || dk_between) ++kept;
   }
+  slides_.resize(kept);
   // Rows, a head at a time (docs/l2-backward.md, "A run's reads by a sliding
   // window"): seen from the window's end T, CTA x's rows between are the
   // offsets y = row - T in [A_x, B_x] at or above F_x - T (F_x its first row)
@@ -189,6 +202,7 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
       // The stretches held that overlap or touch [A, B].
       auto it = std::lower_bound(held_.begin(), held_.end(), A - 1, [](const Held& x, i64 y) { return x.hi < y; });
       if (to_end_) {  // every M is C: the gaps alone add, one stretch held after
+        if (it != held_.end() && it->lo <= A && B <= it->hi) continue;  // (held already: none add)
         i64 y = A, lo = A, hi = B;
         auto past = it;
         for (; past != held_.end() && past->lo <= B + 1; ++past) {
@@ -198,8 +212,12 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
           hi = std::max(hi, past->hi);
         }
         stretch(y, B, no_row);
-        it = held_.erase(it, past);
-        held_.insert(it, {lo, hi, C});
+        if (past == it) {
+          held_.insert(it, {lo, hi, C});
+        } else {
+          *it = {lo, hi, C};
+          held_.erase(it + 1, past);
+        }
         continue;
       }
       // Else they are replaced by `pieces_` (those of equal M that touch merged).

@@ -198,7 +198,7 @@ class Loop {
     u64 kv_bytes, dk_bytes;
     u64 head;
   };
-  std::vector<Slide> slides_;
+  std::vector<Slide, NoInit<Slide>> slides_;  // (written before read)
   std::vector<i64> step_d_, range_d_;      // the bytes between: their changes by step, and those changes'
   struct ByHead {
     u64 head;
