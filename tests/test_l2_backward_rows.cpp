@@ -235,7 +235,7 @@ TEST_CASE("L2 backward by rows: random causal and ragged shapes at one to three 
 // 200 tells it).
 TEST_CASE("L2 backward by rows: heads that repeat an earlier one equal the enumeration", "[l2runs][backward]") {
   std::mt19937_64 rng(GENERATE(87, 88));
-  std::uint64_t repeated = 0, heads = 0;
+  std::uint64_t repeated = 0, heads = 0, periodic = 0, rows = 0;
   for (int k = 0; k < 600; ++k) {
     Shape s;
     s.pass = Pass::bwd;
@@ -256,14 +256,62 @@ TEST_CASE("L2 backward by rows: heads that repeat an earlier one equal the enume
     test::same_tally(te, tr);
     repeated += sr.repeated_heads;
     heads += s.batch * s.heads;
+    periodic += sr.periodic_rows;
+    rows += s.batch * s.heads * ((s.seq_q + s.block_rows - 1) / s.block_rows);
     if (k % 10 == 0) {  // and every head evaluated
       const l2::FlashStats sf = l2::segments_backward(s, c, tf, l2::MainLoop::by_rows_every_head);
       test::same_tally(te, tf);
       CHECK(sf.repeated_heads == 0);
+      CHECK(sf.periodic_rows == 0);
     }
   }
   // Heads past the first few periods repeat one: about a third of them.
   CHECK(repeated * 4 > heads);
+  // And two rows in five take their first read's distance from the period
+  // (docs/l2-backward.md, "The outside by periods"), every_head none.
+  CHECK(periodic * 3 > rows);
+}
+
+// The outside by periods (docs/l2-backward.md): dense batches of many short
+// heads, causal or not, windowed or chunked, Nq != Nkv at times, GQA, both
+// --l2-qo, where the schedule settles into a period of heads and the later
+// heads' rows take their first reads' distances from an earlier head's; by
+// rows (a third with every bound checked, its keys in 128 bits), through the
+// engine, or the automatic choice, at four random L2 sizes.
+TEST_CASE("L2 backward: rows whose first reads come from the schedule's period equal the enumeration",
+          "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(95, 96));
+  std::uint64_t periodic = 0, with = 0;
+  for (int k = 0; k < 300; ++k) {
+    Shape s;
+    s.pass = Pass::bwd;
+    s.causal = pick(rng, 0, 3) != 0;
+    s.kv_heads = pick(rng, 1, 4);
+    s.heads = s.kv_heads * (std::uint64_t{1} << pick(rng, 0, 3));
+    s.batch = pick(rng, 2, 8);
+    s.block_rows = pick(rng, 0, 1) ? 8 : 16;
+    s.block_cols = pick(rng, 0, 2) == 0 ? 8 : s.block_rows;
+    s.seq_q = s.seq_kv = s.block_rows * pick(rng, 2, 24) - (pick(rng, 0, 2) == 0 ? pick(rng, 1, 5) : 0);
+    if (pick(rng, 0, 4) == 0) s.seq_kv = s.seq_q + pick(rng, 1, 40);
+    const auto mask = pick(rng, 0, 4);
+    if (mask == 0) s.window = pick(rng, 1, 120);
+    else if (mask == 1) s.chunk = s.block_rows * pick(rng, 1, 4);
+    s.head_dim = pick(rng, 8, 64);
+    if (!l2::backward_in_segments(s)) continue;
+    const L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 24);
+    const auto caps = random_sizes(rng, s, c, 4);
+    const auto how = k % 3 == 0 ? l2::MainLoop::by_rows_checked : k % 3 == 1 ? l2::MainLoop::engine
+                                                                             : l2::MainLoop::automatic;
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate);
+    l2::Tally te(caps), tr(caps);
+    l2::enumerate_backward(s, c, te);
+    const l2::FlashStats sr = l2::segments_backward(s, c, tr, how);
+    test::same_tally(te, tr);
+    periodic += sr.periodic_rows;
+    with += sr.periodic_rows != 0 ? 1 : 0;
+  }
+  CHECK(with > 60);
+  CHECK(periodic > 0);
 }
 
 // Chunked attention whose chunks are whole blocks: each chunk of a head is a

@@ -10,196 +10,18 @@
 #include "l2_backward_outside.hpp"
 
 #include <algorithm>
-#include <numeric>
-#include <type_traits>
 
-#include "hbmscope/checked.hpp"
-#include "radix_sort.hpp"
+#include "hbmscope/error.hpp"
+#include "l2_backward_sweeps.hpp"
 
 namespace hbmscope::l2 {
 
+using namespace sweeps;
+
 namespace {
 
-using u64 = std::uint64_t;
-using i64 = std::int64_t;
-// An access of the main loop: (step, CTA, position in the step), as one number
-// above 0, which stands for the preprocessing (a row the main loop never
-// reads): in 64 bits where steps lie below 2^37 and CTAs below 2^25, else in
-// 128.
-__extension__ typedef unsigned __int128 Wide;
-template <class K>
-K key_of(u64 step, u64 cta, u64 sub) {
-  if constexpr (std::is_same_v<K, u64>) return (step + 1) << 27 | cta << 2 | sub;
-  else return (static_cast<Wide>(step + 1) << 64) | ((cta << 2) | sub);
-}
-constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
-
-// The bits set in x, inline (a build for any x86-64 calls a library
-// function for __builtin_popcountll).
-inline u64 bits_set(u64 x) {
-  x -= (x >> 1) & 0x5555555555555555ull;
-  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-  return (x * 0x0101010101010101ull) >> 56;
-}
-constexpr std::uint32_t no_reader = ~std::uint32_t{0};
-
-// Sums over a prefix of places, places added one at a time. The sweeps ask
-// near their last question (a head's rows, a head's key blocks one after
-// another), so the sum below a cursor is kept and the cursor moved over the
-// places between; where it has moved more than `per_query` places a question
-// and twice over every place (a first question may ask near the last place),
-// a Fenwick tree over blocks of 16 places is built from the values and
-// answers from then on: O(log) an access at worst.
-class PrefixSums {
- public:
-  static constexpr std::size_t block = 16, per_query = 32;
-  explicit PrefixSums(std::size_t n) : v_(n, 0), budget_(2 * n) {}
-  void add(std::size_t i, u64 x) {
-    v_[i] += x;
-    if (t_.empty()) {
-      if (i < at_) sum_ += x;
-      return;
-    }
-    for (std::size_t k = i / block + 1; k < t_.size(); k += k & (0 - k)) t_[k] += x;
-  }
-  u64 below(std::size_t i) {  // places [0, i)
-    if (t_.empty()) {
-      budget_ += per_query;
-      moved_ += i > at_ ? i - at_ : at_ - i;
-      if (moved_ <= budget_) {
-        for (; at_ < i; ++at_) sum_ += v_[at_];
-        for (; at_ > i; --at_) sum_ -= v_[at_ - 1];
-        return sum_;
-      }
-      build();
-    }
-    u64 s = 0;
-    for (std::size_t k = i / block; k > 0; k -= k & (0 - k)) s += t_[k];
-    for (std::size_t j = i / block * block; j < i; ++j) s += v_[j];
-    return s;
-  }
-
- private:
-  void build() {  // t_[k]: blocks [k - lowbit(k), k)
-    t_.assign(v_.size() / block + 2, 0);
-    for (std::size_t k = 1; k < t_.size(); ++k) {
-      for (std::size_t j = (k - 1) * block; j < std::min(v_.size(), k * block); ++j) t_[k] += v_[j];
-      if (const std::size_t up = k + (k & (0 - k)); up < t_.size()) t_[up] += t_[k];
-    }
-  }
-  std::vector<u64> v_, t_;
-  std::size_t at_ = 0;
-  u64 sum_ = 0, moved_ = 0, budget_;
-};
-
-// Places [0, n) in order of key(place): radix-sorted (key, place) pairs where
-// keys take 64 bits, else compared.
-template <class KeyOf>
-Array<u64> order_by(u64 n, KeyOf key) {
-  Array<u64> ix(n);
-  if constexpr (std::is_same_v<decltype(key(0)), u64>) {
-    Array<std::pair<u64, u64>> kx(n);
-    for (u64 i = 0; i < n; ++i) kx[i] = {key(i), i};
-    radix_sort(kx, [](const std::pair<u64, u64>& p) { return p.first; });
-    for (u64 i = 0; i < n; ++i) ix[i] = kx[i].second;
-  } else {
-    std::iota(ix.begin(), ix.end(), u64{0});
-    std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return key(a) < key(b); });
-  }
-  return ix;
-}
-
-// Reads and write-backs at finite distances, summed by bucket and added to
-// the tally at once (as many as the rows; a bucket looked up where a distance
-// leaves the last one).
-class ByBucket {
- public:
-  explicit ByBucket(const Tally& t) : t_(t), rb_(t.capacities().size() + 1, 0), wb_(rb_.size(), 0) {}
-  void read(u64 d, u64 bytes) { add(rb_[bucket(d)], bytes, d); }
-  void writeback(u64 d, u64 bytes) { add(wb_[bucket(d)], bytes, d); }
-  void first(u64 bytes) { add(first_, bytes, 0); }
-  void flush(Tally& t) {
-    for (std::size_t k = 0; k < rb_.size(); ++k) {
-      if (rb_[k] != 0) t.read_in_bucket(k, rb_[k]);
-      if (wb_[k] != 0) t.writeback_in_bucket(k, wb_[k]);
-    }
-    if (first_ != 0) t.reads(infinite, 0, 1, first_);
-    t.reached(most_);
-  }
-
- private:
-  void add(u64& sum, u64 bytes, u64 d) {
-    sum = checked_add(sum, bytes, "L2 simulation bytes");
-    most_ = std::max(most_, d);
-  }
-  std::size_t bucket(u64 d) {
-    if (d <= below_ || d > top_) {
-      k_ = t_.bucket_of(d);
-      below_ = k_ == 0 ? 0 : t_.capacities()[k_ - 1];
-      top_ = k_ < t_.capacities().size() ? t_.capacities()[k_] : infinite;
-    }
-    return k_;
-  }
-  const Tally& t_;
-  std::vector<u64> rb_, wb_;
-  u64 first_ = 0, most_ = 0, below_ = infinite, top_ = 0;
-  std::size_t k_ = 0;
-};
-
-// The rows the main loop reads (key above the preprocessing) in key order,
-// where each head's (rows [head_row0[h], head_row0[h + 1])) come in
-// increasing order: the heads merged, a head streamed while it leads. False
-// where a head's do not (found as they are merged; out is then left as is).
-template <class KeyOf>
-bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out) {
-  using Key = decltype(key(0));
-  constexpr Key preprocessing = 0, last_key = ~Key{0};
-  struct Head {
-    Key k;
-    u64 r, end;
-  };
-  std::vector<Head> heads;
-  for (u64 h = 0; h + 1 < head_row0.size(); ++h)
-    for (u64 r = head_row0[h]; r < head_row0[h + 1]; ++r)
-      if (const Key k = key(r); k != preprocessing) {
-        heads.push_back({k, r, head_row0[h + 1]});
-        break;
-      }
-  std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.k < b.k; });
-  out.clear();
-  out.reserve(head_row0.back() - head_row0.front());
-  auto later = [](const Head& a, const Head& b) { return a.k > b.k; };  // (a heap of the least)
-  std::vector<Head> heap;
-  std::size_t next = 0;
-  while (next < heads.size() || !heap.empty()) {
-    while (next < heads.size() && (heap.empty() || heads[next].k < heap.front().k)) {
-      heap.push_back(heads[next++]);
-      std::push_heap(heap.begin(), heap.end(), later);
-    }
-    std::pop_heap(heap.begin(), heap.end(), later);
-    Head c = heap.back();
-    heap.pop_back();
-    const Key lim = std::min(heap.empty() ? last_key : heap.front().k, next < heads.size() ? heads[next].k : last_key);
-    for (;;) {
-      out.push_back(c.r);
-      const Key prev = c.k;
-      for (++c.r; c.r < c.end && (c.k = key(c.r)) == preprocessing; ++c.r) {
-      }
-      if (c.r == c.end) break;
-      if (c.k <= prev) return false;
-      if (c.k > lim) {
-        heap.push_back(c);
-        std::push_heap(heap.begin(), heap.end(), later);
-        break;
-      }
-    }
-  }
-  return true;
-}
-
 template <class Key>
-Array<u64> outside(const BackwardKeys& in, Tally& t) {
+Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   constexpr Key preprocessing = 0;
   const BackwardGrid& g = *in.grid;
   const FlashGrid& fg = g.forward();
@@ -233,8 +55,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
   // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
   auto offset = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
   Array<std::uint32_t> first_by(R, no_reader), last_by(R, no_reader);  // (none: a query block no key sees)
+  const CtasByHead by_head = ctas_by_head(ct, heads);
+  const BackwardPeriod period = backward_period(in, by_head);
   {
-    const CtasByHead by_head = ctas_by_head(ct, heads);
     u64 most = 0;
     for (u64 k = 0; k < heads; ++k) most = std::max(most, by_head.at[k + 1] - by_head.at[k]);
     std::vector<u64> lo(most), hi(most);  // CTAs of the window: increasing (v, id) from the front; decreasing
@@ -243,6 +66,15 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
       auto js = [&](u64 n) { return by_head.id(j0 + n); };
       if (m == 0) continue;
       const u64 r0 = row0[js(0)], nq = head_row0[k + 1] - r0;
+      if (period.found() && k >= period.from) {  // (the readers of the head as many before, shifted)
+        const u64 g0 = head_row0[k - period.heads];
+        for (u64 i = 0; i < nq; ++i) {
+          const std::uint32_t f = first_by[g0 + i], l = last_by[g0 + i];
+          first_by[r0 + i] = f == no_reader ? f : static_cast<std::uint32_t>(f + period.ctas);
+          last_by[r0 + i] = l == no_reader ? l : static_cast<std::uint32_t>(l + period.ctas);
+        }
+        continue;
+      }
       u64 lf = 0, lb = 0, hf = 0, hb = 0;  // [front, back) of each
       u64 next = 0;
       for (u64 i = 0; i < nq; ++i) {
@@ -317,30 +149,120 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     after += pre(r);
   }
   {
+    // With a period the rows fall in three stretches of keys: the sweep's up
+    // to the last first read of head h1 (the first whose first reads and its
+    // source's follow every access of the CTAs before the period); from
+    // there, up to one period after the first access of the last heads'
+    // sources, a row takes its source's distance (p.heads heads before),
+    // plus a constant (the accesses between the two are one period's, every
+    // one an image of one before), plus the K/V first read between; after
+    // it, the sweep again, its sums over the rows before taken a head at a
+    // time (docs/l2-backward.md, "The outside by periods").
+    const u64 h1 = period.found() ? periodic_from<Key>(in, period) : heads;
+    Key stop = ~Key{0}, resume = ~Key{0};
+    if (h1 + 1 < heads) {
+      const u64 m = period.per_head;
+      resume = key_of<Key>(start[(heads - period.heads) * m] + period.steps, heads * m, row_sub);
+      stop = 0;
+      for (u64 r = head_row0[0]; r < head_row0[h1 + 1]; ++r) stop = std::max(stop, first_read(r));
+      if (stop >= resume) stop = resume = ~Key{0};
+    }
     Array<u64> rows;
-    const bool by_heads = merge_heads(head_row0, first_read, rows);
-    if (!by_heads) rows = order_by(R, first_read);
+    const bool by_heads = merge_heads(head_row0, first_read, rows, stop);
+    if (!by_heads) {
+      rows = order_by(R, first_read);
+      stop = resume = ~Key{0};
+    }
     auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
     const Array<u64> kvs = order_by(P, [&](u64 k) { return kv_first[k]; });
     PrefixSums q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
     std::size_t a = 0, b = 0;
-    for (const u64 r : rows) {
-      const Key key = first_read(r);
-      if (key == preprocessing) continue;
-      for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
-      for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_at(b);
-      const u64 x = place(r);
-      const u64 d = u[r] + row_start[r] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
-      row_start[r] = d;
-      q_seen.add(x, ql(r));
-      u_seen.add(x, u[r]);
-      q_total += ql(r);
-      sums.first(ql(r));
-      sums.read(d, dd(r) + acc(r));
-      sums.read(qo ? d + o(r) : d, dO(r));
-      sums.writeback(d, acc(r));
+    u64 q_first = 0;
+    auto tally = [&](u64 r, u64 d) {
+      q_first = checked_add(q_first, ql(r), "L2 simulation bytes");  // (tallied at once, below)
+      if (qo) {
+        sums.read_writeback(d, dd(r) + acc(r), acc(r));
+        sums.read(d + o(r), dO(r));
+      } else {
+        sums.read_writeback(d, dd(r) + acc(r) + dO(r), acc(r));
+      }
+    };
+    auto sweep = [&] {
+      for (const u64 r : rows) {
+        const Key key = first_read(r);
+        if (key == preprocessing) continue;
+        for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
+        for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_at(b);
+        const u64 x = place(r);
+        const u64 d = u[r] + row_start[r] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
+        row_start[r] = d;
+        q_seen.add(x, ql(r));
+        u_seen.add(x, u[r]);
+        q_total += ql(r);
+        tally(r, d);
+      }
+    };
+    sweep();
+    if (stop != ~Key{0}) {
+      // A periodic head's keys: those of a head of the first period (from
+      // p.from - p.heads) a whole number of periods later.
+      const u64 nq = head_row0[1] - head_row0[0], back = period.heads, h0 = period.from - back;
+      std::vector<Key> first_keys(back * nq);
+      for (u64 j = 0; j < back; ++j)
+        for (u64 i = 0; i < nq; ++i) first_keys[j * nq + i] = first_read(head_row0[h0 + j] + i);
+      const Key shift = key_of<Key>(period.steps, period.ctas, 0) - key_of<Key>(0, 0, 0);
+      // K/V first read before a key: a prefix of the objects by first read,
+      // found from a hint (a head's rows move it forward).
+      std::vector<Key> kv_keys(P);
+      std::vector<u64> kv_prefix(P + 1, 0);
+      for (u64 k = 0; k < P; ++k) {
+        kv_keys[k] = kv_first[kvs[k]];
+        kv_prefix[k + 1] = kv_prefix[k] + kv_bytes[kvs[k]];
+      }
+      auto kv_before = [&](Key key, std::size_t& at) {
+        while (at < P && kv_keys[at] < key) ++at;
+        while (at > 0 && kv_keys[at - 1] >= key) --at;
+        return kv_prefix[at];
+      };
+      std::size_t at_h = 0, at_g = 0;
+      // The constant, from head h1 and its source (both in the sweep).
+      u64 c = 0;
+      for (u64 i = 0; i < nq; ++i)
+        if (const Key key = first_read(head_row0[h1] + i); key != preprocessing) {
+          const u64 rg = head_row0[h1 - back] + i;
+          c = row_start[head_row0[h1] + i] - kv_before(key, at_h) - row_start[rg] + kv_before(first_read(rg), at_g);
+          break;
+        }
+      std::vector<u64> q_head(heads, 0), u_head(heads, 0);  // per head, the rows' Q and row sets above
+      for (u64 h = h1 + 1; h < heads; ++h) {
+        const u64 rh = head_row0[h], rg = head_row0[h - back];
+        const Key* keys = &first_keys[(h - h0) % back * nq];
+        const Key at = static_cast<Key>((h - h0) / back) * shift;  // (the source's: one period less)
+        for (u64 i = 0; i < nq; ++i) {
+          if (keys[i] == preprocessing) continue;
+          const Key key = keys[i] + at;
+          if (key <= stop || key > resume) continue;
+          const u64 d = row_start[rg + i] + c + kv_before(key, at_h) - kv_before(key - shift, at_g);
+          row_start[rh + i] = d;
+          tally(rh + i, d);
+          q_head[h] += ql(rh + i);
+          u_head[h] += u[rh + i];
+          ++periodic;
+        }
+      }
+      // The sweep again after `resume`, its sums over the rows read before
+      // (the first sweep's and, a head at a time, those above).
+      for (u64 h = 0; h < heads; ++h) {
+        q_seen.add(h, q_head[h]);
+        u_seen.add(h, u_head[h]);
+        q_total += q_head[h];
+      }
+      if (!merge_heads(head_row0, first_read, rows, ~Key{0}, resume))
+        throw Error("internal: the backward's periodic heads' first reads out of order");
+      sweep();
     }
+    sums.first(q_first);
   }
 
   // What the main loop reads after an access: the row sets, K/V and dK, dV
@@ -416,8 +338,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
     u64 dq_before = 0, acc_before = 0;
     for (u64 r = 0; r < R; ++r) {
       const u64 d = conv[r] + acc_before + (qo ? dq_before : 0);
-      sums.read(d, acc(r));
-      sums.writeback(d, acc(r));
+      sums.read_writeback(d, acc(r), acc(r));
       dq_before += dq(r);
       acc_before += acc(r);
     }
@@ -456,8 +377,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t) {
       const u64 later = objects_later.below(k) + written_below(k * G, k * G + h) * kv_bytes[k];
       const u64 d = kv_bytes[k] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
                     (G * out_before[k] + h * kv_bytes[k] - later) + (qo ? out_before[k] : 0);
-      sums.read(d, kv_bytes[k]);
-      sums.writeback(d, kv_bytes[k]);
+      sums.read_writeback(d, kv_bytes[k], kv_bytes[k]);
     }
     t.write(out_before[P]);
   }
@@ -485,10 +405,12 @@ CtasByHead ctas_by_head(const Array<BackwardCta>& ct, u64 head_keys) {
   return r;
 }
 
-Array<u64> backward_outside(const BackwardKeys& in, Tally& t) {
+Array<u64> backward_outside(const BackwardKeys& in, Tally& t, u64& periodic) {
+  periodic = 0;
   // Keys in 64 bits where every step lies below 2^37 and every CTA below 2^25.
-  if (!in.wide_keys && in.steps < (u64{1} << 37) - 1 && in.ct->size() < (u64{1} << 25)) return outside<u64>(in, t);
-  return outside<Wide>(in, t);
+  if (!in.wide_keys && in.steps < (u64{1} << 37) - 1 && in.ct->size() < (u64{1} << 25))
+    return outside<u64>(in, t, periodic);
+  return outside<Wide>(in, t, periodic);
 }
 
 }  // namespace hbmscope::l2

@@ -53,6 +53,7 @@ struct BackwardKeys : BackwardArrays {
   std::uint64_t steps = 0;       // the schedule's
   std::uint64_t kv_objects = 0;  // K/V objects (sequence, kv head, key block)
   bool wide_keys = false;  // tests: keys in 128 bits where 64 would do
+  bool periods = true;     // heads in the schedule's period take an earlier head's first reads (tests: false)
 };
 
 // Each head key's CTAs in launch order (so in key-block order): those of head
@@ -65,9 +66,22 @@ struct CtasByHead {
 };
 CtasByHead ctas_by_head(const Array<BackwardCta>& ct, std::uint64_t head_keys);
 
+// The schedule's period (l2_backward_period.cpp): where every head key is
+// alike (its CTAs consecutive, with head 0's query blocks and keys; its rows
+// as many as head 0's, row by row), heads [from, H) start each CTA `steps`
+// steps after the CTA `heads` heads before (`ctas` CTAs before); heads 0
+// where none. The least `from` found, its least `heads`.
+struct BackwardPeriod {
+  std::uint64_t heads = 0, ctas = 0, steps = 0, from = 0;
+  std::uint64_t per_head = 0;  // CTAs a head
+  bool found() const { return heads != 0; }
+};
+BackwardPeriod backward_period(const BackwardKeys& in, const CtasByHead& by_head);
+
 // Tallies all but the main loop into t; returns each row's start for D's
 // write-back: the larger of its first read's distance and its depth after
-// the main loop.
-Array<std::uint64_t> backward_outside(const BackwardKeys& in, Tally& t);
+// the main loop. `periodic`: the rows whose first reads came from the
+// period.
+Array<std::uint64_t> backward_outside(const BackwardKeys& in, Tally& t, std::uint64_t& periodic);
 
 }  // namespace hbmscope::l2

@@ -355,7 +355,9 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   keys.kv_objects = P;
   keys.steps = steps;
   keys.wide_keys = how == MainLoop::by_rows_checked;
-  DMax dmax(backward_outside(keys, t));
+  keys.periods = how != MainLoop::by_rows_every_head;
+  u64 periodic = 0;
+  DMax dmax(backward_outside(keys, t, periodic));
 
   // The main loop's re-reads; D's write-back at the largest of its distances.
   bool done = false;
@@ -396,6 +398,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   st.steps = steps;
   st.waves = ceil_div(ctas, slots);
   st.repeated_heads = repeated;
+  st.periodic_rows = periodic;
   auto from = [&](u64 id) { return start[id]; };
   auto to = [&](u64 id) { return start[id] + ct[id].steps() - 1; };
   st.heads = mean_distinct(ctas, [&](u64 id) { return u64{ct[id].seq} * H + ct[id].head; }, from, to, fg.heads(), st.steps);

@@ -75,6 +75,7 @@ struct FlashStats {
   double heads = 0, kv_heads = 0;
   std::uint64_t waves = 0, steps = 0;
   std::uint64_t repeated_heads = 0;  // the backward by rows: heads whose re-reads were an earlier head's
+  std::uint64_t periodic_rows = 0;   // the masked backward: rows whose first reads came from the period
 };
 
 // The enumeration of the forward pass into a tally (l2_flash_enum.cpp).

@@ -1,0 +1,239 @@
+#pragma once
+// The sweeps outside the masked backward's main loop
+// (l2_backward_outside.cpp): an access's key in trace order, sums over
+// prefixes, tallies by bucket, the rows merged by first or last read, and
+// where the schedule's period begins for them (l2_backward_period.cpp).
+// Internal to src/core.
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "big_array.hpp"
+#include "hbmscope/checked.hpp"
+#include "l2_backward_outside.hpp"
+#include "l2_tally.hpp"
+#include "radix_sort.hpp"
+
+namespace hbmscope::l2::sweeps {
+
+using u64 = std::uint64_t;
+using i64 = std::int64_t;
+// An access of the main loop: (step, CTA, position in the step), as one number
+// above 0, which stands for the preprocessing (a row the main loop never
+// reads): in 64 bits where steps lie below 2^37 and CTAs below 2^25, else in
+// 128.
+__extension__ typedef unsigned __int128 Wide;
+template <class K>
+K key_of(u64 step, u64 cta, u64 sub) {
+  if constexpr (std::is_same_v<K, u64>) return (step + 1) << 27 | cta << 2 | sub;
+  else return (static_cast<Wide>(step + 1) << 64) | ((cta << 2) | sub);
+}
+constexpr u64 kv_sub = 0, row_sub = 1, dk_sub = 2;
+
+// The bits set in x, inline (a build for any x86-64 calls a library
+// function for __builtin_popcountll).
+inline u64 bits_set(u64 x) {
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (x * 0x0101010101010101ull) >> 56;
+}
+constexpr std::uint32_t no_reader = ~std::uint32_t{0};
+
+// Sums over a prefix of places, places added one at a time. The sweeps ask
+// near their last question (a head's rows, a head's key blocks one after
+// another), so the sum below a cursor is kept and the cursor moved over the
+// places between; where it has moved more than `per_query` places a question
+// and twice over every place (a first question may ask near the last place),
+// a Fenwick tree over blocks of 16 places is built from the values and
+// answers from then on: O(log) an access at worst.
+class PrefixSums {
+ public:
+  static constexpr std::size_t block = 16, per_query = 32;
+  explicit PrefixSums(std::size_t n) : v_(n, 0), budget_(2 * n) {}
+  void add(std::size_t i, u64 x) {
+    v_[i] += x;
+    if (t_.empty()) {
+      if (i < at_) sum_ += x;
+      return;
+    }
+    for (std::size_t k = i / block + 1; k < t_.size(); k += k & (0 - k)) t_[k] += x;
+  }
+  u64 below(std::size_t i) {  // places [0, i)
+    if (t_.empty()) {
+      budget_ += per_query;
+      moved_ += i > at_ ? i - at_ : at_ - i;
+      if (moved_ <= budget_) {
+        for (; at_ < i; ++at_) sum_ += v_[at_];
+        for (; at_ > i; --at_) sum_ -= v_[at_ - 1];
+        return sum_;
+      }
+      build();
+    }
+    u64 s = 0;
+    for (std::size_t k = i / block; k > 0; k -= k & (0 - k)) s += t_[k];
+    for (std::size_t j = i / block * block; j < i; ++j) s += v_[j];
+    return s;
+  }
+
+ private:
+  void build() {  // t_[k]: blocks [k - lowbit(k), k)
+    t_.assign(v_.size() / block + 2, 0);
+    for (std::size_t k = 1; k < t_.size(); ++k) {
+      for (std::size_t j = (k - 1) * block; j < std::min(v_.size(), k * block); ++j) t_[k] += v_[j];
+      if (const std::size_t up = k + (k & (0 - k)); up < t_.size()) t_[up] += t_[k];
+    }
+  }
+  std::vector<u64> v_, t_;
+  std::size_t at_ = 0;
+  u64 sum_ = 0, moved_ = 0, budget_;
+};
+
+// Places [0, n) in order of key(place): radix-sorted (key, place) pairs where
+// keys take 64 bits, else compared.
+template <class KeyOf>
+Array<u64> order_by(u64 n, KeyOf key) {
+  Array<u64> ix(n);
+  if constexpr (std::is_same_v<decltype(key(0)), u64>) {
+    Array<std::pair<u64, u64>> kx(n);
+    for (u64 i = 0; i < n; ++i) kx[i] = {key(i), i};
+    radix_sort(kx, [](const std::pair<u64, u64>& p) { return p.first; });
+    for (u64 i = 0; i < n; ++i) ix[i] = kx[i].second;
+  } else {
+    std::iota(ix.begin(), ix.end(), u64{0});
+    std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return key(a) < key(b); });
+  }
+  return ix;
+}
+
+// Reads and write-backs at finite distances, summed by bucket and added to
+// the tally at once (as many as the rows; a bucket looked up where a distance
+// leaves the last one).
+class ByBucket {
+ public:
+  explicit ByBucket(const Tally& t) : t_(t), rb_(t.capacities().size() + 1, 0), wb_(rb_.size(), 0) {}
+  void read(u64 d, u64 bytes) { add(rb_[bucket(d)], bytes, d); }
+  void writeback(u64 d, u64 bytes) { add(wb_[bucket(d)], bytes, d); }
+  // A read and a write-back at one distance: one bucket found.
+  void read_writeback(u64 d, u64 read, u64 written) {
+    const std::size_t k = bucket(d);
+    add(rb_[k], read, d);
+    add(wb_[k], written, d);
+  }
+  void first(u64 bytes) { add(first_, bytes, 0); }
+  void flush(Tally& t) {
+    for (std::size_t k = 0; k < rb_.size(); ++k) {
+      if (rb_[k] != 0) t.read_in_bucket(k, rb_[k]);
+      if (wb_[k] != 0) t.writeback_in_bucket(k, wb_[k]);
+    }
+    if (first_ != 0) t.reads(infinite, 0, 1, first_);
+    t.reached(most_);
+  }
+
+ private:
+  void add(u64& sum, u64 bytes, u64 d) {
+    sum = checked_add(sum, bytes, "L2 simulation bytes");
+    most_ = std::max(most_, d);
+  }
+  std::size_t bucket(u64 d) {
+    if (d <= below_ || d > top_) {
+      k_ = t_.bucket_of(d);
+      below_ = k_ == 0 ? 0 : t_.capacities()[k_ - 1];
+      top_ = k_ < t_.capacities().size() ? t_.capacities()[k_] : infinite;
+    }
+    return k_;
+  }
+  const Tally& t_;
+  std::vector<u64> rb_, wb_;
+  u64 first_ = 0, most_ = 0, below_ = infinite, top_ = 0;
+  std::size_t k_ = 0;
+};
+
+// The rows the main loop reads (key above the preprocessing) in key order,
+// those with keys in (after, stop], where each head's (rows [head_row0[h],
+// head_row0[h + 1])) come in increasing order: the heads merged, a head
+// streamed while it leads. False where a head's do not (found as they are
+// merged; out is then left as is). (Where `after` is given, each head's
+// rows after it are found from its last row back.)
+template <class KeyOf, class Key = std::invoke_result_t<KeyOf, u64>>
+bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out, Key stop = ~Key{0},
+                 Key after = 0) {
+  constexpr Key preprocessing = 0, last_key = ~Key{0};
+  struct Head {
+    Key k;
+    u64 r, end;
+  };
+  std::vector<Head> heads;
+  for (u64 h = 0; h + 1 < head_row0.size(); ++h) {
+    u64 r = head_row0[h];
+    if (after != preprocessing)
+      for (u64 b = head_row0[h + 1]; b > r; --b)
+        if (const Key k = key(b - 1); k != preprocessing && k <= after) {
+          r = b;
+          break;
+        }
+    for (; r < head_row0[h + 1]; ++r)
+      if (const Key k = key(r); k != preprocessing) {
+        if (k <= stop) heads.push_back({k, r, head_row0[h + 1]});
+        break;
+      }
+  }
+  std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.k < b.k; });
+  out.clear();
+  if (stop == last_key && after == preprocessing) out.reserve(head_row0.back() - head_row0.front());
+  auto later = [](const Head& a, const Head& b) { return a.k > b.k; };  // (a heap of the least)
+  std::vector<Head> heap;
+  std::size_t next = 0;
+  while (next < heads.size() || !heap.empty()) {
+    while (next < heads.size() && (heap.empty() || heads[next].k < heap.front().k)) {
+      heap.push_back(heads[next++]);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Head c = heap.back();
+    heap.pop_back();
+    const Key lim = std::min(heap.empty() ? last_key : heap.front().k, next < heads.size() ? heads[next].k : last_key);
+    for (;;) {
+      out.push_back(c.r);
+      const Key prev = c.k;
+      for (++c.r; c.r < c.end && (c.k = key(c.r)) == preprocessing; ++c.r) {
+      }
+      if (c.r == c.end) break;
+      if (c.k <= prev) return false;
+      if (c.k > stop) break;
+      if (c.k > lim) {
+        heap.push_back(c);
+        std::push_heap(heap.begin(), heap.end(), later);
+        break;
+      }
+    }
+  }
+  return true;
+}
+
+// The first head h1 in the period whose first reads and its source's
+// (p.heads before) follow every access of the CTAs before the period's heads
+// (before their sources, for the source): from then on the accesses between
+// a row's first read and its image's, one period later, are the same for
+// every row. Heads where none.
+template <class Key>
+u64 periodic_from(const BackwardKeys& in, const BackwardPeriod& p) {
+  const Array<BackwardCta>& ct = *in.ct;
+  const Array<u64>& start = *in.start;
+  const u64 heads = in.head_row0->size() - 1, m = p.per_head;
+  Key before_sources = 0, before_heads = 0;  // the last access of the CTAs before them (a dK, dV write)
+  for (u64 y = 0; y < p.from * m; ++y) {
+    const Key k = key_of<Key>(start[y] + ct[y].steps() - 1, y, dk_sub);
+    if (y < (p.from - p.heads) * m) before_sources = std::max(before_sources, k);
+    before_heads = std::max(before_heads, k);
+  }
+  auto first_access = [&](u64 h) { return key_of<Key>(start[h * m], h * m, row_sub); };  // (of a row)
+  for (u64 h = p.from; h < heads; ++h)
+    if (first_access(h) > before_heads && first_access(h - p.heads) > before_sources) return h;
+  return heads;
+}
+
+}  // namespace hbmscope::l2::sweeps
