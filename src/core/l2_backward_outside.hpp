@@ -54,6 +54,7 @@ struct BackwardKeys : BackwardArrays {
   std::uint64_t kv_objects = 0;  // K/V objects (sequence, kv head, key block)
   bool wide_keys = false;  // tests: keys in 128 bits where 64 would do
   bool periods = true;     // heads in the schedule's period take an earlier head's first reads (tests: false)
+  bool heads_alike = false;  // every head key's CTAs and rows alike as the grid makes them (a dense batch, heads whole)
 };
 
 // Each head key's CTAs in launch order (so in key-block order): those of head

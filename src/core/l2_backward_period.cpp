@@ -19,21 +19,23 @@ BackwardPeriod backward_period(const BackwardKeys& in, const CtasByHead& by_head
   const u64 H = row0.size() - 1, n = ct.size();
   if (!in.periods || H < 3 || n == 0 || n % H != 0 || !by_head.ids.empty()) return {};
   const u64 m = n / H, nq = row0[1] - row0[0];
-  // Every head alike.
+  // Every head alike (row by row and CTA by CTA where the grid does not make
+  // them so).
   for (u64 h = 0; h < H; ++h) {
     if (by_head.at[h] != h * m || row0[h + 1] - row0[h] != nq) return {};
-    for (u64 i = 0; i < nq; ++i)
+    for (u64 i = 0; i < nq && !in.heads_alike; ++i)
       if (n_rows[row0[h] + i] != n_rows[row0[0] + i]) return {};
   }
-  for (u64 h = 1; h < H; ++h)
+  for (u64 h = 1; h < H && !in.heads_alike; ++h)
     for (u64 j = 0, x = h * m; j < m; ++j, ++x)
       if (ct[x].first != ct[j].first || ct[x].end != ct[j].end || ct[x].cols != ct[j].cols) return {};
-  // Each head's starts, relative to its first, hashed.
+  // Each head's starts, relative to its first, hashed (a sum weighted by
+  // position, with no chain between the terms; matches are checked below).
   std::vector<u64> hash(H), base(H);
   for (u64 h = 0; h < H; ++h) {
     base[h] = start[h * m];
-    u64 k = 1469598103934665603ull;
-    for (u64 x = h * m; x < (h + 1) * m; ++x) k = (k ^ (start[x] - base[h])) * 1099511628211ull;
+    u64 k = 0;
+    for (u64 j = 0, x = h * m; j < m; ++j, ++x) k += (start[x] - base[h] + 1) * ((j * 0x9e3779b97f4a7c15ull) | 1);
     hash[h] = k;
   }
   // The period whose heads begin earliest: for each number of heads, the

@@ -356,6 +356,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   keys.steps = steps;
   keys.wide_keys = how == MainLoop::by_rows_checked;
   keys.periods = how != MainLoop::by_rows_every_head;
+  keys.heads_alike = fg.dense() && !parts;
   u64 periodic = 0;
   DMax dmax(backward_outside(keys, t, periodic));
 
