@@ -258,6 +258,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
         u_seen.add(h, u_head[h]);
         q_total += q_head[h];
       }
+      rows.clear();
       if (!merge_heads(head_row0, first_read, rows, ~Key{0}, resume))
         throw Error("internal: the backward's periodic heads' first reads out of order");
       sweep();
@@ -269,18 +270,26 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // whose last access is later. Rows by last read, latest first (merged as
   // the first reads where each head's come in row order; then the rows never
   // read, last).
+  // (With a period, most of them copied from a period before.)
   Array<u64> rows_late;
-  const bool late_by_heads = merge_heads(head_row0, last_read, rows_late);
+  Array<Key> late_key;
+  const bool late_by_heads = period.found() ? merge_by_period(head_row0, last_read, period, rows_late, late_key)
+                                            : merge_heads(head_row0, last_read, rows_late);
   if (late_by_heads) {
     std::reverse(rows_late.begin(), rows_late.end());
+    std::reverse(late_key.begin(), late_key.end());
     for (u64 r = 0; r < R; ++r)
       if (last_by[r] == no_reader) rows_late.push_back(r);
   } else {
     rows_late = order_by(R, last_read);
     std::reverse(rows_late.begin(), rows_late.end());
+    late_key.clear();
   }
-  Array<Key> late_key(rows_late.size());
-  for (std::size_t i = 0; i < rows_late.size(); ++i) late_key[i] = last_read(rows_late[i]);
+  if (late_key.size() < rows_late.size()) {
+    const std::size_t known = late_key.size();
+    late_key.resize(rows_late.size());
+    for (std::size_t i = known; i < rows_late.size(); ++i) late_key[i] = last_read(rows_late[i]);
+  }
   Array<u64> kvs_late = order_by(P, [&](u64 k) { return kv_last[k]; });
   std::reverse(kvs_late.begin(), kvs_late.end());
   struct After {

@@ -155,9 +155,9 @@ class ByBucket {
 // The rows the main loop reads (key above the preprocessing) in key order,
 // those with keys in (after, stop], where each head's (rows [head_row0[h],
 // head_row0[h + 1])) come in increasing order: the heads merged, a head
-// streamed while it leads. False where a head's do not (found as they are
-// merged; out is then left as is). (Where `after` is given, each head's
-// rows after it are found from its last row back.)
+// streamed while it leads; appended to `out`. False where a head's do not
+// (found as they are merged; out is then left part written). (Where `after`
+// is given, each head's rows after it are found from its last row back.)
 template <class KeyOf, class Key = std::invoke_result_t<KeyOf, u64>>
 bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out, Key stop = ~Key{0},
                  Key after = 0) {
@@ -182,8 +182,7 @@ bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out, 
       }
   }
   std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.k < b.k; });
-  out.clear();
-  if (stop == last_key && after == preprocessing) out.reserve(head_row0.back() - head_row0.front());
+  if (out.empty() && stop == last_key && after == preprocessing) out.reserve(head_row0.back() - head_row0.front());
   auto later = [](const Head& a, const Head& b) { return a.k > b.k; };  // (a heap of the least)
   std::vector<Head> heap;
   std::size_t next = 0;
@@ -234,6 +233,54 @@ u64 periodic_from(const BackwardKeys& in, const BackwardPeriod& p) {
   for (u64 h = p.from; h < heads; ++h)
     if (first_access(h) > before_heads && first_access(h - p.heads) > before_sources) return h;
   return heads;
+}
+
+// A key one period later: p.steps steps and p.ctas CTAs on.
+template <class Key>
+Key period_shift(const BackwardPeriod& p) {
+  return key_of<Key>(p.steps, p.ctas, 0) - key_of<Key>(0, 0, 0);
+}
+
+// The rows merged by key as merge_heads has them (with their keys), where the
+// schedule has a period p: past the last key E of the heads before p.from
+// every row is the image (p.heads heads on, one period later) of a row one
+// period earlier, up to the first key L of the last p.heads heads (whose
+// rows have no image). So the rows up to one period past E are merged, each
+// period after copied from the one before while that one ends before L, and
+// the rest merged. False where a head's rows do not come in increasing order.
+template <class KeyOf, class Key = std::invoke_result_t<KeyOf, u64>>
+bool merge_by_period(const std::vector<u64>& head_row0, KeyOf key, const BackwardPeriod& p, Array<u64>& rows,
+                     Array<Key>& keys) {
+  constexpr Key preprocessing = 0;
+  const u64 H = head_row0.size() - 1, step = p.heads * (head_row0[1] - head_row0[0]);
+  const Key shift = period_shift<Key>(p);
+  Key E = 0, L = ~Key{0};
+  for (u64 r = head_row0[0]; r < head_row0[p.from]; ++r) E = std::max(E, key(r));
+  for (u64 r = head_row0[H - p.heads]; r < head_row0[H]; ++r)
+    if (const Key k = key(r); k != preprocessing) L = std::min(L, k);
+  rows.clear();
+  keys.clear();
+  rows.reserve(head_row0[H] - head_row0[0]);
+  keys.reserve(head_row0[H] - head_row0[0]);
+  auto merged = [&](Key stop, Key after) {
+    if (!merge_heads(head_row0, key, rows, stop, after)) return false;
+    for (std::size_t i = keys.size(); i < rows.size(); ++i) keys.push_back(key(rows[i]));
+    return true;
+  };
+  if (E >= L || E + shift >= L) return merged(~Key{0}, 0);
+  if (!merged(E + shift, 0)) return false;
+  // The period (a, b] just laid out, copied one period on.
+  std::size_t from = static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), E + 1) - keys.begin());
+  Key b = E + shift;
+  for (; b < L; b += shift) {
+    const std::size_t to = keys.size();
+    for (std::size_t i = from; i < to; ++i) {
+      rows.push_back(rows[i] + step);
+      keys.push_back(keys[i] + shift);
+    }
+    from = to;
+  }
+  return merged(~Key{0}, b);
 }
 
 }  // namespace hbmscope::l2::sweeps
