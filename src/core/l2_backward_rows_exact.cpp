@@ -93,13 +93,176 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
   return d;
 }
 
+// A run's sliding window: a CTA's offsets [A, B] (first row F, last L) held
+// by those before it, or adding their rows' bytes over the run.
+void Loop::hold(const RunWindow& w, i64 F, i64 L, i64 A, i64 B) {
+  constexpr i64 no_row = std::numeric_limits<i64>::min();
+  auto stretch = [&](i64 ya, i64 yb, i64 M) {  // offsets [ya, yb], held to row M before
+    const i64 Fs = M == no_row ? F : std::max(F, M + 1);
+    if (ya > yb || Fs > L) return;
+    // Start: at Fs - y where that lies after w.T0 (a range of T), else at w.T0 (a count).
+    const i64 split = std::min(yb, Fs - w.T0);
+    if (ya <= split) add(w, range_d_, Fs - split, Fs - ya, w.full);
+    if (yb > split) {
+      const i64 c = yb - std::max(ya, split + 1) + 1;
+      step_d_[0] += c * w.full;
+    }
+    // End: gone from L - y + 1 where that lies within the run.
+    const i64 from = std::max(ya, L - w.T1 + 1);
+    if (from <= yb) add(w, range_d_, L - yb + 1, L - from + 1, -w.full);
+    // The head's last row: at T = C - y.
+    if (w.last != 0 && L == w.C) add(w, step_d_, w.C - yb, w.C - ya, w.last);
+  };
+  // The stretches held that overlap or touch [A, B].
+  auto it = std::lower_bound(held_.begin(), held_.end(), A - 1, [](const Held& x, i64 y) { return x.hi < y; });
+  if (to_end_) {  // every M is C: the gaps alone add, one stretch held after
+    if (it != held_.end() && it->lo <= A && B <= it->hi) return;  // (held already: none add)
+    i64 y = A, lo = A, hi = B;
+    auto past = it;
+    for (; past != held_.end() && past->lo <= B + 1; ++past) {
+      stretch(y, std::min(B, past->lo - 1), no_row);
+      y = std::max(y, past->hi + 1);
+      lo = std::min(lo, past->lo);
+      hi = std::max(hi, past->hi);
+    }
+    stretch(y, B, no_row);
+    if (past == it) {
+      held_.insert(it, {lo, hi, w.C});
+    } else {
+      *it = {lo, hi, w.C};
+      held_.erase(it + 1, past);
+    }
+    return;
+  }
+  // Else they are replaced by `pieces_` (those of equal M that touch merged).
+  pieces_.clear();
+  auto piece = [&](i64 lo, i64 hi, i64 M) {
+    if (lo > hi) return;
+    if (!pieces_.empty() && pieces_.back().M == M && pieces_.back().hi + 1 == lo) pieces_.back().hi = hi;
+    else pieces_.push_back({lo, hi, M});
+  };
+  i64 y = A;
+  auto past = it;
+  for (; past != held_.end() && past->lo <= B + 1; ++past) {
+    const Held x = *past;
+    const i64 in_lo = std::max(A, x.lo), in_hi = std::min(B, x.hi);
+    piece(x.lo, std::min(x.hi, A - 1), x.M);  // below A
+    if (y < x.lo) {  // a gap held by none
+      const i64 gap_hi = std::min(B, x.lo - 1);
+      stretch(y, gap_hi, no_row);
+      piece(y, gap_hi, L);
+      y = gap_hi + 1;
+    }
+    if (in_lo <= in_hi) {
+      if (x.M < L) stretch(in_lo, in_hi, x.M);
+      piece(in_lo, in_hi, std::max(x.M, L));
+      y = in_hi + 1;
+    }
+    piece(std::max(B + 1, x.lo), x.hi, x.M);  // above B
+  }
+  if (y <= B) {
+    stretch(y, B, no_row);
+    piece(y, B, L);
+  }
+  it = held_.erase(it, past);
+  held_.insert(it, pieces_.begin(), pieces_.end());
+}
+
+// d's values over T in [lo, hi] (within the run) raised by `bytes`, as differences.
+void Loop::add(const RunWindow& w, std::vector<i64>& d, i64 lo, i64 hi, i64 bytes) {
+  lo = std::max(lo, w.T0);
+  hi = std::min(hi, w.T1);
+  if (lo > hi) return;
+  d[static_cast<u64>(lo - w.T0)] += bytes;
+  d[static_cast<u64>(hi - w.T0) + 1] -= bytes;
+}
+
+Loop::RunWindow Loop::window(u64 h, i64 T0, i64 T1) const {
+  const RowSetBytes& u = *in_.u;
+  RunWindow w{T0, T1, static_cast<i64>(head_row0_[h] + rows_[h]) - 1, static_cast<i64>(u[head_row0_[h]]), 0};
+  w.last = static_cast<i64>(u[static_cast<u64>(w.C)]) - w.full;
+  return w;
+}
+
+// Between (T - g, P, row) and (T, k, row): a CTA x's row reads at steps
+// [T - g + [x <= P], T - [x >= k]], its K/V read for T in
+// [s + [x > k], s + g - 1 + [x > P]], its dK, dV write for T in
+// [e + [x >= k], e + g - 1 + [x >= P]] (docs/l2-backward.md).
 void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out) {
   const u64 k = o.k, P = o.P, n = o.i2 - o.i1 + 1, r0 = (*in_.row0)[k];
   const i64 a = offset(k), g = a - offset(P), T0 = a + static_cast<i64>(o.i1), T1 = a + static_cast<i64>(o.i2);
-  // Between (T - g, P, row) and (T, k, row): a CTA x's row reads at steps
-  // [T - g + [x <= P], T - [x >= k]], its K/V read for T in
-  // [s + [x > k], s + g - 1 + [x > P]], its dK, dV write for T in
-  // [e + [x >= k], e + g - 1 + [x >= P]] (docs/l2-backward.md).
+  step_d_.assign(n + 2, 0);   // the bytes' change at T0 + t
+  range_d_.assign(n + 2, 0);  // step_d_ over t, by its differences
+  if (!run_one_head(o, near, g, T0, T1)) {
+    std::fill(step_d_.begin(), step_d_.end(), 0);
+    std::fill(range_d_.begin(), range_d_.end(), 0);
+    run_slides(o, near, g, T0, T1);
+  }
+  const RowSetBytes& u = *in_.u;
+  out.resize(n);
+  i64 change = 0, bytes = 0;
+  for (u64 t = 0; t < n; ++t) {
+    change += range_d_[t];
+    bytes += step_d_[t] + change;
+    out[t] = u[r0 + o.i1 + t] + static_cast<u64>(bytes);
+  }
+}
+
+// The common run: every CTA beside it with an access between of one head,
+// in order of first row, each reading its head's rows to the last. One pass
+// over them, no slides; a K/V object is a CTA's alone. False where that does
+// not hold (what it added is then cleared by the caller).
+bool Loop::run_one_head(const Open& o, const std::vector<u64>& near, i64 g, i64 T0, i64 T1) {
+  if (!to_end_) return false;
+  const u64 k = o.k, P = o.P;
+  const BackwardCta* const ct = ct_.data();
+  const i64* const starts = s_.data();
+  const i64* const ends = e_.data();
+  const u64* const hr0 = head_row0_.data();
+  const u64 kv_col = in_.kv_col;
+  const bool dk_on = dk_on_;
+  u64 head = none;
+  i64 last_first = std::numeric_limits<i64>::min();
+  RunWindow w{T0, T1, 0, 0, 0};
+  held_.clear();
+  for (const u64 x : near) {
+    const i64 sx = starts[x], ex = ends[x];
+    if (sx > T1 || ex < T0 - g) continue;
+    const BackwardCta c = ct[x];
+    const i64 lag = g - (x <= P ? 1 : 0), lead = x >= k ? 1 : 0;
+    const i64 last = sx + static_cast<i64>(c.end > c.first ? c.end - c.first : 0) - 1;
+    const bool rows_between = std::max(sx, T0 - lag) <= std::min(last, T1 - lead) && lag >= lead;
+    const i64 kv_in = sx + (x > k ? 1 : 0), kv_out = sx + g - 1 + (x > P ? 1 : 0);
+    const i64 dk_in = ex + (x >= k ? 1 : 0), dk_out = ex + g - 1 + (x >= P ? 1 : 0);
+    const bool kv_between = std::max(kv_in, T0) <= std::min(kv_out, T1);
+    const bool dk_between = dk_on && std::max(dk_in, T0) <= std::min(dk_out, T1);
+    if (!rows_between && !kv_between && !dk_between) continue;
+    if (head == none) {
+      head = c.head_key;
+      w = window(head, T0, T1);
+    } else if (c.head_key != head) {
+      return false;
+    }
+    const i64 bytes = static_cast<i64>(kv_col * c.cols);
+    if (kv_between) add(w, step_d_, kv_in, kv_out, bytes);
+    if (dk_between) add(w, step_d_, dk_in, dk_out, bytes);
+    if (!rows_between) continue;
+    const i64 base = static_cast<i64>(hr0[c.head_key] + c.first) - sx, F = base + sx, L = base + last;
+    if (F < last_first) return false;
+    last_first = F;
+    // Offsets y in [A, B] that count in the run: F - y <= T1 and L - y >= T0.
+    const i64 A = std::max(base - lag, F - T1), B = std::min(base - lead, L - T0);
+    if (A <= B) hold(w, F, L, A, B);
+  }
+  return true;
+}
+
+// Any run: the CTAs beside it as slides, taken a head at a time by first
+// row; a K/V object (read by a pair's heads) over the union of its readers'
+// ranges.
+void Loop::run_slides(const Open& o, const std::vector<u64>& near, i64 g, i64 T0, i64 T1) {
+  const u64 k = o.k, P = o.P;
+  const RunWindow run{T0, T1, 0, 0, 0};
   // (`near` in launch order: query-block-major, so by head and first row.)
   // (The arrays read through local pointers: the slides written between
   // would otherwise make the compiler load them again for each CTA.)
@@ -157,25 +320,10 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
       by_head_.push_back({slides_[j].head, slides_[j].base_i + slides_[j].s, static_cast<u32>(j)});
   auto head_first = [](const ByHead& x, const ByHead& y) { return x.head != y.head ? x.head < y.head : x.first < y.first; };
   if (!std::is_sorted(by_head_.begin(), by_head_.end(), head_first)) std::sort(by_head_.begin(), by_head_.end(), head_first);
-  const RowSetBytes& u = *in_.u;
-  step_d_.assign(n + 2, 0);   // the bytes' change at T0 + t
-  range_d_.assign(n + 2, 0);  // step_d_ over t, by its differences
-  auto at = [&](i64 T) { return static_cast<u64>(T - T0); };
-  // d's values over T in [lo, hi] (within the run) raised by `bytes`, as differences.
-  auto add = [&](std::vector<i64>& d, i64 lo, i64 hi, i64 bytes) {
-    lo = std::max(lo, T0);
-    hi = std::min(hi, T1);
-    if (lo > hi) return;
-    d[at(lo)] += bytes;
-    d[at(hi) + 1] -= bytes;
-  };
-  constexpr i64 no_row = std::numeric_limits<i64>::min();
   for (std::size_t j = 0; j < by_head_.size();) {
     std::size_t e = j;
     while (e < by_head_.size() && by_head_[e].head == by_head_[j].head) ++e;
-    const u64 h = by_head_[j].head;
-    const i64 C = static_cast<i64>(head_row0_[h] + rows_[h]) - 1;
-    const i64 full = static_cast<i64>(u[head_row0_[h]]), last = static_cast<i64>(u[static_cast<u64>(C)]) - full;
+    const RunWindow w = window(by_head_[j].head, T0, T1);
     held_.clear();
     for (; j < e; ++j) {
       const Slide& v = slides_[by_head_[j].slide];
@@ -183,75 +331,7 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
       // Offsets y in [A, B] that count in the run: F - y <= T1 and L - y >= T0.
       const i64 A = std::max(v.base_i - v.lag, F - T1), B = std::min(v.base_i - v.lead, L - T0);
       if (A > B) continue;
-      auto stretch = [&](i64 ya, i64 yb, i64 M) {  // offsets [ya, yb], held to row M before
-        const i64 Fs = M == no_row ? F : std::max(F, M + 1);
-        if (ya > yb || Fs > L) return;
-        // Start: at Fs - y where that lies after T0 (a range of T), else at T0 (a count).
-        const i64 split = std::min(yb, Fs - T0);
-        if (ya <= split) add(range_d_, Fs - split, Fs - ya, full);
-        if (yb > split) {
-          const i64 c = yb - std::max(ya, split + 1) + 1;
-          step_d_[0] += c * full;
-        }
-        // End: gone from L - y + 1 where that lies within the run.
-        const i64 from = std::max(ya, L - T1 + 1);
-        if (from <= yb) add(range_d_, L - yb + 1, L - from + 1, -full);
-        // The head's last row: at T = C - y.
-        if (last != 0 && L == C) add(step_d_, C - yb, C - ya, last);
-      };
-      // The stretches held that overlap or touch [A, B].
-      auto it = std::lower_bound(held_.begin(), held_.end(), A - 1, [](const Held& x, i64 y) { return x.hi < y; });
-      if (to_end_) {  // every M is C: the gaps alone add, one stretch held after
-        if (it != held_.end() && it->lo <= A && B <= it->hi) continue;  // (held already: none add)
-        i64 y = A, lo = A, hi = B;
-        auto past = it;
-        for (; past != held_.end() && past->lo <= B + 1; ++past) {
-          stretch(y, std::min(B, past->lo - 1), no_row);
-          y = std::max(y, past->hi + 1);
-          lo = std::min(lo, past->lo);
-          hi = std::max(hi, past->hi);
-        }
-        stretch(y, B, no_row);
-        if (past == it) {
-          held_.insert(it, {lo, hi, C});
-        } else {
-          *it = {lo, hi, C};
-          held_.erase(it + 1, past);
-        }
-        continue;
-      }
-      // Else they are replaced by `pieces_` (those of equal M that touch merged).
-      pieces_.clear();
-      auto piece = [&](i64 lo, i64 hi, i64 M) {
-        if (lo > hi) return;
-        if (!pieces_.empty() && pieces_.back().M == M && pieces_.back().hi + 1 == lo) pieces_.back().hi = hi;
-        else pieces_.push_back({lo, hi, M});
-      };
-      i64 y = A;
-      auto past = it;
-      for (; past != held_.end() && past->lo <= B + 1; ++past) {
-        const Held x = *past;
-        const i64 in_lo = std::max(A, x.lo), in_hi = std::min(B, x.hi);
-        piece(x.lo, std::min(x.hi, A - 1), x.M);  // below A
-        if (y < x.lo) {  // a gap held by none
-          const i64 gap_hi = std::min(B, x.lo - 1);
-          stretch(y, gap_hi, no_row);
-          piece(y, gap_hi, L);
-          y = gap_hi + 1;
-        }
-        if (in_lo <= in_hi) {
-          if (x.M < L) stretch(in_lo, in_hi, x.M);
-          piece(in_lo, in_hi, std::max(x.M, L));
-          y = in_hi + 1;
-        }
-        piece(std::max(B + 1, x.lo), x.hi, x.M);  // above B
-      }
-      if (y <= B) {
-        stretch(y, B, no_row);
-        piece(y, B, L);
-      }
-      it = held_.erase(it, past);
-      held_.insert(it, pieces_.begin(), pieces_.end());
+      hold(w, F, L, A, B);
     }
   }
   // K/V and dK, dV: each between for a range of T; a K/V object (read by a
@@ -265,7 +345,7 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   kv_next_.resize(slides_.size());
   for (std::size_t j = 0; j < slides_.size(); ++j) {
     const Slide& v = slides_[j];
-    if (dk_on_) add(step_d_, v.dk_in, v.dk_out, static_cast<i64>(v.dk_bytes));
+    if (dk_on_) add(run, step_d_, v.dk_in, v.dk_out, static_cast<i64>(v.dk_bytes));
     if (std::max(v.kv_in, T0) > std::min(v.kv_out, T1)) continue;
     u32& first = kv_reader_[v.kv];
     if (first == none32) kv_objects_.push_back(v.kv);
@@ -282,19 +362,12 @@ void Loop::run_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     i64 lo = kv_ranges_[0].first, hi = kv_ranges_[0].second;
     for (std::size_t r = 1; r < kv_ranges_.size(); ++r) {
       if (kv_ranges_[r].first > hi + 1) {
-        add(step_d_, lo, hi, kv);
+        add(run, step_d_, lo, hi, kv);
         lo = kv_ranges_[r].first;
       }
       hi = std::max(hi, kv_ranges_[r].second);
     }
-    add(step_d_, lo, hi, kv);
-  }
-  out.resize(n);
-  i64 change = 0, bytes = 0;
-  for (i64 T = T0; T <= T1; ++T) {
-    change += range_d_[at(T)];
-    bytes += step_d_[at(T)] + change;
-    out[at(T)] = u[r0 + o.i1 + at(T)] + static_cast<u64>(bytes);
+    add(run, step_d_, lo, hi, kv);
   }
 }
 

@@ -131,6 +131,16 @@ class Loop {
   // for a range of the window's end, summed as differences; `near` in launch
   // order.
   void run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
+  // Its parts: the run's steps [T0, T1] and its head's last row C, a row's
+  // bytes and the last row's more; one head's CTAs in one pass, or any.
+  struct RunWindow {
+    i64 T0, T1, C, full, last;
+  };
+  RunWindow window(u64 h, i64 T0, i64 T1) const;
+  bool run_one_head(const Open& o, const std::vector<u64>& near, i64 g, i64 T0, i64 T1);
+  void run_slides(const Open& o, const std::vector<u64>& near, i64 g, i64 T0, i64 T1);
+  void hold(const RunWindow& w, i64 F, i64 L, i64 A, i64 B);
+  static void add(const RunWindow& w, std::vector<i64>& d, i64 lo, i64 hi, i64 bytes);
 
   const BackwardLoop& in_;
   const Array<BackwardCta>& ct_;
