@@ -34,30 +34,65 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
   // grid: a head's parts, chunks, read other key blocks).
   bool shared = false;
   u64 head0 = none, pair0 = none;
+  // The rows' union kept as it comes, as a few stretches by first row (the
+  // CTAs beside a read, in launch order, add to one or two; `merged` while
+  // they stay few), else at the end from every interval.
+  constexpr std::size_t few = 16;
+  bool merged = true;
+  stretches_.clear();
+  auto hold_rows = [&](Interval v) {
+    auto it = std::lower_bound(stretches_.begin(), stretches_.end(), v.lo,
+                               [](const Interval& a, u64 y) { return a.hi + 1 < y; });
+    if (it == stretches_.end() || it->lo > v.hi + 1) {
+      if (stretches_.size() < few) {
+        stretches_.insert(it, v);
+        return;
+      }
+      merged = false;  // (the intervals from here on, after the union so far)
+      iv_.assign(stretches_.begin(), stretches_.end());
+      iv_.push_back(v);
+      return;
+    }
+    auto past = it;
+    u64 hi = v.hi;
+    for (; past != stretches_.end() && past->lo <= v.hi + 1; ++past) hi = std::max(hi, past->hi);
+    *it = {std::min(it->lo, v.lo), hi};
+    stretches_.erase(it + 1, past);
+  };
+  const BackwardCta* const ct = ct_.data();
+  const i64* const starts = s_.data();
+  const i64* const ends = e_.data();
+  const u64* const hr0 = head_row0_.data();
   for (const u64 x : near) {
-    if (s_[x] > q.step || e_[x] < p.step) continue;
-    const At kv{s_[x], x, kv_sub}, dk{e_[x], x, dk_sub};
+    const i64 sx = starts[x], ex = ends[x];
+    if (sx > q.step || ex < p.step) continue;
+    const BackwardCta c = ct[x];
+    const At kv{sx, x, kv_sub}, dk{ex, x, dk_sub};
     if (p < kv && kv < q) {
-      kvs_.push_back({(*in_.kv_of)[x], kv_bytes(x)});
-      const u64 head = u64{ct_[x].seq} * in_.heads + ct_[x].head;
-      const u64 pair = ct_[x].pair(in_.heads / in_.group, in_.group);
+      kvs_.push_back({(*in_.kv_of)[x], in_.kv_col * c.cols});
+      const u64 head = u64{c.seq} * in_.heads + c.head;
+      const u64 pair = c.pair(in_.heads / in_.group, in_.group);
       if (head0 == none) head0 = head, pair0 = pair;
       else if (pair == pair0 && head != head0) shared = true;
       else if (pair != pair0) shared = shared || in_.gqa;  // (a third head may share with the second)
     }
-    if (dk_on_ && p < dk && dk < q) d += dk_bytes(x);
-    const u64 n = reads_rows(x);
+    if (dk_on_ && p < dk && dk < q) d += in_.kv_col * c.cols;
+    const u64 n = c.end > c.first ? c.end - c.first : 0;
     if (n == 0) continue;
     // Its row reads strictly between p and q: steps [t_lo, t_hi].
-    const i64 t_lo = std::max(s_[x], p < At{p.step, x, row_sub} ? p.step : p.step + 1);
-    const i64 t_hi = std::min(s_[x] + static_cast<i64>(n) - 1, At{q.step, x, row_sub} < q ? q.step : q.step - 1);
+    const i64 t_lo = std::max(sx, p < At{p.step, x, row_sub} ? p.step : p.step + 1);
+    const i64 t_hi = std::min(sx + static_cast<i64>(n) - 1, At{q.step, x, row_sub} < q ? q.step : q.step - 1);
     if (t_hi < t_lo) continue;
-    const u64 base = (*in_.row0)[x] + ct_[x].first - static_cast<u64>(s_[x]);
-    iv_.push_back({base + static_cast<u64>(t_lo), base + static_cast<u64>(t_hi)});
+    const u64 base = hr0[c.head_key] + c.first - static_cast<u64>(sx);
+    const Interval v{base + static_cast<u64>(t_lo), base + static_cast<u64>(t_hi)};
+    if (merged) hold_rows(v);
+    else iv_.push_back(v);
   }
-  // The rows' union: over a stretch of rows not much longer than the
-  // intervals are many, by counting their ends; else sorted.
-  if (!iv_.empty()) {
+  if (merged) {
+    for (const Interval& v : stretches_) d += u_prefix_[v.hi + 1] - u_prefix_[v.lo];
+  } else {
+    // Over a stretch of rows not much longer than the intervals are many,
+    // by counting their ends; else sorted.
     u64 lo = iv_[0].lo, hi = iv_[0].hi;
     for (const Interval& v : iv_) {
       lo = std::min(lo, v.lo);

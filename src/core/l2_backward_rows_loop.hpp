@@ -193,7 +193,7 @@ class Loop {
   struct Interval {
     u64 lo, hi;  // global rows [lo, hi]
   };
-  std::vector<Interval> iv_;
+  std::vector<Interval> iv_, stretches_;
   std::vector<std::pair<u64, u64>> kvs_;
   std::vector<u64> near_;
   std::vector<std::int64_t> cover_;
