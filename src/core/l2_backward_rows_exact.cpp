@@ -203,15 +203,6 @@ void Loop::hold(const RunWindow& w, i64 F, i64 L, i64 A, i64 B) {
   held_.insert(it, pieces_.begin(), pieces_.end());
 }
 
-// d's values over T in [lo, hi] (within the run) raised by `bytes`, as differences.
-void Loop::add(const RunWindow& w, std::vector<i64>& d, i64 lo, i64 hi, i64 bytes) {
-  lo = std::max(lo, w.T0);
-  hi = std::min(hi, w.T1);
-  if (lo > hi) return;
-  d[static_cast<u64>(lo - w.T0)] += bytes;
-  d[static_cast<u64>(hi - w.T0) + 1] -= bytes;
-}
-
 Loop::RunWindow Loop::window(u64 h, i64 T0, i64 T1) const {
   const RowSetBytes& u = *in_.u;
   RunWindow w{T0, T1, static_cast<i64>(head_row0_[h] + rows_[h]) - 1, static_cast<i64>(u[head_row0_[h]]), 0};
@@ -287,7 +278,10 @@ bool Loop::run_one_head(const Open& o, const std::vector<u64>& near, i64 g, i64 
     last_first = F;
     // Offsets y in [A, B] that count in the run: F - y <= T1 and L - y >= T0.
     const i64 A = std::max(base - lag, F - T1), B = std::min(base - lead, L - T0);
-    if (A <= B) hold(w, F, L, A, B);
+    if (A > B) continue;
+    bool held = false;  // (by a stretch before: the common case, asked here)
+    for (const Held& s : held_) held = held || (s.lo <= A && B <= s.hi);
+    if (!held) hold(w, F, L, A, B);
   }
   return true;
 }

@@ -2,6 +2,7 @@
 // The backward's main loop by rows, inside (l2_backward_rows.cpp: the layout,
 // the runs and their bounds; l2_backward_rows_exact.cpp: the reads the bounds
 // leave, and the tally). Internal to src/core.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -140,7 +141,14 @@ class Loop {
   bool run_one_head(const Open& o, const std::vector<u64>& near, i64 g, i64 T0, i64 T1);
   void run_slides(const Open& o, const std::vector<u64>& near, i64 g, i64 T0, i64 T1);
   void hold(const RunWindow& w, i64 F, i64 L, i64 A, i64 B);
-  static void add(const RunWindow& w, std::vector<i64>& d, i64 lo, i64 hi, i64 bytes);
+  // d's values over T in [lo, hi] (within the run) raised by `bytes`, as differences.
+  static void add(const RunWindow& w, std::vector<i64>& d, i64 lo, i64 hi, i64 bytes) {
+    lo = std::max(lo, w.T0);
+    hi = std::min(hi, w.T1);
+    if (lo > hi) return;
+    d[static_cast<u64>(lo - w.T0)] += bytes;
+    d[static_cast<u64>(hi - w.T0) + 1] -= bytes;
+  }
 
   const BackwardLoop& in_;
   const Array<BackwardCta>& ct_;
