@@ -62,13 +62,7 @@ BackwardPeriod backward_period(const BackwardKeys& in, const CtasByHead& by_head
     checked = h;
   }
   if (checked == H) return {};
-  BackwardPeriod p;
-  p.heads = delta;
-  p.ctas = D;
-  p.steps = sigma;
-  p.from = checked;
-  p.per_head = m;
-  return p;
+  return {delta, D, sigma, checked, m};
 }
 
 }  // namespace hbmscope::l2

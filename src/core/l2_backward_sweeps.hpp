@@ -267,12 +267,12 @@ bool merge_by_period(const std::vector<u64>& head_row0, KeyOf key, const Backwar
     for (std::size_t i = keys.size(); i < rows.size(); ++i) keys.push_back(key(rows[i]));
     return true;
   };
-  if (E >= L || E + shift >= L) return merged(~Key{0}, 0);
+  if (L == ~Key{0} || E >= L || L - E <= shift) return merged(~Key{0}, 0);
   if (!merged(E + shift, 0)) return false;
   // The period (a, b] just laid out, copied one period on.
   std::size_t from = static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), E + 1) - keys.begin());
   Key b = E + shift;
-  for (; b < L; b += shift) {
+  for (; b < L && L - b > shift; b += shift) {  // (the copy's end below L: no key past the last)
     const std::size_t to = keys.size();
     for (std::size_t i = from; i < to; ++i) {
       rows.push_back(rows[i] + step);
