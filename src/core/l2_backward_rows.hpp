@@ -32,6 +32,7 @@ struct BackwardLoop : BackwardArrays {
   bool parts = false;
   std::uint64_t kv_stride = 0;
   bool repeats = true;        // heads that repeat an earlier one take its counts (tests: false)
+  bool heads_alike = false;   // every head key's CTAs and rows alike as the grid makes them (a dense batch, heads whole)
   bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)
 };
 

@@ -21,12 +21,13 @@ void Loop::find_dense() {
   if (in_.parts && in_.kv_stride == 0) return;
   const u64 m = n_ / heads;
   const RowSetBytes& u = *in_.u;
+  // (Row by row and CTA by CTA where the grid does not make the heads alike.)
   for (u64 h = 0; h < heads; ++h) {
     if (head_begin_[h] != h * m || head_end_[h] != (h + 1) * m || rows_[h] != rows_[0] || rows_[h] == 0) return;
-    for (u64 i = 0; i < rows_[h]; ++i)
+    for (u64 i = 0; i < rows_[h] && !in_.heads_alike; ++i)
       if (u[head_row0_[h] + i] != u[head_row0_[0] + i]) return;
   }
-  for (u64 h = 1; h < heads; ++h)  // (key blocks from the head's first: parts of a head are alike)
+  for (u64 h = 1; h < heads && !in_.heads_alike; ++h)  // (key blocks from the head's first: parts of a head are alike)
     for (u64 j = 0, x = h * m; j < m; ++j, ++x) {
       const BackwardCta &a = ct_[x], &b = ct_[j];
       if (a.first != b.first || a.end != b.end || a.cols != b.cols ||

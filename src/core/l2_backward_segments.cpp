@@ -379,6 +379,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.kv_stride = fg.dense() ? fg.sequence(0).k_blocks : 0;
     loop.check_bounds = how == MainLoop::by_rows_checked;
     loop.repeats = how != MainLoop::by_rows_every_head;
+    loop.heads_alike = keys.heads_alike;
     // Where the reads its bounds leave would cost more than half the engine's
     // estimate, the engine (where that is within the budget).
     const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
