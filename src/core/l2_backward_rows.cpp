@@ -29,21 +29,30 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   // Bytes: the most a slot reads a step, the least and most K/V; each head's
   // rows and bytes (row sets, K/V and dK, dV where they take L2 space).
   for (u64 r = 0; r < u.size(); ++r) u_max_ = std::max(u_max_, u[r]);
-  for (const BackwardCta& c : ct_) {
-    kv_max_ = std::max(kv_max_, in.kv_col * c.cols);
-    kv_min_ = std::min(kv_min_, in.kv_col * c.cols);
+  // Where the grid makes every head alike (query-block-major, a head's CTAs
+  // consecutive), head 0's CTAs stand for every head's.
+  const bool alike = in.heads_alike && !in.head_major && in.head_keys > 0 && n_ % in.head_keys == 0;
+  const u64 scan = alike ? n_ / in.head_keys : n_;
+  for (u64 x = 0; x < scan; ++x) {
+    kv_max_ = std::max(kv_max_, in.kv_col * ct_[x].cols);
+    kv_min_ = std::min(kv_min_, in.kv_col * ct_[x].cols);
   }
   dk_on_ = in.gqa || in.qo;
   rows_.assign(in.head_keys, 0);
   head_row0_.assign(in.head_keys, none);
   head_bytes_.assign(in.head_keys + 1, 0);
-  for (u64 x = 0; x < n_; ++x) {
+  for (u64 x = 0; x < scan; ++x) {
     const u64 h = ct_[x].head_key;
     if (reads_rows(x) > 0) rows_[h] = std::max<u64>(rows_[h], ct_[x].end);
     head_row0_[h] = (*in.row0)[x];
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], sat_add(kv_bytes(x), dk_bytes(x)));
   }
-  for (u64 x = 0; x < n_; ++x) to_end_ = to_end_ && (reads_rows(x) == 0 || ct_[x].end == rows_[ct_[x].head_key]);
+  for (u64 h = 1; alike && h < in.head_keys; ++h) {
+    rows_[h] = rows_[0];
+    head_row0_[h] = (*in.row0)[h * scan];
+    head_bytes_[h + 1] = head_bytes_[1];
+  }
+  for (u64 x = 0; x < scan; ++x) to_end_ = to_end_ && (reads_rows(x) == 0 || ct_[x].end == rows_[ct_[x].head_key]);
   u_prefix_.resize(u.size() + 1);
   u_prefix_[0] = 0;
   for (u64 r = 0; r < u.size(); ++r) u_prefix_[r + 1] = u_prefix_[r] + u[r];
