@@ -211,7 +211,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       std::vector<Key> first_keys(back * nq);
       for (u64 j = 0; j < back; ++j)
         for (u64 i = 0; i < nq; ++i) first_keys[j * nq + i] = first_read(head_row0[h0 + j] + i);
-      const Key shift = key_of<Key>(period.steps, period.ctas, 0) - key_of<Key>(0, 0, 0);
+      const Key shift = period_shift<Key>(period);
       // K/V first read before a key: a prefix of the objects by first read,
       // found from a hint (a head's rows move it forward).
       std::vector<Key> kv_keys(P);
@@ -238,7 +238,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       for (u64 h = h1 + 1; h < heads; ++h) {
         const u64 rh = head_row0[h], rg = head_row0[h - back];
         const Key* keys = &first_keys[(h - h0) % back * nq];
-        const Key at = static_cast<Key>((h - h0) / back) * shift;  // (the source's: one period less)
+        const Key at = static_cast<Key>((h - h0) / back) * shift;  // (whole periods past its first-period head)
         for (u64 i = 0; i < nq; ++i) {
           if (keys[i] == preprocessing) continue;
           const Key key = keys[i] + at;
