@@ -104,8 +104,8 @@ u64 Loop::active_in(i64 lo, i64 hi) const {
 // (Searched from their last answers: the K/V reads' questions, a CTA at a
 // time in launch order, move little, and a bucket of the index can hold
 // hundreds of CTAs that start or end together.)
-Loop::Ids Loop::running(i64 lo, i64 hi) const {
-  return {end_max_ix_.lower_near(lo, finger_[0]), s_ix_.upper_near(hi, finger_[1])};
+Loop::Ids Loop::running(i64 lo, i64 hi, std::size_t (&finger)[2]) const {
+  return {end_max_ix_.lower_near(lo, finger[0]), s_ix_.upper_near(hi, finger[1])};
 }
 
 std::vector<u64> Loop::all_running(i64 lo, i64 hi) const {

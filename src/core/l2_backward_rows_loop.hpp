@@ -73,7 +73,9 @@ class Loop {
   struct Ids {
     u64 lo, hi;
   };
-  Ids running(i64 lo, i64 hi) const;
+  Ids running(i64 lo, i64 hi) const { return running(lo, hi, finger_); }
+  // (Searched from `finger`, a caller's own last answers.)
+  Ids running(i64 lo, i64 hi, std::size_t (&finger)[2]) const;
   // At most the bytes of distinct objects accessed in any g + 1 steps in a
   // span, in parts (l2_backward_rows.cpp): the K/V and dK, dV of the CTAs
   // starting and ending there; every slot's row set a step besides; the
@@ -160,6 +162,7 @@ class Loop {
   std::span<const i64> ends_;          // ends sorted (the schedule's)
   StepIndex s_ix_, ends_ix_, end_max_ix_;
   mutable std::size_t finger_[2] = {};  // running()'s last answers
+  mutable std::size_t shifted_finger_[2] = {};  // repeats()': an earlier head's steps
   mutable std::size_t kv_finger_[4] = {};  // more_between's, for the K/V re-reads
   u64 started_ = 0;             // active(): the CTAs before it passed over,
   std::vector<u64> running_;    // those of them running at the last lo, in launch order

@@ -72,8 +72,9 @@ bool Loop::repeats(u64 h, u64 g, Ids env, i64 lo, i64 hi) const {
   const i64 shift = s_[h * m] - s_[g * m];
   if (env.lo < D) return false;
   // The same CTAs run in the shifted steps (starts and, every head alike, ends
-  // shifted); none other.
-  const Ids there = running(lo - shift, hi - shift);
+  // shifted); none other. (Searched from the last such answer: the current
+  // head's fingers stay where its runs ask.)
+  const Ids there = running(lo - shift, hi - shift, shifted_finger_);
   if (there.lo != env.lo - D || there.hi != env.hi - D) return false;
   for (u64 x = env.lo; x < env.hi; ++x)
     if (s_[x] - s_[x - D] != shift) return false;
