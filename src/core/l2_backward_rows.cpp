@@ -312,6 +312,7 @@ bool Loop::settle_kv_head(u64 a, u64 b, const std::vector<u64>& last) {
   if (a >= b) return false;
   u64 lo = ~u64{0}, z_most = 0, bytes = 0;
   i64 from = std::numeric_limits<i64>::max(), to = std::numeric_limits<i64>::min();
+  i64 last_p = to, first_k = from;  // every window holds (last_p, first_k)
   for (u64 k = a; k < b; ++k) {
     const u64 P = last[(*in_.kv_of)[k]];
     if (P == none) return false;
@@ -320,9 +321,18 @@ bool Loop::settle_kv_head(u64 a, u64 b, const std::vector<u64>& last) {
     bytes = sat_add(bytes, kv_bytes(k));
     from = std::min(from, s_[P]);
     to = std::max(to, s_[k]);
+    last_p = std::max(last_p, s_[P]);
+    first_k = std::min(first_k, s_[k]);
   }
   const u64 hi = sat_add(z_most, head_bytes(running(from, to)));
   if (settle(lo, hi, 1, bytes, 0, none)) return true;
+  // Then with the K/V and dK, dV of the CTAs starting and ending inside every
+  // window (below each one's second lower bound, which takes its own window):
+  // chunks' parts settle so, whose first bounds fall short and whose windows,
+  // a grid head long, lie a few steps apart.
+  if (last_p + 1 <= first_k - 1 &&
+      settle(sat_add(lo, more_between(a, last_p + 1, first_k - 1, 0, 0, 0, false, true)), hi, 1, bytes, 0, none))
+    return true;
   // Then with each one's second lower bound (as settle_kv takes it next;
   // with a window every K/V re-read needs it).
   lo = ~u64{0};
