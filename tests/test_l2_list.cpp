@@ -2,12 +2,15 @@
 // per capacity; l2_stack.hpp: a Fenwick tree over access times) give the same
 // tally on every stream: random operations on objects of random sizes, and
 // every pass's schedule, at one capacity and on a ladder of 42; and the step
-// index (step_index.hpp) searched from a last answer.
+// index (step_index.hpp) searched from a last answer, and the backward
+// sweeps' prefix sums (l2_backward_sweeps.hpp).
 #include <catch2/catch.hpp>
+#include <numeric>
 #include <random>
 
 #include "hbmscope/l2_sim.hpp"
 #include "hbmscope/model.hpp"
+#include "../src/core/l2_backward_sweeps.hpp"
 #include "../src/core/l2_list.hpp"
 #include "../src/core/step_index.hpp"
 #include "l2_tallies.hpp"
@@ -156,4 +159,42 @@ TEST_CASE("a step index searched from the last answer agrees with its bucket sea
     std::size_t near = 0;
     REQUIRE(index.upper_near(std::numeric_limits<std::int64_t>::max(), near) == steps.size());
   }
+}
+
+// The sweeps' prefix sums answer as a plain array would, with one cursor and
+// with four: questions near a few places asked in turn, far jumps, and streams
+// that exhaust the cursors' budget and turn to the Fenwick tree part way.
+template <class Sums>
+static int prefix_sums_rounds(std::mt19937_64& rng) {
+  int built = 0;
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t n = pick(rng, 1, pick(rng, 0, 1) == 0 ? 64 : 5000);
+    Sums sums(n);
+    std::vector<std::uint64_t> plain(n, 0);
+    std::vector<std::size_t> regions(pick(rng, 1, 7));
+    for (auto& r : regions) r = pick(rng, 0, n - 1);
+    const int far = static_cast<int>(pick(rng, 0, 3)) * 10;  // in 100: jumps anywhere
+    for (int q = 0; q < 2000; ++q) {
+      std::size_t& r = regions[pick(rng, 0, regions.size() - 1)];
+      if (static_cast<int>(pick(rng, 0, 99)) < far) r = pick(rng, 0, n - 1);
+      else r = std::min(n - 1, r + pick(rng, 0, 2));
+      const std::uint64_t x = pick(rng, 0, 1000);
+      sums.add(r, x);
+      plain[r] += x;
+      const std::size_t i = std::min(n, pick(rng, 0, 1) == 0 ? r : r + pick(rng, 0, 40));
+      REQUIRE(sums.below(i) == std::accumulate(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(i), std::uint64_t{0}));
+    }
+    built += sums.tree() ? 1 : 0;
+  }
+  return built;
+}
+
+TEST_CASE("the backward sweeps' prefix sums equal a plain array's", "[l2][units]") {
+  std::mt19937_64 rng(20261208);
+  const int one = prefix_sums_rounds<l2::sweeps::PrefixSums<1>>(rng);
+  const int four = prefix_sums_rounds<l2::sweeps::PrefixSums<4>>(rng);
+  CHECK(one > 10);  // some streams turned to the tree
+  CHECK(one < 290);  // and most of the near ones did not
+  CHECK(four > 10);
+  CHECK(four < one);  // four cursors keep more streams off it
 }

@@ -175,7 +175,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     }
     auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
     const Array<u64> kvs = order_by(P, [&](u64 k) { return kv_first[k]; });
-    PrefixSums q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
+    PrefixSums<> q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
     std::size_t a = 0, b = 0;
     u64 q_first = 0;
@@ -332,7 +332,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       acc_read[0] = 0;  // accumulators of the rows below r, of those the main loop reads
       for (u64 r = 0; r < R; ++r) acc_read[r + 1] = acc_read[r] + (last_by[r] != no_reader ? acc(r) : 0);
     }
-    PrefixSums acc_later(late_by_heads ? heads : R);
+    PrefixSums<> acc_later(late_by_heads ? heads : R);
     After a;
     Array<u64> conv(R);  // less the accumulators read later
     for (std::size_t i = 0; i < rows_late.size(); ++i) {
@@ -364,7 +364,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     // bytes as its object's K/V).
     std::vector<u64> out_before(P + 1, 0);
     for (u64 k = 0; k < P; ++k) out_before[k + 1] = out_before[k] + kv_bytes[k];
-    PrefixSums objects_later(P);
+    PrefixSums<4> objects_later(P);  // (chunks: written from a few parts in turn)
     std::vector<u64> written_later((P * G + 63) / 64, 0);
     auto written_below = [&](u64 from, u64 to) {  // places [from, to) written later
       u64 n = 0;

@@ -44,32 +44,54 @@ inline u64 bits_set(u64 x) {
 constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 
 // Sums over a prefix of places, places added one at a time. The sweeps ask
-// near their last question (a head's rows, a head's key blocks one after
-// another), so the sum below a cursor is kept and the cursor moved over the
-// places between; where it has moved more than `per_query` places a question
-// and twice over every place (a first question may ask near the last place),
-// a Fenwick tree over blocks of 16 places is built from the values and
-// answers from then on: O(log) an access at worst.
+// near one of a few earlier questions (a head's rows, a head's key blocks one
+// after another; with GQA the dK, dV writes of the three or four chunks in
+// flight), so the sums below `Cursors` places are kept and the one asked last,
+// else the nearest, moved over the places between (where that is far, the
+// cursor asked least recently starts from the nearest: the cursors spread over
+// the places asked; an add costs one compare a cursor). Where they have moved
+// more than `per_query` places a question and twice over every place (a first
+// question may ask near the last place), a Fenwick tree over blocks of 16
+// places is built from the values and answers from then on: O(log) an access
+// at worst.
+template <std::size_t Cursors = 1>
 class PrefixSums {
  public:
   static constexpr std::size_t block = 16, per_query = 32;
-  explicit PrefixSums(std::size_t n) : v_(n, 0), budget_(2 * n) {}
+  explicit PrefixSums(std::size_t n) : v_(n, 0), slack_(2 * static_cast<i64>(n)) {}
   void add(std::size_t i, u64 x) {
     v_[i] += x;
     if (t_.empty()) {
-      if (i < at_) sum_ += x;
+      for (Cursor& c : c_) c.sum += i < c.at ? x : 0;
       return;
     }
     for (std::size_t k = i / block + 1; k < t_.size(); k += k & (0 - k)) t_[k] += x;
   }
   u64 below(std::size_t i) {  // places [0, i)
     if (t_.empty()) {
-      budget_ += per_query;
-      moved_ += i > at_ ? i - at_ : at_ - i;
-      if (moved_ <= budget_) {
-        for (; at_ < i; ++at_) sum_ += v_[at_];
-        for (; at_ > i; --at_) sum_ -= v_[at_ - 1];
-        return sum_;
+      Cursor* c = &c_[last_];
+      std::size_t far = distance(c->at, i);
+      if (Cursors > 1 && far > per_query) {
+        for (Cursor& d : c_)
+          if (distance(d.at, i) < far) {
+            c = &d;
+            far = distance(d.at, i);
+          }
+        if (far > per_query) {
+          Cursor* lru = c;
+          for (Cursor& d : c_)
+            if (d.used < lru->used) lru = &d;
+          *lru = *c;
+          c = lru;
+        }
+        last_ = static_cast<std::size_t>(c - c_);
+      }
+      c->used = ++asked_;
+      slack_ += static_cast<i64>(per_query) - static_cast<i64>(far);  // (the budget less the moves)
+      if (slack_ >= 0) {
+        for (; c->at < i; ++c->at) c->sum += v_[c->at];
+        for (; c->at > i; --c->at) c->sum -= v_[c->at - 1];
+        return c->sum;
       }
       build();
     }
@@ -78,8 +100,14 @@ class PrefixSums {
     for (std::size_t j = i / block * block; j < i; ++j) s += v_[j];
     return s;
   }
+  bool tree() const { return !t_.empty(); }  // (the tests' view)
 
  private:
+  struct Cursor {
+    std::size_t at = 0;
+    u64 sum = 0, used = 0;
+  };
+  static std::size_t distance(std::size_t a, std::size_t b) { return a > b ? a - b : b - a; }
   void build() {  // t_[k]: blocks [k - lowbit(k), k)
     t_.assign(v_.size() / block + 2, 0);
     for (std::size_t k = 1; k < t_.size(); ++k) {
@@ -88,8 +116,10 @@ class PrefixSums {
     }
   }
   std::vector<u64> v_, t_;
-  std::size_t at_ = 0;
-  u64 sum_ = 0, moved_ = 0, budget_;
+  Cursor c_[Cursors];
+  std::size_t last_ = 0;
+  i64 slack_;
+  u64 asked_ = 0;
 };
 
 // Places [0, n) in order of key(place): radix-sorted (key, place) pairs where
