@@ -8,6 +8,7 @@
 
 #include "hbmscope/error.hpp"
 #include "l2_backward_rows_loop.hpp"
+#include "l2_backward_sweeps.hpp"
 
 namespace hbmscope::l2 {
 
@@ -416,6 +417,7 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
   };
   std::sort(open_.begin(), open_.end(), [&](const Open& x, const Open& y) { return window_lo(x) < window_lo(y); });
   std::vector<Replay> replays;  // the open reads of heads that others repeat
+  sweeps::ByBucket by_bucket(t);  // (their rows' reads and write-backs, added at the end)
   for (const Open& o : open_) {
     if (o.i1 == none) {
       active(s_[o.P], s_[o.k], near_);
@@ -435,12 +437,12 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
       if (slid && in_.check_bounds && d != one())
         throw Error("internal: backward by rows, CTA " + std::to_string(o.k) + " row " + std::to_string(i) +
                     ": the sliding window's distance " + std::to_string(d) + " is not " + std::to_string(one()));
-      t.read(d, z);
-      t.writebacks(d, 0, 1, in_.acc_row * (*in_.n_rows)[r]);
+      by_bucket.read_writeback(d, z, in_.acc_row * (*in_.n_rows)[r]);
       obs.reads(r, d, 0, 1);
       if (dense_ && source_[ct_[o.k].head_key] != 0) replays.push_back({ct_[o.k].head_key, i, d});
     }
   }
+  by_bucket.flush(t);
   repeat_open(t, obs, replays);
 }
 
