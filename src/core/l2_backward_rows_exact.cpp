@@ -438,9 +438,10 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
         throw Error("internal: backward by rows, CTA " + std::to_string(o.k) + " row " + std::to_string(i) +
                     ": the sliding window's distance " + std::to_string(d) + " is not " + std::to_string(one()));
       by_bucket.read_writeback(d, z, in_.acc_row * (*in_.n_rows)[r]);
-      obs.reads(r, d, 0, 1);
+      if (!slid) obs.reads(r, d, 0, 1);
       if (dense_ && source_[ct_[o.k].head_key] != 0) replays.push_back({ct_[o.k].head_key, i, d});
     }
+    if (slid) obs.reads_each(r0 + o.i1, slid_.data(), slid_.size());
   }
   by_bucket.flush(t);
   repeat_open(t, obs, replays);

@@ -52,6 +52,16 @@ class DMax : public ReadObserver {
       lo = hi;
     }
   }
+  void reads_each(u64 x0, const u64* d, u64 count) override {
+    for (u64 lo = x0, end = x0 + count; lo < end;) {
+      const u64 hi = std::min(end, (lo / block + 1) * block);
+      u64 most = 0;
+      for (u64 x = lo; x < hi; ++x) most = std::max(most, d[x - x0]);
+      if (most > low_[lo / block])
+        for (u64 x = lo; x < hi; ++x) best_[x] = std::max(best_[x], d[x - x0]);
+      lo = hi;
+    }
+  }
   u64 indifferent_up_to(u64 x0, u64 count) const override {
     const u64 b0 = x0 / block, b1 = (x0 + count - 1) / block;
     if (b0 == b1) return low_[b0];

@@ -38,6 +38,10 @@ class ReadObserver {
  public:
   virtual ~ReadObserver() = default;
   virtual void reads(std::uint64_t x0, std::uint64_t d0, std::int64_t step, std::uint64_t count) = 0;
+  // Objects x0, x0 + 1, ... (count of them) at distances d[0], d[1], ...
+  virtual void reads_each(std::uint64_t x0, const std::uint64_t* d, std::uint64_t count) {
+    for (std::uint64_t k = 0; k < count; ++k) reads(x0 + k, d[k], 0, 1);
+  }
   // A distance at or below which reads of objects [x0, x0 + count) change
   // nothing (0: none), so the engine may leave them unevaluated.
   virtual std::uint64_t indifferent_up_to(std::uint64_t /*x0*/, std::uint64_t /*count*/) const { return 0; }
