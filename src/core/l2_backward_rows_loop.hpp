@@ -93,6 +93,7 @@ class Loop {
   // little, searches from its last answers.)
   u64 more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one, bool near = false) const;
   void settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth);
+  void split_or_open(u64 k, u64 P, u64 i1, u64 i2, int depth);
   // A head's runs where readers leave before its last row (xs: its CTAs that
   // read rows, in launch order; run(k, P, from, until) for each).
   template <class Run>
@@ -185,6 +186,7 @@ class Loop {
   std::vector<Observed> observed_;  // settled runs the observer must see
   std::vector<Open> open_;
   u64 open_cost_ = 0;
+  u64 tight_tried_ = 0, tight_settled_ = 0;  // settle_rows' third bounds: asked, settled
   // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
   // head it repeats (none), and, where evaluated, its settled bytes by bucket,
   // its observations' range in observed_, the most steps between a re-read
