@@ -228,6 +228,43 @@ TEST_CASE("L2 backward by rows: random causal and ragged shapes at one to three 
   CHECK(checked > 100);
 }
 
+// Fans: where a generation of CTAs starts together, each one's first row was
+// often last read by one earlier CTA, read by read a step apart; evaluated at
+// once (l2_backward_rows_fans.cpp), each checked against the read-by-read
+// evaluation where bounds are checked, and every tally against the
+// enumeration, at L2 sizes about a few steps of every slot's row sets.
+TEST_CASE("L2 backward by rows: fans of first reads after one CTA equal the enumeration", "[l2runs][backward]") {
+  std::mt19937_64 rng(GENERATE(97, 98));
+  std::uint64_t fans = 0;
+  for (int k = 0; k < 24; ++k) {
+    Shape s;
+    s.pass = Pass::bwd;
+    s.causal = true;
+    s.kv_heads = pick(rng, 1, 2);
+    s.heads = s.kv_heads * pick(rng, 1, 4);
+    s.batch = pick(rng, 1, 3);
+    s.block_rows = pick(rng, 0, 1) == 1 ? 16 : 32;
+    s.block_cols = pick(rng, 0, 3) == 0 ? 16 : s.block_rows;
+    s.seq_q = s.seq_kv = s.block_rows * pick(rng, 40, 160) - (pick(rng, 0, 3) == 0 ? pick(rng, 1, 5) : 0);
+    s.head_dim = pick(rng, 8, 64);
+    L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 64);
+    const std::uint64_t row = std::uint64_t{s.block_rows} * s.head_dim * 4, slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+    std::vector<std::uint64_t> caps;
+    for (int j = 0; j < 3; ++j) caps.push_back(row * slots * pick(rng, 1, 400) / 10 + pick(rng, 0, 5000));
+    std::sort(caps.begin(), caps.end());
+    caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, L2 " << caps.front());
+    l2::Tally te(caps), tr(caps), tc(caps);
+    l2::enumerate_backward(s, c, te);
+    const l2::FlashStats sr = l2::segments_backward(s, c, tr, l2::MainLoop::by_rows);
+    l2::segments_backward(s, c, tc, l2::MainLoop::by_rows_checked);
+    test::same_tally(te, tr);
+    test::same_tally(te, tc);
+    fans += sr.fan_reads;
+  }
+  CHECK(fans > 100);
+}
+
 // Many short causal heads (dense: every head alike), where the schedule
 // settles into a period of heads and a head takes an earlier head's counts;
 // heads of a few CTAs beside many slots, so that two heads' reads of one K/V

@@ -40,9 +40,13 @@ struct BackwardLoop : BackwardArrays {
 // re-reads with the accumulator's write-back at the same distance, their
 // distances reported to obs; K/V reads; dK, dV written where they are
 // outputs); a row set's first read is left to the caller. Returns the heads
-// whose re-reads were an earlier head's (l2_backward_rows_repeats.cpp), or
-// nothing, with t and obs untouched, where the reads its bounds leave would
-// cost more than `limit` (CTAs visited) to evaluate.
-std::optional<std::uint64_t> backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit);
+// whose re-reads were an earlier head's (l2_backward_rows_repeats.cpp) and
+// the reads evaluated as fans (l2_backward_rows_fans.cpp), or nothing, with t
+// and obs untouched, where the reads its bounds leave would cost more than
+// `limit` (CTAs visited) to evaluate.
+struct ByRows {
+  std::uint64_t repeated_heads = 0, fan_reads = 0;
+};
+std::optional<ByRows> backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit);
 
 }  // namespace hbmscope::l2

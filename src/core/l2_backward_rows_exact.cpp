@@ -412,15 +412,21 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
   for (const Observed& o : observed_) obs.reads(o.row, o.d, 0, o.count);
   // A run's pieces that its halving left open side by side (rows of one size)
   // are one run again: a run costs the CTAs beside it once, a single read
-  // each time (at 264 slots, d = 64, a fifth of the open reads).
+  // each time (at 264 slots, d = 64, a fifth of the open reads). Single
+  // reads of a generation's first rows after one CTA are a fan.
   std::size_t kept = 0;
   for (const Open& o : open_) {
     if (kept > 0 && o.i1 != none) {
       Open& before = open_[kept - 1];
       const u64 r0 = (*in_.row0)[o.k];
-      if (before.i1 != none && before.k == o.k && before.P == o.P && before.i2 + 1 == o.i1 &&
+      if (before.i1 != none && !before.fan && before.k == o.k && before.P == o.P && before.i2 + 1 == o.i1 &&
           (*in_.u)[r0 + before.i1] == (*in_.u)[r0 + o.i1]) {
         before.i2 = o.i2;
+        continue;
+      }
+      if (fan_member(before, o)) {
+        before.i2 = o.i2;
+        before.fan = true;
         continue;
       }
     }
@@ -443,6 +449,24 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
     }
     const u64 r0 = (*in_.row0)[o.k];
     const i64 a = offset(o.k), ap = offset(o.P);
+    if (o.fan) {  // (reads at one step T, CTA o.k + j reading row o.i1 + j)
+      const i64 T = s_[o.k];
+      active(ap + static_cast<i64>(o.i1), T, near_);
+      const bool at_once = fan_exact(o, near_, slid_);
+      if (at_once) fan_reads_ += o.i2 - o.i1 + 1;
+      for (u64 j = 0; j <= o.i2 - o.i1; ++j) {
+        const u64 k = o.k + j, i = o.i1 + j, r = (*in_.row0)[k] + i, z = (*in_.u)[r];
+        auto one = [&] { return exact({ap + static_cast<i64>(i), o.P, row_sub}, {T, k, row_sub}, z, near_); };
+        const u64 d = at_once ? slid_[j] : one();
+        if (at_once && in_.check_bounds && d != one())
+          throw Error("internal: backward by rows, CTA " + std::to_string(k) + " row " + std::to_string(i) +
+                      ": the fan's distance " + std::to_string(d) + " is not " + std::to_string(one()));
+        by_bucket.read_writeback(d, z, in_.acc_row * (*in_.n_rows)[r]);
+        obs.reads(r, d, 0, 1);
+        if (dense_ && source_[ct_[k].head_key] != 0) replays.push_back({ct_[k].head_key, i, d});
+      }
+      continue;
+    }
     active(ap + static_cast<i64>(o.i1), a + static_cast<i64>(o.i2), near_);
     // A run of two reads or more is evaluated as a whole.
     const bool slid = o.i2 > o.i1;
@@ -466,11 +490,11 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
 
 }  // namespace rows
 
-std::optional<std::uint64_t> backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit) {
+std::optional<ByRows> backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit) {
   rows::Loop loop(in, t, obs);
   if (!loop.classify(limit)) return std::nullopt;
   loop.tally(t, obs);
-  return loop.repeated();
+  return ByRows{loop.repeated(), loop.fan_reads()};
 }
 
 }  // namespace hbmscope::l2

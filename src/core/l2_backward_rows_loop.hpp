@@ -45,6 +45,9 @@ inline u64 span(i64 lo, i64 hi) { return hi >= lo ? static_cast<u64>(hi - lo + 1
 // of its head (predecessor P), or its K/V re-read (i1 = i2 = none).
 struct Open {
   u64 k, P, i1, i2;
+  // A fan: CTAs k, k + 1, ... reading rows i1, i1 + 1, ... (each its first)
+  // at one step, each after P's read of that row (l2_backward_rows_fans.cpp).
+  bool fan = false;
 };
 
 class Loop {
@@ -57,6 +60,7 @@ class Loop {
   void tally(Tally& t, ReadObserver& obs);
   // Heads whose re-reads were taken from an earlier head's.
   u64 repeated() const { return repeated_; }
+  u64 fan_reads() const { return fan_reads_; }
 
  private:
   u64 dk_bytes(u64 x) const { return dk_on_ ? in_.kv_col * ct_[x].cols : 0; }
@@ -135,6 +139,12 @@ class Loop {
   // for a range of the window's end, summed as differences; `near` in launch
   // order.
   void run_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
+  // A fan's reads (Open::fan) likewise, one a CTA: each access between is
+  // there for a range of the fan's reads; false where it is short or its rows
+  // span more than half the reads' visits to the CTAs beside (read by read
+  // then).
+  bool fan_member(const Open& fan, const Open& o) const;
+  bool fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
   // Its parts: the run's steps [T0, T1] and its head's last row C, a row's
   // bytes and the last row's more; one head's CTAs in one pass, or any.
   struct RunWindow {
@@ -186,7 +196,8 @@ class Loop {
   std::vector<Observed> observed_;  // settled runs the observer must see
   std::vector<Open> open_;
   u64 open_cost_ = 0;
-  u64 tight_tried_ = 0, tight_settled_ = 0;  // settle_rows' third bounds: asked, settled
+  u64 tight_tried_ = 0, tight_settled_ = 0;
+  u64 fan_reads_ = 0;  // open reads evaluated as fans  // settle_rows' third bounds: asked, settled
   // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
   // head it repeats (none), and, where evaluated, its settled bytes by bucket,
   // its observations' range in observed_, the most steps between a re-read
@@ -239,6 +250,18 @@ class Loop {
   std::vector<u64> kv_objects_;                 // the K/V objects between
   std::vector<std::pair<i64, i64>> kv_ranges_;  // one object's readers' ranges of T
   std::vector<u64> slid_;                      // the run's distances
+  // fan_exact()'s scratch
+  struct FanKv {
+    u64 object;
+    i64 lo, hi;  // between for the fan's reads [lo, hi]
+    u64 bytes;
+  };
+  struct FanRows {
+    i64 lo, hi, c;  // rows [lo, hi], between for the reads j <= row + c
+  };
+  std::vector<FanKv> fan_kv_;
+  std::vector<FanRows> fan_rows_;
+  std::vector<i64> fan_d_, fan_c_, fan_next_;
 };
 
 }  // namespace hbmscope::l2::rows

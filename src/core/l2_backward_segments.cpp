@@ -372,7 +372,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
 
   // The main loop's re-reads; D's write-back at the largest of its distances.
   bool done = false;
-  u64 repeated = 0;
+  u64 repeated = 0, fan_reads = 0;
   if (rows_first) {
     BackwardLoop loop;
     static_cast<BackwardArrays&>(loop) = arrays;
@@ -395,9 +395,10 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     const u64 engine_units = forced ? ~u64{0} : engine_work(s, c, smallest);
     const bool engine_too_long = engine_units == ~u64{0} || engine_units > max_l2_sim_work;
     const u64 limit = to_engine ? 0 : engine_too_long ? ~u64{0} : engine_units / 2;
-    const std::optional<u64> by = backward_by_rows(loop, t, dmax, limit);
+    const std::optional<ByRows> by = backward_by_rows(loop, t, dmax, limit);
     done = by.has_value();
-    repeated = by.value_or(0);
+    repeated = by ? by->repeated_heads : 0;
+    fan_reads = by ? by->fan_reads : 0;
   }
   if (!done) {
     if (parts) undo_parts(ct, loop_heads, head_row0, H);
@@ -411,6 +412,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   st.waves = ceil_div(ctas, slots);
   st.repeated_heads = repeated;
   st.periodic_rows = periodic;
+  st.fan_reads = fan_reads;
   auto from = [&](u64 id) { return start[id]; };
   auto to = [&](u64 id) { return start[id] + ct[id].steps() - 1; };
   st.heads = mean_distinct(ctas, [&](u64 id) { return u64{ct[id].seq} * H + ct[id].head; }, from, to, fg.heads(), st.steps);
