@@ -237,18 +237,14 @@ TEST_CASE("L2 backward by rows: fans of first reads after one CTA equal the enum
   std::mt19937_64 rng(GENERATE(97, 98));
   std::uint64_t fans = 0;
   for (int k = 0; k < 24; ++k) {
-    Shape s;
-    s.pass = Pass::bwd;
-    s.causal = true;
-    s.kv_heads = pick(rng, 1, 2);
-    s.heads = s.kv_heads * pick(rng, 1, 4);
-    s.batch = pick(rng, 1, 3);
+    Shape s = causal_backward(rng, 1, 3);
     s.block_rows = pick(rng, 0, 1) == 1 ? 16 : 32;
     s.block_cols = pick(rng, 0, 3) == 0 ? 16 : s.block_rows;
     s.seq_q = s.seq_kv = s.block_rows * pick(rng, 40, 160) - (pick(rng, 0, 3) == 0 ? pick(rng, 1, 5) : 0);
     s.head_dim = pick(rng, 8, 64);
     L2SimConfig c = test::random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 64);
-    const std::uint64_t row = std::uint64_t{s.block_rows} * s.head_dim * 4, slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+    const std::uint64_t row = std::uint64_t{s.block_rows} * s.head_dim * 4;
+    const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
     std::vector<std::uint64_t> caps;
     for (int j = 0; j < 3; ++j) caps.push_back(row * slots * pick(rng, 1, 400) / 10 + pick(rng, 0, 5000));
     std::sort(caps.begin(), caps.end());
