@@ -44,16 +44,16 @@ inline u64 bits_set(u64 x) {
 constexpr std::uint32_t no_reader = ~std::uint32_t{0};
 
 // Sums over a prefix of places, places added one at a time. The sweeps ask
-// near one of a few earlier questions (a head's rows, a head's key blocks one
-// after another; with GQA the dK, dV writes of the three or four chunks in
-// flight), so the sums below `Cursors` places are kept and the one asked last,
-// else the nearest, moved over the places between (where that is far, the
-// cursor asked least recently starts from the nearest: the cursors spread over
-// the places asked; an add costs one compare a cursor). Where they have moved
-// more than `per_query` places a question and twice over every place (a first
-// question may ask near the last place), a Fenwick tree over blocks of 16
-// places is built from the values and answers from then on: O(log) an access
-// at worst.
+// near their last question (a head's rows, a head's key blocks one after
+// another), so the sum below a cursor is kept and the cursor moved over the
+// places between. Where it has moved more than `per_query` places a question
+// and twice over every place (a first question may ask near the last place),
+// up to `Cursors` are kept (with GQA the dK, dV writes of the three or four
+// chunks in flight): the one asked last, else the nearest, moves; where that
+// is far, a cursor placed anew or the least recently asked one starts from the
+// nearest; an add costs one compare a cursor placed. Where they too have
+// moved as much again, a Fenwick tree over blocks of 16 places is built from
+// the values and answers from then on: O(log) an access at worst.
 template <std::size_t Cursors = 1>
 class PrefixSums {
  public:
@@ -62,7 +62,8 @@ class PrefixSums {
   void add(std::size_t i, u64 x) {
     v_[i] += x;
     if (t_.empty()) {
-      for (Cursor& c : c_) c.sum += i < c.at ? x : 0;
+      const std::size_t live = Cursors == 1 ? 1 : live_;  // (a constant where one: no loads in the loop)
+      for (std::size_t k = 0; k < live; ++k) c_[k].sum += i < c_[k].at ? x : 0;
       return;
     }
     for (std::size_t k = i / block + 1; k < t_.size(); k += k & (0 - k)) t_[k] += x;
@@ -71,23 +72,31 @@ class PrefixSums {
     if (t_.empty()) {
       Cursor* c = &c_[last_];
       std::size_t far = distance(c->at, i);
-      if (Cursors > 1 && far > per_query) {
-        for (Cursor& d : c_)
-          if (distance(d.at, i) < far) {
-            c = &d;
-            far = distance(d.at, i);
+      if (Cursors > 1 && spread_ && far > per_query) {
+        for (std::size_t k = 0; k < live_; ++k)
+          if (distance(c_[k].at, i) < far) {
+            c = &c_[k];
+            far = distance(c->at, i);
           }
-        if (far > per_query) {
-          Cursor* lru = c;
-          for (Cursor& d : c_)
-            if (d.used < lru->used) lru = &d;
-          *lru = *c;
-          c = lru;
+        if (far > per_query) {  // (a cursor placed anew, else the least recently asked)
+          Cursor* to = &c_[0];
+          if (live_ < Cursors) {
+            to = &c_[live_++];
+          } else {
+            for (std::size_t k = 1; k < live_; ++k)
+              if (c_[k].used < to->used) to = &c_[k];
+          }
+          *to = *c;
+          c = to;
         }
         last_ = static_cast<std::size_t>(c - c_);
       }
       c->used = ++asked_;
       slack_ += static_cast<i64>(per_query) - static_cast<i64>(far);  // (the budget less the moves)
+      if (slack_ < 0 && Cursors > 1 && !spread_) {  // (one cursor's budget spent: the others, with as much again)
+        spread_ = true;
+        slack_ += 2 * static_cast<i64>(v_.size());
+      }
       if (slack_ >= 0) {
         for (; c->at < i; ++c->at) c->sum += v_[c->at];
         for (; c->at > i; --c->at) c->sum -= v_[c->at - 1];
@@ -117,7 +126,8 @@ class PrefixSums {
   }
   std::vector<u64> v_, t_;
   Cursor c_[Cursors];
-  std::size_t last_ = 0;
+  std::size_t last_ = 0, live_ = 1;  // the cursor asked last; those placed
+  bool spread_ = false;               // more than one cursor asked
   i64 slack_;
   u64 asked_ = 0;
 };
