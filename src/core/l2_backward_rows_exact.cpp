@@ -388,17 +388,21 @@ void Loop::run_slides(const Open& o, const std::vector<u64>& near, i64 g, i64 T0
     const i64 kv = static_cast<i64>(slides_[j].kv_bytes);
     kv_ranges_.clear();
     for (; j != none32; j = kv_next_[j]) kv_ranges_.push_back({slides_[j].kv_in, slides_[j].kv_out});
-    std::sort(kv_ranges_.begin(), kv_ranges_.end());
-    i64 lo = kv_ranges_[0].first, hi = kv_ranges_[0].second;
-    for (std::size_t r = 1; r < kv_ranges_.size(); ++r) {
-      if (kv_ranges_[r].first > hi + 1) {
-        add(run, step_d_, lo, hi, kv);
-        lo = kv_ranges_[r].first;
-      }
-      hi = std::max(hi, kv_ranges_[r].second);
-    }
-    add(run, step_d_, lo, hi, kv);
+    add_union(run, step_d_, kv_ranges_, kv);
   }
+}
+
+void Loop::add_union(const RunWindow& w, std::vector<i64>& d, std::vector<std::pair<i64, i64>>& ranges, i64 bytes) {
+  std::sort(ranges.begin(), ranges.end());
+  i64 lo = ranges[0].first, hi = ranges[0].second;
+  for (std::size_t r = 1; r < ranges.size(); ++r) {
+    if (ranges[r].first > hi + 1) {
+      add(w, d, lo, hi, bytes);
+      lo = ranges[r].first;
+    }
+    hi = std::max(hi, ranges[r].second);
+  }
+  add(w, d, lo, hi, bytes);
 }
 
 void Loop::tally(Tally& t, ReadObserver& obs) {
@@ -447,42 +451,35 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
       t.read(exact({s_[o.P], o.P, kv_sub}, {s_[o.k], o.k, kv_sub}, kv_bytes(o.k), near_), kv_bytes(o.k));
       continue;
     }
-    const u64 r0 = (*in_.row0)[o.k];
+    // A run's reads are CTA o.k's of rows o.i1 on, a step apart; a fan's,
+    // CTA o.k + j's of row o.i1 + j, all at o.k's start. Two reads or more
+    // are evaluated at once where they can be.
+    const u64 r0 = (*in_.row0)[o.k], n = o.i2 - o.i1 + 1;
     const i64 a = offset(o.k), ap = offset(o.P);
-    if (o.fan) {  // (reads at one step T, CTA o.k + j reading row o.i1 + j)
-      const i64 T = s_[o.k];
-      active(ap + static_cast<i64>(o.i1), T, near_);
-      const bool at_once = fan_exact(o, near_, slid_);
-      if (at_once) fan_reads_ += o.i2 - o.i1 + 1;
-      for (u64 j = 0; j <= o.i2 - o.i1; ++j) {
-        const u64 k = o.k + j, i = o.i1 + j, r = (*in_.row0)[k] + i, z = (*in_.u)[r];
-        auto one = [&] { return exact({ap + static_cast<i64>(i), o.P, row_sub}, {T, k, row_sub}, z, near_); };
-        const u64 d = at_once ? slid_[j] : one();
-        if (at_once && in_.check_bounds && d != one())
-          throw Error("internal: backward by rows, CTA " + std::to_string(k) + " row " + std::to_string(i) +
-                      ": the fan's distance " + std::to_string(d) + " is not " + std::to_string(one()));
-        by_bucket.read_writeback(d, z, in_.acc_row * (*in_.n_rows)[r]);
-        obs.reads(r, d, 0, 1);
-        if (dense_ && source_[ct_[k].head_key] != 0) replays.push_back({ct_[k].head_key, i, d});
-      }
-      continue;
+    auto reader = [&](u64 j) { return o.fan ? o.k + j : o.k; };
+    auto step = [&](u64 j) { return o.fan ? s_[o.k] : a + static_cast<i64>(o.i1 + j); };
+    active(ap + static_cast<i64>(o.i1), step(n - 1), near_);
+    bool at_once = false;
+    if (o.fan) {
+      at_once = fan_exact(o, near_, slid_);
+      if (at_once) fan_reads_ += n;
+    } else if (n > 1) {
+      run_exact(o, near_, slid_);
+      at_once = true;
     }
-    active(ap + static_cast<i64>(o.i1), a + static_cast<i64>(o.i2), near_);
-    // A run of two reads or more is evaluated as a whole.
-    const bool slid = o.i2 > o.i1;
-    if (slid) run_exact(o, near_, slid_);
-    for (u64 i = o.i1; i <= o.i2; ++i) {
-      const u64 r = r0 + i, z = (*in_.u)[r];
-      auto one = [&] { return exact({ap + static_cast<i64>(i), o.P, row_sub}, {a + static_cast<i64>(i), o.k, row_sub}, z, near_); };
-      const u64 d = slid ? slid_[i - o.i1] : one();
-      if (slid && in_.check_bounds && d != one())
-        throw Error("internal: backward by rows, CTA " + std::to_string(o.k) + " row " + std::to_string(i) +
-                    ": the sliding window's distance " + std::to_string(d) + " is not " + std::to_string(one()));
+    for (u64 j = 0; j < n; ++j) {
+      const u64 k = reader(j), i = o.i1 + j, r = r0 + i, z = (*in_.u)[r];
+      auto one = [&] { return exact({ap + static_cast<i64>(i), o.P, row_sub}, {step(j), k, row_sub}, z, near_); };
+      const u64 d = at_once ? slid_[j] : one();
+      if (at_once && in_.check_bounds && d != one())
+        throw Error("internal: backward by rows, CTA " + std::to_string(k) + " row " + std::to_string(i) +
+                    (o.fan ? ": the fan's distance " : ": the sliding window's distance ") + std::to_string(d) +
+                    " is not " + std::to_string(one()));
       by_bucket.read_writeback(d, z, in_.acc_row * (*in_.n_rows)[r]);
-      if (!slid) obs.reads(r, d, 0, 1);
-      if (dense_ && source_[ct_[o.k].head_key] != 0) replays.push_back({ct_[o.k].head_key, i, d});
+      if (!at_once) obs.reads(r, d, 0, 1);
+      if (dense_ && source_[ct_[k].head_key] != 0) replays.push_back({ct_[k].head_key, i, d});
     }
-    if (slid) obs.reads_each(r0 + o.i1, slid_.data(), slid_.size());
+    if (at_once) obs.reads_each(r0 + o.i1, slid_.data(), n);
   }
   by_bucket.flush(t);
   repeat_open(t, obs, replays);

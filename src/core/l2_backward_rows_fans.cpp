@@ -40,14 +40,9 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   const u64 k0 = o.k, P = o.P, n = o.i2 - o.i1 + 1, kn = k0 + n;
   if (n < 4) return false;  // (read by read costs less)
   const i64 T = s_[k0], S0 = offset(P) + static_cast<i64>(o.i1), last_j = static_cast<i64>(n) - 1;
+  // (The fan's reads j in [0, last_j] as a run's window ends.)
+  const RunWindow w{0, last_j, 0, 0, 0};
   fan_d_.assign(n + 1, 0);
-  auto add = [&](i64 lo, i64 hi, u64 bytes) {
-    lo = std::max<i64>(lo, 0);
-    hi = std::min(hi, last_j);
-    if (lo > hi) return;
-    fan_d_[static_cast<u64>(lo)] += static_cast<i64>(bytes);
-    fan_d_[static_cast<u64>(hi) + 1] -= static_cast<i64>(bytes);
-  };
   // (Where x lies among the fan's CTAs: the first read it comes before.)
   auto from = [&](u64 x, i64 past) { return x < k0 ? 0 : x < kn ? static_cast<i64>(x - k0) + past : last_j + 1; };
   fan_kv_.clear();
@@ -57,10 +52,10 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     const i64 sx = s_[x], ex = e_[x];
     if (sx > T || ex < S0) continue;
     const BackwardCta c = ct_[x];
-    const u64 bytes = in_.kv_col * c.cols;
+    const i64 bytes = static_cast<i64>(in_.kv_col * c.cols);
     if (const i64 lo = sx == T ? from(x, 0) : 0, hi = sx + (x > P ? 1 : 0) - S0 - 1; lo <= std::min(hi, last_j))
       fan_kv_.push_back({(*in_.kv_of)[x], lo, hi, bytes});
-    if (dk_on_ && ex <= T) add(ex == T ? from(x, 1) : 0, ex + (x >= P ? 1 : 0) - S0 - 1, bytes);
+    if (dk_on_ && ex <= T) add(w, fan_d_, ex == T ? from(x, 1) : 0, ex + (x >= P ? 1 : 0) - S0 - 1, bytes);
     const i64 rows = static_cast<i64>(reads_rows(x));
     if (rows == 0 || (x >= k0 && x < kn)) continue;  // (a fan CTA's first row: below)
     const i64 base = static_cast<i64>(head_row0_[c.head_key] + c.first) - sx, before_p = x <= P ? 1 : 0;
@@ -70,25 +65,19 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     lo_row = std::min(lo_row, base + t_lo);
     hi_row = std::max(hi_row, base + t_hi);
   }
+  const u64 span = fan_rows_.empty() ? 0 : static_cast<u64>(hi_row - lo_row) + 1;
+  if (span > n * near.size() / 2) return false;
   // K/V: each object once for a read, over the union of its readers' ranges.
-  std::sort(fan_kv_.begin(), fan_kv_.end(),
-            [](const FanKv& a, const FanKv& b) { return a.object != b.object ? a.object < b.object : a.lo < b.lo; });
+  std::sort(fan_kv_.begin(), fan_kv_.end(), [](const FanKv& a, const FanKv& b) { return a.object < b.object; });
   for (std::size_t i = 0; i < fan_kv_.size();) {
     const FanKv& f = fan_kv_[i];
-    i64 lo = f.lo, hi = f.hi;
-    for (++i; i < fan_kv_.size() && fan_kv_[i].object == f.object; ++i) {
-      if (fan_kv_[i].lo > hi + 1) {
-        add(lo, hi, f.bytes);
-        lo = fan_kv_[i].lo;
-      }
-      hi = std::max(hi, fan_kv_[i].hi);
-    }
-    add(lo, hi, f.bytes);
+    kv_ranges_.clear();
+    for (; i < fan_kv_.size() && fan_kv_[i].object == f.object; ++i)
+      kv_ranges_.push_back({fan_kv_[i].lo, fan_kv_[i].hi});
+    add_union(w, fan_d_, kv_ranges_, f.bytes);
   }
   // Rows: each its largest bound (none: below every read), painted from the
   // largest down, each row once (next_ points past the rows painted).
-  const u64 span = fan_rows_.empty() ? 0 : static_cast<u64>(hi_row - lo_row) + 1;
-  if (span > n * near.size() / 2) return false;
   constexpr i64 unpainted = std::numeric_limits<i64>::min();
   fan_c_.assign(span, unpainted);
   fan_next_.resize(span + 1);
@@ -106,11 +95,13 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
       fan_c_[static_cast<u64>(r)] = f.c;
       fan_next_[static_cast<u64>(r)] = r + 1;
     }
-  auto row_bytes = [&](i64 row) { return u_prefix_[static_cast<u64>(row) + 1] - u_prefix_[static_cast<u64>(row)]; };
+  auto row_bytes = [&](i64 row) {
+    return static_cast<i64>(u_prefix_[static_cast<u64>(row) + 1] - u_prefix_[static_cast<u64>(row)]);
+  };
   for (u64 r = 0; r < span; ++r)
     if (fan_c_[r] != unpainted) {
       const i64 row = lo_row + static_cast<i64>(r);
-      add(0, row + fan_c_[r], row_bytes(row));
+      add(w, fan_d_, 0, row + fan_c_[r], row_bytes(row));
     }
   for (u64 m = 0; m < n; ++m) {  // a fan CTA's first row, for the later reads where not already between
     const i64 row = static_cast<i64>(head_row0_[ct_[k0 + m].head_key] + ct_[k0 + m].first);
@@ -118,7 +109,7 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     const i64 painted = at >= 0 && at < static_cast<i64>(span) && fan_c_[static_cast<u64>(at)] != unpainted
                             ? row + fan_c_[static_cast<u64>(at)]
                             : -1;
-    add(std::max(static_cast<i64>(m) + 1, painted + 1), last_j, row_bytes(row));
+    add(w, fan_d_, std::max(static_cast<i64>(m) + 1, painted + 1), last_j, row_bytes(row));
   }
   out.resize(n);
   i64 between = 0;

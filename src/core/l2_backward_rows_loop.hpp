@@ -162,6 +162,9 @@ class Loop {
     d[static_cast<u64>(lo - w.T0)] += bytes;
     d[static_cast<u64>(hi - w.T0) + 1] -= bytes;
   }
+  // The same over the union of `ranges` (sorted here): an object read by
+  // several CTAs counted once for each T.
+  static void add_union(const RunWindow& w, std::vector<i64>& d, std::vector<std::pair<i64, i64>>& ranges, i64 bytes);
 
   const BackwardLoop& in_;
   const Array<BackwardCta>& ct_;
@@ -196,8 +199,8 @@ class Loop {
   std::vector<Observed> observed_;  // settled runs the observer must see
   std::vector<Open> open_;
   u64 open_cost_ = 0;
-  u64 tight_tried_ = 0, tight_settled_ = 0;
-  u64 fan_reads_ = 0;  // open reads evaluated as fans  // settle_rows' third bounds: asked, settled
+  u64 tight_tried_ = 0, tight_settled_ = 0;  // settle_rows' third bounds: asked, settled
+  u64 fan_reads_ = 0;                         // open reads evaluated as fans
   // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
   // head it repeats (none), and, where evaluated, its settled bytes by bucket,
   // its observations' range in observed_, the most steps between a re-read
@@ -254,7 +257,7 @@ class Loop {
   struct FanKv {
     u64 object;
     i64 lo, hi;  // between for the fan's reads [lo, hi]
-    u64 bytes;
+    i64 bytes;
   };
   struct FanRows {
     i64 lo, hi, c;  // rows [lo, hi], between for the reads j <= row + c

@@ -42,25 +42,14 @@ class DMax : public ReadObserver {
     }
   }
   void reads(u64 x0, u64 d0, i64 step, u64 count) override {
-    auto d = [&](u64 k) { return step >= 0 ? d0 + static_cast<u64>(step) * k : d0 - static_cast<u64>(-step) * k; };
-    // Block by block: one whose rows all start at least the run's largest
-    // distance there is passed over.
-    for (u64 lo = x0, end = x0 + count; lo < end;) {
-      const u64 hi = std::min(end, (lo / block + 1) * block);
-      if (std::max(d(lo - x0), d(hi - 1 - x0)) > low_[lo / block])
-        for (u64 x = lo; x < hi; ++x) best_[x] = std::max(best_[x], d(x - x0));
-      lo = hi;
-    }
+    auto d = [&](u64 x) {
+      return step >= 0 ? d0 + static_cast<u64>(step) * (x - x0) : d0 - static_cast<u64>(-step) * (x - x0);
+    };
+    raise(x0, count, [&](u64 lo, u64 hi) { return std::max(d(lo), d(hi - 1)); }, d);
   }
   void reads_each(u64 x0, const u64* d, u64 count) override {
-    for (u64 lo = x0, end = x0 + count; lo < end;) {
-      const u64 hi = std::min(end, (lo / block + 1) * block);
-      u64 most = 0;
-      for (u64 x = lo; x < hi; ++x) most = std::max(most, d[x - x0]);
-      if (most > low_[lo / block])
-        for (u64 x = lo; x < hi; ++x) best_[x] = std::max(best_[x], d[x - x0]);
-      lo = hi;
-    }
+    auto at = [&](u64 x) { return d[x - x0]; };
+    raise(x0, count, [&](u64 lo, u64 hi) { return *std::max_element(d + (lo - x0), d + (hi - x0)); }, at);
   }
   u64 indifferent_up_to(u64 x0, u64 count) const override {
     const u64 b0 = x0 / block, b1 = (x0 + count - 1) / block;
@@ -72,6 +61,18 @@ class DMax : public ReadObserver {
   u64 at(u64 r) const { return best_[r]; }
 
  private:
+  // Rows [x0, x0 + count) read at distance d(x): block by block, one whose
+  // rows all start at least the largest distance there (most(lo, hi)) is
+  // passed over.
+  template <class Most, class D>
+  void raise(u64 x0, u64 count, Most most, D d) {
+    for (u64 lo = x0, end = x0 + count; lo < end;) {
+      const u64 hi = std::min(end, (lo / block + 1) * block);
+      if (most(lo, hi) > low_[lo / block])
+        for (u64 x = lo; x < hi; ++x) best_[x] = std::max(best_[x], d(x));
+      lo = hi;
+    }
+  }
   Array<u64> best_;
   std::vector<u64> low_;                  // per block of rows, its least start
   std::vector<std::vector<u64>> spans_;   // spans_[k - 1][b]: the least of low_ over blocks [b, b + 2^k)
