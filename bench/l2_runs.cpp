@@ -231,6 +231,14 @@ std::vector<Case> l2_runs_cases() {
          s.window = 4096;
          return l2_runs("B200: 1M x 64/8 x batch 8, window 4096, d 64", s, l2_device(126, 148, 2));
        }},
+      // Wider windows: units repeat later (42 of 64 kv pairs enumerated at
+      // 32768; docs/l2-simulation.md, "Units that repeat"), so the cost is
+      // about the enumeration's, where the backward by rows takes 1.2 s.
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.window = 32768;
+         return l2_runs("1M x 64/8 x batch 8, causal, window 32768", s, h200());
+       }},
       {"L2 runs", [] {
          Shape s = long_shape(1 << 20, 64, 8, 8, true);
          s.window = 4096;
@@ -265,6 +273,13 @@ std::vector<Case> l2_runs_cases() {
       {"L2 runs",
        [] {
          return l2_runs("backward: 1M x 32/8, causal, head-major", training(1 << 20, 32, 1, true, Pass::bwd),
+                        h200(Rasterization::head_major));
+       }},
+      // Head-major order at 1M x 64/8: through the segment engine at batch 1,
+      // past its 1.5 M CTAs (refused) at batch 8.
+      {"L2 runs",
+       [] {
+         return l2_runs("backward: 1M x 64/8 x batch 8, causal, head-major", training(1 << 20, 64, 8, true, Pass::bwd),
                         h200(Rasterization::head_major));
        }},
       // Chunks of whole blocks by rows, each chunk of a head a head of its

@@ -3,7 +3,7 @@
 # clang with AddressSanitizer + UndefinedBehaviorSanitizer (any report aborts),
 # and libFuzzer's coverage hooks, so that the same tree holds the test programs,
 # hbmscope, and the fuzzers of tests/fuzz/. The CTest entry `sanitize_build`
-# runs this; the entries `sanitize_unit`, `sanitize_cli` and `fuzz_*` run what
+# runs this; the entries `sanitize_unit*`, `sanitize_cli*` and `fuzz_*` run what
 # it builds.
 #
 #   scripts/sanitize-build.sh [BUILD_DIR]      (default: build/sanitize)

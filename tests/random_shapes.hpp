@@ -1,6 +1,8 @@
 #pragma once
 // Random shapes for the L2 simulation's tests (test_l2_runs.cpp,
 // test_l2_list.cpp): the draws are part of each test's cases.
+#include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -8,6 +10,20 @@
 #include "hbmscope/shape.hpp"
 
 namespace hbmscope::test {
+
+// How many random shapes a long test draws: `n`, or one in N of them where
+// HBMSCOPE_TEST_SHARE=N (at least one). The sanitizer suite sets it (ASan +
+// UBSan run these tests about 20 times slower, and checks memory, not more
+// shapes); the plain suite draws every shape. The first draws of each seed are
+// the same either way.
+inline int draws(int n) {
+  static const int share = [] {
+    const char* v = std::getenv("HBMSCOPE_TEST_SHARE");
+    const int k = v ? std::atoi(v) : 1;
+    return k > 1 ? k : 1;
+  }();
+  return std::max(1, n / share);
+}
 
 inline std::uint64_t pick(std::mt19937_64& rng, std::uint64_t lo, std::uint64_t hi) {
   return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);

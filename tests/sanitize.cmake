@@ -3,7 +3,11 @@
 #   sanitize_build  builds the clang ASan + UBSan + libFuzzer tree (CPU only) in
 #                   build/sanitize (scripts/sanitize-build.sh): a fixture the
 #                   others need, so `ctest -R model` does not pay for it
-#   sanitize_unit   every Catch2 test under the sanitizers
+#   sanitize_unit, sanitize_unit_backward
+#                   every Catch2 test under the sanitizers, in two halves that
+#                   run side by side (the [backward] cases, and the rest), each
+#                   long random test drawing one in four of its shapes
+#                   (HBMSCOPE_TEST_SHARE, tests/random_shapes.hpp)
 #   sanitize_cli, sanitize_cli_sweep, sanitize_cli_limits, sanitize_cli_safety
 #                   tests/cli_test.sh, cli_sweep_test.sh, cli_limits_test.sh
 #                   and cli_safety_test.sh against the sanitized hbmscope
@@ -27,13 +31,15 @@ if(HBMSCOPE_SANITIZER_SUITE)
   if(HBMSCOPE_SYMBOLIZER)
     list(APPEND san_env "ASAN_SYMBOLIZER_PATH=${HBMSCOPE_SYMBOLIZER}" "UBSAN_SYMBOLIZER_PATH=${HBMSCOPE_SYMBOLIZER}")
   endif()
-  add_test(NAME sanitize_unit COMMAND ${san_dir}/tests/hbmscope_tests)
+  add_test(NAME sanitize_unit COMMAND ${san_dir}/tests/hbmscope_tests "~[backward]")
+  add_test(NAME sanitize_unit_backward COMMAND ${san_dir}/tests/hbmscope_tests "[backward]")
   add_test(NAME sanitize_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_test.sh ${san_dir}/hbmscope)
   add_test(NAME sanitize_cli_sweep COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_sweep_test.sh ${san_dir}/hbmscope)
   add_test(NAME sanitize_cli_limits COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_limits_test.sh ${san_dir}/hbmscope)
   add_test(NAME sanitize_cli_safety COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_safety_test.sh ${san_dir}/hbmscope)
-  set_tests_properties(sanitize_unit sanitize_cli sanitize_cli_sweep sanitize_cli_limits sanitize_cli_safety PROPERTIES FIXTURES_REQUIRED sanitize LABELS sanitize TIMEOUT 1800
-                                                         ENVIRONMENT "${san_env}")
+  set_tests_properties(sanitize_unit sanitize_unit_backward sanitize_cli sanitize_cli_sweep sanitize_cli_limits sanitize_cli_safety
+                       PROPERTIES FIXTURES_REQUIRED sanitize LABELS sanitize TIMEOUT 1800 ENVIRONMENT "${san_env}")
+  set_property(TEST sanitize_unit sanitize_unit_backward APPEND PROPERTY ENVIRONMENT "HBMSCOPE_TEST_SHARE=4")
   file(GLOB fuzzers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_*.cpp)
   foreach(src ${fuzzers})
     get_filename_component(name ${src} NAME_WE)
