@@ -116,6 +116,13 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& plan);
 // (tests: planned here; the enumeration where there is no plan)
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+// The forward by heads (l2_flash_heads.cpp): a dense batch in
+// query-block-major order with GQA (windows and chunks, mostly) where every
+// re-read inside a head is a hit at the smallest capacity by its gap alone
+// and a head's first reads follow its pair's previous head's last ones across
+// a long gap, those in closed form. Nothing, with t untouched, where its
+// conditions do not hold.
+std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 void trace_flash(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f);
 // The runs of the forward pass (l2_flash_runs.cpp): identical results.
 FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t);

@@ -131,11 +131,17 @@ FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   const std::uint64_t enumeration = enumeration_work(s, t.capacities().size());
   const std::uint64_t chained = chains_work(grid, slots), segments = segment_work(grid, slots);
   if (chained < enumeration && chained <= segments) return chains_flash(s, c, t);
+  // A dense batch with GQA in query-block-major order (windows and chunks,
+  // mostly): by heads where every re-read inside a head is a hit
+  // (l2_flash_heads.cpp; it says so from the schedule, at most about 25
+  // units a CTA, before it tallies anything).
+  constexpr std::uint64_t worth = std::uint64_t{1} << 24;
+  if (enumeration >= worth && grid.dense() && grid.group() > 1 && grid.order() == Rasterization::query_block_major)
+    if (const std::optional<FlashStats> st = heads_flash(s, c, t)) return *st;
   if (enumeration <= segments) {
     // A dense batch of several units (windows and chunks, mostly): the
     // schedule first (about 25 units a CTA with the heads in flight), then
     // the units whose steps no earlier unit's repeat.
-    constexpr std::uint64_t worth = std::uint64_t{1} << 24;
     if (enumeration >= worth && grid.dense()) {
       const std::optional<FlashUnits> p = plan_flash_units(grid, slots);
       if (p && p->enumerated * enumeration_units(t.capacities().size()) + 25 * grid.ctas() < enumeration)

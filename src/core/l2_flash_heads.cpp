@@ -1,0 +1,308 @@
+// The forward by heads (docs/l2-simulation.md, "Windows and chunks by
+// heads"): in a dense batch in query-block-major order with GQA, a head's
+// re-reads of its pair's K/V objects follow one another a few steps apart
+// (their gap bounded from the starts alone), so where that many steps of
+// every slot's accesses fit in the smallest capacity they are all hits; a
+// head's first read of an object follows the pair's previous head's last one,
+// across every access of the objects whose spans of reads meet the gap,
+// counted from the spans' ends by prefix sums and a tree.
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "big_array.hpp"
+#include "hbmscope/checked.hpp"
+#include "l2_flash.hpp"
+#include "l2_segments.hpp"
+#include "radix_sort.hpp"
+
+namespace hbmscope::l2 {
+
+namespace {
+
+using u64 = std::uint64_t;
+using i64 = std::int64_t;
+
+constexpr u64 unread = ~u64{0};
+
+// Sums of values by rank (a Fenwick tree).
+class RankSums {
+ public:
+  explicit RankSums(u64 n) : t_(n + 1, 0) {}
+  void add(u64 r, u64 v) {
+    for (++r; r < t_.size(); r += r & (~r + 1)) t_[r] += v;
+  }
+  u64 below(u64 r) const {  // ranks [0, r)
+    u64 s = 0;
+    for (; r > 0; r -= r & (~r + 1)) s += t_[r];
+    return s;
+  }
+
+ private:
+  std::vector<u64> t_;
+};
+
+// One head's objects' first and last read keys, sorted, with their bytes
+// summed: the bytes of its objects whose span starts before a key, ends before one.
+struct SpanEnds {
+  std::vector<u64> first, last, first_sum, last_sum;
+  SpanEnds(const u64* F, const u64* L, const std::vector<u64>& z) {
+    std::vector<std::pair<u64, u64>> f, l;
+    for (u64 y = 0; y < z.size(); ++y)
+      if (F[y] != unread) f.push_back({F[y], z[y]}), l.push_back({L[y], z[y]});
+    std::sort(f.begin(), f.end());
+    std::sort(l.begin(), l.end());
+    fill(f, first, first_sum);
+    fill(l, last, last_sum);
+  }
+  static u64 before(const std::vector<u64>& keys, const std::vector<u64>& sum, u64 key) {
+    return sum[static_cast<u64>(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin())];
+  }
+  // Bytes of the objects whose span meets (lo, hi): starts before hi, ends after lo.
+  u64 meeting(u64 lo, u64 hi) const { return before(first, first_sum, hi) - before(last, last_sum, lo + 1); }
+
+ private:
+  static void fill(const std::vector<std::pair<u64, u64>>& v, std::vector<u64>& keys, std::vector<u64>& sum) {
+    keys.resize(v.size());
+    sum.assign(v.size() + 1, 0);
+    for (u64 k = 0; k < v.size(); ++k) keys[k] = v[k].first, sum[k + 1] = sum[k] + v[k].second;
+  }
+};
+
+// The first place in [0, n) whose key is at least k (n where none), searched
+// outward from `at`, the last answer (the queries come nearly in order).
+template <class KeyAt>
+u64 seek(u64& at, u64 n, u64 k, const KeyAt& key_at) {
+  u64 lo = at, hi = at, step = 1;
+  if (at < n && key_at(at) < k) {
+    lo = hi = at + 1;
+    while (hi < n && key_at(hi) < k) {
+      lo = hi + 1;
+      hi = std::min(n, hi + step);
+      step *= 2;
+    }
+  } else {
+    while (lo > 0 && key_at(lo - 1) >= k) {
+      hi = lo - 1;
+      lo = hi > step ? hi - step : 0;
+      step *= 2;
+    }
+  }
+  while (lo < hi) {  // (key_at(lo - 1) < k, and hi == n or key_at(hi) >= k)
+    const u64 m = lo + (hi - lo) / 2;
+    if (key_at(m) < k) lo = m + 1;
+    else hi = m;
+  }
+  return at = lo;
+}
+
+}  // namespace
+
+std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
+  const FlashGrid grid(s, c.order);
+  if (!grid.dense() || grid.order() != Rasterization::query_block_major || grid.group() < 2) return std::nullopt;
+  const FlashSeq& q = grid.sequence(0);
+  const u64 N = grid.ctas(), nq = q.q_blocks, nk = q.k_blocks, G = grid.group(), heads = grid.heads();
+  const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
+  if (t.capacities().empty() || N == 0 || nq == 0 || nk == 0 || N > max_unit_ctas || heads * nk > max_unit_ctas) return std::nullopt;
+  const bool qo = c.q_o_allocate;
+  // A head's query blocks (every head alike): each reads a range of key
+  // blocks whose ends do not fall, so an object's readers are a range of them.
+  std::vector<u64> f(nq), e(nq), qb(nq), ob(nq);
+  for (u64 i = 0; i < nq; ++i) {
+    const FlashCta ct = grid.cta(i);
+    if (ct.blocks() == 0 || (i > 0 && (ct.first < f[i - 1] || ct.end < e[i - 1]))) return std::nullopt;
+    f[i] = ct.first, e[i] = ct.end, qb[i] = grid.q_bytes(ct.rows), ob[i] = grid.o_bytes(ct.rows);
+  }
+  std::vector<u64> z(nk), lo(nk), hi(nk);
+  u64 z_max = 0;
+  for (u64 y = 0, a = 0, b = 0; y < nk; ++y) {
+    z[y] = grid.kv_bytes(0, y);
+    z_max = std::max(z_max, z[y]);
+    while (a < nq && e[a] <= y) ++a;
+    while (b < nq && f[b] <= y) ++b;
+    lo[y] = a, hi[y] = std::max(a, b);  // readers [lo, hi)
+  }
+  Array<u64> len(N), start(N);
+  for (u64 x = 0; x < N; ++x) len[x] = e[x % nq] - f[x % nq];
+  // (Where Q and O take L2 space, the CTAs by last step too.)
+  if (qo && N >= (u64{1} << 32)) return std::nullopt;
+  Array<std::uint32_t> by_end(qo ? N : 0);
+  Array<u64> ends(qo ? N : 0);
+  const u64 steps = SegmentEngine::schedule(slots, len.data(), N, start.data(), qo ? by_end.data() : nullptr,
+                                            qo ? ends.data() : nullptr);
+  // Keys (step, CTA, place: Q 0, K/V 1, O 2), the trace's order.
+  if (steps >= std::numeric_limits<u64>::max() / 3 / N - 1) return std::nullopt;
+  auto key = [&](u64 step, u64 x, u64 place) { return (step * N + x) * 3 + place; };
+  auto step_of = [&](u64 k) { return k / 3 / N; };
+
+  // The gap bound: an object's readers are a range of query blocks, so in
+  // (a, CTA) order (a = start - first: CTA i reads y at a_i + y) two next to
+  // each other lie at most the largest change of a between two of them next
+  // in launch order apart (the order has to cross their gap).
+  i64 gap = 1;  // (at least: reads a step apart)
+  for (u64 h = 0; h < heads; ++h)
+    for (u64 i = 0, x = h * nq; i + 1 < nq; ++i, ++x)
+      if (f[i + 1] < e[i]) {
+        const i64 d = (static_cast<i64>(start[x + 1]) - static_cast<i64>(f[i + 1])) -
+                      (static_cast<i64>(start[x]) - static_cast<i64>(f[i]));
+        gap = std::max(gap, d < 0 ? -d : d);
+      }
+  // Re-reads inside a head: at most their own bytes, every slot's K/V over
+  // the gap's steps and one more, and the Q and O tiles of the most CTAs that
+  // start (end) within as many steps.
+  const u64 span_steps = static_cast<u64>(gap) + 1;
+  u64 inside = z_max + span_steps * slots * z_max;
+  if (qo) {
+    auto most_within = [&](const Array<u64>& at) {  // (at: sorted steps)
+      u64 most = 0;
+      for (u64 x = 0, y = 0; x < at.size(); ++x) {
+        while (y < at.size() && at[y] < at[x] + span_steps) ++y;
+        most = std::max(most, y - x);
+      }
+      return most;
+    };
+    inside += *std::max_element(qb.begin(), qb.end()) * most_within(start) +
+              *std::max_element(ob.begin(), ob.end()) * most_within(ends);
+  }
+  if (inside > t.capacities().front()) return std::nullopt;
+
+  // Per head: each object's first and last read, the least and the largest
+  // (a, CTA) over its readers [lo(y), hi(y)), sliding.
+  Array<u64> F(heads * nk), L(heads * nk);
+  std::vector<u64> dq_lo(nq), dq_hi(nq);
+  for (u64 h = 0; h < heads; ++h) {
+    const u64 x0 = h * nq;
+    auto a = [&](u64 i) { return static_cast<i64>(start[x0 + i]) - static_cast<i64>(f[i]); };
+    u64 lf = 0, lb = 0, hf = 0, hb = 0, next = 0;
+    for (u64 y = 0; y < nk; ++y) {
+      const u64 at = h * nk + y;
+      if (lo[y] >= hi[y]) {
+        F[at] = L[at] = unread;
+        continue;
+      }
+      for (next = std::max(next, lo[y]); next < hi[y]; ++next) {
+        while (lb > lf && a(dq_lo[lb - 1]) > a(next)) --lb;  // (a tie: the earlier CTA first)
+        dq_lo[lb++] = next;
+        while (hb > hf && a(dq_hi[hb - 1]) <= a(next)) --hb;
+        dq_hi[hb++] = next;
+      }
+      while (dq_lo[lf] < lo[y]) ++lf;
+      while (dq_hi[hf] < lo[y]) ++hf;
+      F[at] = key(static_cast<u64>(a(dq_lo[lf]) + static_cast<i64>(y)), x0 + dq_lo[lf], 1);
+      L[at] = key(static_cast<u64>(a(dq_hi[hf]) + static_cast<i64>(y)), x0 + dq_hi[hf], 1);
+    }
+  }
+
+  // Q and O tiles between two keys (where they take L2 space).
+  std::vector<u64> head_q(nq + 1, 0);
+  for (u64 i = 0; i < nq; ++i) head_q[i + 1] = head_q[i] + qb[i];
+  auto q_below = [&](u64 x) { return x / nq * head_q[nq] + head_q[x % nq]; };  // CTAs [0, x)
+  Array<u64> o_sum(qo ? N + 1 : 0);
+  if (qo) {
+    o_sum[0] = 0;
+    for (u64 k = 0; k < N; ++k) o_sum[k + 1] = o_sum[k] + ob[by_end[k] % nq];
+  }
+  u64 q_lo = 0, q_hi = 0, o_lo = 0, o_hi = 0;  // (cursors)
+  auto q_key = [&](u64 x) { return key(start[x], x, 0); };
+  auto o_key = [&](u64 k) { return key(ends[k], by_end[k], 2); };
+  auto tiles_between = [&](u64 lo_key, u64 hi_key) -> u64 {
+    if (!qo) return 0;
+    return q_below(seek(q_hi, N, hi_key, q_key)) - q_below(seek(q_lo, N, lo_key + 1, q_key)) +
+           o_sum[seek(o_hi, N, hi_key, o_key)] - o_sum[seek(o_lo, N, lo_key + 1, o_key)];
+  };
+
+  // The heads' first reads after their pair's previous head, pair by pair.
+  // With spans of reads dense (a gap at most `gap` steps) and each head's
+  // after the previous head's, an object is accessed between two keys at
+  // least gap + 1 steps apart iff one of its spans meets them: the spans that
+  // start before the later key, less those ending before the earlier, less
+  // the gaps between an object's spans that lie inside.
+  std::vector<u64> head_end(heads, 0);  // each head's last step, then the latest up to it
+  for (u64 x = 0; x < N; ++x) head_end[x / nq] = std::max(head_end[x / nq], start[x] + len[x] - 1);
+  for (u64 h = 1; h < heads; ++h) head_end[h] = std::max(head_end[h], head_end[h - 1]);
+  const u64 pairs = heads / G;
+  std::vector<std::pair<u64, u64>> after_head;  // (distance, bytes) of each first read after a head
+  after_head.reserve((heads - pairs) * nk);
+  u64 largest = 0;
+  std::vector<u64> order(G * nk), rank(G * nk), l_keys(G * nk), l_sum(G * nk + 1);
+  for (u64 p = 0; p < pairs; ++p) {
+    const u64 h0 = p * G, m = G * nk;
+    const u64* Fp = &F[h0 * nk];
+    const u64* Lp = &L[h0 * nk];
+    // Only this pair's heads and its neighbours' nearest may run between.
+    const u64 earlier_end = h0 >= 2 ? head_end[h0 - 2] : 0;
+    const u64 later_start = h0 + G + 1 < heads ? start[(h0 + G + 1) * nq] : std::numeric_limits<u64>::max();
+    // The spans' last reads ranked; the spans by first read.
+    for (u64 k = 0; k < m; ++k) order[k] = k;
+    radix_sort(order, [&](u64 k) { return Lp[k]; });
+    l_sum[0] = 0;
+    for (u64 k = 0; k < m; ++k) {
+      rank[order[k]] = k;
+      l_keys[k] = Lp[order[k]];
+      l_sum[k + 1] = l_sum[k] + (Lp[order[k]] == unread ? 0 : z[order[k] % nk]);
+    }
+    radix_sort(order, [&](u64 k) { return Fp[k]; });
+    // (The neighbours' nearest heads: the steps where they may read.)
+    std::optional<SpanEnds> before, after;
+    const u64 before_end = p > 0 ? head_end[h0 - 1] : 0;
+    const u64 after_start = p + 1 < pairs ? start[(h0 + G) * nq] : std::numeric_limits<u64>::max();
+    if (p > 0) before.emplace(&F[(h0 - 1) * nk], &L[(h0 - 1) * nk], z);
+    if (p + 1 < pairs) after.emplace(&F[(h0 + G) * nk], &L[(h0 + G) * nk], z);
+    RankSums inside_gaps(m);
+    u64 f_sum = 0, gaps_all = 0, l_at = 0;  // the spans' bytes that start before the current one; the gaps'
+    for (u64 k = 0; k < m; ++k) {
+      const u64 span = order[k], y = span % nk;
+      if (Fp[span] == unread) break;  // (unread objects last: the largest keys)
+      if (span >= nk) {
+        const u64 T = Fp[span], Tp = Lp[span - nk];
+        if (step_of(T) < step_of(Tp) + static_cast<u64>(gap) + 1) return std::nullopt;
+        if ((h0 >= 2 && earlier_end >= step_of(Tp)) || later_start <= step_of(T)) return std::nullopt;
+        // (The object's own span before counts its own bytes: it ends at Tp.)
+        const u64 ended = l_sum[seek(l_at, m, Tp, [&](u64 r) { return l_keys[r]; })];
+        const u64 gaps = gaps_all - inside_gaps.below(rank[span - nk] + 1);
+        u64 d = f_sum - ended - gaps + tiles_between(Tp, T);
+        if (before && before_end >= step_of(Tp)) d += before->meeting(Tp, T);
+        if (after && after_start <= step_of(T)) d += after->meeting(Tp, T);
+        after_head.push_back({d, z[y]});
+        largest = std::max(largest, d);
+        inside_gaps.add(rank[span - nk], z[y]);
+        gaps_all += z[y];
+      }
+      f_sum += z[y];
+    }
+  }
+  if (after_head.empty() || largest < inside) return std::nullopt;
+
+  // The tally: Q tiles read once, O tiles written once; the pairs' first
+  // heads' reads first accesses; the re-reads inside a head hits at every
+  // capacity; the first reads after the previous head at their distances.
+  u64 q_all = 0, o_all = 0, first = 0, hits = 0;
+  for (u64 i = 0; i < nq; ++i) q_all += qb[i], o_all += ob[i];
+  for (u64 y = 0; y < nk; ++y) {
+    if (lo[y] >= hi[y]) continue;
+    first += z[y];
+    hits += (hi[y] - lo[y] - 1) * z[y];
+  }
+  t.reads(infinite, 0, heads, q_all);
+  t.reads(infinite, 0, pairs, first);
+  t.read_in_bucket(0, checked_mul(hits, heads, "L2 simulation bytes"));
+  for (const auto& [d, bytes] : after_head) t.read(d, bytes);
+  t.write(checked_mul(o_all, heads, "L2 simulation bytes"));
+
+  FlashStats st;
+  st.steps = steps;
+  st.waves = ceil_div(N, slots);
+  KeySteps hs(heads), ps(grid.pairs());
+  for (u64 x = 0; x < N; ++x) {
+    const u64 first_step = start[x], last_step = start[x] + len[x] - 1;
+    hs.add(x / nq, first_step, last_step);
+    ps.add(x / nq / G, first_step, last_step);
+  }
+  st.heads = hs.mean(st.steps);
+  st.kv_heads = ps.mean(st.steps);
+  return st;
+}
+
+}  // namespace hbmscope::l2
