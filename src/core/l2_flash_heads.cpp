@@ -204,14 +204,14 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
     o_sum[0] = 0;
     for (u64 k = 0; k < N; ++k) o_sum[k + 1] = o_sum[k] + ob[by_end[k] % nq];
   }
-  u64 q_lo = 0, q_hi = 0, o_lo = 0, o_hi = 0;  // (cursors)
+  // (Bytes of the tiles before a key: asked in order of keys from two
+  // cursors, one for the spans' last reads, one for their first.)
   auto q_key = [&](u64 x) { return key(start[x], x, 0); };
   auto o_key = [&](u64 k) { return key(ends[k], by_end[k], 2); };
-  auto tiles_between = [&](u64 lo_key, u64 hi_key) -> u64 {
-    if (!qo) return 0;
-    return q_below(seek(q_hi, N, hi_key, q_key)) - q_below(seek(q_lo, N, lo_key + 1, q_key)) +
-           o_sum[seek(o_hi, N, hi_key, o_key)] - o_sum[seek(o_lo, N, lo_key + 1, o_key)];
+  auto tiles_before = [&](u64 k, u64& q_at, u64& o_at) -> u64 {
+    return qo ? q_below(seek(q_at, N, k, q_key)) + o_sum[seek(o_at, N, k, o_key)] : 0;
   };
+  u64 q_first = 0, o_first = 0, q_last = 0, o_last = 0;
 
   // The heads' first reads after their pair's previous head, pair by pair.
   // With spans of reads dense (a gap at most `gap` steps) and each head's
@@ -226,7 +226,7 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
   std::vector<std::pair<u64, u64>> after_head;  // (distance, bytes) of each first read after a head
   after_head.reserve((heads - pairs) * nk);
   u64 largest = 0;
-  std::vector<u64> order(G * nk), rank(G * nk), l_keys(G * nk), l_sum(G * nk + 1);
+  std::vector<u64> order(G * nk), rank(G * nk), l_sum(G * nk + 1), l_tiles(G * nk);
   for (u64 p = 0; p < pairs; ++p) {
     const u64 h0 = p * G, m = G * nk;
     const u64* Fp = &F[h0 * nk];
@@ -239,9 +239,10 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
     radix_sort(order, [&](u64 k) { return Lp[k]; });
     l_sum[0] = 0;
     for (u64 k = 0; k < m; ++k) {
+      const bool read = Lp[order[k]] != unread;
       rank[order[k]] = k;
-      l_keys[k] = Lp[order[k]];
-      l_sum[k + 1] = l_sum[k] + (Lp[order[k]] == unread ? 0 : z[order[k] % nk]);
+      l_sum[k + 1] = l_sum[k] + (read ? z[order[k] % nk] : 0);
+      l_tiles[k] = read ? tiles_before(Lp[order[k]], q_last, o_last) : 0;
     }
     radix_sort(order, [&](u64 k) { return Fp[k]; });
     // (The neighbours' nearest heads: the steps where they may read.)
@@ -251,7 +252,7 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
     if (p > 0) before.emplace(&F[(h0 - 1) * nk], &L[(h0 - 1) * nk], z);
     if (p + 1 < pairs) after.emplace(&F[(h0 + G) * nk], &L[(h0 + G) * nk], z);
     RankSums inside_gaps(m);
-    u64 f_sum = 0, gaps_all = 0, l_at = 0;  // the spans' bytes that start before the current one; the gaps'
+    u64 f_sum = 0, gaps_all = 0;  // the spans' bytes that start before the current one; the gaps'
     for (u64 k = 0; k < m; ++k) {
       const u64 span = order[k], y = span % nk;
       if (Fp[span] == unread) break;  // (unread objects last: the largest keys)
@@ -260,14 +261,14 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
         if (step_of(T) < step_of(Tp) + static_cast<u64>(gap) + 1) return std::nullopt;
         if ((h0 >= 2 && earlier_end >= step_of(Tp)) || later_start <= step_of(T)) return std::nullopt;
         // (The object's own span before counts its own bytes: it ends at Tp.)
-        const u64 ended = l_sum[seek(l_at, m, Tp, [&](u64 r) { return l_keys[r]; })];
-        const u64 gaps = gaps_all - inside_gaps.below(rank[span - nk] + 1);
-        u64 d = f_sum - ended - gaps + tiles_between(Tp, T);
+        const u64 r = rank[span - nk], ended = l_sum[r];
+        const u64 gaps = gaps_all - inside_gaps.below(r + 1);
+        u64 d = f_sum - ended - gaps + tiles_before(T, q_first, o_first) - l_tiles[r];
         if (before && before_end >= step_of(Tp)) d += before->meeting(Tp, T);
         if (after && after_start <= step_of(T)) d += after->meeting(Tp, T);
         after_head.push_back({d, z[y]});
         largest = std::max(largest, d);
-        inside_gaps.add(rank[span - nk], z[y]);
+        inside_gaps.add(r, z[y]);
         gaps_all += z[y];
       }
       f_sum += z[y];
