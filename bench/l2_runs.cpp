@@ -211,11 +211,10 @@ std::vector<Case> l2_runs_cases() {
          s.block_rows = 64;
          return l2_runs("1M x 64/8 x batch 8, causal, d 64, blocks 64 x 128", s, l2_device(60, 132, 3));
        }},
-      // Windows and chunks in the forward at batch 8: the enumeration by
-      // units (a kv pair's 8 heads, or a head; head-major, a query block),
-      // those whose steps repeat an earlier unit's taking its tally (the
-      // chains take CTAs reading key blocks from 0, and the segment engine
-      // stops at 1.5 M CTAs).
+      // Windows and chunks in the forward at batch 8: by heads (a head's
+      // re-reads hits by their gap, its first reads after the pair's previous
+      // head in closed form); head-major order by units (a query block),
+      // those whose steps repeat an earlier unit's taking its tally.
       {"L2 runs", [] {
          Shape s = long_shape(1 << 20, 64, 8, 8, true);
          s.window = 4096;
@@ -227,13 +226,18 @@ std::vector<Case> l2_runs_cases() {
          return l2_runs("1M x 64/8 x batch 8, causal, chunks of 8192", s, h200());
        }},
       {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.chunk = 32768;
+         return l2_runs("1M x 64/8 x batch 8, causal, chunks of 32768", s, h200());
+       }},
+      {"L2 runs", [] {
          Shape s = long_d64();
          s.window = 4096;
          return l2_runs("B200: 1M x 64/8 x batch 8, window 4096, d 64", s, l2_device(126, 148, 2));
        }},
-      // Wider windows: units repeat later (42 of 64 kv pairs enumerated at
-      // 32768; docs/l2-simulation.md, "Units that repeat"), so the cost is
-      // about the enumeration's, where the backward by rows takes 1.2 s.
+      // A wider window (by units it repeated later: 42 of 64 kv pairs
+      // enumerated, about the enumeration's time); by heads while the gap of
+      // a head's re-reads keeps them hits (up to 32768 on H200; 65536 not).
       {"L2 runs", [] {
          Shape s = long_shape(1 << 20, 64, 8, 8, true);
          s.window = 32768;
