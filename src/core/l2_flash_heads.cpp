@@ -133,9 +133,10 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
   const u64 steps = SegmentEngine::schedule(slots, len.data(), N, start.data(), qo ? by_end.data() : nullptr,
                                             qo ? ends.data() : nullptr);
   // Keys (step, CTA, place: Q 0, K/V 1, O 2), the trace's order.
-  if (steps >= std::numeric_limits<u64>::max() / 3 / N - 1) return std::nullopt;
+  if (steps >= std::numeric_limits<u64>::max() / 3 / N - 2) return std::nullopt;
   auto key = [&](u64 step, u64 x, u64 place) { return (step * N + x) * 3 + place; };
-  auto step_of = [&](u64 k) { return k / 3 / N; };
+  const u64 M = 3 * N;  // (keys a step)
+  auto step_key = [&](u64 step) { return step > steps ? ~u64{0} : step * M; };  // a step's first key
 
   // The gap bound: an object's readers are a range of query blocks, so in
   // (a, CTA) order (a = start - first: CTA i reads y at a_i + y) two next to
@@ -223,8 +224,8 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
   for (u64 x = 0; x < N; ++x) head_end[x / nq] = std::max(head_end[x / nq], start[x] + len[x] - 1);
   for (u64 h = 1; h < heads; ++h) head_end[h] = std::max(head_end[h], head_end[h - 1]);
   const u64 pairs = heads / G;
-  std::vector<std::pair<u64, u64>> after_head;  // (distance, bytes) of each first read after a head
-  after_head.reserve((heads - pairs) * nk);
+  Tally after_head(t.capacities());  // the first reads after a head (added to t once all hold)
+  u64 counted = 0;
   u64 largest = 0;
   std::vector<u64> order(G * nk), rank(G * nk), l_sum(G * nk + 1), l_tiles(G * nk);
   for (u64 p = 0; p < pairs; ++p) {
@@ -249,8 +250,8 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
     std::optional<SpanEnds> before, after;
     const u64 before_end = p > 0 ? head_end[h0 - 1] : 0;
     const u64 after_start = p + 1 < pairs ? start[(h0 + G) * nq] : std::numeric_limits<u64>::max();
-    if (p > 0) before.emplace(&F[(h0 - 1) * nk], &L[(h0 - 1) * nk], z);
-    if (p + 1 < pairs) after.emplace(&F[(h0 + G) * nk], &L[(h0 + G) * nk], z);
+    const u64 earlier_key = h0 >= 2 ? step_key(earlier_end + 1) : 0, later_key = step_key(later_start);
+    const u64 before_key = p > 0 ? step_key(before_end + 1) : 0, after_key = step_key(after_start);
     RankSums inside_gaps(m);
     u64 f_sum = 0, gaps_all = 0;  // the spans' bytes that start before the current one; the gaps'
     for (u64 k = 0; k < m; ++k) {
@@ -258,15 +259,22 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
       if (Fp[span] == unread) break;  // (unread objects last: the largest keys)
       if (span >= nk) {
         const u64 T = Fp[span], Tp = Lp[span - nk];
-        if (step_of(T) < step_of(Tp) + static_cast<u64>(gap) + 1) return std::nullopt;
-        if ((h0 >= 2 && earlier_end >= step_of(Tp)) || later_start <= step_of(T)) return std::nullopt;
+        if (T - Tp < (static_cast<u64>(gap) + 2) * M && T / M < Tp / M + static_cast<u64>(gap) + 1) return std::nullopt;
+        if (Tp < earlier_key || T >= later_key) return std::nullopt;
         // (The object's own span before counts its own bytes: it ends at Tp.)
         const u64 r = rank[span - nk], ended = l_sum[r];
         const u64 gaps = gaps_all - inside_gaps.below(r + 1);
         u64 d = f_sum - ended - gaps + tiles_before(T, q_first, o_first) - l_tiles[r];
-        if (before && before_end >= step_of(Tp)) d += before->meeting(Tp, T);
-        if (after && after_start <= step_of(T)) d += after->meeting(Tp, T);
-        after_head.push_back({d, z[y]});
+        if (Tp < before_key) {
+          if (!before) before.emplace(&F[(h0 - 1) * nk], &L[(h0 - 1) * nk], z);
+          d += before->meeting(Tp, T);
+        }
+        if (T >= after_key) {
+          if (!after) after.emplace(&F[(h0 + G) * nk], &L[(h0 + G) * nk], z);
+          d += after->meeting(Tp, T);
+        }
+        after_head.read(d, z[y]);
+        ++counted;
         largest = std::max(largest, d);
         inside_gaps.add(r, z[y]);
         gaps_all += z[y];
@@ -274,7 +282,7 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
       f_sum += z[y];
     }
   }
-  if (after_head.empty() || largest < inside) return std::nullopt;
+  if (counted == 0 || largest < inside) return std::nullopt;
 
   // The tally: Q tiles read once, O tiles written once; the pairs' first
   // heads' reads first accesses; the re-reads inside a head hits at every
@@ -289,7 +297,7 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
   t.reads(infinite, 0, heads, q_all);
   t.reads(infinite, 0, pairs, first);
   t.read_in_bucket(0, checked_mul(hits, heads, "L2 simulation bytes"));
-  for (const auto& [d, bytes] : after_head) t.read(d, bytes);
+  t.merge(after_head);
   t.write(checked_mul(o_all, heads, "L2 simulation bytes"));
 
   FlashStats st;
