@@ -259,7 +259,9 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
       if (Fp[span] == unread) break;  // (unread objects last: the largest keys)
       if (span >= nk) {
         const u64 T = Fp[span], Tp = Lp[span - nk];
-        if (T - Tp < (static_cast<u64>(gap) + 2) * M && T / M < Tp / M + static_cast<u64>(gap) + 1) return std::nullopt;
+        // (At least gap + 1 steps apart: the spans of y head after head, the window long.)
+        if (T < Tp || (T - Tp < (static_cast<u64>(gap) + 2) * M && T / M < Tp / M + static_cast<u64>(gap) + 1))
+          return std::nullopt;
         if (Tp < earlier_key || T >= later_key) return std::nullopt;
         // (The object's own span before counts its own bytes: it ends at Tp.)
         const u64 r = rank[span - nk], ended = l_sum[r];
