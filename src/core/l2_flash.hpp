@@ -114,6 +114,10 @@ enum class UnitsOf { cheaper, whole, finer };
 inline constexpr std::uint64_t max_unit_ctas = std::uint64_t{1} << 25, max_units = std::uint64_t{1} << 21;
 std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t slots, UnitsOf of = UnitsOf::cheaper);
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& plan);
+// Steps, waves, heads and kv heads in flight of a dense batch's schedule (per
+// CTA its start and length), as the enumeration counts them.
+FlashStats dense_schedule_stats(const FlashGrid& grid, const std::uint64_t* start, const std::uint64_t* length,
+                                std::uint64_t steps, std::uint64_t slots);
 // (tests: planned here; the enumeration where there is no plan)
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 // The forward by heads (l2_flash_heads.cpp): a dense batch in

@@ -13,6 +13,7 @@
 
 #include "big_array.hpp"
 #include "hbmscope/checked.hpp"
+#include "l2_backward_sweeps.hpp"
 #include "l2_flash.hpp"
 #include "l2_segments.hpp"
 #include "radix_sort.hpp"
@@ -25,23 +26,6 @@ using u64 = std::uint64_t;
 using i64 = std::int64_t;
 
 constexpr u64 unread = ~u64{0};
-
-// Sums of values by rank (a Fenwick tree).
-class RankSums {
- public:
-  explicit RankSums(u64 n) : t_(n + 1, 0) {}
-  void add(u64 r, u64 v) {
-    for (++r; r < t_.size(); r += r & (~r + 1)) t_[r] += v;
-  }
-  u64 below(u64 r) const {  // ranks [0, r)
-    u64 s = 0;
-    for (; r > 0; r -= r & (~r + 1)) s += t_[r];
-    return s;
-  }
-
- private:
-  std::vector<u64> t_;
-};
 
 // One head's objects' first and last read keys, sorted, with their bytes
 // summed: the bytes of its objects whose span starts before a key, ends before one.
@@ -142,12 +126,12 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
   // (a, CTA) order (a = start - first: CTA i reads y at a_i + y) two next to
   // each other lie at most the largest change of a between two of them next
   // in launch order apart (the order has to cross their gap).
+  auto a_of = [&](u64 x0, u64 i) { return static_cast<i64>(start[x0 + i]) - static_cast<i64>(f[i]); };
   i64 gap = 1;  // (at least: reads a step apart)
-  for (u64 h = 0; h < heads; ++h)
-    for (u64 i = 0, x = h * nq; i + 1 < nq; ++i, ++x)
+  for (u64 x0 = 0; x0 < N; x0 += nq)
+    for (u64 i = 0; i + 1 < nq; ++i)
       if (f[i + 1] < e[i]) {
-        const i64 d = (static_cast<i64>(start[x + 1]) - static_cast<i64>(f[i + 1])) -
-                      (static_cast<i64>(start[x]) - static_cast<i64>(f[i]));
+        const i64 d = a_of(x0, i + 1) - a_of(x0, i);
         gap = std::max(gap, d < 0 ? -d : d);
       }
   // Re-reads inside a head: at most their own bytes, every slot's K/V over
@@ -175,7 +159,7 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
   std::vector<u64> dq_lo(nq), dq_hi(nq);
   for (u64 h = 0; h < heads; ++h) {
     const u64 x0 = h * nq;
-    auto a = [&](u64 i) { return static_cast<i64>(start[x0 + i]) - static_cast<i64>(f[i]); };
+    auto a = [&](u64 i) { return a_of(x0, i); };
     u64 lf = 0, lb = 0, hf = 0, hb = 0, next = 0;
     for (u64 y = 0; y < nk; ++y) {
       const u64 at = h * nk + y;
@@ -252,7 +236,7 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
     const u64 after_start = p + 1 < pairs ? start[(h0 + G) * nq] : std::numeric_limits<u64>::max();
     const u64 earlier_key = h0 >= 2 ? step_key(earlier_end + 1) : 0, later_key = step_key(later_start);
     const u64 before_key = p > 0 ? step_key(before_end + 1) : 0, after_key = step_key(after_start);
-    RankSums inside_gaps(m);
+    sweeps::PrefixSums<> inside_gaps(m);  // (by rank of their first span's last read)
     u64 f_sum = 0, gaps_all = 0;  // the spans' bytes that start before the current one; the gaps'
     for (u64 k = 0; k < m; ++k) {
       const u64 span = order[k], y = span % nk;
@@ -302,18 +286,7 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
   t.merge(after_head);
   t.write(checked_mul(o_all, heads, "L2 simulation bytes"));
 
-  FlashStats st;
-  st.steps = steps;
-  st.waves = ceil_div(N, slots);
-  KeySteps hs(heads), ps(grid.pairs());
-  for (u64 x = 0; x < N; ++x) {
-    const u64 first_step = start[x], last_step = start[x] + len[x] - 1;
-    hs.add(x / nq, first_step, last_step);
-    ps.add(x / nq / G, first_step, last_step);
-  }
-  st.heads = hs.mean(st.steps);
-  st.kv_heads = ps.mean(st.steps);
-  return st;
+  return dense_schedule_stats(grid, start.data(), len.data(), steps, slots);
 }
 
 }  // namespace hbmscope::l2

@@ -343,30 +343,19 @@ std::optional<FlashUnits> plan_flash_units(const FlashGrid& grid, std::uint64_t 
   return p;
 }
 
-FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& p) {
-  const FlashGrid grid(s, c.order);
-  const u64 units = p.units(), slots = u64{c.sm_count} * c.ctas_per_sm;
-  std::vector<u64> times(units, 0);  // per unit enumerated: the units that take its tally
-  for (u64 u = 0; u < units; ++u) ++times[p.source[u]];
-  for (u64 u = 0; u < units; ++u) {
-    if (p.source[u] != u) continue;
-    Tally one(t.capacities());
-    with_lru(one, [&](auto& l2) { replay(grid, c, p, u, l2); });
-    t.merge(one, times[u]);
-  }
-
+FlashStats dense_schedule_stats(const FlashGrid& grid, const u64* start, const u64* length, u64 steps, u64 slots) {
   // Heads and kv heads in flight, from the schedule (a CTA's head key: its
   // head counted over the batch; its pair: that over the group).
   FlashStats st;
-  st.steps = p.steps;
+  st.steps = steps;
   st.waves = ceil_div(grid.ctas(), slots);
   KeySteps heads(grid.heads()), pairs(grid.pairs());
-  const u64 H = s.heads, qb = grid.sequence(0).q_blocks, G = grid.group();
+  const u64 H = grid.shape().heads, qb = grid.sequence(0).q_blocks, G = grid.group();
   const bool qbm = grid.order() == Rasterization::query_block_major;
   for (u64 x = 0, head = 0, i = 0, block = 0; x < grid.ctas(); ++x) {
     // (query-block-major: qb CTAs a head, in turn; head-major: H heads a
     // query block, a sequence's H after the last's)
-    const u64 f = p.start[x], l = f + p.length[x] - 1;
+    const u64 f = start[x], l = f + length[x] - 1;
     heads.add(head, f, l);
     pairs.add(head / G, f, l);
     if (qbm) {
@@ -382,6 +371,21 @@ FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const Fla
   st.heads = heads.mean(st.steps);
   st.kv_heads = pairs.mean(st.steps);
   return st;
+}
+
+FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t, const FlashUnits& p) {
+  const FlashGrid grid(s, c.order);
+  const u64 units = p.units(), slots = u64{c.sm_count} * c.ctas_per_sm;
+  std::vector<u64> times(units, 0);  // per unit enumerated: the units that take its tally
+  for (u64 u = 0; u < units; ++u) ++times[p.source[u]];
+  for (u64 u = 0; u < units; ++u) {
+    if (p.source[u] != u) continue;
+    Tally one(t.capacities());
+    with_lru(one, [&](auto& l2) { replay(grid, c, p, u, l2); });
+    t.merge(one, times[u]);
+  }
+
+  return dense_schedule_stats(grid, p.start.data(), p.length.data(), p.steps, slots);
 }
 
 FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
