@@ -1,7 +1,7 @@
 // The forward by heads against the enumeration (the reference): a dense
 // batch with GQA in query-block-major order, where every re-read inside a head
 // is a hit by its gap alone and a head's first reads follow its pair's
-// previous head's (docs/l2-simulation.md, "Windows and chunks by heads").
+// previous head's (docs/l2-windows.md, "Windows and chunks by heads").
 #include <catch2/catch.hpp>
 #include <random>
 
@@ -147,4 +147,44 @@ TEST_CASE("L2 runs: the forward by heads declines where it does not hold", "[l2r
   c.order = Rasterization::query_block_major;
   s.kv_heads = 8;
   CHECK_FALSE(same_by_heads(s, c, {object * 1000}));
+}
+
+// Below every slot's K/V over two steps (the bound by slots, which declined
+// there before), re-reads inside a head are hits by the spread of the reads
+// of each head's CTAs: heads still taken, equal to the enumeration.
+TEST_CASE("L2 runs: the forward by heads takes L2 sizes below every slot's K/V over the gap", "[l2runs][heads]") {
+  std::mt19937_64 rng(GENERATE(11, 12));
+  int applied = 0;
+  for (int k = 0; k < draws(200); ++k) {
+    Shape s = windowed(rng);
+    s.head_dim_v = 0, s.kv_dtype.reset();  // (each object at most 2 Bc d bf16 values)
+    const L2SimConfig c = random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 16);
+    const std::uint64_t object = 2 * s.block_cols * s.head_dim * 2;
+    const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
+    const std::vector<std::uint64_t> caps{object * pick(rng, slots, 2 * slots)};
+    INFO(describe(s) << ", " << slots << " slots, qo " << c.q_o_allocate << ", L2 " << caps.front());
+    applied += same_by_heads(s, c, caps);
+  }
+  // (About one in ten: where the slots' Q and O tiles or the heads' overlap
+  // decline it; the bound by slots took none of them.)
+  CHECK(applied > draws(200) / 40);
+}
+
+// At an L2 of exactly its bound inside a head (the smallest it takes), every
+// re-read inside a head must hit: a bound too small shows as a miss the
+// enumeration counts.
+TEST_CASE("L2 runs: the forward by heads at an L2 of its own bound equals the enumeration", "[l2runs][heads]") {
+  std::mt19937_64 rng(GENERATE(13, 14));
+  int applied = 0;
+  for (int k = 0; k < draws(300); ++k) {
+    Shape s = windowed(rng);
+    if (pick(rng, 0, 1) == 1) s.seq_q = pick(rng, 20, 300), s.seq_kv = s.seq_q;  // (heads beside each other)
+    const L2SimConfig c = random_slots(rng, Rasterization::query_block_major, pick(rng, 0, 1) == 1, 24);
+    const std::optional<std::uint64_t> bound = l2::heads_flash_bound(s, c);
+    if (!bound) continue;
+    INFO(describe(s) << ", " << c.sm_count << " x " << c.ctas_per_sm << " slots, qo " << c.q_o_allocate << ", L2 "
+                     << *bound);
+    applied += same_by_heads(s, c, {*bound});
+  }
+  CHECK(applied > draws(300) / 10);
 }

@@ -1,7 +1,7 @@
 // The forward's enumeration by units against the enumeration (the reference):
 // every unit of a dense batch enumerated over its own steps, the others'
 // accesses visited, and units whose steps repeat an earlier unit's taking its
-// tally (docs/l2-simulation.md, "Units that repeat").
+// tally (docs/l2-windows.md, "Units that repeat").
 #include <catch2/catch.hpp>
 #include <random>
 

@@ -127,6 +127,13 @@ FlashStats units_flash(const Shape& s, const L2SimConfig& c, Tally& t);
 // a long gap, those in closed form. Nothing, with t untouched, where its
 // conditions do not hold.
 std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tally& t);
+// Its cost in the budget's units where its plan holds at c.l2_bytes (the
+// schedule, and the bound inside a head), else none; heads_flash may still
+// decline on conditions only its pass over the spans checks.
+std::optional<std::uint64_t> heads_flash_work(const Shape& s, const L2SimConfig& c);
+// (tests) Its bound on a re-read's distance inside a head, where its grid
+// and schedule are ones it takes: at that L2 size every such re-read must hit.
+std::optional<std::uint64_t> heads_flash_bound(const Shape& s, const L2SimConfig& c);
 void trace_flash(const Shape& s, const L2SimConfig& c, const std::function<void(const L2Access&)>& f);
 // The runs of the forward pass (l2_flash_runs.cpp): identical results.
 FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t);

@@ -1,4 +1,4 @@
-// The forward by heads (docs/l2-simulation.md, "Windows and chunks by
+// The forward by heads (docs/l2-windows.md, "Windows and chunks by
 // heads"): in a dense batch in query-block-major order with GQA, a head's
 // re-reads of its pair's K/V objects follow one another a few steps apart
 // (their gap bounded from the starts alone), so where that many steps of
@@ -7,7 +7,9 @@
 // across every access of the objects whose spans of reads meet the gap,
 // counted from the spans' ends by prefix sums and a tree.
 #include <algorithm>
+#include <deque>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -81,64 +83,123 @@ u64 seek(u64& at, u64 n, u64 k, const KeyAt& key_at) {
   return at = lo;
 }
 
-}  // namespace
+// The most K/V objects the CTAs that run within any `span` steps read there:
+// a CTA x reads block t - a_x at step t, so one head's CTAs read there at
+// most the spread of their a plus `span` blocks, and at most `span` each.
+// The CTAs that may run within [T - span + 1, T] lie in a range of launch
+// order [lo, hi): those started by T (starts do not fall in launch order),
+// from the first not ended before (a superset; the bound only grows).
+template <class AOf>
+u64 objects_within(u64 N, u64 nq, u64 span, const Array<u64>& start, const Array<u64>& len, const AOf& a_of) {
+  struct HeadWindow {  // one head's CTAs in [lo, hi): their count, a's least and largest (monotone queues)
+    u64 head = 0, count = 0;
+    std::deque<u64> least, largest;
+  };
+  std::deque<HeadWindow> w;
+  auto a = [&](u64 x) { return a_of(x / nq * nq, x % nq); };
+  u64 most = 0;
+  for (u64 lo = 0, hi = 0; hi < N;) {
+    const u64 T = start[hi];
+    for (; lo < hi && start[lo] + len[lo] + span <= T + 1; ++lo) {  // (ended before T - span + 1)
+      HeadWindow& f = w.front();
+      if (f.least.front() == lo) f.least.pop_front();
+      if (f.largest.front() == lo) f.largest.pop_front();
+      if (--f.count == 0) w.pop_front();
+    }
+    for (; hi < N && start[hi] == T; ++hi) {
+      if (w.empty() || w.back().head != hi / nq) w.push_back({hi / nq, 0, {}, {}});
+      HeadWindow& b = w.back();
+      while (!b.least.empty() && a(b.least.back()) >= a(hi)) b.least.pop_back();
+      b.least.push_back(hi);
+      while (!b.largest.empty() && a(b.largest.back()) <= a(hi)) b.largest.pop_back();
+      b.largest.push_back(hi);
+      ++b.count;
+    }
+    u64 objects = 0;
+    for (const HeadWindow& h : w)
+      objects += std::min(h.count * span, static_cast<u64>(a(h.largest.front()) - a(h.least.front())) + span);
+    most = std::max(most, objects);
+  }
+  return most;
+}
 
-std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
-  const FlashGrid grid(s, c.order);
-  if (!grid.dense() || grid.order() != Rasterization::query_block_major || grid.group() < 2) return std::nullopt;
+// The schedule and the bound inside a head: where that bound exceeds the
+// smallest capacity, or the grid is not a dense batch whose query blocks'
+// ranges do not fall, there is no plan.
+struct HeadsPlan {
+  explicit HeadsPlan(const Shape& s, Rasterization order) : grid(s, order) {}
+  FlashGrid grid;
+  u64 N = 0, nq = 0, nk = 0, G = 0, heads = 0, slots = 0;
+  bool qo = false;
+  std::vector<u64> f, e, qb, ob;  // per query block of a head: its key blocks [f, e), Q and O bytes
+  std::vector<u64> z, lo, hi;     // per key block: its bytes, its readers [lo, hi)
+  u64 z_max = 0;
+  Array<u64> len, start;                            // per CTA: steps, first step
+  Array<std::uint32_t> by_end;                      // (where Q and O take L2 space) the CTAs by last step
+  Array<u64> ends;                                  // and their last steps
+  u64 steps = 0;
+  i64 gap = 1;     // the most steps between two reads of an object inside a head
+  u64 inside = 0;  // at most the distance of a re-read inside a head
+  i64 a_of(u64 x0, u64 i) const { return static_cast<i64>(start[x0 + i]) - static_cast<i64>(f[i]); }
+};
+
+std::unique_ptr<HeadsPlan> plan_heads(const Shape& s, const L2SimConfig& c, u64 capacity) {
+  auto plan = std::make_unique<HeadsPlan>(s, c.order);
+  HeadsPlan& p = *plan;
+  const FlashGrid& grid = p.grid;
+  if (!grid.dense() || grid.order() != Rasterization::query_block_major || grid.group() < 2) return nullptr;
   const FlashSeq& q = grid.sequence(0);
-  const u64 N = grid.ctas(), nq = q.q_blocks, nk = q.k_blocks, G = grid.group(), heads = grid.heads();
-  const u64 slots = u64{c.sm_count} * c.ctas_per_sm;
-  if (t.capacities().empty() || N == 0 || nq == 0 || nk == 0 || N > max_unit_ctas || heads * nk > max_unit_ctas) return std::nullopt;
-  const bool qo = c.q_o_allocate;
+  const u64 N = p.N = grid.ctas(), nq = p.nq = q.q_blocks, nk = p.nk = q.k_blocks, heads = p.heads = grid.heads();
+  p.G = grid.group();
+  const u64 slots = p.slots = u64{c.sm_count} * c.ctas_per_sm;
+  if (N == 0 || nq == 0 || nk == 0 || N > max_unit_ctas || heads * nk > max_unit_ctas) return nullptr;
+  const bool qo = p.qo = c.q_o_allocate;
   // A head's query blocks (every head alike): each reads a range of key
   // blocks whose ends do not fall, so an object's readers are a range of them.
-  std::vector<u64> f(nq), e(nq), qb(nq), ob(nq);
+  std::vector<u64>&f = p.f, &e = p.e, &qb = p.qb, &ob = p.ob;
+  f.resize(nq), e.resize(nq), qb.resize(nq), ob.resize(nq);
   for (u64 i = 0; i < nq; ++i) {
     const FlashCta ct = grid.cta(i);
-    if (ct.blocks() == 0 || (i > 0 && (ct.first < f[i - 1] || ct.end < e[i - 1]))) return std::nullopt;
+    if (ct.blocks() == 0 || (i > 0 && (ct.first < f[i - 1] || ct.end < e[i - 1]))) return nullptr;
     f[i] = ct.first, e[i] = ct.end, qb[i] = grid.q_bytes(ct.rows), ob[i] = grid.o_bytes(ct.rows);
   }
-  std::vector<u64> z(nk), lo(nk), hi(nk);
-  u64 z_max = 0;
+  p.z.resize(nk), p.lo.resize(nk), p.hi.resize(nk);
   for (u64 y = 0, a = 0, b = 0; y < nk; ++y) {
-    z[y] = grid.kv_bytes(0, y);
-    z_max = std::max(z_max, z[y]);
+    p.z[y] = grid.kv_bytes(0, y);
+    p.z_max = std::max(p.z_max, p.z[y]);
     while (a < nq && e[a] <= y) ++a;
     while (b < nq && f[b] <= y) ++b;
-    lo[y] = a, hi[y] = std::max(a, b);  // readers [lo, hi)
+    p.lo[y] = a, p.hi[y] = std::max(a, b);  // readers [lo, hi)
   }
-  Array<u64> len(N), start(N);
-  for (u64 x = 0; x < N; ++x) len[x] = e[x % nq] - f[x % nq];
   // (Where Q and O take L2 space, the CTAs by last step too.)
-  if (qo && N >= (u64{1} << 32)) return std::nullopt;
-  Array<std::uint32_t> by_end(qo ? N : 0);
-  Array<u64> ends(qo ? N : 0);
-  const u64 steps = SegmentEngine::schedule(slots, len.data(), N, start.data(), qo ? by_end.data() : nullptr,
-                                            qo ? ends.data() : nullptr);
-  // Keys (step, CTA, place: Q 0, K/V 1, O 2), the trace's order.
-  if (steps >= std::numeric_limits<u64>::max() / 3 / N - 2) return std::nullopt;
-  auto key = [&](u64 step, u64 x, u64 place) { return (step * N + x) * 3 + place; };
-  const u64 M = 3 * N;  // (keys a step)
-  auto step_key = [&](u64 step) { return step > steps ? ~u64{0} : step * M; };  // a step's first key
+  if (qo && N >= (u64{1} << 32)) return nullptr;
+  p.len.resize(N), p.start.resize(N);
+  for (u64 x = 0; x < N; ++x) p.len[x] = e[x % nq] - f[x % nq];
+  p.by_end.resize(qo ? N : 0), p.ends.resize(qo ? N : 0);
+  p.steps = SegmentEngine::schedule(slots, p.len.data(), N, p.start.data(), qo ? p.by_end.data() : nullptr,
+                                    qo ? p.ends.data() : nullptr);
+  // (Keys (step, CTA, place) below 2^64.)
+  if (p.steps >= std::numeric_limits<u64>::max() / 3 / N - 2) return nullptr;
 
   // The gap bound: an object's readers are a range of query blocks, so in
   // (a, CTA) order (a = start - first: CTA i reads y at a_i + y) two next to
   // each other lie at most the largest change of a between two of them next
   // in launch order apart (the order has to cross their gap).
-  auto a_of = [&](u64 x0, u64 i) { return static_cast<i64>(start[x0 + i]) - static_cast<i64>(f[i]); };
-  i64 gap = 1;  // (at least: reads a step apart)
+  auto a_of = [&](u64 x0, u64 i) { return p.a_of(x0, i); };
+  i64& gap = p.gap;  // (at least 1: reads a step apart)
   for (u64 x0 = 0; x0 < N; x0 += nq)
     for (u64 i = 0; i + 1 < nq; ++i)
       if (f[i + 1] < e[i]) {
         const i64 d = a_of(x0, i + 1) - a_of(x0, i);
         gap = std::max(gap, d < 0 ? -d : d);
       }
-  // Re-reads inside a head: at most their own bytes, every slot's K/V over
-  // the gap's steps and one more, and the Q and O tiles of the most CTAs that
-  // start (end) within as many steps.
+  // Re-reads inside a head: at most their own bytes, the K/V objects read
+  // over the gap's steps and one more (every slot's, or fewer: those of each
+  // head's CTAs by the spread of their a), and the Q and O tiles of the most
+  // CTAs that start (end) within as many steps.
   const u64 span_steps = static_cast<u64>(gap) + 1;
-  u64 inside = z_max + span_steps * slots * z_max;
+  u64& inside = p.inside;
+  inside = p.z_max + std::min(span_steps * slots, objects_within(N, nq, span_steps, p.start, p.len, a_of)) * p.z_max;
   if (qo) {
     auto most_within = [&](const Array<u64>& at) {  // (at: sorted steps)
       u64 most = 0;
@@ -148,10 +209,68 @@ std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tall
       }
       return most;
     };
-    inside += *std::max_element(qb.begin(), qb.end()) * most_within(start) +
-              *std::max_element(ob.begin(), ob.end()) * most_within(ends);
+    inside += *std::max_element(qb.begin(), qb.end()) * most_within(p.start) +
+              *std::max_element(ob.begin(), ob.end()) * most_within(p.ends);
   }
-  if (inside > t.capacities().front()) return std::nullopt;
+  if (inside > capacity) return nullptr;
+  return plan;
+}
+
+// The last plan the budget made, kept for the run that follows it (a plan
+// is a fifth of the run, and the budget asks before the run and after it):
+// its work kept with it, the plan taken by the run, both replaced by the next.
+struct KeptPlan {
+  Shape s;
+  L2SimConfig c;
+  std::optional<u64> work;          // (none: it did not hold at c.l2_bytes)
+  std::unique_ptr<HeadsPlan> plan;  // (until the run takes it)
+};
+thread_local std::optional<KeptPlan> kept;
+
+}  // namespace
+
+std::optional<std::uint64_t> heads_flash_work(const Shape& s, const L2SimConfig& c) {
+  if (!kept || !(kept->s == s) || !(kept->c == c)) {
+    kept.reset();  // (freed before the next is made)
+    std::unique_ptr<HeadsPlan> p = plan_heads(s, c, c.l2_bytes);
+    // (Measured: 0.5 to 0.6 s for 4.2 M CTAs and as many spans, the
+    // schedule and the plan a fifth of it; units of about a nanosecond.)
+    const std::optional<u64> work = p ? std::optional<u64>(60 * p->N + 60 * p->heads * p->nk) : std::nullopt;
+    kept.emplace(KeptPlan{s, c, work, std::move(p)});
+  }
+  return kept->work;
+}
+
+std::optional<std::uint64_t> heads_flash_bound(const Shape& s, const L2SimConfig& c) {
+  const std::unique_ptr<HeadsPlan> p = plan_heads(s, c, ~u64{0});
+  if (!p) return std::nullopt;
+  return p->inside;
+}
+
+std::optional<FlashStats> heads_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
+  if (t.capacities().empty()) return std::nullopt;
+  std::unique_ptr<HeadsPlan> plan;
+  if (kept && kept->s == s && kept->c == c && kept->plan) {
+    plan = std::move(kept->plan);
+    if (plan->inside > t.capacities().front()) return std::nullopt;
+  } else {
+    plan = plan_heads(s, c, t.capacities().front());
+  }
+  if (!plan) return std::nullopt;
+  const HeadsPlan& hp = *plan;
+  const FlashGrid& grid = hp.grid;
+  const u64 N = hp.N, nq = hp.nq, nk = hp.nk, G = hp.G, heads = hp.heads, slots = hp.slots, steps = hp.steps;
+  const bool qo = hp.qo;
+  const std::vector<u64>&qb = hp.qb, &ob = hp.ob, &z = hp.z, &lo = hp.lo, &hi = hp.hi;
+  const Array<u64>&len = hp.len, &start = hp.start, &ends = hp.ends;
+  const Array<std::uint32_t>& by_end = hp.by_end;
+  const i64 gap = hp.gap;
+  const u64 inside = hp.inside;
+  auto a_of = [&](u64 x0, u64 i) { return hp.a_of(x0, i); };
+  // Keys (step, CTA, place: Q 0, K/V 1, O 2), the trace's order.
+  auto key = [&](u64 step, u64 x, u64 place) { return (step * N + x) * 3 + place; };
+  const u64 M = 3 * N;  // (keys a step)
+  auto step_key = [&](u64 step) { return step > steps ? ~u64{0} : step * M; };  // a step's first key
 
   // Per head: each object's first and last read, the least and the largest
   // (a, CTA) over its readers [lo(y), hi(y)), sliding.

@@ -116,6 +116,11 @@ std::uint64_t chains_work(const FlashGrid& grid, std::uint64_t slots) {
   return __builtin_add_overflow(w, steps, &w) ? ~std::uint64_t{0} : w;
 }
 
+// Whether the forward by heads may take the grid (its plan says where it does).
+bool heads_possible(const FlashGrid& grid) {
+  return grid.dense() && grid.group() > 1 && grid.order() == Rasterization::query_block_major;
+}
+
 std::uint64_t enumeration_work(const Shape& s, std::size_t capacities) {
   std::uint64_t w = 0;
   return __builtin_mul_overflow(flash_enum_accesses(s), enumeration_units(capacities), &w) ? ~std::uint64_t{0} : w;
@@ -136,8 +141,15 @@ FlashStats runs_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   // (l2_flash_heads.cpp; it says so from the schedule, at most about 25
   // units a CTA, before it tallies anything).
   constexpr std::uint64_t worth = std::uint64_t{1} << 24;
-  if (enumeration >= worth && grid.dense() && grid.group() > 1 && grid.order() == Rasterization::query_block_major)
+  if (enumeration >= worth && heads_possible(grid))
     if (const std::optional<FlashStats> st = heads_flash(s, c, t)) return *st;
+  // (The budget took a shape past it on the plan by heads alone: where the
+  // pass over the spans declined, the others would run past it.)
+  if (std::min({enumeration_work(s, 1), segments, chained}) > max_l2_sim_work)
+    throw Error("L2 simulation: shape " + describe(s) +
+                ": the forward by heads does not hold here (docs/l2-windows.md, \"Windows and chunks by heads\") "
+                "and the other methods take more than " + std::to_string(max_l2_sim_work) +
+                " work units; bigger --block-rows/--block-cols, fewer heads or shorter sequences simulate it");
   if (enumeration <= segments) {
     // A dense batch of several units (windows and chunks, mostly): the
     // schedule first (about 25 units a CTA with the heads in flight), then
@@ -182,7 +194,12 @@ std::uint64_t flash_runs_work(const Shape& s, const L2SimConfig& c) {
   const FlashGrid grid(s, c.order);
   const std::uint64_t slots = std::uint64_t{c.sm_count} * c.ctas_per_sm;
   if (flash_in_waves(s)) return waves_flash_work(grid, slots);
-  return std::min({enumeration_work(s, 1), segment_work(grid, slots), chains_work(grid, slots)});
+  const std::uint64_t w = std::min({enumeration_work(s, 1), segment_work(grid, slots), chains_work(grid, slots)});
+  // (By heads, where the others are past the budget: its plan, a pass over
+  // the CTAs, says whether it applies.)
+  if (w > max_l2_sim_work && heads_possible(grid))
+    if (const std::optional<std::uint64_t> h = heads_flash_work(s, c)) return std::min(w, *h);
+  return w;
 }
 
 }  // namespace hbmscope::l2

@@ -1,4 +1,4 @@
-// The forward's enumeration by units (docs/l2-simulation.md, "Units that
+// The forward's enumeration by units (docs/l2-windows.md, "Units that
 // repeat"): in a dense batch a unit is CTAs one after another in launch
 // order whose reads' predecessors lie in a span of steps known from the
 // schedule: the CTAs that read one set of K/V objects (a kv pair's heads, a
