@@ -3,6 +3,7 @@
 // the runs and their bounds; l2_backward_rows_exact.cpp: the reads the bounds
 // leave, and the tally). Internal to src/core.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -86,6 +87,9 @@ class Loop {
   // objects of the heads running there; their rows between their least and
   // most read offsets.
   u64 edge_bytes(u64 most, i64 lo, i64 hi) const;
+  // The same for any one read of a run whose windows are w steps within
+  // [lo, hi]: the most CTAs that start (end) within w steps there.
+  u64 edge_bytes_within(u64 most, i64 lo, i64 hi, i64 w) const;
   u64 flow_bytes(u64 reads, u64 edges) const;
   u64 head_bytes(Ids ids) const;
   u64 rows_bytes(i64 g, Ids ids) const;
@@ -175,6 +179,15 @@ class Loop {
   Array<i64> e_, end_max_;              // ends by CTA; their prefix maximum
   std::span<const i64> ends_;          // ends sorted (the schedule's)
   StepIndex s_ix_, ends_ix_, end_max_ix_;
+  // Per window of w steps (w up to 8, made when first asked): for each
+  // place of the sorted starts (ends) how many lie within w steps from it,
+  // and the most of each block of 64 places.
+  struct Within {
+    std::vector<std::uint32_t> count, block_most;
+  };
+  mutable std::array<Within, 9> starts_within_, ends_within_;
+  static constexpr i64 within_most = 8;
+  u64 most_within(std::span<const i64> v, const StepIndex& ix, std::array<Within, 9>& made, i64 lo, i64 hi, i64 w) const;
   mutable std::size_t finger_[2] = {};  // running()'s last answers
   mutable std::size_t shifted_finger_[2] = {};  // repeats()': an earlier head's steps
   mutable std::size_t kv_finger_[4] = {};  // more_between's, for the K/V re-reads

@@ -1,0 +1,361 @@
+// The bounds of the backward's main loop by rows (docs/l2-backward.md,
+// "Bounds"): a run of row-set re-reads, or a head's K/V re-reads, at most
+// and at least some bytes, counted in a bucket where both lie in it; the
+// rest split or left open for their exact distances.
+#include <algorithm>
+#include <span>
+#include <string>
+
+#include "hbmscope/checked.hpp"
+#include "hbmscope/error.hpp"
+#include "l2_backward_rows_loop.hpp"
+
+namespace hbmscope::l2 {
+
+namespace rows {
+
+u64 Loop::least_row(u64 x) const { return head_least_[ct_[x].head_key]; }
+
+u64 Loop::starts_in(i64 lo, i64 hi) const { return hi < lo ? 0 : s_ix_.upper(hi) - s_ix_.lower(lo); }
+u64 Loop::ends_in(i64 lo, i64 hi) const { return hi < lo ? 0 : ends_ix_.upper(hi) - ends_ix_.lower(lo); }
+u64 Loop::active_in(i64 lo, i64 hi) const {
+  const u64 started = s_ix_.upper(hi), ended = ends_ix_.lower(lo);
+  return started > ended ? started - ended : 0;
+}
+
+// (Searched from their last answers: the K/V reads' questions, a CTA at a
+// time in launch order, move little, and a bucket of the index can hold
+// hundreds of CTAs that start or end together.)
+Loop::Ids Loop::running(i64 lo, i64 hi, std::size_t (&finger)[2]) const {
+  return {end_max_ix_.lower_near(lo, finger[0]), s_ix_.upper_near(hi, finger[1])};
+}
+
+std::vector<u64> Loop::all_running(i64 lo, i64 hi) const {
+  std::vector<u64> near;
+  for (u64 x = 0; x < n_; ++x)
+    if (s_[x] <= hi && e_[x] >= lo) near.push_back(x);
+  return near;
+}
+
+// The K/V and dK, dV of the CTAs starting and ending in [lo, hi], at most
+// `most` of each.
+u64 Loop::edge_bytes(u64 most, i64 lo, i64 hi) const {
+  return sat_add(sat_mul(kv_max_, std::min(most, starts_in(lo, hi))),
+                 dk_on_ ? sat_mul(kv_max_, std::min(most, ends_in(lo, hi))) : 0);
+}
+
+// The most of the sorted steps v (indexed by ix) that lie within any w steps
+// from one of them in [lo, hi] (those past hi too: at least the most within
+// [lo, hi]). Up to within_most steps from counts made once a w, the most of
+// blocks of 64 places between the ends; else by two cursors.
+u64 Loop::most_within(std::span<const i64> v, const StepIndex& ix, std::array<Within, 9>& made, i64 lo, i64 hi,
+                      i64 w) const {
+  if (hi < lo || w < 1) return 0;
+  const std::size_t a = ix.lower(lo), b = ix.upper(hi);
+  if (a >= b) return 0;
+  if (w > within_most) {
+    u64 most = 0;
+    for (std::size_t x = a, y = a; x < b; ++x) {
+      while (y < v.size() && v[y] < v[x] + w) ++y;
+      most = std::max<u64>(most, y - x);
+    }
+    return most;
+  }
+  Within& m = made[static_cast<std::size_t>(w)];
+  if (m.count.empty()) {
+    m.count.resize(v.size());
+    m.block_most.assign((v.size() + 63) / 64, 0);
+    for (std::size_t x = 0, y = 0; x < v.size(); ++x) {
+      while (y < v.size() && v[y] < v[x] + w) ++y;
+      m.count[x] = static_cast<std::uint32_t>(y - x);
+      m.block_most[x / 64] = std::max(m.block_most[x / 64], m.count[x]);
+    }
+  }
+  std::uint32_t most = 0;
+  std::size_t x = a;
+  for (; x < b && x % 64 != 0; ++x) most = std::max(most, m.count[x]);
+  for (; x + 64 <= b; x += 64) most = std::max(most, m.block_most[x / 64]);
+  for (; x < b; ++x) most = std::max(most, m.count[x]);
+  return most;
+}
+
+u64 Loop::edge_bytes_within(u64 most, i64 lo, i64 hi, i64 w) const {
+  return sat_add(sat_mul(kv_max_, std::min(most, most_within(s_, s_ix_, starts_within_, lo, hi, w))),
+                 dk_on_ ? sat_mul(kv_max_, std::min(most, most_within(ends_, ends_ix_, ends_within_, lo, hi, w))) : 0);
+}
+
+// `reads` row sets, with the edges.
+u64 Loop::flow_bytes(u64 reads, u64 edges) const { return sat_add(sat_mul(reads, u_max_), edges); }
+
+// Every object of the heads of the CTAs `ids` (in head-major order, of their
+// sequences).
+u64 Loop::head_bytes(Ids ids) const {
+  if (ids.hi == 0 || ids.lo >= ids.hi) return 0;
+  u64 h_lo = ct_[ids.lo].head_key, h_hi = ct_[ids.hi - 1].head_key;
+  if (in_.head_major) {
+    h_lo = ct_[ids.lo].seq * in_.heads;
+    h_hi = ct_[ids.hi - 1].seq * in_.heads + in_.heads - 1;
+  }
+  return head_bytes_[h_hi + 1] - head_bytes_[h_lo];
+}
+
+// Query-block-major: per head, the rows between the least and the most read
+// offsets of its CTAs among `ids`, g + 1 more (CTA x reads row t - a_x at
+// step t).
+u64 Loop::rows_bytes(i64 g, Ids ids) const {
+  if (ids.hi == 0 || ids.lo >= ids.hi) return 0;
+  const u64 w = static_cast<u64>(g) + 1;
+  u64 d = 0;
+  for (u64 h = ct_[ids.lo].head_key; h <= ct_[ids.hi - 1].head_key; ++h) {
+    const u64 a = std::max(ids.lo, head_begin_[h]), b = std::min(ids.hi, head_end_[h]);
+    if (a >= b || rows_[h] == 0) continue;
+    i64 least = std::numeric_limits<i64>::max(), most_off = std::numeric_limits<i64>::min();
+    auto one = [&](u64 x) {
+      if (off_[x] == none_off) return;
+      least = std::min(least, off_[x]);
+      most_off = std::max(most_off, off_[x]);
+    };
+    const u64 blocks = off_lo_.size() / 2, ba = (a + block - 1) / block, bb = b / block;
+    if (ba >= bb) {
+      for (u64 x = a; x < b; ++x) one(x);
+    } else {
+      for (u64 x = a; x < ba * block; ++x) one(x);
+      for (u64 x = bb * block; x < b; ++x) one(x);
+      for (u64 l = ba + blocks, r = bb + blocks; l < r; l /= 2, r /= 2) {
+        if (l & 1) {
+          least = std::min(least, off_lo_[l]);
+          most_off = std::max(most_off, off_hi_[l++]);
+        }
+        if (r & 1) {
+          least = std::min(least, off_lo_[--r]);
+          most_off = std::max(most_off, off_hi_[r]);
+        }
+      }
+    }
+    if (least > most_off) continue;
+    d = sat_add(d, sat_mul(std::min<u64>(rows_[h], static_cast<u64>(most_off - least) + w), u_max_));
+  }
+  return d;
+}
+
+// Strictly inside [lo, hi]: the dK, dV of the CTAs ending there; the K/V of
+// those starting there (with GQA only those of k's head, whose K/V are
+// distinct); and, for one read of row i with rows [i - below, i + above]
+// known between, the first rows of k's head's CTAs starting there outside
+// them (query-block-major).
+u64 Loop::more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one, bool near) const {
+  if (hi < lo) return 0;
+  // CTAs starting in [lo, hi]: [s_lo, s_hi); ending there: as many as ends_in.
+  std::size_t* f = kv_finger_;
+  const u64 s_lo = near ? s_ix_.lower_near(lo, f[0]) : s_ix_.lower(lo);
+  const u64 s_hi = near ? s_ix_.upper_near(hi, f[1]) : s_ix_.upper(hi);
+  const u64 ended = !dk_on_ ? 0
+                    : near  ? ends_ix_.upper_near(hi, f[3]) - ends_ix_.lower_near(lo, f[2])
+                            : ends_in(lo, hi);
+  u64 d = sat_mul(kv_min_, ended);
+  if (!in_.gqa) d = sat_add(d, sat_mul(kv_min_, s_hi - s_lo));
+  if (in_.head_major) return d;
+  const u64 h = ct_[k].head_key;
+  const u64 xa = std::max<u64>(head_begin_[h], s_lo), xb = std::min<u64>(head_end_[h], s_hi);
+  if (xb <= xa) return d;
+  if (in_.gqa) d = sat_add(d, sat_mul(kv_min_, xb - xa));
+  if (!one) return d;
+  auto first_at_least = [&](u64 v) {  // the first CTA in [xa, xb) whose first row is at least v
+    u64 a = xa, b = xb;
+    while (a < b) {
+      const u64 m = a + (b - a) / 2;
+      if (ct_[m].first >= v) b = m;
+      else a = m + 1;
+    }
+    return a;
+  };
+  auto distinct = [&](u64 a, u64 b) -> u64 { return b > a ? u64{distinct_[b - 1]} - distinct_[a] + 1 : 0; };
+  const u64 xl = first_at_least(i >= below ? i - below : 0), xu = first_at_least(i + above + 1);
+  return sat_add(d, sat_mul(distinct(xa, xl) + distinct(xu, xb), least_row(k)));
+}
+
+bool Loop::settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row) {
+  const std::size_t b = t_.bucket_of(hi);
+  if (hi >= reached_ || t_.bucket_of(lo) != b) return false;
+  constexpr std::string_view what = "L2 simulation bytes";
+  rb_[b] = checked_add(rb_[b], checked_mul(n, read, what), what);
+  wb_[b] = checked_add(wb_[b], checked_mul(n, writeback, what), what);
+  // The observer sees a distance in the reads' bucket, below every read's
+  // largest: D's write-back lands in the same bucket.
+  if (row != none && hi > obs_.indifferent_up_to(row, n)) observed_.push_back({row, hi, n});
+  return true;
+}
+
+void Loop::check(u64 d, u64 lo, u64 hi, u64 k, u64 row) const {
+  if (d < lo || d > hi)
+    throw Error("internal: backward by rows, CTA " + std::to_string(k) +
+                (row == none ? " K/V" : " row " + std::to_string(row)) + ": distance " + std::to_string(d) +
+                " outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
+  const u64 r0 = (*in_.row0)[k];
+  const u64 z = (*in_.u)[r0 + i1], acc = in_.acc_row * (*in_.n_rows)[r0 + i1], n = i2 - i1 + 1;
+  const i64 a = offset(k), g = a - offset(P);
+  steps_most_ = std::max(steps_most_, static_cast<u64>(g));
+  const i64 T0 = a + static_cast<i64>(i1), T1 = a + static_cast<i64>(i2);
+  // At least P's rows after its read and k's rows before its own, other row
+  // sets of the head: their count is piecewise linear in the step, least at
+  // an end or a breakpoint.
+  const i64 eP = s_[P] + static_cast<i64>(reads_rows(P)) - 1;
+  auto after = [&](i64 T) { return std::max<i64>(0, std::min(T - 1, eP) - T + g); };
+  auto before = [&](i64 T) { return std::max<i64>(0, std::min(g - 1, T - s_[k])); };
+  u64 least = static_cast<u64>(std::min(after(T0) + before(T0), after(T1) + before(T1)));
+  for (const i64 T : {eP + 1, eP + g, s_[k] + g - 1})
+    if (T > T0 && T < T1) least = std::min(least, static_cast<u64>(after(T) + before(T)));
+  u64 lo = sat_add(z, sat_mul(least, least_row(k)));
+  // Every slot's row set, K/V and dK, dV each step: no lookups (a step apart
+  // or less, the hits, settle so); then the CTAs that start and end there.
+  // Strictly between (T - g, P) and (T, k) a slot reads g row sets, g + 1
+  // only where it holds a CTA after P at T - g and one before k at T: its
+  // CTAs follow one another in launch order, so the first lies strictly
+  // between P and k, and no two such slots hold the same one. K/V reads
+  // (starts) and dK, dV writes (ends): one more in all, k's own K/V at T or
+  // P's dK, dV at T - g.
+  const u64 reads = sat_add(sat_mul(static_cast<u64>(g), in_.slots), P < k ? std::min<u64>(in_.slots, k - P - 1) : 0);
+  const u64 edge_most = sat_add(reads, 1);
+  u64 hi = sat_add(z, sat_mul(edge_most, sat_add(u_max_, sat_add(kv_max_, dk_on_ ? kv_max_ : 0))));
+  auto checked = [&] {
+    if (!in_.check_bounds) return;
+    for (u64 i = i1; i <= i2; ++i) {
+      const i64 T = a + static_cast<i64>(i);
+      check(exact({T - g, P, row_sub}, {T, k, row_sub}, (*in_.u)[r0 + i], all_running(T - g, T)), lo, hi, k, i);
+    }
+  };
+  if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
+  u64 edges = edge_bytes(edge_most, T0 - g, T1);
+  hi = std::min(hi, sat_add(z, flow_bytes(reads, edges)));
+  if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
+  // A run's read holds the edges of its own window alone (g + 1 steps), not
+  // of the whole run's: the most CTAs that start (end) within g + 1 steps
+  // of it (a long run's edges, summed over its steps, kept it open where
+  // its reads lay at half the L2: d = 256 on 50 MiB).
+  // (Only where the row sets alone would settle it.)
+  if (const u64 rows_only = sat_add(z, flow_bytes(reads, 0));
+      T1 > T0 && rows_only < reached_ && t_.bucket_of(rows_only) == t_.bucket_of(lo)) {
+    edges = std::min(edges, edge_bytes_within(edge_most, T0 - g, T1, g + 1));
+    hi = std::min(hi, sat_add(z, flow_bytes(reads, edges)));
+    if (settle(lo, hi, n, z, acc, r0 + i1)) return checked();
+  }
+  // Tighter, at more cost: the objects between beside P's and k's rows, and
+  // the rows the heads there can read. (Passed over once it has settled
+  // fewer than one run in 32 of its first 4096 or more: at d = 256 it
+  // settled 14 K of 1.4 M, each costing more than the halves' first bounds.)
+  if (!in_.check_bounds && tight_tried_ >= 4096 && tight_settled_ * 32 < tight_tried_)
+    return split_or_open(k, P, i1, i2, depth);
+  ++tight_tried_;
+  lo = sat_add(lo, n == 1 ? more_between(k, T0 - g + 1, T0 - 1, i1, static_cast<u64>(before(T0)),
+                                         static_cast<u64>(after(T0)), true)
+                          : more_between(k, T1 - g + 1, T0 - 1, i1, 0, 0, false));
+  const Ids ids = running(T0 - g, T1);
+  hi = std::min(hi, sat_add(z, head_bytes(ids)));
+  if (!in_.head_major) hi = std::min(hi, sat_add(z, sat_add(edges, rows_bytes(g, ids))));
+  checked();
+  if (settle(lo, hi, n, z, acc, r0 + i1)) {
+    ++tight_settled_;
+    return;
+  }
+  split_or_open(k, P, i1, i2, depth);
+}
+
+void Loop::split_or_open(u64 k, u64 P, u64 i1, u64 i2, int depth) {
+  const u64 n = i2 - i1 + 1;
+  if (n >= 16 && depth < 6) {  // halves have tighter bounds
+    const u64 mid = i1 + (n - 1) / 2;
+    settle_rows(k, P, i1, mid, depth + 1);
+    settle_rows(k, P, mid + 1, i2, depth + 1);
+    return;
+  }
+  const i64 a = offset(k), g = a - offset(P), T0 = a + static_cast<i64>(i1), T1 = a + static_cast<i64>(i2);
+  open_.push_back({k, P, i1, i2});
+  open_cost_ = sat_add(open_cost_, sat_add(active_in(T0 - g, T1), in_.slots) * (n + 1));
+}
+
+u64 Loop::kv_lower(u64 k, u64 P) const {
+  const i64 T = s_[k], Tp = s_[P];
+  // At least P's rows (read after its K/V) and those of the first CTA of k's
+  // head, where they lie between.
+  u64 lo = sat_mul(span(s_[P], std::min(T - 1, s_[P] + static_cast<i64>(reads_rows(P)) - 1)), least_row(P));
+  const u64 x0 = k - std::min<u64>(k, ct_[k].k_block * (in_.head_major ? in_.heads : 1));
+  if (x0 != k && x0 > P && ct_[x0].head_key == ct_[k].head_key && reads_rows(x0) > 0) {
+    const u64 more =
+        sat_mul(span(std::max(Tp + 1, s_[x0]), std::min(T - 1, s_[x0] + static_cast<i64>(reads_rows(x0)) - 1)),
+                least_row(x0));
+    lo = ct_[x0].head_key != ct_[P].head_key ? sat_add(lo, more) : std::max(lo, more);
+  }
+  return sat_add(kv_bytes(k), lo);
+}
+
+// (Each re-read's window [s_P, s_k] lies in the union of theirs, so the
+// objects of the heads running over the union bound each from above; where
+// the least lower bound lies in that bound's bucket, below the distance
+// reached, each would settle there alone.)
+bool Loop::settle_kv_head(u64 a, u64 b, const std::vector<u64>& last) {
+  if (a >= b) return false;
+  u64 lo = ~u64{0}, z_most = 0, bytes = 0;
+  i64 from = std::numeric_limits<i64>::max(), to = std::numeric_limits<i64>::min();
+  i64 last_p = to, first_k = from;  // every window holds (last_p, first_k)
+  for (u64 k = a; k < b; ++k) {
+    const u64 P = last[(*in_.kv_of)[k]];
+    if (P == none) return false;
+    lo = std::min(lo, kv_lower(k, P));
+    z_most = std::max(z_most, kv_bytes(k));
+    bytes = sat_add(bytes, kv_bytes(k));
+    from = std::min(from, s_[P]);
+    to = std::max(to, s_[k]);
+    last_p = std::max(last_p, s_[P]);
+    first_k = std::min(first_k, s_[k]);
+  }
+  const u64 hi = sat_add(z_most, head_bytes(running(from, to)));
+  if (settle(lo, hi, 1, bytes, 0, none)) return true;
+  // Then with the K/V and dK, dV of the CTAs starting and ending inside every
+  // window (below each one's second lower bound, which takes its own window):
+  // chunks' parts settle so, whose first bounds fall short and whose windows,
+  // a grid head long, lie a few steps apart.
+  if (last_p + 1 <= first_k - 1 &&
+      settle(sat_add(lo, more_between(a, last_p + 1, first_k - 1, 0, 0, 0, false, true)), hi, 1, bytes, 0, none))
+    return true;
+  // Then with each one's second lower bound (as settle_kv takes it next;
+  // with a window every K/V re-read needs it).
+  lo = ~u64{0};
+  for (u64 k = a; k < b; ++k) {
+    const u64 P = last[(*in_.kv_of)[k]];
+    lo = std::min(lo, sat_add(kv_lower(k, P), more_between(k, s_[P] + 1, s_[k] - 1, 0, 0, 0, false, true)));
+  }
+  return settle(lo, hi, 1, bytes, 0, none);
+}
+
+void Loop::settle_kv(u64 k, u64 P) {
+  const u64 z = kv_bytes(k);
+  const i64 T = s_[k], Tp = s_[P];
+  u64 lo = kv_lower(k, P);
+  // At most the objects of the heads that may run there (most K/V re-reads,
+  // a head or more apart, settle so); then the CTAs that start and end there.
+  const Ids ids = running(Tp, T);
+  u64 hi = sat_add(z, head_bytes(ids));
+  auto checked = [&] {
+    if (in_.check_bounds) check(exact({Tp, P, kv_sub}, {T, k, kv_sub}, z, all_running(Tp, T)), lo, hi, k, none);
+  };
+  if (settle(lo, hi, 1, z, 0, none)) return checked();
+  // At least, besides, the K/V of the CTAs that start strictly between and the
+  // dK, dV of those that end there (as for a run of rows).
+  lo = sat_add(lo, more_between(k, Tp + 1, T - 1, 0, 0, 0, false, true));
+  if (settle(lo, hi, 1, z, 0, none)) return checked();
+  const u64 slot_steps = sat_mul(static_cast<u64>(T - Tp) + 1, in_.slots);
+  const u64 edges = edge_bytes(slot_steps, Tp, T);
+  hi = std::min(hi, sat_add(z, flow_bytes(slot_steps, edges)));
+  if (!in_.head_major) hi = std::min(hi, sat_add(z, sat_add(edges, rows_bytes(T - Tp, ids))));
+  checked();
+  if (settle(lo, hi, 1, z, 0, none)) return;
+  open_.push_back({k, P, none, none});
+  open_cost_ = sat_add(open_cost_, sat_add(active_in(Tp, T), in_.slots));
+}
+
+}  // namespace rows
+
+}  // namespace hbmscope::l2
