@@ -472,4 +472,14 @@ TEST_CASE("L2 backward by rows: 1M x 64/8 causal, batch 1 and 8, is within the b
   c.l2_bytes = 60ull << 20;
   s.block_rows = s.block_cols = 64;
   CHECK_FALSE(l2_sim_within_budget(s, c));
+  // d = 256 at batch 8 (one step of the slots' row sets fits, not with two
+  // K/V): where the L2 holds 1.4 steps or more (H100's 50 MiB, 1.5) the runs'
+  // bounds by one read's window settle most reads, in about a second; nearer
+  // one step (36 MiB) two units a read, left out.
+  s.block_rows = s.block_cols = 128;
+  s.head_dim = 256;
+  c.l2_bytes = 50ull << 20;
+  CHECK(l2_sim_within_budget(s, c));
+  c.l2_bytes = 36ull << 20;
+  CHECK_FALSE(l2_sim_within_budget(s, c));
 }

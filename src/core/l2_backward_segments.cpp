@@ -228,9 +228,8 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   // and 100 a row, up to 1,000 a CTA where only one step of the slots' row
   // sets and two K/V fits in the L2 (more reads are left to evaluate: as many
   // more as a CTA reads rows, up to 64; a window of 128 reads 2 a CTA, 1M x
-  // 64/8 x batch 8 at d = 64 on 264 slots in 1.5 s), and 2 more a row-set read
-  // where only one step of row sets does (1M x 256 x 16/8 x batch 8, causal, on
-  // 60, 50 and 40 MiB: 2 to 4 s for 4.4 G reads; a window of 4096, 1 s), on the enumeration's
+  // 64/8 x batch 8 at d = 64 on 264 slots in 1.5 s), and more a row-set read
+  // where only one step of row sets does (below), on the enumeration's
   // scale (10 units an access, 12 to 18 ns); about 135 bytes a CTA and a row
   // (1M x 64/8 x batch 8: 4.2 M of each, 564 MB), so up to 6.3 M CTAs and
   // rows (under 1 GB). Measured on causal, windowed and chunked
@@ -245,6 +244,13 @@ std::uint64_t segments_backward_work(const Shape& s, const L2SimConfig& c, std::
   const u64 reads = backward_enum_accesses(s) / 5;  // (5 accesses a row-set read; below 2^64 as the CTAs are few)
   const u64 w = g.ctas() * (600 + std::min<u64>(400, 400 * (reads / std::max<u64>(1, g.ctas())) / 64)) + rows * 100;
   if (steps_fit(s, c, g, smallest_l2, 1, 2)) return w;
+  // Where the L2 holds 1.4 steps of row sets or more, a run's reads lie
+  // well inside its bucket and their bounds (by one read's window) settle
+  // most: a sixteenth of a unit a read (1M x 16/8 x batch 8 at d = 256, 132
+  // slots: 1.2 s at 1.39 steps, 0.7 s at 1.5, 0.45 to 0.65 s at 1.6 to 2.1;
+  // 0.6 s at 1.48 on 108 slots; 64/8, 1.1 s; 64 heads without GQA, 1.7 s).
+  // Nearer one step, 2 (2.6 s at 1.15 steps, 5.2 s at 1.03, 4.4 G reads).
+  if (steps_fit(s, c, g, smallest_l2 / 7 * 5, 1, 0)) return w + reads / 16;
   return reads > (~u64{0} - w) / 2 ? ~u64{0} : w + 2 * reads;
 }
 
