@@ -261,7 +261,8 @@ std::vector<Case> l2_runs_cases() {
       {"L2 runs", [] { return l2_runs("backward: 32K x 32/8, causal", training(1 << 15, 32, 1, true, Pass::bwd), h200()); }},
       // The causal backward: its main loop by rows, most runs of re-reads
       // settled by bounds at one L2 size, the rest evaluated over the CTAs
-      // beside them; head-major order through the segment engine.
+      // beside them; head-major order by rows too (the other heads' rows a
+      // lower bound) since 2026-12-07, through the segment engine before.
       {"L2 runs", [] { return l2_runs("backward: 128K x 32/8, causal", training(1 << 17, 32, 1, true, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 32/8, causal", training(1 << 20, 32, 1, true, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8, causal", training(1 << 20, 64, 1, true, Pass::bwd), h200()); }},
@@ -285,8 +286,8 @@ std::vector<Case> l2_runs_cases() {
          return l2_runs("backward: 1M x 32/8, causal, head-major", training(1 << 20, 32, 1, true, Pass::bwd),
                         h200(Rasterization::head_major));
        }},
-      // Head-major order at 1M x 64/8: through the segment engine at batch 1,
-      // past its 1.5 M CTAs (refused) at batch 8.
+      // Head-major order at 1M x 64/8 x batch 8: past the segment engine's
+      // 1.5 M CTAs (refused before 2026-12-07), by rows.
       {"L2 runs",
        [] {
          return l2_runs("backward: 1M x 64/8 x batch 8, causal, head-major", training(1 << 20, 64, 8, true, Pass::bwd),

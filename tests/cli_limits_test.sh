@@ -101,8 +101,10 @@ timeout 10 "$real_bin" model --seq 1024G --seq-kv 1 --block-rows 1 --device h100
 check "2^40 query blocks with --device: counted at once, left out" grep -q "left out for 1 shape" "$work/huge.err"
 expect_error "2^40 query blocks with --l2-bytes: refused" "work units (at most 17179869184" model --seq 1024G --seq-kv 1 --block-rows 1 --l2-bytes 60M
 expect_error "l2 per-shape cap says how" "use bigger --block-rows/--block-cols, fewer heads or a shorter sequence" model --seq 64M --causal --heads 16 --l2-bytes 60M
-expect_error "l2 per-shape cap: head-major's masked backward names query-block-major where it fits" "use --l2-order query-block-major (within the budget there)" model --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --pass bwd --l2-bytes 60M --sms 132 --ctas-per-sm 1 --l2-order head-major
-timeout 20 "$real_bin" model --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --pass bwd --device h100 --l2-order head-major --format csv >/dev/null 2>"$work/hm.err"
+# (A window in head-major order: the engine alone, which does not take 4.2 M CTAs; causal without a
+# window goes by rows in either order.)
+expect_error "l2 per-shape cap: head-major's masked backward names query-block-major where it fits" "use --l2-order query-block-major (within the budget there)" model --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --window 4096 --pass bwd --l2-bytes 60M --sms 132 --ctas-per-sm 1 --l2-order head-major
+timeout 20 "$real_bin" model --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --window 4096 --pass bwd --device h100 --l2-order head-major --format csv >/dev/null 2>"$work/hm.err"
 check "head-major masked backward left out: the note names query-block-major" grep -q "(--l2-order query-block-major, bigger" "$work/hm.err"
 check "a shape over the cap in either order: no order named" sh -c "! grep -q 'l2-order query-block-major' '$work/huge.err'"
 expect_error "l2 per-shape cap, enumerated" "(enumeration) would take" model --seq 64K --causal --block-rows 1 --block-cols 1 --l2-bytes 60M --l2-method enumeration
@@ -255,9 +257,10 @@ import json; rows=json.load(open('$work/l2skip.json'))['rows']; assert 'l2_sim' 
 check "--l2-bytes: the note names the shape" grep -q "^hbmscope: note: L2 simulation left out for 1 shape(s) of more than 17179869184 work units (about 10 s each): 67108864 x 64" "$work/l2skip.err"
 # Backward rows without a mask: waves in closed form at any size (1M x 64/8 x batch 8, both orders);
 # causal backward rows by rows (1M x 8/2: 0.4 s, where the enumeration takes 12 s and gives the same
-# figures), and left out past the cap with a note (1M x 64/8 x batch 8 in head-major order: the
-# segment engine does not take 4.2 M CTAs, and by rows takes query-block-major order only; in
-# query-block-major order, at d = 64 to 256 and on every preset, it goes by rows in 0.4 to 2 s).
+# figures), and left out past the cap with a note (1M x 64/8 x batch 8 with a window in head-major
+# order: the segment engine does not take 4.2 M CTAs, and by rows takes head-major order causal or
+# ragged only; causal, in either order, at d = 64 to 256 and on every preset, it goes by rows in
+# 0.4 to 2.5 s).
 for order in query-block-major head-major; do
   "$bin" sweep --seq 1M --heads 64 --kv-heads 8 --batch 8 --pass bwd,fwdbwd --l2-order $order --device h100 \
     --format json >"$work/bwd1m.json" 2>"$work/bwd1m.err"
@@ -269,8 +272,8 @@ done
 check "causal backward 1M x 8/2: simulated" python3 -c "
 import json; rows=json.load(open('$work/bwd1mc.json'))['rows']; assert len(rows)==1 and 'l2_sim' in rows[0], rows"
 check "causal backward 1M x 8/2: no note" test ! -s "$work/bwd1mc.err"
-"$bin" sweep --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --pass bwd --device a100 --l2-order head-major --format json >"$work/bwd1mc.json" 2>"$work/bwd1mc.err"
-check "causal backward 1M x 64/8 x batch 8: left out with a note" grep -q "left out for 1 shape(s).*causal, backward" "$work/bwd1mc.err"
+"$bin" sweep --seq 1M --heads 64 --kv-heads 8 --batch 8 --causal --window 4096 --pass bwd --device a100 --l2-order head-major --format json >"$work/bwd1mc.json" 2>"$work/bwd1mc.err"
+check "causal backward 1M x 64/8 x batch 8: left out with a note" grep -q "left out for 1 shape(s).*causal, window 4096, backward" "$work/bwd1mc.err"
 check "causal backward 1M x 64/8 x batch 8: the note says why" grep -q "backward rows with a mask or a ragged batch have no closed form" "$work/bwd1mc.err"
 # The backward grid keeps its counts in 32 bits; a key block of more than 2^32 keys is simulated all the same.
 "$bin" model --seq 128 --seq-kv 5000000000 --block-cols 5000000000 --head-dim 64 --pass bwd --causal --l2-bytes 60M \

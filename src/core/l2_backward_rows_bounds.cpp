@@ -99,6 +99,37 @@ u64 Loop::head_bytes(Ids ids) const {
   return head_bytes_[h_hi + 1] - head_bytes_[h_lo];
 }
 
+u64 Loop::head_bytes_within(Ids ids, i64 lo, i64 hi) const {
+  const u64 all = head_bytes(ids);
+  if (all == 0) return 0;
+  if (kd_prefix_.empty()) {
+    kd_prefix_.resize(n_ + 1);
+    kd_prefix_[0] = 0;
+    for (u64 x = 0; x < n_; ++x) kd_prefix_[x + 1] = sat_add(kd_prefix_[x], sat_add(kv_bytes(x), dk_bytes(x)));
+  }
+  // The heads' CTAs: a range of launch order (by head key, or head-major by
+  // sequence, neither falling in launch order).
+  auto key = [&](u64 x) { return in_.head_major ? u64{ct_[x].seq} : u64{ct_[x].head_key}; };
+  const u64 k_lo = key(ids.lo), k_hi = key(ids.hi - 1);
+  auto first_past = [&](u64 v) {  // the first CTA whose key is past v
+    u64 a = 0, b = n_;
+    while (a < b) {
+      const u64 m = a + (b - a) / 2;
+      if (key(m) <= v) a = m + 1;
+      else b = m;
+    }
+    return a;
+  };
+  const u64 a = k_lo == 0 ? 0 : first_past(k_lo - 1), b = first_past(k_hi);
+  // Starts do not fall in launch order: those after hi a suffix; the CTAs
+  // before the first whose ends' prefix maximum reaches lo all end before it.
+  const u64 d = std::max<u64>(a, s_ix_.upper(hi)), c = std::min<u64>(std::min<u64>(b, d), end_max_ix_.lower(lo));
+  u64 outside = 0;
+  if (c > a) outside = sat_add(outside, kd_prefix_[c] - kd_prefix_[a]);
+  if (b > d) outside = sat_add(outside, kd_prefix_[b] - kd_prefix_[d]);
+  return all > outside ? all - outside : 0;
+}
+
 // Query-block-major: per head, the rows between the least and the most read
 // offsets of its CTAs among `ids`, g + 1 more (CTA x reads row t - a_x at
 // step t).
@@ -172,6 +203,27 @@ u64 Loop::more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool 
   auto distinct = [&](u64 a, u64 b) -> u64 { return b > a ? u64{distinct_[b - 1]} - distinct_[a] + 1 : 0; };
   const u64 xl = first_at_least(i >= below ? i - below : 0), xu = first_at_least(i + above + 1);
   return sat_add(d, sat_mul(distinct(xa, xl) + distinct(xu, xb), least_row(k)));
+}
+
+u64 Loop::other_heads_rows(u64 k, Ids ids, i64 lo, i64 hi) const {
+  if (hi < lo || ids.hi == 0 || ids.lo >= ids.hi) return 0;
+  if (head_seen_.empty()) head_seen_.assign(head_least_.size(), 0), head_most_.assign(head_least_.size(), 0);
+  ++seen_mark_;
+  const u64 own = ct_[k].head_key;
+  u64 d = 0;
+  for (u64 x = ids.lo; x < ids.hi; ++x) {
+    const u64 h = ct_[x].head_key;
+    // (Its rows a step each from its start: those read in [lo, hi].)
+    const i64 from = std::max(lo, s_[x]), to = std::min(hi, s_[x] + static_cast<i64>(reads_rows(x)) - 1);
+    if (h == own || to < from) continue;
+    const u64 steps = static_cast<u64>(to - from + 1);
+    if (head_seen_[h] != seen_mark_) head_seen_[h] = seen_mark_, head_most_[h] = 0;
+    if (steps > head_most_[h]) {
+      d = sat_add(d, sat_mul(steps - head_most_[h], head_least_[h]));
+      head_most_[h] = steps;
+    }
+  }
+  return d;
 }
 
 bool Loop::settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row) {
@@ -253,7 +305,10 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
                                          static_cast<u64>(after(T0)), true)
                           : more_between(k, T1 - g + 1, T0 - 1, i1, 0, 0, false));
   const Ids ids = running(T0 - g, T1);
-  hi = std::min(hi, sat_add(z, head_bytes(ids)));
+  // (Inside every read's window: the steps after the last read's window
+  // opens and before the first read.)
+  lo = sat_add(lo, other_heads_rows(k, ids, T1 - g + 1, T0 - 1));
+  hi = std::min(hi, sat_add(z, head_bytes_within(ids, T0 - g, T1)));
   if (!in_.head_major) hi = std::min(hi, sat_add(z, sat_add(edges, rows_bytes(g, ids))));
   checked();
   if (settle(lo, hi, n, z, acc, r0 + i1)) {

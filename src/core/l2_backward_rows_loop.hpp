@@ -92,6 +92,10 @@ class Loop {
   u64 edge_bytes_within(u64 most, i64 lo, i64 hi, i64 w) const;
   u64 flow_bytes(u64 reads, u64 edges) const;
   u64 head_bytes(Ids ids) const;
+  // The same less the K/V and dK, dV of those heads' CTAs that start after
+  // hi, and of the first of them that all end before lo: accessed outside
+  // [lo, hi].
+  u64 head_bytes_within(Ids ids, i64 lo, i64 hi) const;
   u64 rows_bytes(i64 g, Ids ids) const;
   // Tests: every CTA that may run in steps [lo, hi], found without the slots.
   std::vector<u64> all_running(i64 lo, i64 hi) const;
@@ -100,6 +104,10 @@ class Loop {
   // (near: the K/V re-reads' sweep in launch order, whose windows move
   // little, searches from its last answers.)
   u64 more_between(u64 k, i64 lo, i64 hi, u64 i, u64 below, u64 above, bool one, bool near = false) const;
+  // At least: the rows of heads other than k's that the CTAs among `ids`
+  // read in [lo, hi] (a CTA's distinct, a step each; per head its CTA that
+  // reads the most there).
+  u64 other_heads_rows(u64 k, Ids ids, i64 lo, i64 hi) const;
   void settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth);
   void split_or_open(u64 k, u64 P, u64 i1, u64 i2, int depth);
   // A head's runs where readers leave before its last row (xs: its CTAs that
@@ -179,6 +187,9 @@ class Loop {
   Array<i64> e_, end_max_;              // ends by CTA; their prefix maximum
   std::span<const i64> ends_;          // ends sorted (the schedule's)
   StepIndex s_ix_, ends_ix_, end_max_ix_;
+  mutable Array<u64> kd_prefix_;  // K/V and dK, dV bytes of CTAs [0, x) in launch order (made when first asked)
+  mutable std::vector<u64> head_seen_, head_most_;  // other_heads_rows(): per head key, the last call that counted it, its most
+  mutable u64 seen_mark_ = 0;
   // Per window of w steps (w up to 8, made when first asked): for each
   // place of the sorted starts (ends) how many lie within w steps from it,
   // and the most of each block of 64 places.

@@ -135,14 +135,16 @@ bool chunks_part_heads(const BackwardGrid& g) {
 
 // The main loop by rows (l2_backward_rows.cpp): any mask or ragged batch in
 // query-block-major order (chunks that part the heads, each part a head),
-// where one step of every slot's row set fits in the smallest L2 asked for
-// (the reads a step apart, most of them, settle as hits: no more than a step
-// of row sets lies between two reads of one row a step apart where the later
-// reader comes first in launch order, as within a generation of CTAs that
-// start together; where the engine takes the grid and the reads the bounds
-// leave would cost more, the engine evaluates).
+// causal or ragged in head-major order (its rows' readers far apart, settled
+// by the rows of the other heads between and the objects accessed there
+// alone), where one step of every slot's row set fits in the smallest L2
+// asked for (the reads a step apart, most of them, settle as hits: no more
+// than a step of row sets lies between two reads of one row a step apart
+// where the later reader comes first in launch order, as within a generation
+// of CTAs that start together; where the engine takes the grid and the reads
+// the bounds leave would cost more, the engine evaluates).
 bool by_rows(const Shape& s, const L2SimConfig& c, const BackwardGrid& g, u64 smallest_l2) {
-  if (c.order != Rasterization::query_block_major) return false;
+  if (c.order != Rasterization::query_block_major && (s.window != 0 || s.chunk != 0)) return false;
   return steps_fit(s, c, g, smallest_l2, 1, 0);
 }
 
