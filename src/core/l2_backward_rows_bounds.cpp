@@ -305,10 +305,13 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
                                          static_cast<u64>(after(T0)), true)
                           : more_between(k, T1 - g + 1, T0 - 1, i1, 0, 0, false));
   const Ids ids = running(T0 - g, T1);
-  // (Inside every read's window: the steps after the last read's window
-  // opens and before the first read.)
-  lo = sat_add(lo, other_heads_rows(k, ids, T1 - g + 1, T0 - 1));
-  hi = std::min(hi, sat_add(z, head_bytes_within(ids, T0 - g, T1)));
+  // Head-major order: the other heads' rows inside every read's window (the
+  // steps after the last read's window opens and before the first read),
+  // and their objects less those accessed outside. (In query-block-major
+  // order one or two heads run at once: the search would cost the runs more
+  // than it settles.)
+  if (in_.head_major) lo = sat_add(lo, other_heads_rows(k, ids, T1 - g + 1, T0 - 1));
+  hi = std::min(hi, sat_add(z, in_.head_major ? head_bytes_within(ids, T0 - g, T1) : head_bytes(ids)));
   if (!in_.head_major) hi = std::min(hi, sat_add(z, sat_add(edges, rows_bytes(g, ids))));
   checked();
   if (settle(lo, hi, n, z, acc, r0 + i1)) {
