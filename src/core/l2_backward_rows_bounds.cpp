@@ -48,17 +48,18 @@ u64 Loop::edge_bytes(u64 most, i64 lo, i64 hi) const {
 // from one of them in [lo, hi] (those past hi too: at least the most within
 // [lo, hi]). Up to within_most steps from counts made once a w, the most of
 // blocks of 64 places between the ends; else by two cursors.
-u64 Loop::most_within(std::span<const i64> v, const StepIndex& ix, std::array<Within, 9>& made, i64 lo, i64 hi,
+u64 Loop::most_within(std::span<const i64> v, const StepIndex& ix, WithinByWidth& made, i64 lo, i64 hi,
                       i64 w) const {
   if (hi < lo || w < 1) return 0;
   const std::size_t a = ix.lower(lo), b = ix.upper(hi);
   if (a >= b) return 0;
+  auto within = [&](std::size_t x, std::size_t& y) {  // how many from x lie within w steps (y moves up)
+    while (y < v.size() && v[y] < v[x] + w) ++y;
+    return static_cast<std::uint32_t>(y - x);
+  };
+  std::uint32_t most = 0;
   if (w > within_most) {
-    u64 most = 0;
-    for (std::size_t x = a, y = a; x < b; ++x) {
-      while (y < v.size() && v[y] < v[x] + w) ++y;
-      most = std::max<u64>(most, y - x);
-    }
+    for (std::size_t x = a, y = a; x < b; ++x) most = std::max(most, within(x, y));
     return most;
   }
   Within& m = made[static_cast<std::size_t>(w)];
@@ -66,12 +67,10 @@ u64 Loop::most_within(std::span<const i64> v, const StepIndex& ix, std::array<Wi
     m.count.resize(v.size());
     m.block_most.assign((v.size() + 63) / 64, 0);
     for (std::size_t x = 0, y = 0; x < v.size(); ++x) {
-      while (y < v.size() && v[y] < v[x] + w) ++y;
-      m.count[x] = static_cast<std::uint32_t>(y - x);
+      m.count[x] = within(x, y);
       m.block_most[x / 64] = std::max(m.block_most[x / 64], m.count[x]);
     }
   }
-  std::uint32_t most = 0;
   std::size_t x = a;
   for (; x < b && x % 64 != 0; ++x) most = std::max(most, m.count[x]);
   for (; x + 64 <= b; x += 64) most = std::max(most, m.block_most[x / 64]);
@@ -105,24 +104,17 @@ u64 Loop::head_bytes_within(Ids ids, i64 lo, i64 hi) const {
   if (kd_prefix_.empty()) {
     kd_prefix_.resize(n_ + 1);
     kd_prefix_[0] = 0;
-    for (u64 x = 0; x < n_; ++x) kd_prefix_[x + 1] = sat_add(kd_prefix_[x], sat_add(kv_bytes(x), dk_bytes(x)));
-  }
-  // The heads' CTAs: a range of launch order (by head key, or head-major by
-  // sequence, neither falling in launch order).
-  auto key = [&](u64 x) { return in_.head_major ? u64{ct_[x].seq} : u64{ct_[x].head_key}; };
-  const u64 k_lo = key(ids.lo), k_hi = key(ids.hi - 1);
-  auto first_past = [&](u64 v) {  // the first CTA whose key is past v
-    u64 a = 0, b = n_;
-    while (a < b) {
-      const u64 m = a + (b - a) / 2;
-      if (key(m) <= v) a = m + 1;
-      else b = m;
+    for (u64 x = 0; x < n_; ++x) {
+      kd_prefix_[x + 1] = sat_add(kd_prefix_[x], sat_add(kv_bytes(x), dk_bytes(x)));
+      if (x == 0 || ct_[x].seq != ct_[x - 1].seq) seq_first_.resize(ct_[x].seq + 1u, x);  // (sequences in launch order)
     }
-    return a;
-  };
-  const u64 a = k_lo == 0 ? 0 : first_past(k_lo - 1), b = first_past(k_hi);
-  // Starts do not fall in launch order: those after hi a suffix; the CTAs
-  // before the first whose ends' prefix maximum reaches lo all end before it.
+    seq_first_.push_back(n_);
+  }
+  // head_bytes counts whole sequences (head-major): their CTAs, a range of
+  // launch order. Starts do not fall in launch order: those after hi are a
+  // suffix; the CTAs before the first whose ends' prefix maximum reaches lo
+  // all end before it.
+  const u64 a = seq_first_[ct_[ids.lo].seq], b = seq_first_[ct_[ids.hi - 1].seq + 1u];
   const u64 d = std::max<u64>(a, s_ix_.upper(hi)), c = std::min<u64>(std::min<u64>(b, d), end_max_ix_.lower(lo));
   u64 outside = 0;
   if (c > a) outside = sat_add(outside, kd_prefix_[c] - kd_prefix_[a]);

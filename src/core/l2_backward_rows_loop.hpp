@@ -92,9 +92,9 @@ class Loop {
   u64 edge_bytes_within(u64 most, i64 lo, i64 hi, i64 w) const;
   u64 flow_bytes(u64 reads, u64 edges) const;
   u64 head_bytes(Ids ids) const;
-  // The same less the K/V and dK, dV of those heads' CTAs that start after
-  // hi, and of the first of them that all end before lo: accessed outside
-  // [lo, hi].
+  // Head-major order: the same less the K/V and dK, dV of those sequences'
+  // CTAs that start after hi, and of the first of them that all end before
+  // lo: accessed outside [lo, hi].
   u64 head_bytes_within(Ids ids, i64 lo, i64 hi) const;
   u64 rows_bytes(i64 g, Ids ids) const;
   // Tests: every CTA that may run in steps [lo, hi], found without the slots.
@@ -187,7 +187,10 @@ class Loop {
   Array<i64> e_, end_max_;              // ends by CTA; their prefix maximum
   std::span<const i64> ends_;          // ends sorted (the schedule's)
   StepIndex s_ix_, ends_ix_, end_max_ix_;
-  mutable Array<u64> kd_prefix_;  // K/V and dK, dV bytes of CTAs [0, x) in launch order (made when first asked)
+  // head_bytes_within() (made when first asked): the K/V and dK, dV bytes of
+  // CTAs [0, x) in launch order; each sequence's first CTA, its CTAs' count last.
+  mutable Array<u64> kd_prefix_;
+  mutable std::vector<u64> seq_first_;
   mutable std::vector<u64> head_seen_, head_most_;  // other_heads_rows(): per head key, the last call that counted it, its most
   mutable u64 seen_mark_ = 0;
   // Per window of w steps (w up to 8, made when first asked): for each
@@ -196,9 +199,10 @@ class Loop {
   struct Within {
     std::vector<std::uint32_t> count, block_most;
   };
-  mutable std::array<Within, 9> starts_within_, ends_within_;
   static constexpr i64 within_most = 8;
-  u64 most_within(std::span<const i64> v, const StepIndex& ix, std::array<Within, 9>& made, i64 lo, i64 hi, i64 w) const;
+  using WithinByWidth = std::array<Within, within_most + 1>;
+  mutable WithinByWidth starts_within_, ends_within_;
+  u64 most_within(std::span<const i64> v, const StepIndex& ix, WithinByWidth& made, i64 lo, i64 hi, i64 w) const;
   mutable std::size_t finger_[2] = {};  // running()'s last answers
   mutable std::size_t shifted_finger_[2] = {};  // repeats()': an earlier head's steps
   mutable std::size_t kv_finger_[4] = {};  // more_between's, for the K/V re-reads
