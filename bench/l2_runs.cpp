@@ -249,6 +249,13 @@ std::vector<Case> l2_runs_cases() {
          s.window = 65536;
          return l2_runs("1M x 64/8 x batch 8, causal, window 65536", s, h200());
        }},
+      // (Left out before 2026-12-07, fourteenth session: the bound inside a
+      // head counted the next head's first, short CTAs by their starts.)
+      {"L2 runs", [] {
+         Shape s = long_shape(1 << 20, 64, 8, 8, true);
+         s.window = 131072;
+         return l2_runs("1M x 64/8 x batch 8, causal, window 131072", s, h200());
+       }},
       {"L2 runs", [] {
          Shape s = long_shape(1 << 20, 64, 8, 8, true);
          s.window = 4096;

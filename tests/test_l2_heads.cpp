@@ -188,3 +188,30 @@ TEST_CASE("L2 runs: the forward by heads at an L2 of its own bound equals the en
   }
   CHECK(applied > draws(300) / 10);
 }
+
+// A wide window beside a GPU's slots: where one head ends, its last CTAs
+// (a window's blocks long) run beside the next head's first ones, which are
+// short and read only the blocks from 0 to their own. Counted by the blocks
+// they read (rather than by the spread of their starts) and with the Q and O
+// tiles of the steps where the objects are, the bound inside a head takes
+// the L2 of a GPU whose slots' K/V over the gap do not fit (the widest
+// windows at d = 128 on H200, 1M tokens: 60.2 MB, against 74.4 MB before).
+TEST_CASE("L2 runs: the forward by heads bounds a head's first CTAs by the blocks they read", "[l2runs][heads]") {
+  Shape s;
+  s.seq_q = s.seq_kv = std::uint64_t{1} << 17;
+  s.heads = GENERATE(8, 16);
+  s.kv_heads = s.heads / 4;
+  s.head_dim = 128;
+  s.causal = true;
+  s.window = std::uint64_t{1} << 16;
+  L2SimConfig c;
+  c.sm_count = 132;
+  c.ctas_per_sm = 1;
+  c.q_o_allocate = GENERATE(true, false);
+  INFO(describe(s) << ", qo " << c.q_o_allocate);
+  const std::optional<std::uint64_t> bound = l2::heads_flash_bound(s, c);
+  REQUIRE(bound);
+  CHECK(*bound < 26 * 1000 * 1000);
+  CHECK(same_by_heads(s, c, {*bound}));
+  CHECK(same_by_heads(s, c, {*bound, 30 * (std::uint64_t{1} << 20)}));
+}

@@ -83,46 +83,6 @@ u64 seek(u64& at, u64 n, u64 k, const KeyAt& key_at) {
   return at = lo;
 }
 
-// The most K/V objects the CTAs that run within any `span` steps read there:
-// a CTA x reads block t - a_x at step t, so one head's CTAs read there at
-// most the spread of their a plus `span` blocks, and at most `span` each.
-// The CTAs that may run within [T - span + 1, T] lie in a range of launch
-// order [lo, hi): those started by T (starts do not fall in launch order),
-// from the first not ended before (a superset; the bound only grows).
-template <class AOf>
-u64 objects_within(u64 N, u64 nq, u64 span, const Array<u64>& start, const Array<u64>& len, const AOf& a_of) {
-  struct HeadWindow {  // one head's CTAs in [lo, hi): their count, a's least and largest (monotone queues)
-    u64 head = 0, count = 0;
-    std::deque<u64> least, largest;
-  };
-  std::deque<HeadWindow> w;
-  auto a = [&](u64 x) { return a_of(x / nq * nq, x % nq); };
-  u64 most = 0;
-  for (u64 lo = 0, hi = 0; hi < N;) {
-    const u64 T = start[hi];
-    for (; lo < hi && start[lo] + len[lo] + span <= T + 1; ++lo) {  // (ended before T - span + 1)
-      HeadWindow& f = w.front();
-      if (f.least.front() == lo) f.least.pop_front();
-      if (f.largest.front() == lo) f.largest.pop_front();
-      if (--f.count == 0) w.pop_front();
-    }
-    for (; hi < N && start[hi] == T; ++hi) {
-      if (w.empty() || w.back().head != hi / nq) w.push_back({hi / nq, 0, {}, {}});
-      HeadWindow& b = w.back();
-      while (!b.least.empty() && a(b.least.back()) >= a(hi)) b.least.pop_back();
-      b.least.push_back(hi);
-      while (!b.largest.empty() && a(b.largest.back()) <= a(hi)) b.largest.pop_back();
-      b.largest.push_back(hi);
-      ++b.count;
-    }
-    u64 objects = 0;
-    for (const HeadWindow& h : w)
-      objects += std::min(h.count * span, static_cast<u64>(a(h.largest.front()) - a(h.least.front())) + span);
-    most = std::max(most, objects);
-  }
-  return most;
-}
-
 // The schedule and the bound inside a head: where that bound exceeds the
 // smallest capacity, or the grid is not a dense batch whose query blocks'
 // ranges do not fall, there is no plan.
@@ -142,6 +102,65 @@ struct HeadsPlan {
   u64 inside = 0;  // at most the distance of a re-read inside a head
   i64 a_of(u64 x0, u64 i) const { return static_cast<i64>(start[x0 + i]) - static_cast<i64>(f[i]); }
 };
+
+// At most the distance of a re-read inside a head whose predecessor lies at
+// most span - 1 steps before it, less its own bytes: over every step T, the
+// K/V objects the CTAs that run within [T - span + 1, T] read there, and the
+// Q (O) tiles of those that start (end) there. A CTA x reads block t - a_x at
+// step t, inside its own blocks [f_x, e_x), so one head's CTAs read there at
+// most the spread of their a plus `span` blocks, at most `span` each, and at
+// most the blocks from its first CTA's f to its last's e (f and e do not fall
+// over a head); never more than the slots' span each. The CTAs that may run
+// then lie in a range of launch order [lo, hi): those started by T (starts do
+// not fall in launch order), from the first not ended before (a superset; the
+// bound only grows). Between two steps where a CTA starts or ends each count
+// only shrinks, so those steps alone are visited.
+template <class AOf>
+u64 inside_within(const HeadsPlan& p, u64 span, const AOf& a_of) {
+  struct HeadWindow {  // one head's CTAs in [lo, hi): their count, a's least and largest (monotone queues)
+    u64 head = 0, count = 0;
+    std::deque<u64> least, largest;
+  };
+  const u64 N = p.N, nq = p.nq;
+  const Array<u64>&start = p.start, &len = p.len, &ends = p.ends;
+  const u64 q_max = p.qo ? *std::max_element(p.qb.begin(), p.qb.end()) : 0;
+  const u64 o_max = p.qo ? *std::max_element(p.ob.begin(), p.ob.end()) : 0;
+  std::deque<HeadWindow> w;
+  auto a = [&](u64 x) { return a_of(x / nq * nq, x % nq); };
+  u64 most = 0;
+  // (Cursors: CTAs [lo, hi) as above; starts [q0, hi) and ends [o0, o1) in the window.)
+  u64 lo = 0, hi = 0, q0 = 0, o0 = 0, o1 = 0;
+  const u64 n_ends = p.qo ? N : 0;
+  while (hi < N || o1 < n_ends) {
+    const u64 T = hi < N && (o1 == n_ends || start[hi] <= ends[o1]) ? start[hi] : ends[o1];
+    for (; lo < hi && start[lo] + len[lo] + span <= T + 1; ++lo) {  // (ended before T - span + 1)
+      HeadWindow& f = w.front();
+      if (f.least.front() == lo) f.least.pop_front();
+      if (f.largest.front() == lo) f.largest.pop_front();
+      if (--f.count == 0) w.pop_front();
+    }
+    for (; hi < N && start[hi] == T; ++hi) {
+      if (w.empty() || w.back().head != hi / nq) w.push_back({hi / nq, 0, {}, {}});
+      HeadWindow& b = w.back();
+      while (!b.least.empty() && a(b.least.back()) >= a(hi)) b.least.pop_back();
+      b.least.push_back(hi);
+      while (!b.largest.empty() && a(b.largest.back()) <= a(hi)) b.largest.pop_back();
+      b.largest.push_back(hi);
+      ++b.count;
+    }
+    for (; o1 < n_ends && ends[o1] == T; ++o1) {}
+    for (; q0 < hi && start[q0] + span <= T; ++q0) {}
+    for (; o0 < o1 && ends[o0] + span <= T; ++o0) {}
+    u64 objects = 0;
+    for (const HeadWindow& h : w) {
+      const u64 x0 = h.head * nq, first = std::max(lo, x0) - x0, last = std::min(hi, x0 + nq) - 1 - x0;
+      objects += std::min({h.count * span, static_cast<u64>(a(h.largest.front()) - a(h.least.front())) + span,
+                           p.e[last] - p.f[first]});
+    }
+    most = std::max(most, std::min(objects, span * p.slots) * p.z_max + (hi - q0) * q_max + (o1 - o0) * o_max);
+  }
+  return most;
+}
 
 std::unique_ptr<HeadsPlan> plan_heads(const Shape& s, const L2SimConfig& c, u64 capacity) {
   auto plan = std::make_unique<HeadsPlan>(s, c.order);
@@ -193,26 +212,10 @@ std::unique_ptr<HeadsPlan> plan_heads(const Shape& s, const L2SimConfig& c, u64 
         const i64 d = a_of(x0, i + 1) - a_of(x0, i);
         gap = std::max(gap, d < 0 ? -d : d);
       }
-  // Re-reads inside a head: at most their own bytes, the K/V objects read
-  // over the gap's steps and one more (every slot's, or fewer: those of each
-  // head's CTAs by the spread of their a), and the Q and O tiles of the most
-  // CTAs that start (end) within as many steps.
-  const u64 span_steps = static_cast<u64>(gap) + 1;
-  u64& inside = p.inside;
-  inside = p.z_max + std::min(span_steps * slots, objects_within(N, nq, span_steps, p.start, p.len, a_of)) * p.z_max;
-  if (qo) {
-    auto most_within = [&](const Array<u64>& at) {  // (at: sorted steps)
-      u64 most = 0;
-      for (u64 x = 0, y = 0; x < at.size(); ++x) {
-        while (y < at.size() && at[y] < at[x] + span_steps) ++y;
-        most = std::max(most, y - x);
-      }
-      return most;
-    };
-    inside += *std::max_element(qb.begin(), qb.end()) * most_within(p.start) +
-              *std::max_element(ob.begin(), ob.end()) * most_within(p.ends);
-  }
-  if (inside > capacity) return nullptr;
+  // Re-reads inside a head: at most their own bytes and what runs over the
+  // gap's steps and one more.
+  p.inside = p.z_max + inside_within(p, static_cast<u64>(gap) + 1, a_of);
+  if (p.inside > capacity) return nullptr;
   return plan;
 }
 
