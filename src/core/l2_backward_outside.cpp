@@ -110,6 +110,26 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     kv_bytes[kv_of[id]] = g.kv_col() * ct[id].cols;
   }
 
+  // The K/V objects by first read, or by last read latest first. Starts do
+  // not fall in launch order, so an object's first (last) read is its first
+  // (last) CTA's, and the objects come in the order of those CTAs: one pass,
+  // no sort. (Objects no CTA reads, none in a grid, last.)
+  auto kv_by_read = [&](bool latest_first) {
+    Array<u64> ix(P);
+    u64 n = 0;
+    for (u64 j = 0; j < ctas; ++j) {
+      const u64 id = latest_first ? ctas - 1 - j : j;
+      const u64 k = kv_of[id];
+      if ((latest_first ? kv_last[k] : kv_first[k]) == key_of<Key>(start[id], id, kv_sub)) ix[n++] = k;
+    }
+    for (u64 j = 0; j < P; ++j) {
+      const u64 k = latest_first ? P - 1 - j : j;
+      if (kv_first[k] == ~Key{0}) ix[n++] = k;
+    }
+    if (n != P) throw Error("internal: the backward's K/V objects' reads out of launch order");
+    return ix;
+  };
+
   // The preprocessing: dO and O read, D and the accumulator allocated dirty.
   t.reads(infinite, 0, 1, g.do_row() * all_rows);
   t.reads(infinite, 0, 1, g.o_row() * all_rows);
@@ -174,7 +194,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       stop = resume = ~Key{0};
     }
     auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
-    const Array<u64> kvs = order_by(P, [&](u64 k) { return kv_first[k]; });
+    const Array<u64> kvs = kv_by_read(false);
     PrefixSums<> q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
     std::size_t a = 0, b = 0;
@@ -290,8 +310,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     late_key.resize(rows_late.size());
     for (std::size_t i = known; i < rows_late.size(); ++i) late_key[i] = last_read(rows_late[i]);
   }
-  Array<u64> kvs_late = order_by(P, [&](u64 k) { return kv_last[k]; });
-  std::reverse(kvs_late.begin(), kvs_late.end());
+  const Array<u64> kvs_late = kv_by_read(true);
   struct After {
     u64 rows = 0, acc = 0, kv = 0, dk = 0;
     std::size_t r = 0, k = 0, d = 0;
