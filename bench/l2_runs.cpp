@@ -274,6 +274,14 @@ std::vector<Case> l2_runs_cases() {
       {"L2 runs", [] { return l2_runs("backward: 1M x 32/8, causal", training(1 << 20, 32, 1, true, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8, causal", training(1 << 20, 64, 1, true, Pass::bwd), h200()); }},
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8 x batch 8, causal", training(1 << 20, 64, 8, true, Pass::bwd), h200()); }},
+      // Without GQA every key block its own K/V object (4.2 M): their first
+      // and last reads ordered by a pass over the CTAs since 2026-12-07
+      // (fourteenth session), sorted before (1.7 s).
+      {"L2 runs", [] {
+         Shape s = training(1 << 20, 64, 8, true, Pass::bwd);
+         s.kv_heads = 64;
+         return l2_runs("backward: 1M x 64 x batch 8, causal (no GQA)", s, h200());
+       }},
       // Where one step of the slots' row sets and K/V fits (A100), or two
       // steps of 264 slots' at d = 64 (H200): more reads are left to evaluate.
       {"L2 runs", [] { return l2_runs("backward: 1M x 64/8, causal, A100", training(1 << 20, 64, 1, true, Pass::bwd), l2_device(40, 108, 1)); }},
