@@ -55,7 +55,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
   auto offset = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
   Array<std::uint32_t> first_by(R, no_reader), last_by(R, no_reader);  // (none: a query block no key sees)
-  const CtasByHead by_head = ctas_by_head(ct, heads);
+  const CtasByHead by_head = ctas_by_head(ct, heads, in.heads_alike && !in.head_major);
   const BackwardPeriod period = backward_period(in, by_head);
   {
     u64 most = 0;
@@ -415,9 +415,13 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
 
 }  // namespace
 
-CtasByHead ctas_by_head(const Array<BackwardCta>& ct, u64 head_keys) {
+CtasByHead ctas_by_head(const Array<BackwardCta>& ct, u64 head_keys, bool alike) {
   CtasByHead r;
   r.at.assign(head_keys + 1, 0);
+  if (alike && head_keys > 0 && ct.size() % head_keys == 0) {
+    for (u64 h = 0; h <= head_keys; ++h) r.at[h] = h * (ct.size() / head_keys);
+    return r;
+  }
   bool in_order = true;  // (query-block-major: a head's CTAs are consecutive; ids stay empty)
   std::uint32_t last = 0;
   for (const BackwardCta& c : ct) {

@@ -55,17 +55,20 @@ struct BackwardKeys : BackwardArrays {
   bool wide_keys = false;  // tests: keys in 128 bits where 64 would do
   bool periods = true;     // heads in the schedule's period take an earlier head's first reads (tests: false)
   bool heads_alike = false;  // every head key's CTAs and rows alike as the grid makes them (a dense batch, heads whole)
+  bool head_major = false;   // the launch order
 };
 
 // Each head key's CTAs in launch order (so in key-block order): those of head
 // key h at id(at[h]), ..., id(at[h + 1] - 1) (ids empty where each head's
-// CTAs are consecutive: there the place is the CTA).
+// CTAs are consecutive: there the place is the CTA). `alike`: the caller knows
+// each head key's CTAs consecutive and as many (heads alike as the grid makes
+// them, in query-block-major order), so the CTAs are not read.
 struct CtasByHead {
   std::vector<std::uint64_t> at;
   Array<std::uint32_t> ids;
   std::uint64_t id(std::uint64_t j) const { return ids.empty() ? j : ids[j]; }
 };
-CtasByHead ctas_by_head(const Array<BackwardCta>& ct, std::uint64_t head_keys);
+CtasByHead ctas_by_head(const Array<BackwardCta>& ct, std::uint64_t head_keys, bool alike = false);
 
 // The schedule's period (l2_backward_period.cpp): where every head key is
 // alike (its CTAs consecutive, with head 0's query blocks and keys; its rows

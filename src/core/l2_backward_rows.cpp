@@ -19,10 +19,12 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   // (The schedule's starts, below 2^63, read in place as signed steps.)
   s_ = std::span<const i64>(reinterpret_cast<const i64*>(in.start->data()), n_);
   e_.resize(n_);
-  for (u64 x = 0; x < n_; ++x) e_[x] = s_[x] + static_cast<i64>(ct_[x].steps()) - 1;
-  ends_ = std::span<const i64>(reinterpret_cast<const i64*>(in.ends->data()), n_);
   end_max_.resize(n_);
-  for (u64 x = 0; x < n_; ++x) end_max_[x] = std::max(e_[x], x > 0 ? end_max_[x - 1] : e_[x]);
+  for (u64 x = 0; x < n_; ++x) {
+    e_[x] = s_[x] + static_cast<i64>(ct_[x].steps()) - 1;
+    end_max_[x] = x > 0 ? std::max(e_[x], end_max_[x - 1]) : e_[x];
+  }
+  ends_ = std::span<const i64>(reinterpret_cast<const i64*>(in.ends->data()), n_);
   s_ix_ = StepIndex(s_);  // (starts do not decrease in launch order)
   ends_ix_ = StepIndex(ends_);
   end_max_ix_ = StepIndex(end_max_);
@@ -172,7 +174,7 @@ bool Loop::classify(u64 limit) {
     }
   }
   // Each head's CTAs in key-block order.
-  const CtasByHead by_head = ctas_by_head(ct_, in_.head_keys);
+  const CtasByHead by_head = ctas_by_head(ct_, in_.head_keys, in_.heads_alike && !in_.head_major);
   // Row sets, per head: readers in order of (offset, CTA). A CTA inserted at
   // its first row takes its neighbour below as its predecessor, and becomes
   // the predecessor of its neighbour above from there; the neighbours at

@@ -376,6 +376,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   keys.wide_keys = how == MainLoop::by_rows_checked;
   keys.periods = how != MainLoop::by_rows_every_head;
   keys.heads_alike = fg.dense() && !parts;
+  keys.head_major = c.order == Rasterization::head_major;
   u64 periodic = 0;
   DMax dmax(backward_outside(keys, t, periodic));
 
@@ -422,10 +423,16 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   st.repeated_heads = repeated;
   st.periodic_rows = periodic;
   st.fan_reads = fan_reads;
-  auto from = [&](u64 id) { return start[id]; };
-  auto to = [&](u64 id) { return start[id] + ct[id].steps() - 1; };
-  st.heads = mean_distinct(ctas, [&](u64 id) { return u64{ct[id].seq} * H + ct[id].head; }, from, to, fg.heads(), st.steps);
-  st.kv_heads = mean_distinct(ctas, [&](u64 id) { return g.pair(ct[id]); }, from, to, fg.pairs(), st.steps);
+  // Heads and kv heads in flight (as mean_distinct has them), in one pass.
+  KeySteps heads_in_flight(fg.heads()), pairs_in_flight(fg.pairs());
+  for (u64 id = 0; id < ctas; ++id) {
+    const BackwardCta& x = ct[id];
+    const u64 first = start[id], last = first + x.steps() - 1;
+    heads_in_flight.add(u64{x.seq} * H + x.head, first, last);
+    pairs_in_flight.add(g.pair(x), first, last);
+  }
+  st.heads = heads_in_flight.mean(st.steps);
+  st.kv_heads = pairs_in_flight.mean(st.steps);
   return st;
 }
 
