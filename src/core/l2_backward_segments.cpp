@@ -423,16 +423,10 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   st.repeated_heads = repeated;
   st.periodic_rows = periodic;
   st.fan_reads = fan_reads;
-  // Heads and kv heads in flight (as mean_distinct has them), in one pass.
-  KeySteps heads_in_flight(fg.heads()), pairs_in_flight(fg.pairs());
-  for (u64 id = 0; id < ctas; ++id) {
+  count_in_flight(st, ctas, fg.heads(), fg.pairs(), [&](u64 id) {
     const BackwardCta& x = ct[id];
-    const u64 first = start[id], last = first + x.steps() - 1;
-    heads_in_flight.add(u64{x.seq} * H + x.head, first, last);
-    pairs_in_flight.add(g.pair(x), first, last);
-  }
-  st.heads = heads_in_flight.mean(st.steps);
-  st.kv_heads = pairs_in_flight.mean(st.steps);
+    return InFlight{u64{x.seq} * H + x.head, g.pair(x), start[id], start[id] + x.steps() - 1};
+  });
   return st;
 }
 

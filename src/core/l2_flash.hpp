@@ -155,7 +155,8 @@ inline constexpr std::uint64_t max_chain_ctas = std::uint64_t{1} << chain_id_bit
 // Mean over steps of the distinct keys among resident CTAs (heads per wave),
 // from each of the n CTAs' key, first and last step: each key's steps are the
 // union of its CTAs' steps [first, last], CTAs of one key starting in launch
-// order. (KeySteps: one key's sum, CTA by CTA, for several keys in one pass.)
+// order. (KeySteps: one key's sum, CTA by CTA; count_in_flight: heads and kv
+// heads in one pass.)
 class KeySteps {
  public:
   explicit KeySteps(std::uint64_t keys) : until_(keys, 0) {}
@@ -172,11 +173,23 @@ class KeySteps {
   std::vector<std::uint64_t> until_;
   std::uint64_t sum_ = 0;
 };
-template <class Key, class First, class Last>
-double mean_distinct(std::uint64_t n, Key key, First first, Last last, std::uint64_t keys, std::uint64_t steps) {
-  KeySteps k(keys);
-  for (std::uint64_t i = 0; i < n; ++i) k.add(key(i), static_cast<std::uint64_t>(first(i)), static_cast<std::uint64_t>(last(i)));
-  return k.mean(steps);
+// A CTA as the heads in flight count it: its head key, its pair, its first
+// and last step.
+struct InFlight {
+  std::uint64_t head, pair, first, last;
+};
+// st.heads and st.kv_heads over st.steps from of(0), ..., of(n - 1), asked in
+// that order (a caller may walk its grid as it is asked).
+template <class Of>
+void count_in_flight(FlashStats& st, std::uint64_t n, std::uint64_t heads, std::uint64_t pairs, Of of) {
+  KeySteps h(heads), p(pairs);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const InFlight x = of(i);
+    h.add(x.head, x.first, x.last);
+    p.add(x.pair, x.first, x.last);
+  }
+  st.heads = h.mean(st.steps);
+  st.kv_heads = p.mean(st.steps);
 }
 // The segment engine alone on the forward pass (tests hold it against the
 // enumeration on shapes where runs_flash would enumerate).

@@ -406,14 +406,9 @@ FlashStats chains_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   FlashStats st;
   st.steps = cg.steps;
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
-  KeySteps heads(grid.heads()), pairs(grid.pairs());  // (one pass for both)
-  for (std::uint64_t k = 0; k < cg.n; ++k) {
-    const auto first = static_cast<std::uint64_t>(cg.s[k]), last = static_cast<std::uint64_t>(cg.f(k));
-    heads.add(cg.head_of(k), first, last);
-    pairs.add(cg.pair_of(k), first, last);
-  }
-  st.heads = heads.mean(st.steps);
-  st.kv_heads = pairs.mean(st.steps);
+  count_in_flight(st, cg.n, grid.heads(), grid.pairs(), [&](std::uint64_t k) {
+    return InFlight{cg.head_of(k), cg.pair_of(k), static_cast<std::uint64_t>(cg.s[k]), static_cast<std::uint64_t>(cg.f(k))};
+  });
   return st;
 }
 

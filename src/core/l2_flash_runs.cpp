@@ -172,19 +172,11 @@ FlashStats segments_flash(const Shape& s, const L2SimConfig& c, Tally& t) {
   FlashStats st;
   st.steps = e.kernel_steps(0);
   st.waves = ceil_div(grid.ctas(), std::uint64_t{c.sm_count} * c.ctas_per_sm);
-  std::vector<std::uint64_t> head(grid.ctas()), pair(grid.ctas());
-  std::vector<std::int64_t> first(grid.ctas()), last(grid.ctas());
-  for (std::uint64_t id = 0; id < grid.ctas(); ++id) {
+  count_in_flight(st, grid.ctas(), grid.heads(), grid.pairs(), [&](std::uint64_t id) {
     const FlashCta ct = grid.cta(id);
-    head[id] = ct.head_key;
-    pair[id] = ct.pair;
-    first[id] = static_cast<std::int64_t>(e.start(id));
-    last[id] = first[id] + static_cast<std::int64_t>(e.length(id)) - 1;
-  }
-  auto from = [&](std::uint64_t id) { return first[id]; };
-  auto to = [&](std::uint64_t id) { return last[id]; };
-  st.heads = mean_distinct(grid.ctas(), [&](std::uint64_t id) { return head[id]; }, from, to, grid.heads(), st.steps);
-  st.kv_heads = mean_distinct(grid.ctas(), [&](std::uint64_t id) { return pair[id]; }, from, to, grid.pairs(), st.steps);
+    const std::uint64_t first = e.start(id);
+    return InFlight{ct.head_key, ct.pair, first, first + e.length(id) - 1};
+  });
   return st;
 }
 

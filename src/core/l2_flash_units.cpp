@@ -349,15 +349,13 @@ FlashStats dense_schedule_stats(const FlashGrid& grid, const u64* start, const u
   FlashStats st;
   st.steps = steps;
   st.waves = ceil_div(grid.ctas(), slots);
-  KeySteps heads(grid.heads()), pairs(grid.pairs());
   const u64 H = grid.shape().heads, qb = grid.sequence(0).q_blocks, G = grid.group();
   const bool qbm = grid.order() == Rasterization::query_block_major;
-  for (u64 x = 0, head = 0, i = 0, block = 0; x < grid.ctas(); ++x) {
+  u64 head = 0, i = 0, block = 0;  // (the CTAs asked in launch order: the grid walked as they are)
+  count_in_flight(st, grid.ctas(), grid.heads(), grid.pairs(), [&](u64 x) {
+    const InFlight at{head, head / G, start[x], start[x] + length[x] - 1};
     // (query-block-major: qb CTAs a head, in turn; head-major: H heads a
     // query block, a sequence's H after the last's)
-    const u64 f = start[x], l = f + length[x] - 1;
-    heads.add(head, f, l);
-    pairs.add(head / G, f, l);
     if (qbm) {
       if (++i == qb) i = 0, ++head;
     } else if (++i == H) {
@@ -367,9 +365,8 @@ FlashStats dense_schedule_stats(const FlashGrid& grid, const u64* start, const u
     } else {
       ++head;
     }
-  }
-  st.heads = heads.mean(st.steps);
-  st.kv_heads = pairs.mean(st.steps);
+    return at;
+  });
   return st;
 }
 
