@@ -34,6 +34,8 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   const bool gqa = in.gqa, qo = in.qo;
   const std::vector<u64>& head_row0 = *in.head_row0;
   const u64 ctas = ct.size(), R = u.size(), P = in.kv_objects, heads = head_row0.size() - 1, G = fg.group();
+  using RowId = std::uint32_t;  // (rows as ids in their orders)
+  if (R >= (u64{1} << 32)) throw Error("internal: the backward's sweeps take fewer than 2^32 rows");
   auto ql = [&](u64 r) { return g.ql_row() * n_rows[r]; };
   auto dO = [&](u64 r) { return g.do_row() * n_rows[r]; };
   auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
@@ -137,8 +139,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // The dK, dV writes in trace order (the schedule's order by last step),
   // with their bytes and, with GQA, their places in the reduction's order:
   // K/V object times G plus the head in its group (below 2^32: a place a CTA).
-  // (Keys from the schedule's ends; places made in launch order, then one
-  // number gathered a CTA rather than the CTA.)
+  // (Keys from the schedule's ends; the CTAs by end lie near launch order.)
   const Array<std::uint32_t>& by_end = *in.by_end;
   const Array<u64>& ends = *in.ends;
   Array<Key> dks(ctas);
@@ -147,9 +148,10 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   if (gqa) {
     std::vector<std::uint32_t> in_group(fg.shape().heads);
     for (u64 h = 0; h < in_group.size(); ++h) in_group[h] = static_cast<std::uint32_t>(h % G);
-    Array<std::uint32_t> place(ctas);
-    for (u64 id = 0; id < ctas; ++id) place[id] = static_cast<std::uint32_t>(u64{kv_of[id]} * G + in_group[ct[id].head]);
-    for (u64 i = 0; i < ctas; ++i) dk_place[i] = place[by_end[i]];
+    for (u64 i = 0; i < ctas; ++i) {
+      const u64 id = by_end[i];
+      dk_place[i] = static_cast<std::uint32_t>(u64{kv_of[id]} * G + in_group[ct[id].head]);
+    }
   }
   auto dk_at = [&](u64 i) -> u64 {  // (as many bytes as the object's K/V where they take L2 space)
     if (gqa) return kv_bytes[dk_place[i] / G];
@@ -187,10 +189,10 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       for (u64 r = head_row0[0]; r < head_row0[h1 + 1]; ++r) stop = std::max(stop, first_read(r));
       if (stop >= resume) stop = resume = ~Key{0};
     }
-    Array<u64> rows;
+    Array<RowId> rows;
     const bool by_heads = merge_heads(head_row0, first_read, rows, stop);
     if (!by_heads) {
-      rows = order_by(R, first_read);
+      rows = order_by<RowId>(R, first_read);
       stop = resume = ~Key{0};
     }
     auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
@@ -285,13 +287,14 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     }
     sums.first(q_first);
   }
+  Array<std::uint32_t>().swap(first_by);  // (its pages for the rows by last read)
 
   // What the main loop reads after an access: the row sets, K/V and dK, dV
   // whose last access is later. Rows by last read, latest first (merged as
   // the first reads where each head's come in row order; then the rows never
   // read, last).
   // (With a period, most of them copied from a period before.)
-  Array<u64> rows_late;
+  Array<RowId> rows_late;
   Array<Key> late_key;
   const bool late_by_heads = period.found() ? merge_by_period(head_row0, last_read, period, rows_late, late_key)
                                             : merge_heads(head_row0, last_read, rows_late);
@@ -299,9 +302,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     std::reverse(rows_late.begin(), rows_late.end());
     std::reverse(late_key.begin(), late_key.end());
     for (u64 r = 0; r < R; ++r)
-      if (last_by[r] == no_reader) rows_late.push_back(r);
+      if (last_by[r] == no_reader) rows_late.push_back(static_cast<RowId>(r));
   } else {
-    rows_late = order_by(R, last_read);
+    rows_late = order_by<RowId>(R, last_read);
     std::reverse(rows_late.begin(), rows_late.end());
     late_key.clear();
   }

@@ -20,9 +20,38 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   s_ = std::span<const i64>(reinterpret_cast<const i64*>(in.start->data()), n_);
   e_.resize(n_);
   end_max_.resize(n_);
+  // Ends, their prefix maximum and (query-block-major: a head's CTAs are
+  // consecutive) the heads' CTAs, the first rows' changes and the read
+  // offsets with their least and most over blocks: one pass over the CTAs.
+  const bool consecutive = !in.head_major;
+  const u64 blocks = n_ / block + 1;
+  if (consecutive) {
+    head_begin_.assign(in.head_keys, none);
+    head_end_.assign(in.head_keys, 0);
+    distinct_.resize(n_);
+    off_.resize(n_);
+    off_lo_.assign(2 * blocks, std::numeric_limits<i64>::max());
+    off_hi_.assign(2 * blocks, std::numeric_limits<i64>::min());
+  }
   for (u64 x = 0; x < n_; ++x) {
-    e_[x] = s_[x] + static_cast<i64>(ct_[x].steps()) - 1;
+    const BackwardCta& c = ct_[x];
+    e_[x] = s_[x] + static_cast<i64>(c.steps()) - 1;
     end_max_[x] = x > 0 ? std::max(e_[x], end_max_[x - 1]) : e_[x];
+    if (!consecutive) continue;
+    const u64 h = c.head_key;
+    head_begin_[h] = std::min(head_begin_[h], x);
+    head_end_[h] = x + 1;
+    const bool fresh = x == 0 || ct_[x - 1].head_key != h || ct_[x - 1].first != c.first;
+    distinct_[x] = (x > 0 ? distinct_[x - 1] : 0) + (fresh ? 1u : 0u);
+    off_[x] = c.end > c.first ? s_[x] - static_cast<i64>(c.first) : none_off;  // (offset(x) where it reads rows)
+    if (c.end > c.first) {
+      off_lo_[blocks + x / block] = std::min(off_lo_[blocks + x / block], off_[x]);
+      off_hi_[blocks + x / block] = std::max(off_hi_[blocks + x / block], off_[x]);
+    }
+  }
+  for (u64 b = blocks; consecutive && b-- > 1;) {
+    off_lo_[b] = std::min(off_lo_[2 * b], off_lo_[2 * b + 1]);
+    off_hi_[b] = std::max(off_hi_[2 * b], off_hi_[2 * b + 1]);
   }
   ends_ = std::span<const i64>(reinterpret_cast<const i64*>(in.ends->data()), n_);
   s_ix_ = StepIndex(s_);  // (starts do not decrease in launch order)
@@ -30,7 +59,6 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   end_max_ix_ = StepIndex(end_max_);
   // Bytes: the most a slot reads a step, the least and most K/V; each head's
   // rows and bytes (row sets, K/V and dK, dV where they take L2 space).
-  for (u64 r = 0; r < u.size(); ++r) u_max_ = std::max(u_max_, u[r]);
   // Where the grid makes every head alike (query-block-major, a head's CTAs
   // consecutive), head 0's CTAs stand for every head's.
   const bool alike = in.heads_alike && !in.head_major && in.head_keys > 0 && n_ % in.head_keys == 0;
@@ -57,38 +85,16 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   for (u64 x = 0; x < scan; ++x) to_end_ = to_end_ && (reads_rows(x) == 0 || ct_[x].end == rows_[ct_[x].head_key]);
   u_prefix_.resize(u.size() + 1);
   u_prefix_[0] = 0;
-  for (u64 r = 0; r < u.size(); ++r) u_prefix_[r + 1] = u_prefix_[r] + u[r];
+  for (u64 r = 0; r < u.size(); ++r) {
+    u_prefix_[r + 1] = u_prefix_[r] + u[r];
+    u_max_ = std::max(u_max_, u[r]);
+  }
   head_least_.assign(in.head_keys, 0);  // (the least row set of a head: its first or its last)
   for (u64 h = 0; h < in.head_keys; ++h) {
     if (head_row0_[h] != none)
       head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], u_prefix_[head_row0_[h] + rows_[h]] - u_prefix_[head_row0_[h]]);
     if (head_row0_[h] != none && rows_[h] > 0) head_least_[h] = std::min(u[head_row0_[h]], u[head_row0_[h] + rows_[h] - 1]);
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], head_bytes_[h]);
-  }
-  if (!in.head_major) {  // a head's CTAs are consecutive
-    head_begin_.assign(in.head_keys, none);
-    head_end_.assign(in.head_keys, 0);
-    distinct_.resize(n_);
-    off_.resize(n_);
-    const u64 blocks = n_ / block + 1;
-    off_lo_.assign(2 * blocks, std::numeric_limits<i64>::max());
-    off_hi_.assign(2 * blocks, std::numeric_limits<i64>::min());
-    for (u64 x = 0; x < n_; ++x) {
-      const u64 h = ct_[x].head_key;
-      head_begin_[h] = std::min(head_begin_[h], x);
-      head_end_[h] = x + 1;
-      const bool fresh = x == 0 || ct_[x - 1].head_key != h || ct_[x - 1].first != ct_[x].first;
-      distinct_[x] = (x > 0 ? distinct_[x - 1] : 0) + (fresh ? 1u : 0u);
-      off_[x] = reads_rows(x) > 0 ? offset(x) : none_off;
-      if (reads_rows(x) > 0) {
-        off_lo_[blocks + x / block] = std::min(off_lo_[blocks + x / block], off_[x]);
-        off_hi_[blocks + x / block] = std::max(off_hi_[blocks + x / block], off_[x]);
-      }
-    }
-    for (u64 b = blocks; b-- > 1;) {
-      off_lo_[b] = std::min(off_lo_[2 * b], off_lo_[2 * b + 1]);
-      off_hi_[b] = std::max(off_hi_[2 * b], off_hi_[2 * b + 1]);
-    }
   }
   reached_ = t.max_reuse_distance();
   find_dense();

@@ -297,21 +297,19 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // (one a step, the last partial block apart) and its dK, dV (last step).
   if (ctas >= (u64{1} << 32) - 1) throw Error("internal: the backward's keys take fewer than 2^32 CTAs");
   Array<BackwardCta> ct(ctas);
-  Array<u64> lengths(ctas);
+  Array<u64> start(ctas);  // (the CTAs' lengths first, then the schedule's starts in their place)
   Array<std::uint32_t> kv_of(ctas);
   g.all(ct.data());
   for (u64 id = 0; id < ctas; ++id) {
-    lengths[id] = ct[id].steps();
+    start[id] = ct[id].steps();
     const FlashSeq& f = fg.sequence(ct[id].seq);
     kv_of[id] = static_cast<std::uint32_t>(kv_base[ct[id].seq] + ct[id].head / G * f.k_blocks + ct[id].k_block);
   }
   // The schedule; the main loop by rows (l2_backward_rows.cpp) or through
   // the engine.
-  Array<u64> start(ctas);
   Array<std::uint32_t> by_end(ctas);
   Array<u64> ends(ctas);
-  const u64 steps = SegmentEngine::schedule(slots, lengths.data(), ctas, start.data(), by_end.data(), ends.data());
-  Array<u64>().swap(lengths);
+  const u64 steps = SegmentEngine::schedule(slots, start.data(), ctas, start.data(), by_end.data(), ends.data());
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool to_engine = how == MainLoop::by_rows_then_engine;
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked ||

@@ -134,17 +134,17 @@ class PrefixSums {
 
 // Places [0, n) in order of key(place): radix-sorted (key, place) pairs where
 // keys take 64 bits, else compared.
-template <class KeyOf>
-Array<u64> order_by(u64 n, KeyOf key) {
-  Array<u64> ix(n);
+template <class Ix = u64, class KeyOf>
+Array<Ix> order_by(u64 n, KeyOf key) {
+  Array<Ix> ix(n);
   if constexpr (std::is_same_v<decltype(key(0)), u64>) {
     Array<std::pair<u64, u64>> kx(n);
     for (u64 i = 0; i < n; ++i) kx[i] = {key(i), i};
     radix_sort(kx, [](const std::pair<u64, u64>& p) { return p.first; });
-    for (u64 i = 0; i < n; ++i) ix[i] = kx[i].second;
+    for (u64 i = 0; i < n; ++i) ix[i] = static_cast<Ix>(kx[i].second);
   } else {
-    std::iota(ix.begin(), ix.end(), u64{0});
-    std::sort(ix.begin(), ix.end(), [&](u64 a, u64 b) { return key(a) < key(b); });
+    std::iota(ix.begin(), ix.end(), Ix{0});
+    std::sort(ix.begin(), ix.end(), [&](Ix a, Ix b) { return key(a) < key(b); });
   }
   return ix;
 }
@@ -198,8 +198,8 @@ class ByBucket {
 // streamed while it leads; appended to `out`. False where a head's do not
 // (found as they are merged; out is then left part written). (Where `after`
 // is given, each head's rows after it are found from its last row back.)
-template <class KeyOf, class Key = std::invoke_result_t<KeyOf, u64>>
-bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out, Key stop = ~Key{0},
+template <class Row, class KeyOf, class Key = std::invoke_result_t<KeyOf, u64>>
+bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<Row>& out, Key stop = ~Key{0},
                  Key after = 0) {
   constexpr Key preprocessing = 0, last_key = ~Key{0};
   struct Head {
@@ -236,7 +236,7 @@ bool merge_heads(const std::vector<u64>& head_row0, KeyOf key, Array<u64>& out, 
     heap.pop_back();
     const Key lim = std::min(heap.empty() ? last_key : heap.front().k, next < heads.size() ? heads[next].k : last_key);
     for (;;) {
-      out.push_back(c.r);
+      out.push_back(static_cast<Row>(c.r));
       const Key prev = c.k;
       for (++c.r; c.r < c.end && (c.k = key(c.r)) == preprocessing; ++c.r) {
       }
@@ -288,8 +288,8 @@ Key period_shift(const BackwardPeriod& p) {
 // rows have no image). So the rows up to one period past E are merged, each
 // period after copied from the one before while that one ends before L, and
 // the rest merged. False where a head's rows do not come in increasing order.
-template <class KeyOf, class Key = std::invoke_result_t<KeyOf, u64>>
-bool merge_by_period(const std::vector<u64>& head_row0, KeyOf key, const BackwardPeriod& p, Array<u64>& rows,
+template <class Row, class KeyOf, class Key = std::invoke_result_t<KeyOf, u64>>
+bool merge_by_period(const std::vector<u64>& head_row0, KeyOf key, const BackwardPeriod& p, Array<Row>& rows,
                      Array<Key>& keys) {
   constexpr Key preprocessing = 0;
   const u64 H = head_row0.size() - 1, step = p.heads * (head_row0[1] - head_row0[0]);
@@ -315,7 +315,7 @@ bool merge_by_period(const std::vector<u64>& head_row0, KeyOf key, const Backwar
   for (; b < L && L - b > shift; b += shift) {  // (the copy's end below L: no key past the last)
     const std::size_t to = keys.size();
     for (std::size_t i = from; i < to; ++i) {
-      rows.push_back(rows[i] + step);
+      rows.push_back(static_cast<Row>(rows[i] + step));
       keys.push_back(keys[i] + shift);
     }
     from = to;

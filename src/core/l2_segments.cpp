@@ -1,5 +1,6 @@
 // The segment engine (docs/model.md, "Segments: schedules not in lockstep").
 #include "l2_segments.hpp"
+#include "big_array.hpp"
 #include "radix_sort.hpp"
 
 #include <algorithm>
@@ -36,7 +37,8 @@ std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* 
   while (ring <= longest) ring *= 2;
   const std::uint64_t mask = ring - 1;
   constexpr std::uint32_t none = ~std::uint32_t{0};
-  std::vector<std::uint32_t> first(ring, none), next(n);
+  std::vector<std::uint32_t> first(ring, none);
+  Array<std::uint32_t> next(n);  // (each written before it is read)
   std::vector<std::uint64_t> bits(ring / 64, 0);
   std::uint64_t running = 0, last = 0;  // the last step of the last CTA to leave
   auto enter = [&](std::uint64_t i, std::uint64_t end) {
@@ -73,14 +75,15 @@ std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* 
     by_end[ended++] = i;
   };
   for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t length = len[i];  // (read before start[i] is written: they may be one array)
     std::uint64_t s = 0;
     if (running == slots) {
       record(leave_next());
       s = last + 1;
     }
     start[i] = s;
-    enter(i, s + len[i] - 1);
-    steps = std::max(steps, s + len[i]);
+    enter(i, s + length - 1);
+    steps = std::max(steps, s + length);
   }
   while (running > 0) record(leave_next());
   if (by_end != nullptr && ended - tie > 1) std::sort(by_end + tie, by_end + ended);

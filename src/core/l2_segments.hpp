@@ -84,7 +84,8 @@ class SegmentEngine {
   // least 1, below 2^30; n below 2^32) on `slots` slots (and, where `by_end`
   // is given, the CTAs by last step, then id, and where `ends` is given too,
   // their last steps in that order); returns the steps until the last
-  // finishes.
+  // finishes. `len` may be `start` (each length is read before its start is
+  // written).
   static std::uint64_t schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n, std::uint64_t* start,
                                 std::uint32_t* by_end = nullptr, std::uint64_t* ends = nullptr);
 
