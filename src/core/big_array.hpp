@@ -20,7 +20,8 @@ namespace hbmscope::l2 {
 // one's spent about a fifth of its time there
 // (docs/l2-backward-progress-2026-12-05-06.md).
 // A taken mapping is trimmed to the size asked for; what it holds at its end
-// is unmapped.
+// is unmapped. Every mapping is `mapping(bytes)`: its pages and 64 KiB more,
+// so that an array of n + 1 values (prefix sums) takes one of n.
 class ArrayPool {
  public:
   ArrayPool() : outer_(current()) { current() = this; }
@@ -31,11 +32,12 @@ class ArrayPool {
   ArrayPool(const ArrayPool&) = delete;
   ArrayPool& operator=(const ArrayPool&) = delete;
 
-  // The smallest held mapping of at least `bytes`, trimmed to them; null where none.
+  static std::size_t mapping(std::size_t bytes) { return pages(bytes) + slack; }
+  // The smallest held mapping of at least `bytes`, trimmed to mapping(bytes); null where none.
   static void* take(std::size_t bytes) {
     ArrayPool* pool = current();
     if (pool == nullptr) return nullptr;
-    const std::size_t want = pages(bytes);
+    const std::size_t want = mapping(bytes);
     std::size_t best = pool->held_.size();
     for (std::size_t k = 0; k < pool->held_.size(); ++k)
       if (pool->held_[k].bytes >= want && (best == pool->held_.size() || pool->held_[k].bytes < pool->held_[best].bytes))
@@ -51,7 +53,7 @@ class ArrayPool {
     ArrayPool* pool = current();
     if (pool == nullptr) return false;
     try {
-      pool->held_.push_back({p, pages(bytes)});
+      pool->held_.push_back({p, mapping(bytes)});
     } catch (...) {
       return false;
     }
@@ -59,6 +61,7 @@ class ArrayPool {
   }
 
  private:
+  static constexpr std::size_t slack = std::size_t{1} << 16;
   struct Held {
     void* p;
     std::size_t bytes;
@@ -75,7 +78,9 @@ class ArrayPool {
   std::vector<Held> held_;
 };
 #else
-struct ArrayPool {};
+struct ArrayPool {
+  static std::size_t mapping(std::size_t bytes) { return bytes; }
+};
 #endif
 
 // Per-CTA arrays that every CTA writes before any reads: resized without
@@ -109,13 +114,14 @@ struct NoInit : std::allocator<T> {
   T* allocate(std::size_t n) {
     if (n < mapped / sizeof(T)) return std::allocator<T>::allocate(n);
     if (void* p = ArrayPool::take(n * sizeof(T))) return static_cast<T*>(p);
-    void* p = ::mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void* p = ::mmap(nullptr, ArrayPool::mapping(n * sizeof(T)), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
   void deallocate(T* p, std::size_t n) noexcept {
     if (n < mapped / sizeof(T)) return std::allocator<T>::deallocate(p, n);
-    if (!ArrayPool::give(p, n * sizeof(T))) ::munmap(p, n * sizeof(T));
+    if (!ArrayPool::give(p, n * sizeof(T))) ::munmap(p, ArrayPool::mapping(n * sizeof(T)));
   }
 #endif
 };

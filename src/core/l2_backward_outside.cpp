@@ -41,10 +41,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
   auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
   auto o = [&](u64 r) { return g.o_row() * n_rows[r]; };
-  auto dq = [&](u64 r) { return g.dq_row() * n_rows[r]; };
   auto pre = [&](u64 r) { return dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r); };  // what the preprocessing leaves in L2
-  u64 all_rows = 0;
-  for (u64 r = 0; r < R; ++r) all_rows += n_rows[r];
+  const Array<u64>& rows_below = *u.rows_below;  // (R + 1)
+  const u64 all_rows = rows_below[R];
 
   // Each row's head key.
   Array<std::uint32_t> head_of(R);
@@ -354,26 +353,22 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       acc_read[0] = 0;  // accumulators of the rows below r, of those the main loop reads
       for (u64 r = 0; r < R; ++r) acc_read[r + 1] = acc_read[r] + (last_by[r] != no_reader ? acc(r) : 0);
     }
+    // (The conversion's reads before a row's: the rows' below it, from the
+    // rows' prefix sums.)
     PrefixSums<> acc_later(late_by_heads ? heads : R);
     After a;
-    Array<u64> conv(R);  // less the accumulators read later
     for (std::size_t i = 0; i < rows_late.size(); ++i) {
       const u64 r = rows_late[i];
       const Key key = late_key[i];
       advance(a, key, [&](u64 x) { acc_later.add(late_by_heads ? head_of[x] : x, acc(x)); }, [](u64) {});
       const u64 after = a.rows + a.kv + a.dk + (key == preprocessing ? pre_extra[r + 1] : 0);
       row_start[r] = std::max(row_start[r], dd(r) + acc(r) + after);
-      conv[r] = acc(r) + after -
-                (key == preprocessing ? acc_read[r] : acc_later.below(late_by_heads ? head_of[r] : r));
-    }
-    u64 dq_before = 0, acc_before = 0;
-    for (u64 r = 0; r < R; ++r) {
-      const u64 d = conv[r] + acc_before + (qo ? dq_before : 0);
+      const u64 conv = acc(r) + after -
+                       (key == preprocessing ? acc_read[r] : acc_later.below(late_by_heads ? head_of[r] : r));
+      const u64 d = conv + (g.acc_row() + (qo ? g.dq_row() : 0)) * rows_below[r];
       sums.read_writeback(d, acc(r), acc(r));
-      dq_before += dq(r);
-      acc_before += acc(r);
     }
-    t.write(dq_before);
+    t.write(g.dq_row() * all_rows);
   }
 
   // GQA: dK, dV of the G heads of a (kv head, key block) read in head order

@@ -15,11 +15,14 @@
 namespace hbmscope::l2 {
 
 // Per row, its row set's bytes (Q with LSE, dO, D, the accumulator): its rows
-// times a row's, not kept (millions of rows).
+// times a row's, not kept (millions of rows); and those of the rows before
+// it, from the rows' prefix sums (R + 1 of them).
 struct RowSetBytes {
   std::uint64_t per_row = 0;
   const Array<std::uint32_t>* n_rows = nullptr;
+  const Array<std::uint64_t>* rows_below = nullptr;
   std::uint64_t operator[](std::uint64_t r) const { return per_row * (*n_rows)[r]; }
+  std::uint64_t below(std::uint64_t r) const { return per_row * (*rows_below)[r]; }
   std::uint64_t size() const { return n_rows->size(); }
 };
 

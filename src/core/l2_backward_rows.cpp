@@ -83,16 +83,11 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     head_bytes_[h + 1] = head_bytes_[1];
   }
   for (u64 x = 0; x < scan; ++x) to_end_ = to_end_ && (reads_rows(x) == 0 || ct_[x].end == rows_[ct_[x].head_key]);
-  u_prefix_.resize(u.size() + 1);
-  u_prefix_[0] = 0;
-  for (u64 r = 0; r < u.size(); ++r) {
-    u_prefix_[r + 1] = u_prefix_[r] + u[r];
-    u_max_ = std::max(u_max_, u[r]);
-  }
+  for (u64 r = 0; r < u.size(); ++r) u_max_ = std::max(u_max_, u[r]);
   head_least_.assign(in.head_keys, 0);  // (the least row set of a head: its first or its last)
   for (u64 h = 0; h < in.head_keys; ++h) {
     if (head_row0_[h] != none)
-      head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], u_prefix_[head_row0_[h] + rows_[h]] - u_prefix_[head_row0_[h]]);
+      head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], u.below(head_row0_[h] + rows_[h]) - u.below(head_row0_[h]));
     if (head_row0_[h] != none && rows_[h] > 0) head_least_[h] = std::min(u[head_row0_[h]], u[head_row0_[h] + rows_[h] - 1]);
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], head_bytes_[h]);
   }

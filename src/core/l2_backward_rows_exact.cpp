@@ -90,7 +90,7 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
     else iv_.push_back(v);
   }
   if (merged) {
-    for (const Interval& v : stretches_) d += u_prefix_[v.hi + 1] - u_prefix_[v.lo];
+    for (const Interval& v : stretches_) d += u_before(v.hi + 1) - u_before(v.lo);
   } else {
     // Over a stretch of rows not much longer than the intervals are many,
     // by counting their ends; else sorted.
@@ -110,7 +110,7 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
         const std::int64_t was = depth;
         depth += cover_[r];
         if (was == 0 && depth > 0) from = r;
-        if (was > 0 && depth == 0) d += u_prefix_[lo + r] - u_prefix_[lo + from];
+        if (was > 0 && depth == 0) d += u_before(lo + r) - u_before(lo + from);
       }
     } else {
       std::sort(iv_.begin(), iv_.end(), [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
@@ -118,7 +118,7 @@ u64 Loop::exact(At p, At q, u64 z, const std::vector<u64>& near) {
         const u64 a = iv_[i].lo;
         u64 b = iv_[i].hi;
         for (++i; i < iv_.size() && iv_[i].lo <= b + 1; ++i) b = std::max(b, iv_[i].hi);
-        d += u_prefix_[b + 1] - u_prefix_[a];
+        d += u_before(b + 1) - u_before(a);
       }
     }
   }

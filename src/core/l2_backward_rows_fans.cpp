@@ -96,7 +96,7 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
       fan_next_[static_cast<u64>(r)] = r + 1;
     }
   auto row_bytes = [&](i64 row) {
-    return static_cast<i64>(u_prefix_[static_cast<u64>(row) + 1] - u_prefix_[static_cast<u64>(row)]);
+    return static_cast<i64>(u_before(static_cast<u64>(row) + 1) - u_before(static_cast<u64>(row)));
   };
   for (u64 r = 0; r < span; ++r)
     if (fan_c_[r] != unpainted) {

@@ -66,6 +66,7 @@ class Loop {
  private:
   u64 dk_bytes(u64 x) const { return dk_on_ ? in_.kv_col * ct_[x].cols : 0; }
   u64 kv_bytes(u64 x) const { return in_.kv_col * ct_[x].cols; }
+  u64 u_before(u64 r) const { return in_.u->below(r); }  // the row sets' bytes of rows [0, r)
   i64 offset(u64 x) const { return s_[x] - static_cast<i64>(ct_[x].first); }  // row i read at offset + i
   u64 reads_rows(u64 x) const { return ct_[x].end > ct_[x].first ? ct_[x].end - ct_[x].first : 0; }
   u64 least_row(u64 x) const;
@@ -210,7 +211,6 @@ class Loop {
   std::vector<u64> running_;    // those of them running at the last lo, in launch order
   std::vector<u64> rows_, head_row0_, head_bytes_;  // per head: rows, first row, bytes (prefix)
   std::vector<u64> head_least_;                      // per head: its least row set's bytes
-  Array<u64> u_prefix_;                              // row sets' bytes, prefix sums over rows
   std::vector<u64> head_begin_, head_end_;           // query-block-major: a head's CTAs
   Array<std::uint32_t> distinct_;                    // query-block-major: first rows' changes so far
   static constexpr u64 block = 64;

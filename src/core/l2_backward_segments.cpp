@@ -287,7 +287,10 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
         n_rows[r] = static_cast<std::uint32_t>(n);
       }
   }
-  const RowSetBytes u{g.ql_row() + g.do_row() + 4 + g.acc_row(), &n_rows};
+  Array<u64> rows_below(R + 1);  // (rows of the rows before each: prefix sums)
+  rows_below[0] = 0;
+  for (u64 r = 0; r < R; ++r) rows_below[r + 1] = rows_below[r] + n_rows[r];
+  const RowSetBytes u{g.ql_row() + g.do_row() + 4 + g.acc_row(), &n_rows, &rows_below};
   auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
   std::vector<u64> head_row0(fg.heads() + 1, R);  // each head key's first row
   for (u64 b = 0; b < s.batch; ++b)

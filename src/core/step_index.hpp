@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "big_array.hpp"
 #include "hbmscope/error.hpp"
 
 namespace hbmscope::l2 {
@@ -88,7 +89,7 @@ class StepIndex {
   std::size_t bucket(std::int64_t x) const { return static_cast<std::size_t>(static_cast<std::uint64_t>(x - lo_) >> shift_); }
   const std::int64_t* v_ = nullptr;
   std::size_t n_ = 0;
-  std::vector<std::uint32_t> first_;
+  Array<std::uint32_t> first_;  // (each written as it is made)
   std::int64_t lo_ = 0;
   int shift_ = 0;
 };
