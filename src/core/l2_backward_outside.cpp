@@ -55,7 +55,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // moves up with i, at step start(j) - first(j) + i; the earliest (latest)
   // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
   auto offset = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
-  Array<std::uint32_t> first_by(R, no_reader), last_by(R, no_reader);  // (none: a query block no key sees)
+  Array<std::uint32_t> first_by(R), last_by(R);  // (none: a query block no key sees; each row written below)
   const CtasByHead by_head = ctas_by_head(ct, heads, in.heads_alike && !in.head_major);
   const BackwardPeriod period = backward_period(in, by_head);
   {
@@ -65,8 +65,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     for (u64 k = 0; k < heads; ++k) {
       const u64 j0 = by_head.at[k], m = by_head.at[k + 1] - j0;
       auto js = [&](u64 n) { return by_head.id(j0 + n); };
+      const u64 r0 = m == 0 ? head_row0[k + 1] : row0[js(0)], nq = head_row0[k + 1] - r0;
+      for (u64 r = head_row0[k]; r < r0; ++r) first_by[r] = last_by[r] = no_reader;  // (a head no CTA reads)
       if (m == 0) continue;
-      const u64 r0 = row0[js(0)], nq = head_row0[k + 1] - r0;
       if (period.found() && k >= period.from) {  // (the readers of the head as many before, shifted)
         const u64 g0 = head_row0[k - period.heads];
         for (u64 i = 0; i < nq; ++i) {
@@ -89,9 +90,8 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
         }
         while (lb > lf && ct[lo[lf]].end <= i) ++lf;
         while (hb > hf && ct[hi[hf]].end <= i) ++hf;
-        if (lb == lf) continue;
-        first_by[r0 + i] = static_cast<std::uint32_t>(lo[lf]);
-        last_by[r0 + i] = static_cast<std::uint32_t>(hi[hf]);
+        first_by[r0 + i] = lb == lf ? no_reader : static_cast<std::uint32_t>(lo[lf]);
+        last_by[r0 + i] = lb == lf ? no_reader : static_cast<std::uint32_t>(hi[hf]);
       }
     }
   }
@@ -102,8 +102,8 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   auto first_read = [&](u64 r) { return row_key(r, first_by[r]); };
   auto last_read = [&](u64 r) { return row_key(r, last_by[r]); };
   // K/V objects' first and last reads, the dK, dV writes.
-  std::vector<Key> kv_first(P, ~Key{0}), kv_last(P, 0);
-  std::vector<u64> kv_bytes(P, 0);
+  Array<Key> kv_first(P, ~Key{0}), kv_last(P, 0);  // (one an object: millions without GQA)
+  Array<u64> kv_bytes(P, 0);
   for (u64 id = 0; id < ctas; ++id) {
     const Key k = key_of<Key>(start[id], id, kv_sub);
     kv_first[kv_of[id]] = std::min(kv_first[kv_of[id]], k);
@@ -116,16 +116,16 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // (last) CTA's, and the objects come in the order of those CTAs: one pass,
   // no sort. (Objects no CTA reads, none in a grid, last.)
   auto kv_by_read = [&](bool latest_first) {
-    Array<u64> ix(P);
+    Array<std::uint32_t> ix(P);
     u64 n = 0;
     for (u64 j = 0; j < ctas; ++j) {
       const u64 id = latest_first ? ctas - 1 - j : j;
       const u64 k = kv_of[id];
-      if ((latest_first ? kv_last[k] : kv_first[k]) == key_of<Key>(start[id], id, kv_sub)) ix[n++] = k;
+      if ((latest_first ? kv_last[k] : kv_first[k]) == key_of<Key>(start[id], id, kv_sub)) ix[n++] = static_cast<std::uint32_t>(k);
     }
     for (u64 j = 0; j < P; ++j) {
       const u64 k = latest_first ? P - 1 - j : j;
-      if (kv_first[k] == ~Key{0}) ix[n++] = k;
+      if (kv_first[k] == ~Key{0}) ix[n++] = static_cast<std::uint32_t>(k);
     }
     if (n != P) throw Error("internal: the backward's K/V objects' reads out of launch order");
     return ix;
@@ -138,11 +138,11 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // The dK, dV writes in trace order (the schedule's order by last step),
   // with their bytes and, with GQA, their places in the reduction's order:
   // K/V object times G plus the head in its group (below 2^32: a place a CTA).
-  // (Keys from the schedule's ends; the CTAs by end lie near launch order.)
+  // (Keys from the schedule's ends and order, not kept; the CTAs by end lie
+  // near launch order.)
   const Array<std::uint32_t>& by_end = *in.by_end;
   const Array<u64>& ends = *in.ends;
-  Array<Key> dks(ctas);
-  for (u64 i = 0; i < ctas; ++i) dks[i] = key_of<Key>(ends[i], by_end[i], dk_sub);
+  auto dk_key = [&](u64 i) { return key_of<Key>(ends[i], by_end[i], dk_sub); };  // (of the i-th write)
   Array<std::uint32_t> dk_place(gqa ? ctas : 0);
   if (gqa) {
     std::vector<std::uint32_t> in_group(fg.shape().heads);
@@ -152,8 +152,13 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       dk_place[i] = static_cast<std::uint32_t>(u64{kv_of[id]} * G + in_group[ct[id].head]);
     }
   }
+  // A place's object and head in its group (a shift where G is a power of two).
+  const bool g_pow2 = (G & (G - 1)) == 0;
+  const unsigned g_shift = g_pow2 ? static_cast<unsigned>(__builtin_ctzll(G)) : 0;
+  auto object_of = [&](u64 place) { return g_pow2 ? place >> g_shift : place / G; };
+  auto head_in_group = [&](u64 place) { return g_pow2 ? place & (G - 1) : place % G; };
   auto dk_at = [&](u64 i) -> u64 {  // (as many bytes as the object's K/V where they take L2 space)
-    if (gqa) return kv_bytes[dk_place[i] / G];
+    if (gqa) return kv_bytes[object_of(dk_place[i])];
     return qo ? kv_bytes[kv_of[by_end[i]]] : 0;
   };
   ByBucket sums(t);
@@ -195,7 +200,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       stop = resume = ~Key{0};
     }
     auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
-    const Array<u64> kvs = kv_by_read(false);
+    const Array<std::uint32_t> kvs = kv_by_read(false);
     PrefixSums<> q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
     std::size_t a = 0, b = 0;
@@ -214,7 +219,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
         const Key key = first_read(r);
         if (key == preprocessing) continue;
         for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
-        for (; b < dks.size() && dks[b] < key; ++b) dk_sum += dk_at(b);
+        for (; b < ctas && dk_key(b) < key; ++b) dk_sum += dk_at(b);
         const u64 x = place(r);
         const u64 d = u[r] + row_start[r] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
         row_start[r] = d;
@@ -235,8 +240,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       const Key shift = period_shift<Key>(period);
       // K/V first read before a key: a prefix of the objects by first read,
       // found from a hint (a head's rows move it forward).
-      std::vector<Key> kv_keys(P);
-      std::vector<u64> kv_prefix(P + 1, 0);
+      Array<Key> kv_keys(P);
+      Array<u64> kv_prefix(P + 1);
+      kv_prefix[0] = 0;
       for (u64 k = 0; k < P; ++k) {
         kv_keys[k] = kv_first[kvs[k]];
         kv_prefix[k + 1] = kv_prefix[k] + kv_bytes[kvs[k]];
@@ -312,13 +318,13 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     late_key.resize(rows_late.size());
     for (std::size_t i = known; i < rows_late.size(); ++i) late_key[i] = last_read(rows_late[i]);
   }
-  const Array<u64> kvs_late = kv_by_read(true);
+  const Array<std::uint32_t> kvs_late = kv_by_read(true);
   struct After {
     u64 rows = 0, acc = 0, kv = 0, dk = 0;
     std::size_t r = 0, k = 0, d = 0;
   };
   // Advances `a` over every access later than `key`; `row` and `dk` see each
-  // one passed (a row; a dK, dV write's place in dks).
+  // one passed (a row; a dK, dV write's place in trace order).
   auto advance = [&](After& a, Key key, auto&& row, auto&& dk) {
     for (; a.r < rows_late.size() && late_key[a.r] > key; ++a.r) {
       a.rows += u[rows_late[a.r]];
@@ -326,9 +332,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       row(rows_late[a.r]);
     }
     for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
-    for (; a.d < dks.size() && dks[dks.size() - 1 - a.d] > key; ++a.d) {  // (dK, dV: written once)
-      a.dk += dk_at(dks.size() - 1 - a.d);
-      dk(dks.size() - 1 - a.d);
+    for (; a.d < ctas && dk_key(ctas - 1 - a.d) > key; ++a.d) {  // (dK, dV: written once)
+      a.dk += dk_at(ctas - 1 - a.d);
+      dk(ctas - 1 - a.d);
     }
   };
 
@@ -394,12 +400,12 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       return n;
     };
     After a;
-    for (std::size_t i = dks.size(); i-- > 0;) {
-      advance(a, dks[i], [](u64) {}, [&](u64 j) {
-        objects_later.add(dk_place[j] / G, kv_bytes[dk_place[j] / G]);
+    for (u64 i = ctas; i-- > 0;) {
+      advance(a, dk_key(i), [](u64) {}, [&](u64 j) {
+        objects_later.add(object_of(dk_place[j]), kv_bytes[object_of(dk_place[j])]);
         written_later[dk_place[j] / 64] |= u64{1} << (dk_place[j] % 64);
       });
-      const u64 k = dk_place[i] / G, h = dk_place[i] % G;
+      const u64 k = object_of(dk_place[i]), h = head_in_group(dk_place[i]);
       const u64 later = objects_later.below(k) + written_below(k * G, k * G + h) * kv_bytes[k];
       const u64 d = kv_bytes[k] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
                     (G * out_before[k] + h * kv_bytes[k] - later) + (qo ? out_before[k] : 0);
