@@ -303,10 +303,11 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   Array<u64> start(ctas);  // (the CTAs' lengths first, then the schedule's starts in their place)
   Array<std::uint32_t> kv_of(ctas);
   g.all(ct.data());
+  std::vector<u64> kv_head_base(s.batch * H);  // per head of the grid, its kv head's first object
+  for (u64 k = 0; k < kv_head_base.size(); ++k) kv_head_base[k] = kv_base[k / H] + k % H / G * fg.sequence(k / H).k_blocks;
   for (u64 id = 0; id < ctas; ++id) {
     start[id] = ct[id].steps();
-    const FlashSeq& f = fg.sequence(ct[id].seq);
-    kv_of[id] = static_cast<std::uint32_t>(kv_base[ct[id].seq] + ct[id].head / G * f.k_blocks + ct[id].k_block);
+    kv_of[id] = static_cast<std::uint32_t>(kv_head_base[u64{ct[id].seq} * H + ct[id].head] + ct[id].k_block);
   }
   // The schedule; the main loop by rows (l2_backward_rows.cpp) or through
   // the engine.
@@ -416,7 +417,24 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     if (rows_first) engine();
     e.evaluate(t, &dmax);
   }
-  for (u64 r = 0; r < R; ++r) t.writebacks(dmax.at(r), 0, 1, u64{4} * n_rows[r]);
+  {  // D's write-backs, summed by bucket (looked up where a distance leaves the last one's)
+    std::vector<u64> wb(t.capacities().size() + 1, 0);
+    std::size_t k = 0;
+    u64 below = infinite, top = 0, most = 0;  // the last bucket: (below, top]; the largest finite distance
+    for (u64 r = 0; r < R; ++r) {
+      const u64 d = dmax.at(r);
+      if (d != infinite) most = std::max(most, d);
+      if (d <= below || d > top) {
+        k = t.bucket_of(d);
+        below = k == 0 ? 0 : t.capacities()[k - 1];
+        top = k < t.capacities().size() ? t.capacities()[k] : infinite;
+      }
+      wb[k] = checked_add(wb[k], u64{4} * n_rows[r], what);
+    }
+    for (k = 0; k < wb.size(); ++k)
+      if (wb[k] != 0) t.writeback_in_bucket(k, wb[k]);
+    t.reached(most);
+  }
 
   FlashStats st;
   st.steps = steps;
@@ -424,9 +442,12 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   st.repeated_heads = repeated;
   st.periodic_rows = periodic;
   st.fan_reads = fan_reads;
+  std::vector<u64> pair_of(s.batch * H);  // (per head of the grid: no division a CTA)
+  for (u64 k = 0; k < pair_of.size(); ++k) pair_of[k] = k / H * Hkv + k % H / G;
   count_in_flight(st, ctas, fg.heads(), fg.pairs(), [&](u64 id) {
     const BackwardCta& x = ct[id];
-    return InFlight{u64{x.seq} * H + x.head, g.pair(x), start[id], start[id] + x.steps() - 1};
+    const u64 head = u64{x.seq} * H + x.head;
+    return InFlight{head, pair_of[head], start[id], start[id] + x.steps() - 1};
   });
   return st;
 }
