@@ -50,9 +50,10 @@ u64 Loop::source_of(u64 h) {
   if (!dense_) return none;
   const u64 m = per_head_, h0 = h * m;
   // The steps of the head's re-reads' windows, and the CTAs that may run there.
+  // (A CTA that reads rows has an offset and ends there: its ends, not the grid's CTAs.)
   i64 hi = s_[h0];
   for (u64 x = h0; x < h0 + m; ++x)
-    if (reads_rows(x) > 0) hi = std::max(hi, s_[x] + static_cast<i64>(reads_rows(x)) - 1);
+    if (off_[x] != none_off) hi = std::max(hi, e_[x]);
   const i64 lo = s_[h0];
   const Ids env = running(lo, hi);
   u64 key = 1469598103934665603ull;
@@ -92,9 +93,10 @@ bool Loop::repeats(u64 h, u64 g, Ids env, i64 lo, i64 hi) const {
   // rows' write-back distance past their start's bucket; h's rows must start
   // in as high a bucket.
   const u64 rh = head_row0_[h], rg = head_row0_[g];
-  for (u64 i = 0; i < rows_[h]; ++i)
-    if (t_.bucket_of(obs_.indifferent_up_to(rh + i, 1)) < t_.bucket_of(obs_.indifferent_up_to(rg + i, 1)))
-      return false;
+  for (u64 i = 0; i < rows_[h]; ++i) {
+    const u64 dh = obs_.indifferent_up_to(rh + i, 1), dg = obs_.indifferent_up_to(rg + i, 1);
+    if (dh < dg && t_.bucket_of(dh) < t_.bucket_of(dg)) return false;
+  }
   return true;
 }
 
