@@ -341,26 +341,60 @@ u64 Loop::kv_lower(u64 k, u64 P) const {
   return sat_add(kv_bytes(k), lo);
 }
 
+// Where every head is alike (dense_), the head's CTAs start at key block 0 and
+// each one's K/V was last read one head before: kv_lower() of every CTA from
+// head 0's rows and columns at its place (in cache) and the two heads' starts,
+// rather than from both heads' CTAs. False (nothing set) elsewhere.
+bool Loop::kv_head_alike(u64 a, u64 b, const std::vector<u64>& last, KvHead& r) const {
+  const u64 m = per_head_;
+  if (!dense_ || in_.head_major || b - a != m || a < m || ct_[a].k_block != 0) return false;
+  // kv_lower(k, k - m): P's rows between, then those of the head's first CTA
+  // (k's head, not P's: added); a CTA's rows and least row set are head 0's.
+  const u64 least = head_least_[ct_[a].head_key], reads0 = reads_rows(0);
+  const i64 s0 = s_[a];
+  KvHead h;
+  for (u64 j = 0; j < m; ++j) {
+    const u64 k = a + j, P = k - m;
+    if (last[(*in_.kv_of)[k]] != P) return false;
+    const i64 T = s_[k], Tp = s_[P];
+    u64 l = sat_mul(span(Tp, std::min(T - 1, Tp + static_cast<i64>(reads_rows(j)) - 1)), least);
+    if (j != 0 && reads0 > 0)
+      l = sat_add(l, sat_mul(span(std::max(Tp + 1, s0), std::min(T - 1, s0 + static_cast<i64>(reads0) - 1)), least));
+    h.lo = std::min(h.lo, sat_add(kv_bytes(j), l));
+    h.z_most = std::max(h.z_most, kv_bytes(j));
+    h.bytes = sat_add(h.bytes, kv_bytes(j));
+  }
+  // (Starts do not fall in launch order.)
+  h.from = s_[a - m];
+  h.to = s_[b - 1];
+  h.last_p = s_[b - 1 - m];
+  h.first_k = s_[a];
+  r = h;
+  return true;
+}
+
 // (Each re-read's window [s_P, s_k] lies in the union of theirs, so the
 // objects of the heads running over the union bound each from above; where
 // the least lower bound lies in that bound's bucket, below the distance
 // reached, each would settle there alone.)
 bool Loop::settle_kv_head(u64 a, u64 b, const std::vector<u64>& last) {
   if (a >= b) return false;
-  u64 lo = ~u64{0}, z_most = 0, bytes = 0;
-  i64 from = std::numeric_limits<i64>::max(), to = std::numeric_limits<i64>::min();
-  i64 last_p = to, first_k = from;  // every window holds (last_p, first_k)
-  for (u64 k = a; k < b; ++k) {
-    const u64 P = last[(*in_.kv_of)[k]];
-    if (P == none) return false;
-    lo = std::min(lo, kv_lower(k, P));
-    z_most = std::max(z_most, kv_bytes(k));
-    bytes = sat_add(bytes, kv_bytes(k));
-    from = std::min(from, s_[P]);
-    to = std::max(to, s_[k]);
-    last_p = std::max(last_p, s_[P]);
-    first_k = std::min(first_k, s_[k]);
-  }
+  KvHead r;
+  if (!kv_head_alike(a, b, last, r))
+    for (u64 k = a; k < b; ++k) {
+      const u64 P = last[(*in_.kv_of)[k]];
+      if (P == none) return false;
+      r.lo = std::min(r.lo, kv_lower(k, P));
+      r.z_most = std::max(r.z_most, kv_bytes(k));
+      r.bytes = sat_add(r.bytes, kv_bytes(k));
+      r.from = std::min(r.from, s_[P]);
+      r.to = std::max(r.to, s_[k]);
+      r.last_p = std::max(r.last_p, s_[P]);
+      r.first_k = std::min(r.first_k, s_[k]);
+    }
+  u64 lo = r.lo;
+  const u64 z_most = r.z_most, bytes = r.bytes;
+  const i64 from = r.from, to = r.to, last_p = r.last_p, first_k = r.first_k;
   const u64 hi = sat_add(z_most, head_bytes(running(from, to)));
   if (settle(lo, hi, 1, bytes, 0, none)) return true;
   // Then with the K/V and dK, dV of the CTAs starting and ending inside every

@@ -123,6 +123,14 @@ class Loop {
   // first or second lower bounds where they can be; false (nothing done)
   // where not.
   bool settle_kv_head(u64 a, u64 b, const std::vector<u64>& last);
+  // A head's K/V re-reads together: the least lower bound, the most and all
+  // their bytes, the steps their windows span and every window holds.
+  struct KvHead {
+    u64 lo = ~u64{0}, z_most = 0, bytes = 0;
+    i64 from = std::numeric_limits<i64>::max(), to = std::numeric_limits<i64>::min();
+    i64 last_p = std::numeric_limits<i64>::min(), first_k = std::numeric_limits<i64>::max();  // (last_p, first_k)
+  };
+  bool kv_head_alike(u64 a, u64 b, const std::vector<u64>& last, KvHead& r) const;
   // Counts `n` reads settled in bucket b, or leaves them open; false then.
   bool settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row);
   void check(u64 d, u64 lo, u64 hi, u64 k, u64 row) const;
