@@ -56,6 +56,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
   auto offset = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
   Array<std::uint32_t> first_by(R), last_by(R);  // (none: a query block no key sees; each row written below)
+  // Per row, where the main loop never reads it, 0 (its D's start); the
+  // others' are written by the first reads' sweep below.
+  Array<u64> row_start(R);
   const CtasByHead by_head = ctas_by_head(ct, heads, in.heads_alike && !in.head_major);
   const BackwardPeriod period = backward_period(in, by_head);
   {
@@ -66,7 +69,10 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       const u64 j0 = by_head.at[k], m = by_head.at[k + 1] - j0;
       auto js = [&](u64 n) { return by_head.id(j0 + n); };
       const u64 r0 = m == 0 ? head_row0[k + 1] : row0[js(0)], nq = head_row0[k + 1] - r0;
-      for (u64 r = head_row0[k]; r < r0; ++r) first_by[r] = last_by[r] = no_reader;  // (a head no CTA reads)
+      for (u64 r = head_row0[k]; r < r0; ++r) {  // (a head no CTA reads)
+        first_by[r] = last_by[r] = no_reader;
+        row_start[r] = 0;
+      }
       if (m == 0) continue;
       if (period.found() && k >= period.from) {  // (the readers of the head as many before, shifted)
         const u64 g0 = head_row0[k - period.heads];
@@ -74,6 +80,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
           const std::uint32_t f = first_by[g0 + i], l = last_by[g0 + i];
           first_by[r0 + i] = f == no_reader ? f : static_cast<std::uint32_t>(f + period.ctas);
           last_by[r0 + i] = l == no_reader ? l : static_cast<std::uint32_t>(l + period.ctas);
+          if (f == no_reader) row_start[r0 + i] = 0;
         }
         continue;
       }
@@ -92,6 +99,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
         while (hb > hf && ct[hi[hf]].end <= i) ++hf;
         first_by[r0 + i] = lb == lf ? no_reader : static_cast<std::uint32_t>(lo[lf]);
         last_by[r0 + i] = lb == lf ? no_reader : static_cast<std::uint32_t>(hi[hf]);
+        if (lb == lf) row_start[r0 + i] = 0;
       }
     }
   }
@@ -104,11 +112,14 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // K/V objects' first and last reads, the dK, dV writes.
   Array<Key> kv_first(P, ~Key{0}), kv_last(P, 0);  // (one an object: millions without GQA)
   Array<u64> kv_bytes(P, 0);
-  for (u64 id = 0; id < ctas; ++id) {
+  for (u64 id = 0; id < ctas; ++id) {  // (keys grow with the CTA: starts do not fall in launch order)
     const Key k = key_of<Key>(start[id], id, kv_sub);
-    kv_first[kv_of[id]] = std::min(kv_first[kv_of[id]], k);
-    kv_last[kv_of[id]] = std::max(kv_last[kv_of[id]], k);
-    kv_bytes[kv_of[id]] = g.kv_col() * ct[id].cols;
+    const u64 obj = kv_of[id];
+    if (kv_first[obj] == ~Key{0}) {
+      kv_first[obj] = k;
+      kv_bytes[obj] = g.kv_col() * ct[id].cols;  // (an object's readers: its key block's columns)
+    }
+    kv_last[obj] = k;
   }
 
   // The K/V objects by first read, or by last read latest first. Starts do
@@ -167,13 +178,10 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // read before (a row set the preprocessing had not reached adds only its Q).
   // Sums over rows first read before, by row (by head where each head's rows
   // are first read in row order: those of the row's head all come before it).
-  // (Each row's start holds at first the preprocessing's bytes of the rows
-  // after it; for a row the main loop never reads, 0.)
-  Array<u64> row_start(R);
-  for (u64 r = R, after = 0; r-- > 0;) {
-    row_start[r] = first_by[r] == no_reader ? 0 : after;
-    after += pre(r);
-  }
+  // (A row's distance begins with the preprocessing's bytes of the rows
+  // after it: from the rows' prefix sums.)
+  const u64 pre_row = g.do_row() + (qo ? g.o_row() : 0) + 4 + g.acc_row();  // pre(r) a row
+  auto pre_after = [&](u64 r) { return pre_row * (all_rows - rows_below[r + 1]); };
   {
     // With a period the rows fall in three stretches of keys: the sweep's up
     // to the last first read of head h1 (the first whose first reads and its
@@ -221,7 +229,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
         for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
         for (; b < ctas && dk_key(b) < key; ++b) dk_sum += dk_at(b);
         const u64 x = place(r);
-        const u64 d = u[r] + row_start[r] + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
+        const u64 d = u[r] + pre_after(r) + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
         row_start[r] = d;
         q_seen.add(x, ql(r));
         u_seen.add(x, u[r]);
