@@ -33,21 +33,30 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     off_lo_.assign(2 * blocks, std::numeric_limits<i64>::max());
     off_hi_.assign(2 * blocks, std::numeric_limits<i64>::min());
   }
-  for (u64 x = 0; x < n_; ++x) {
-    const BackwardCta& c = ct_[x];
+  // CTA x of head key h, c its CTA (or, every head alike, head 0's at its
+  // place), prev the one before it in its head (none: the head's first).
+  auto lay = [&](u64 x, const BackwardCta& c, u64 h, const BackwardCta* prev) {
     e_[x] = s_[x] + static_cast<i64>(c.steps()) - 1;
     end_max_[x] = x > 0 ? std::max(e_[x], end_max_[x - 1]) : e_[x];
-    if (!consecutive) continue;
-    const u64 h = c.head_key;
+    if (!consecutive) return;
     head_begin_[h] = std::min(head_begin_[h], x);
     head_end_[h] = x + 1;
-    const bool fresh = x == 0 || ct_[x - 1].head_key != h || ct_[x - 1].first != c.first;
+    const bool fresh = prev == nullptr || prev->first != c.first;
     distinct_[x] = (x > 0 ? distinct_[x - 1] : 0) + (fresh ? 1u : 0u);
     off_[x] = c.end > c.first ? s_[x] - static_cast<i64>(c.first) : none_off;  // (offset(x) where it reads rows)
     if (c.end > c.first) {
       off_lo_[blocks + x / block] = std::min(off_lo_[blocks + x / block], off_[x]);
       off_hi_[blocks + x / block] = std::max(off_hi_[blocks + x / block], off_[x]);
     }
+  };
+  const bool alike = in.heads_alike && consecutive && in.head_keys > 0 && n_ % in.head_keys == 0;
+  if (alike) {  // (head 0's CTAs, in cache, rather than every head's)
+    const u64 m = n_ / in.head_keys;
+    for (u64 h = 0, x = 0; h < in.head_keys; ++h)
+      for (u64 j = 0; j < m; ++j, ++x) lay(x, ct_[j], h, j == 0 ? nullptr : &ct_[j - 1]);
+  } else {
+    for (u64 x = 0; x < n_; ++x)
+      lay(x, ct_[x], ct_[x].head_key, x == 0 || ct_[x - 1].head_key != ct_[x].head_key ? nullptr : &ct_[x - 1]);
   }
   for (u64 b = blocks; consecutive && b-- > 1;) {
     off_lo_[b] = std::min(off_lo_[2 * b], off_lo_[2 * b + 1]);
@@ -61,7 +70,6 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   // rows and bytes (row sets, K/V and dK, dV where they take L2 space).
   // Where the grid makes every head alike (query-block-major, a head's CTAs
   // consecutive), head 0's CTAs stand for every head's.
-  const bool alike = in.heads_alike && !in.head_major && in.head_keys > 0 && n_ % in.head_keys == 0;
   const u64 scan = alike ? n_ / in.head_keys : n_;
   for (u64 x = 0; x < scan; ++x) {
     kv_max_ = std::max(kv_max_, in.kv_col * ct_[x].cols);

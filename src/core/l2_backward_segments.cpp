@@ -444,10 +444,20 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   st.fan_reads = fan_reads;
   std::vector<u64> pair_of(s.batch * H);  // (per head of the grid: no division a CTA)
   for (u64 k = 0; k < pair_of.size(); ++k) pair_of[k] = k / H * Hkv + k % H / G;
+  // (Asked in launch order; where every head is alike in query-block-major
+  // order, a CTA's steps are head 0's at its place, in cache.)
+  const bool alike = keys.heads_alike && !keys.head_major && ctas % pair_of.size() == 0;
+  const u64 per_head = ctas / pair_of.size();
+  u64 head = 0, place = 0;
   count_in_flight(st, ctas, fg.heads(), fg.pairs(), [&](u64 id) {
-    const BackwardCta& x = ct[id];
-    const u64 head = u64{x.seq} * H + x.head;
-    return InFlight{head, pair_of[head], start[id], start[id] + x.steps() - 1};
+    if (!alike) {
+      const BackwardCta& x = ct[id];
+      head = u64{x.seq} * H + x.head;
+      return InFlight{head, pair_of[head], start[id], start[id] + x.steps() - 1};
+    }
+    const InFlight f{head, pair_of[head], start[id], start[id] + ct[place].steps() - 1};
+    if (++place == per_head) place = 0, ++head;
+    return f;
   });
   return st;
 }
