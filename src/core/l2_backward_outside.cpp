@@ -156,11 +156,11 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   auto dk_key = [&](u64 i) { return key_of<Key>(ends[i], by_end[i], dk_sub); };  // (of the i-th write)
   Array<std::uint32_t> dk_place(gqa ? ctas : 0);
   if (gqa) {
-    std::vector<std::uint32_t> in_group(fg.shape().heads);
+    std::vector<std::uint32_t> in_group(in.in_group ? 0 : fg.shape().heads);
     for (u64 h = 0; h < in_group.size(); ++h) in_group[h] = static_cast<std::uint32_t>(h % G);
     for (u64 i = 0; i < ctas; ++i) {
       const u64 id = by_end[i];
-      dk_place[i] = static_cast<std::uint32_t>(u64{kv_of[id]} * G + in_group[ct[id].head]);
+      dk_place[i] = static_cast<std::uint32_t>(u64{kv_of[id]} * G + (in.in_group ? (*in.in_group)[id] : in_group[ct[id].head]));
     }
   }
   // A place's object and head in its group (a shift where G is a power of two).

@@ -59,6 +59,9 @@ struct BackwardKeys : BackwardArrays {
   bool periods = true;     // heads in the schedule's period take an earlier head's first reads (tests: false)
   bool heads_alike = false;  // every head key's CTAs and rows alike as the grid makes them (a dense batch, heads whole)
   bool head_major = false;   // the launch order
+  // Per CTA, its head's place in its group (where GQA groups hold at most 256
+  // heads; else null and read from the CTAs).
+  const Array<std::uint8_t>* in_group = nullptr;
 };
 
 // Each head key's CTAs in launch order (so in key-block order): those of head

@@ -305,9 +305,25 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   g.all(ct.data());
   std::vector<u64> kv_head_base(s.batch * H);  // per head of the grid, its kv head's first object
   for (u64 k = 0; k < kv_head_base.size(); ++k) kv_head_base[k] = kv_base[k / H] + k % H / G * fg.sequence(k / H).k_blocks;
-  for (u64 id = 0; id < ctas; ++id) {
-    start[id] = ct[id].steps();
-    kv_of[id] = static_cast<std::uint32_t>(kv_head_base[u64{ct[id].seq} * H + ct[id].head] + ct[id].k_block);
+  std::vector<std::uint8_t> place_in_group(H);  // (a head's place in its group, below 256 where kept)
+  for (u64 h = 0; h < H; ++h) place_in_group[h] = static_cast<std::uint8_t>(h % G);
+  // With GQA, each CTA's head's place in its group (one byte: its dK, dV's
+  // place in the reduction's order, gathered later in the order of ends).
+  Array<std::uint8_t> in_group(gqa && G <= 256 ? ctas : 0);
+  if (fg.dense() && c.order == Rasterization::query_block_major) {  // (every head's CTAs head 0's: in cache)
+    const u64 m = fg.sequence(0).k_blocks;
+    for (u64 h = 0, id = 0; h < kv_head_base.size(); ++h)
+      for (u64 j = 0; j < m; ++j, ++id) {
+        start[id] = ct[j].steps();
+        kv_of[id] = static_cast<std::uint32_t>(kv_head_base[h] + ct[j].k_block);
+        if (!in_group.empty()) in_group[id] = place_in_group[h % H];
+      }
+  } else {
+    for (u64 id = 0; id < ctas; ++id) {
+      start[id] = ct[id].steps();
+      kv_of[id] = static_cast<std::uint32_t>(kv_head_base[u64{ct[id].seq} * H + ct[id].head] + ct[id].k_block);
+      if (!in_group.empty()) in_group[id] = place_in_group[ct[id].head];
+    }
   }
   // The schedule; the main loop by rows (l2_backward_rows.cpp) or through
   // the engine.
@@ -379,6 +395,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   keys.periods = how != MainLoop::by_rows_every_head;
   keys.heads_alike = fg.dense() && !parts;
   keys.head_major = c.order == Rasterization::head_major;
+  keys.in_group = in_group.empty() ? nullptr : &in_group;
   u64 periodic = 0;
   DMax dmax(backward_outside(keys, t, periodic));
 
