@@ -341,20 +341,22 @@ u64 Loop::kv_lower(u64 k, u64 P) const {
   return sat_add(kv_bytes(k), lo);
 }
 
-// Where every head is alike (dense_), the head's CTAs start at key block 0 and
-// each one's K/V was last read one head before: kv_lower() of every CTA from
-// head 0's rows and columns at its place (in cache) and the two heads' starts,
-// rather than from both heads' CTAs. False (nothing set) elsewhere.
+// Where every head is alike (dense_; a part where chunks part the heads) and
+// each CTA's K/V was last read by the CTA of its key block one grid head
+// before (kv_stride_ CTAs): kv_lower() of every CTA from head 0's rows and
+// columns at its place (in cache) and the two CTAs' starts, rather than from
+// both heads' CTAs. False (nothing set) elsewhere.
 bool Loop::kv_head_alike(u64 a, u64 b, const std::vector<u64>& last, KvHead& r) const {
-  const u64 m = per_head_;
-  if (!dense_ || in_.head_major || b - a != m || a < m || ct_[a].k_block != 0) return false;
-  // kv_lower(k, k - m): P's rows between, then those of the head's first CTA
+  const u64 m = per_head_, w = kv_stride_;
+  if (!dense_ || in_.head_major || b - a != m || a < w) return false;
+  // kv_lower(k, k - w): P's rows between, then, where the head starts at key
+  // block 0 (else its first CTA is another part's), those of its first CTA
   // (k's head, not P's: added); a CTA's rows and least row set are head 0's.
-  const u64 least = head_least_[ct_[a].head_key], reads0 = reads_rows(0);
+  const u64 least = head_least_[ct_[a].head_key], reads0 = ct_[a].k_block == 0 ? reads_rows(0) : 0;
   const i64 s0 = s_[a];
   KvHead h;
   for (u64 j = 0; j < m; ++j) {
-    const u64 k = a + j, P = k - m;
+    const u64 k = a + j, P = k - w;
     if (last[(*in_.kv_of)[k]] != P) return false;
     const i64 T = s_[k], Tp = s_[P];
     u64 l = sat_mul(span(Tp, std::min(T - 1, Tp + static_cast<i64>(reads_rows(j)) - 1)), least);
@@ -365,9 +367,9 @@ bool Loop::kv_head_alike(u64 a, u64 b, const std::vector<u64>& last, KvHead& r) 
     h.bytes = sat_add(h.bytes, kv_bytes(j));
   }
   // (Starts do not fall in launch order.)
-  h.from = s_[a - m];
+  h.from = s_[a - w];
   h.to = s_[b - 1];
-  h.last_p = s_[b - 1 - m];
+  h.last_p = s_[b - 1 - w];
   h.first_k = s_[a];
   r = h;
   return true;
