@@ -312,12 +312,15 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   Array<std::uint8_t> in_group(gqa && G <= 256 ? ctas : 0);
   if (fg.dense() && c.order == Rasterization::query_block_major) {  // (every head's CTAs head 0's: in cache)
     const u64 m = fg.sequence(0).k_blocks;
-    for (u64 h = 0, id = 0; h < kv_head_base.size(); ++h)
+    for (u64 h = 0, id = 0; h < kv_head_base.size(); ++h) {
+      const u64 base = kv_head_base[h];
+      const std::uint8_t place = place_in_group[h % H];
       for (u64 j = 0; j < m; ++j, ++id) {
         start[id] = ct[j].steps();
-        kv_of[id] = static_cast<std::uint32_t>(kv_head_base[h] + ct[j].k_block);
-        if (!in_group.empty()) in_group[id] = place_in_group[h % H];
+        kv_of[id] = static_cast<std::uint32_t>(base + ct[j].k_block);
+        if (!in_group.empty()) in_group[id] = place;
       }
+    }
   } else {
     for (u64 id = 0; id < ctas; ++id) {
       start[id] = ct[id].steps();
