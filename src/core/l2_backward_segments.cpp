@@ -12,6 +12,7 @@
 #include "l2_backward.hpp"
 #include "l2_backward_outside.hpp"
 #include "l2_backward_rows.hpp"
+#include "l2_backward_sweeps.hpp"
 #include "l2_segments.hpp"
 
 namespace hbmscope::l2 {
@@ -437,23 +438,16 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     if (rows_first) engine();
     e.evaluate(t, &dmax);
   }
-  {  // D's write-backs, summed by bucket (looked up where a distance leaves the last one's)
-    std::vector<u64> wb(t.capacities().size() + 1, 0);
-    std::size_t k = 0;
-    u64 below = infinite, top = 0, most = 0;  // the last bucket: (below, top]; the largest finite distance
+  {  // D's write-backs, summed by bucket (those that reach DRAM at any size apart)
+    sweeps::ByBucket wb(t);
+    u64 always = 0;
     for (u64 r = 0; r < R; ++r) {
       const u64 d = dmax.at(r);
-      if (d != infinite) most = std::max(most, d);
-      if (d <= below || d > top) {
-        k = t.bucket_of(d);
-        below = k == 0 ? 0 : t.capacities()[k - 1];
-        top = k < t.capacities().size() ? t.capacities()[k] : infinite;
-      }
-      wb[k] = checked_add(wb[k], u64{4} * n_rows[r], what);
+      if (d == infinite) always = checked_add(always, u64{4} * n_rows[r], what);
+      else wb.writeback(d, u64{4} * n_rows[r]);
     }
-    for (k = 0; k < wb.size(); ++k)
-      if (wb[k] != 0) t.writeback_in_bucket(k, wb[k]);
-    t.reached(most);
+    wb.flush(t);
+    t.writebacks(infinite, 0, 1, always);
   }
 
   FlashStats st;
