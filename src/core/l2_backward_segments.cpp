@@ -183,6 +183,28 @@ std::vector<u64> part_heads(Array<BackwardCta>& ct, const std::vector<u64>& head
   }
   return first_row;
 }
+// Whether the parts, in a dense grid in query-block-major order, are all
+// alike: as many in every head, each of as many consecutive CTAs and rows,
+// with part 0's query blocks, ends and columns, row by row. Every grid head
+// being alike, the parts of head 0 are checked against its first.
+bool parts_alike(const Array<BackwardCta>& ct, const std::vector<u64>& part_row0, const Array<std::uint32_t>& n_rows,
+                 u64 grid_heads, u64 per_grid_head) {
+  const u64 parts = part_row0.size() - 1;
+  if (grid_heads == 0 || parts % grid_heads != 0 || ct.size() % parts != 0) return false;
+  const u64 m = ct.size() / parts, per = parts / grid_heads, nq = part_row0[1] - part_row0[0];
+  if (m * per != per_grid_head) return false;
+  for (u64 p = 0; p < parts; ++p)
+    if (part_row0[p + 1] - part_row0[p] != nq) return false;
+  for (u64 x = 0; x < per_grid_head; ++x) {
+    const BackwardCta &c = ct[x], &c0 = ct[x % m];
+    if (c.head_key != x / m || c.first != c0.first || c.end != c0.end || c.cols != c0.cols) return false;
+  }
+  for (u64 p = 1; p < per; ++p)
+    for (u64 i = 0; i < nq; ++i)
+      if (n_rows[part_row0[p] + i] != n_rows[part_row0[0] + i]) return false;
+  return true;
+}
+
 void undo_parts(Array<BackwardCta>& ct, const std::vector<u64>& part_row0, const std::vector<u64>& head_row0, u64 heads) {
   for (u64 id = 0; id < ct.size(); ++id) {
     BackwardCta& c = ct[id];
@@ -397,7 +419,8 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   keys.steps = steps;
   keys.wide_keys = how == MainLoop::by_rows_checked;
   keys.periods = how != MainLoop::by_rows_every_head;
-  keys.heads_alike = fg.dense() && !parts;
+  keys.heads_alike = fg.dense() && (!parts || (c.order == Rasterization::query_block_major &&
+                                                parts_alike(ct, loop_heads, n_rows, s.batch * H, fg.sequence(0).k_blocks)));
   keys.head_major = c.order == Rasterization::head_major;
   keys.in_group = in_group.empty() ? nullptr : &in_group;
   u64 periodic = 0;
