@@ -206,6 +206,18 @@ bool Loop::classify(u64 limit) {
     obs_hi_[h] = observed_.size();
     head_steps_[h] = steps_most_;
   };
+  // Where every head is alike (query-block-major), a CTA's rows and first
+  // row are head 0's at its place (in cache), and its read offset the layout's.
+  const bool alike = in_.heads_alike && !in_.head_major && in_.head_keys > 0 && n_ % in_.head_keys == 0;
+  const u64 per_head = alike ? n_ / in_.head_keys : 0;
+  std::vector<u64> places0;  // (alike: head 0's CTAs that read rows)
+  bool leave0 = false;
+  for (u64 j = 0; j < per_head; ++j)
+    if (reads_rows(j) > 0) {
+      places0.push_back(j);
+      leave0 = leave0 || ct_[j].end < rows_[0];
+    }
+  auto first_row = [&](u64 x, u64 h) { return u64{ct_[alike ? x - h * per_head : x].first}; };
   for (u64 h = 0; h < in_.head_keys; ++h) {
     if (const u64 g = source_of(h); g != none) {
       repeat_settled(h, g);
@@ -216,8 +228,12 @@ bool Loop::classify(u64 limit) {
     if (dense_) obs_lo_[h] = observed_.size();
     steps_most_ = 0;
     xs.clear();
-    for (u64 j = by_head.at[h]; j < by_head.at[h + 1]; ++j)
-      if (reads_rows(by_head.id(j)) > 0) xs.push_back(by_head.id(j));  // (first rows do not decrease)
+    if (alike) {
+      for (const u64 j : places0) xs.push_back(h * per_head + j);
+    } else {
+      for (u64 j = by_head.at[h]; j < by_head.at[h + 1]; ++j)
+        if (reads_rows(by_head.id(j)) > 0) xs.push_back(by_head.id(j));  // (first rows do not decrease)
+    }
     const u64 m = xs.size();
     if (m == 0) {
       kept(h);
@@ -235,8 +251,8 @@ bool Loop::classify(u64 limit) {
         settle_rows(k, P, row, until - 1, 0);
       }
     };
-    bool leave = false;
-    for (const u64 x : xs) leave = leave || ct_[x].end < nq;
+    bool leave = alike && leave0;
+    for (u64 i = 0; !alike && i < m; ++i) leave = leave || ct_[xs[i]].end < nq;
     if (leave) {
       if (!readers_that_leave(xs, nq, run, limit)) return false;
       kept(h);
@@ -244,7 +260,7 @@ bool Loop::classify(u64 limit) {
     }
     order.resize(m);
     for (u64 i = 0; i < m; ++i) order[i] = i;
-    radix_sort(order, [&](u64 i) { return ordered(offset(xs[i])); });  // (stable: ties by CTA)
+    radix_sort(order, [&](u64 i) { return ordered(alike ? off_[xs[i]] : offset(xs[i])); });  // (stable: ties by CTA)
     rank.resize(m);
     for (u64 i = 0; i < m; ++i) rank[order[i]] = i;
     prev.resize(m);
@@ -270,11 +286,11 @@ bool Loop::classify(u64 limit) {
     {
       std::vector<u64> at(events_at.begin(), events_at.end() - 1);
       for (u64 i = 0; i < m; ++i)
-        if (R[i] != none) by_target[at[R[i]]++] = {ct_[xs[i]].first, i};
+        if (R[i] != none) by_target[at[R[i]]++] = {first_row(xs[i], h), i};
     }
     for (u64 i = 0; i < m; ++i) {
       const u64 k = xs[i];
-      u64 row = ct_[k].first, pred = L[i];
+      u64 row = first_row(k, h), pred = L[i];
       for (u64 v = events_at[i]; v < events_at[i + 1]; ++v) {
         run(k, pred == none ? none : xs[pred], row, by_target[v].row);
         row = std::max(row, by_target[v].row);
