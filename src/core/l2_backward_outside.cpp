@@ -41,7 +41,8 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
   auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
   auto o = [&](u64 r) { return g.o_row() * n_rows[r]; };
-  auto pre = [&](u64 r) { return dO(r) + (qo ? o(r) : 0) + dd(r) + acc(r); };  // what the preprocessing leaves in L2
+  const u64 pre_row = g.do_row() + (qo ? g.o_row() : 0) + 4 + g.acc_row();  // what the preprocessing leaves in L2, a row
+  auto pre = [&](u64 r) { return pre_row * n_rows[r]; };
   const Array<u64>& rows_below = *u.rows_below;  // (R + 1)
   const u64 all_rows = rows_below[R];
 
@@ -180,7 +181,6 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // are first read in row order: those of the row's head all come before it).
   // (A row's distance begins with the preprocessing's bytes of the rows
   // after it: from the rows' prefix sums.)
-  const u64 pre_row = g.do_row() + (qo ? g.o_row() : 0) + 4 + g.acc_row();  // pre(r) a row
   auto pre_after = [&](u64 r) { return pre_row * (all_rows - rows_below[r + 1]); };
   {
     // With a period the rows fall in three stretches of keys: the sweep's up

@@ -49,8 +49,8 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
       off_hi_[blocks + x / block] = std::max(off_hi_[blocks + x / block], off_[x]);
     }
   };
-  const bool alike = in.heads_alike && consecutive && in.head_keys > 0 && n_ % in.head_keys == 0;
-  if (alike) {  // (head 0's CTAs, in cache, rather than every head's)
+  alike_ = in.heads_alike && consecutive && in.head_keys > 0 && n_ % in.head_keys == 0;
+  if (alike_) {  // (head 0's CTAs, in cache, rather than every head's)
     const u64 m = n_ / in.head_keys;
     for (u64 h = 0, x = 0; h < in.head_keys; ++h)
       for (u64 j = 0; j < m; ++j, ++x) lay(x, ct_[j], h, j == 0 ? nullptr : &ct_[j - 1]);
@@ -70,7 +70,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
   // rows and bytes (row sets, K/V and dK, dV where they take L2 space).
   // Where the grid makes every head alike (query-block-major, a head's CTAs
   // consecutive), head 0's CTAs stand for every head's.
-  const u64 scan = alike ? n_ / in.head_keys : n_;
+  const u64 scan = alike_ ? n_ / in.head_keys : n_;
   for (u64 x = 0; x < scan; ++x) {
     kv_max_ = std::max(kv_max_, in.kv_col * ct_[x].cols);
     kv_min_ = std::min(kv_min_, in.kv_col * ct_[x].cols);
@@ -85,7 +85,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     head_row0_[h] = (*in.row0)[x];
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], sat_add(kv_bytes(x), dk_bytes(x)));
   }
-  for (u64 h = 1; alike && h < in.head_keys; ++h) {
+  for (u64 h = 1; alike_ && h < in.head_keys; ++h) {
     rows_[h] = rows_[0];
     head_row0_[h] = (*in.row0)[h * scan];
     head_bytes_[h + 1] = head_bytes_[1];
@@ -183,7 +183,7 @@ bool Loop::classify(u64 limit) {
     }
   }
   // Each head's CTAs in key-block order.
-  const CtasByHead by_head = ctas_by_head(ct_, in_.head_keys, in_.heads_alike && !in_.head_major);
+  const CtasByHead by_head = ctas_by_head(ct_, in_.head_keys, alike_);
   // Row sets, per head: readers in order of (offset, CTA). A CTA inserted at
   // its first row takes its neighbour below as its predecessor, and becomes
   // the predecessor of its neighbour above from there; the neighbours at
@@ -208,8 +208,7 @@ bool Loop::classify(u64 limit) {
   };
   // Where every head is alike (query-block-major), a CTA's rows and first
   // row are head 0's at its place (in cache), and its read offset the layout's.
-  const bool alike = in_.heads_alike && !in_.head_major && in_.head_keys > 0 && n_ % in_.head_keys == 0;
-  const u64 per_head = alike ? n_ / in_.head_keys : 0;
+  const u64 per_head = alike_ ? n_ / in_.head_keys : 0;
   std::vector<u64> places0;  // (alike: head 0's CTAs that read rows)
   bool leave0 = false;
   for (u64 j = 0; j < per_head; ++j)
@@ -217,7 +216,7 @@ bool Loop::classify(u64 limit) {
       places0.push_back(j);
       leave0 = leave0 || ct_[j].end < rows_[0];
     }
-  auto first_row = [&](u64 x, u64 h) { return u64{ct_[alike ? x - h * per_head : x].first}; };
+  auto first_row = [&](u64 x, u64 h) { return u64{ct_[alike_ ? x - h * per_head : x].first}; };
   for (u64 h = 0; h < in_.head_keys; ++h) {
     if (const u64 g = source_of(h); g != none) {
       repeat_settled(h, g);
@@ -228,7 +227,7 @@ bool Loop::classify(u64 limit) {
     if (dense_) obs_lo_[h] = observed_.size();
     steps_most_ = 0;
     xs.clear();
-    if (alike) {
+    if (alike_) {
       for (const u64 j : places0) xs.push_back(h * per_head + j);
     } else {
       for (u64 j = by_head.at[h]; j < by_head.at[h + 1]; ++j)
@@ -251,8 +250,8 @@ bool Loop::classify(u64 limit) {
         settle_rows(k, P, row, until - 1, 0);
       }
     };
-    bool leave = alike && leave0;
-    for (u64 i = 0; !alike && i < m; ++i) leave = leave || ct_[xs[i]].end < nq;
+    bool leave = alike_ && leave0;
+    for (u64 i = 0; !alike_ && i < m; ++i) leave = leave || ct_[xs[i]].end < nq;
     if (leave) {
       if (!readers_that_leave(xs, nq, run, limit)) return false;
       kept(h);
@@ -260,7 +259,7 @@ bool Loop::classify(u64 limit) {
     }
     order.resize(m);
     for (u64 i = 0; i < m; ++i) order[i] = i;
-    radix_sort(order, [&](u64 i) { return ordered(alike ? off_[xs[i]] : offset(xs[i])); });  // (stable: ties by CTA)
+    radix_sort(order, [&](u64 i) { return ordered(alike_ ? off_[xs[i]] : offset(xs[i])); });  // (stable: ties by CTA)
     rank.resize(m);
     for (u64 i = 0; i < m; ++i) rank[order[i]] = i;
     prev.resize(m);

@@ -227,6 +227,7 @@ class Loop {
   std::vector<i64> off_lo_, off_hi_;      // their least and most, a tree over blocks of CTAs
   u64 u_max_ = 0, kv_max_ = 0, kv_min_ = infinite, reached_ = 0;
   bool dk_on_ = false;
+  bool alike_ = false;  // query-block-major, every head key's CTAs and rows head 0's (in.heads_alike)
   bool to_end_ = true;  // every CTA reads its head's rows to the last
   std::vector<u64> rb_, wb_;  // settled bytes by bucket: read, written back
   struct Observed {

@@ -485,12 +485,12 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // order, a CTA's steps are head 0's at its place, in cache.)
   const bool alike = keys.heads_alike && !keys.head_major && ctas % pair_of.size() == 0;
   const u64 per_head = ctas / pair_of.size();
-  u64 head = 0, place = 0;
+  u64 head = 0, place = 0;  // (alike: CTA id's head and place in it)
   count_in_flight(st, ctas, fg.heads(), fg.pairs(), [&](u64 id) {
     if (!alike) {
       const BackwardCta& x = ct[id];
-      head = u64{x.seq} * H + x.head;
-      return InFlight{head, pair_of[head], start[id], start[id] + x.steps() - 1};
+      const u64 k = u64{x.seq} * H + x.head;
+      return InFlight{k, pair_of[k], start[id], start[id] + x.steps() - 1};
     }
     const InFlight f{head, pair_of[head], start[id], start[id] + ct[place].steps() - 1};
     if (++place == per_head) place = 0, ++head;
