@@ -4,6 +4,7 @@
 // after a jump to those moved CTA by CTA; a run's to each of its CTAs' own.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <queue>
 #include <random>
 
 #include "l2_chain_grids.hpp"
@@ -241,4 +242,54 @@ TEST_CASE("L2 runs: long_lo over a run of readers is at most each one's", "[l2ru
   });
   CHECK(runs > 500);
   CHECK(held > 10000);
+}
+
+TEST_CASE("L2 runs: the chains' schedule is list scheduling's, however many heads are in flight", "[l2runs][chains]") {
+  // Each CTA's start and slot, and the finish order, against list scheduling
+  // by a heap of (last step, id): long heads beside few slots (one head's
+  // middle at a time), short ones beside many (more heads in flight than the
+  // schedule's queues), ragged and both launch orders.
+  std::mt19937_64 rng(61);
+  int grids = 0, crowded = 0;
+  for (int k = 0; k < 160; ++k) {
+    Shape s = k % 2 == 0 ? long_causal_heads(rng, 200, 1500, 6) : random_prefill(rng);
+    if (k % 4 == 1) s.heads = s.kv_heads * pick(rng, 4, 12), s.block_rows = pick(rng, 8, 32);
+    for (auto order : {Rasterization::query_block_major, Rasterization::head_major}) {
+      L2SimConfig c;
+      c.sm_count = static_cast<std::uint32_t>(pick(rng, 1, 48));
+      c.ctas_per_sm = static_cast<std::uint32_t>(pick(rng, 1, 3));
+      c.order = order;
+      const l2::FlashGrid grid(s, order);
+      if (!l2::flash_in_chains(grid)) continue;
+      const l2::chains::ChainGrid cg(grid, c);
+      INFO(describe(s) << " " << rasterization_name(order) << " slots " << cg.slots);
+      using Key = std::pair<std::int64_t, std::uint64_t>;
+      std::priority_queue<Key, std::vector<Key>, std::greater<>> running;
+      std::vector<std::int64_t> start(cg.n);
+      std::vector<std::uint64_t> slot(cg.n), finish;
+      std::uint64_t heads_at_once = 0;
+      auto last = [&](std::uint64_t j) { return start[j] + static_cast<std::int64_t>(std::max<std::uint32_t>(cg.e[j], 1)) - 1; };
+      for (std::uint64_t j = 0; j < cg.n; ++j) {
+        slot[j] = j;
+        if (j >= cg.slots) {
+          const std::uint64_t done = running.top().second;
+          running.pop();
+          finish.push_back(done);
+          start[j] = last(done) + 1, slot[j] = slot[done];
+        }
+        running.push({last(j), j});
+        if (j >= cg.slots && order == Rasterization::query_block_major) heads_at_once = std::max(heads_at_once, cg.head_of(j) - cg.head_of(j - cg.slots) + 1);
+      }
+      for (; !running.empty(); running.pop()) finish.push_back(running.top().second);
+      for (std::uint64_t j = 0; j < cg.n; ++j) {
+        REQUIRE(cg.s[j] == start[j]);
+        REQUIRE(cg.slot[j] == slot[j]);
+        REQUIRE(cg.fo[j] == finish[j]);
+      }
+      ++grids;
+      crowded += heads_at_once > 4;
+    }
+  }
+  CHECK(grids > 100);
+  CHECK(crowded > 10);
 }

@@ -94,10 +94,7 @@ ChainBounds::ChainBounds(const ChainGrid& g, bool wide) : c_(g) {
   for (u64 k = 0; k < g.n; ++k) ++count[g.slot[k]];
   for (u64 v = 0; v < S; ++v) slot_start_[v + 1] = slot_start_[v] + count[v];
   std::vector<u64> at(slot_start_.begin(), slot_start_.end() - 1);
-  for (u64 k = 0; k < g.n; ++k) {
-    i64 lo = Sums::cap, hi = Sums::cap;
-    if (g.R(k) != never) lo = hi = g.gap(k);
-    else if (g.next_head(k) != no_cta) lo = g.s[k + 1] - g.s[k];
+  auto put = [&](u64 k, i64 lo, i64 hi) __attribute__((always_inline)) {
     const u64 v = g.slot[k], place = at[v]++;
     pos_[k] = static_cast<std::uint32_t>(place - slot_start_[v]);
     if (wide_) place_s_[place] = g.s[k];
@@ -105,6 +102,20 @@ ChainBounds::ChainBounds(const ChainGrid& g, bool wide) : c_(g) {
     slot_last_[v] = g.f(k);  // (a slot's CTAs in launch order: the last stays)
     slot_cta_[place] = {static_cast<std::uint16_t>(std::min<i64>(lo, Sums::cap)),
                         static_cast<std::uint16_t>(std::min<i64>(hi, Sums::cap))};
+  };
+  if (g.by_arithmetic) {  // head by head: a CTA's gap is the steps to the next one's start, but at the head's last
+    for (u64 h0 = 0; h0 < g.n; h0 += g.seq_q_blocks) {
+      const u64 last = std::min(g.n, h0 + g.seq_q_blocks) - 1;
+      for (u64 k = h0; k < last; ++k) put(k, g.s[k + 1] - g.s[k], g.s[k + 1] - g.s[k]);
+      put(last, g.next_head(last) != no_cta ? g.s[last + 1] - g.s[last] : Sums::cap, Sums::cap);
+    }
+  } else {
+    for (u64 k = 0; k < g.n; ++k) {
+      i64 lo = Sums::cap, hi = Sums::cap;
+      if (g.R(k) != never) lo = hi = g.gap(k);
+      else if (g.next_head(k) != no_cta) lo = g.s[k + 1] - g.s[k];
+      put(k, lo, hi);
+    }
   }
   // Every slot's window starts empty: its G_min and G_max as large as can be.
   for (Cursor& w : std::span(cursor_, g.hm ? 2 : 1)) {  // query-block-major: every re-reader's P is i - 1

@@ -4,6 +4,7 @@
 // chains' run reads of them (R's prefix maxima, a head's last CTAs, per pair
 // its run of CTAs, its blocks' bytes and the last step before it).
 #include <algorithm>
+#include <array>
 #include <queue>
 
 #include "hbmscope/checked.hpp"
@@ -104,10 +105,10 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
   }
   // List scheduling (as SegmentEngine::schedule): a CTA finishing at step t
   // frees its slot for the next CTA from t + 1. The slots leave in finish
-  // order, which fo keeps (ties by id). Where CTAs finish in launch order (a
-  // head's CTAs, e not decreasing) they wait in a queue; the others (a head's
-  // first CTAs beside the previous head's last ones) in a heap; the next to
-  // finish is the smaller of the two fronts.
+  // order, which fo keeps (ties by id). A head's CTAs finish in launch order
+  // (e does not decrease along it), so each head in flight waits in a queue
+  // of its own, a ring; past `queues` heads in flight, a heap takes the
+  // rest. The next to finish is the least of the fronts.
   s.resize(n), slot.resize(n), fo.clear();
   fo.reserve(n);
   {
@@ -115,41 +116,74 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
     for (u64 k = 0; k < n; ++k) total += std::max<u64>(e[k], 1);
     if (total >= (u64{1} << (64 - id_bits))) throw Error("L2 simulation: too large a grid for the chains");
     std::priority_queue<u64, std::vector<u64>, std::greater<>> heap;
-    std::vector<u64> queue(slots + 1);  // a ring of at most `slots` keys, increasing
-    u64 head_at = 0, tail_at = 0;        // [head_at, tail_at) in the ring
-    const u64 ring = queue.size();
+    constexpr std::size_t queues = 4;
+    constexpr u64 empty = ~u64{0};  // (a front no key reaches: keys are below 2^64 - 1)
+    const u64 ring = slots + 1;     // (at most `slots` keys wait in all)
+    std::vector<u64> keys(queues * ring);
+    std::array<u64, queues> front, back, head_at, tail_at;
+    auto clear = [&] { front.fill(empty), back.fill(0), head_at.fill(0), tail_at.fill(0), heap = {}; };
+    clear();
     const u64 id_mask = (u64{1} << id_bits) - 1;
     auto pop = [&]() __attribute__((always_inline)) {  // (inlined: once a CTA)
-      u64 key;
-      if (head_at != tail_at && (heap.empty() || queue[head_at] < heap.top())) {
-        key = queue[head_at];
-        head_at = head_at + 1 == ring ? 0 : head_at + 1;
-      } else {
+      std::size_t at = 0;
+      for (std::size_t q = 1; q < queues; ++q) at = front[q] < front[at] ? q : at;
+      u64 key = front[at];
+      if (!heap.empty() && heap.top() < key) {
         key = heap.top();
         heap.pop();
+      } else {
+        head_at[at] = head_at[at] + 1 == ring ? 0 : head_at[at] + 1;
+        front[at] = head_at[at] == tail_at[at] ? empty : keys[at * ring + head_at[at]];
       }
       const u64 done = key & id_mask;
       fo.push_back(static_cast<std::uint32_t>(done));
       return done;
     };
+    auto push = [&](u64 key) __attribute__((always_inline)) {
+      // (A queue whose last key is below, one a head keeps; else an empty one.)
+      std::size_t at = queues;
+      for (std::size_t q = 0; q < queues; ++q)
+        if (front[q] != empty ? back[q] < key : at == queues) at = q;
+      if (at == queues) return heap.push(key);
+      if (front[at] == empty) front[at] = key;
+      keys[at * ring + tail_at[at]] = key;
+      back[at] = key;
+      tail_at[at] = tail_at[at] + 1 == ring ? 0 : tail_at[at] + 1;
+    };
+    auto key_of = [&](u64 k) { return (static_cast<u64>(f(k)) << id_bits) | k; };
+    // Where the running CTAs are the last `slots` launched and finish in
+    // launch order (a head's middle), CTA k takes the slot of k - slots as
+    // it leaves, the queues aside (and filled again after).
+    u64 done_below = 0, rising_from = 0;  // every CTA below done_below left; f rises from rising_from on
     for (u64 k = 0; k < n; ++k) {
+      if (k >= slots && done_below <= k - slots && rising_from <= k - slots) {
+        for (i64 last = f(k - 1); k < n; ++k) {
+          const u64 done = k - slots;
+          const i64 at = f(done) + 1, fk = at + static_cast<i64>(std::max<std::uint32_t>(e[k], 1)) - 1;
+          if (fk < last) break;
+          fo.push_back(static_cast<std::uint32_t>(done));
+          s[k] = at, slot[k] = slot[done], last = fk;
+          steps = std::max(steps, static_cast<u64>(fk) + 1);
+          longest = std::max<u64>(longest, e[k]);
+        }
+        clear();
+        for (u64 j = k - slots; j < k; ++j) push(key_of(j));
+        done_below = k - slots;
+        if (k == n) break;
+      }
       i64 at = 0;
       slot[k] = static_cast<std::uint32_t>(k);
       if (k >= slots) {
         const u64 done = pop();
         at = f(done) + 1;
         slot[k] = slot[done];
+        done_below = std::max(done_below, done + 1);
       }
       s[k] = at;
-      const u64 key = (static_cast<u64>(f(k)) << id_bits) | k;
-      const u64 back = tail_at == 0 ? ring - 1 : tail_at - 1;
-      if (head_at == tail_at || queue[back] < key) {
-        queue[tail_at] = key;
-        tail_at = tail_at + 1 == ring ? 0 : tail_at + 1;
-      } else {
-        heap.push(key);
-      }
-      steps = std::max(steps, static_cast<u64>(f(k)) + 1);
+      const i64 fk = f(k);
+      if (k > 0 && fk < f(k - 1)) rising_from = k;
+      push((static_cast<u64>(fk) << id_bits) | k);
+      steps = std::max(steps, static_cast<u64>(fk) + 1);
       longest = std::max<u64>(longest, e[k]);
     }
     while (fo.size() < n) pop();
