@@ -120,10 +120,12 @@ TEST_CASE("L2 segment bounds: reads settle at a large L2 and the tally is the on
 }
 
 TEST_CASE("L2 segment bounds: the engine's radix sort is a stable sort by the key", "[l2runs]") {
-  // Negative steps and keys that share their high digits, as std::stable_sort orders them.
+  // Negative steps and keys that share their high digits, as std::stable_sort
+  // orders them, at counts that take digits of 11, 12 and 16 bits.
   std::mt19937_64 rng(75);
-  for (const std::int64_t spread : {std::int64_t{3}, std::int64_t{1} << 20, std::int64_t{1} << 50}) {
-    std::vector<std::pair<std::int64_t, int>> v(5000);
+  for (const std::size_t n : {std::size_t{1000}, std::size_t{5000}, std::size_t{9000}, std::size_t{300000}})
+  for (const std::int64_t spread : {std::int64_t{3}, std::int64_t{1} << 20, std::int64_t{1} << 50, std::int64_t{1} << 62}) {
+    std::vector<std::pair<std::int64_t, int>> v(n);
     for (std::size_t i = 0; i < v.size(); ++i)
       v[i] = {std::uniform_int_distribution<std::int64_t>(-spread, spread)(rng), static_cast<int>(i)};
     auto w = v;

@@ -241,8 +241,19 @@ bool Loop::classify(u64 limit) {
     const u64 nq = rows_[h], r0 = head_row0_[h];
     const bool partial = (*in_.u)[r0 + nq - 1] != (*in_.u)[r0];
     // CTA k's rows [row, until) read after P's; the last, partial row apart.
+    // (Most runs settle by their first bounds: from the head's row bytes,
+    // without settle_rows' lookups; the tests that hold each read to its
+    // bounds take them all there.)
+    const u64 z_full = (*in_.u)[r0], acc_full = in_.acc_row * (*in_.n_rows)[r0], least = head_least_[h];
     auto run = [&](u64 k, u64 P, u64 row, u64 until) {
       if (P == none || until <= row) return;
+      if (!in_.check_bounds && (!partial || until < nq)) {
+        const FirstBounds f = first_bounds(k, P, row, until - 1, z_full, least);
+        if (settle(f.lo, f.hi, until - row, z_full, acc_full, r0 + row)) {
+          steps_most_ = std::max(steps_most_, static_cast<u64>(f.g));
+          return;
+        }
+      }
       if (partial && until == nq && until - 1 > row) {
         settle_rows(k, P, row, nq - 2, 0);
         settle_rows(k, P, nq - 1, nq - 1, 0);

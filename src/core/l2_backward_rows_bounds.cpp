@@ -240,30 +240,18 @@ void Loop::check(u64 d, u64 lo, u64 hi, u64 k, u64 row) const {
 void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
   const u64 r0 = (*in_.row0)[k];
   const u64 z = (*in_.u)[r0 + i1], acc = in_.acc_row * (*in_.n_rows)[r0 + i1], n = i2 - i1 + 1;
-  const i64 a = offset(k), g = a - offset(P);
+  const FirstBounds f = first_bounds(k, P, i1, i2, z, least_row(k));
+  const i64 a = f.a, g = f.g;
   steps_most_ = std::max(steps_most_, static_cast<u64>(g));
   const i64 T0 = a + static_cast<i64>(i1), T1 = a + static_cast<i64>(i2);
-  // At least P's rows after its read and k's rows before its own, other row
-  // sets of the head: their count is piecewise linear in the step, least at
-  // an end or a breakpoint.
-  const i64 eP = s_[P] + static_cast<i64>(reads_rows(P)) - 1;
-  auto after = [&](i64 T) { return std::max<i64>(0, std::min(T - 1, eP) - T + g); };
-  auto before = [&](i64 T) { return std::max<i64>(0, std::min(g - 1, T - s_[k])); };
-  u64 least = static_cast<u64>(std::min(after(T0) + before(T0), after(T1) + before(T1)));
-  for (const i64 T : {eP + 1, eP + g, s_[k] + g - 1})
-    if (T > T0 && T < T1) least = std::min(least, static_cast<u64>(after(T) + before(T)));
-  u64 lo = sat_add(z, sat_mul(least, least_row(k)));
-  // Every slot's row set, K/V and dK, dV each step: no lookups (a step apart
-  // or less, the hits, settle so); then the CTAs that start and end there.
-  // Strictly between (T - g, P) and (T, k) a slot reads g row sets, g + 1
-  // only where it holds a CTA after P at T - g and one before k at T: its
-  // CTAs follow one another in launch order, so the first lies strictly
-  // between P and k, and no two such slots hold the same one. K/V reads
-  // (starts) and dK, dV writes (ends): one more in all, k's own K/V at T or
-  // P's dK, dV at T - g.
-  const u64 reads = sat_add(sat_mul(static_cast<u64>(g), in_.slots), P < k ? std::min<u64>(in_.slots, k - P - 1) : 0);
-  const u64 edge_most = sat_add(reads, 1);
-  u64 hi = sat_add(z, sat_mul(edge_most, sat_add(u_max_, sat_add(kv_max_, dk_on_ ? kv_max_ : 0))));
+  u64 lo = f.lo, hi = f.hi;
+  // Then the CTAs that start and end there. Strictly between (T - g, P) and
+  // (T, k) a slot reads g row sets, g + 1 only where it holds a CTA after P
+  // at T - g and one before k at T: its CTAs follow one another in launch
+  // order, so the first lies strictly between P and k, and no two such slots
+  // hold the same one. K/V reads (starts) and dK, dV writes (ends): one more
+  // in all, k's own K/V at T or P's dK, dV at T - g.
+  const u64 reads = f.reads, edge_most = sat_add(reads, 1);
   auto checked = [&] {
     if (!in_.check_bounds) return;
     for (u64 i = i1; i <= i2; ++i) {
@@ -293,8 +281,7 @@ void Loop::settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth) {
   if (!in_.check_bounds && tight_tried_ >= 4096 && tight_settled_ * 32 < tight_tried_)
     return split_or_open(k, P, i1, i2, depth);
   ++tight_tried_;
-  lo = sat_add(lo, n == 1 ? more_between(k, T0 - g + 1, T0 - 1, i1, static_cast<u64>(before(T0)),
-                                         static_cast<u64>(after(T0)), true)
+  lo = sat_add(lo, n == 1 ? more_between(k, T0 - g + 1, T0 - 1, i1, f.before0, f.after0, true)
                           : more_between(k, T1 - g + 1, T0 - 1, i1, 0, 0, false));
   const Ids ids = running(T0 - g, T1);
   // Head-major order: the other heads' rows inside every read's window (the

@@ -110,6 +110,28 @@ class Loop {
   // reads the most there).
   u64 other_heads_rows(u64 k, Ids ids, i64 lo, i64 hi) const;
   void settle_rows(u64 k, u64 P, u64 i1, u64 i2, int depth);
+  // A run's first bounds (its reads of z bytes each, least_row the least row
+  // set of k's head): at least P's rows after its read and k's before its
+  // own; at most every slot's row set, K/V and dK, dV each step (no lookups:
+  // the reads a step apart or less, most of them, settle so).
+  struct FirstBounds {
+    u64 lo, hi, reads;      // reads: the row sets read strictly between, at most
+    i64 a, g;               // k's read offset, the steps after P
+    u64 before0, after0;    // at the first read: k's rows before it, P's after
+  };
+  FirstBounds first_bounds(u64 k, u64 P, u64 i1, u64 i2, u64 z, u64 least_row) const {
+    const i64 a = offset(k), g = a - offset(P);
+    const i64 T0 = a + static_cast<i64>(i1), T1 = a + static_cast<i64>(i2);
+    const i64 eP = s_[P] + static_cast<i64>(reads_rows(P)) - 1;
+    auto after = [&](i64 T) { return std::max<i64>(0, std::min(T - 1, eP) - T + g); };
+    auto before = [&](i64 T) { return std::max<i64>(0, std::min(g - 1, T - s_[k])); };
+    u64 least = static_cast<u64>(std::min(after(T0) + before(T0), after(T1) + before(T1)));
+    for (const i64 T : {eP + 1, eP + g, s_[k] + g - 1})
+      if (T > T0 && T < T1) least = std::min(least, static_cast<u64>(after(T) + before(T)));
+    const u64 reads = sat_add(sat_mul(static_cast<u64>(g), in_.slots), P < k ? std::min<u64>(in_.slots, k - P - 1) : 0);
+    const u64 hi = sat_add(z, sat_mul(sat_add(reads, 1), sat_add(u_max_, sat_add(kv_max_, dk_on_ ? kv_max_ : 0))));
+    return {sat_add(z, sat_mul(least, least_row)), hi, reads, a, g, static_cast<u64>(before(T0)), static_cast<u64>(after(T0))};
+  }
   void split_or_open(u64 k, u64 P, u64 i1, u64 i2, int depth);
   // A head's runs where readers leave before its last row (xs: its CTAs that
   // read rows, in launch order; run(k, P, from, until) for each).
