@@ -85,6 +85,29 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
         }
         continue;
       }
+      // Where every CTA that reads rows reads to the head's last (causal, no
+      // window), readers only join: the earliest and latest are running
+      // extremes (on a tie, the earlier CTA reads first).
+      bool to_end = true;
+      for (u64 n = 0; n < m && to_end; ++n) to_end = ct[js(n)].end <= ct[js(n)].first || ct[js(n)].end >= nq;
+      if (to_end) {
+        std::uint32_t earliest = no_reader, latest = no_reader;
+        i64 earliest_off = 0, latest_off = 0;
+        u64 next = 0;
+        for (u64 i = 0; i < nq; ++i) {
+          for (; next < m && ct[js(next)].first <= i; ++next) {
+            const u64 id = js(next);
+            if (ct[id].end <= ct[id].first) continue;
+            const i64 a = offset(id);
+            if (earliest == no_reader || a < earliest_off) earliest = static_cast<std::uint32_t>(id), earliest_off = a;
+            if (latest == no_reader || a >= latest_off) latest = static_cast<std::uint32_t>(id), latest_off = a;
+          }
+          first_by[r0 + i] = earliest;
+          last_by[r0 + i] = latest;
+          if (earliest == no_reader) row_start[r0 + i] = 0;
+        }
+        continue;
+      }
       u64 lf = 0, lb = 0, hf = 0, hb = 0;  // [front, back) of each
       u64 next = 0;
       for (u64 i = 0; i < nq; ++i) {

@@ -163,8 +163,9 @@ bool Loop::classify(u64 limit) {
   // K/V: each object's previous reader, in launch order (a step's CTAs in
   // launch order too).
   {
-    u64 objects = 0;
-    for (u64 x = 0; x < n_; ++x) objects = std::max(objects, u64{(*in_.kv_of)[x]} + 1);
+    u64 objects = in_.kv_objects;
+    if (objects == 0)
+      for (u64 x = 0; x < n_; ++x) objects = std::max(objects, u64{(*in_.kv_of)[x]} + 1);
     std::vector<u64> last(objects, none);
     // (A head's CTAs together first, where they are consecutive; the tests
     // that hold each read to its bounds take them one by one.)

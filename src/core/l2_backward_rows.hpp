@@ -31,6 +31,7 @@ struct BackwardLoop : BackwardArrays {
   // heads where every sequence is alike, else 0.
   bool parts = false;
   std::uint64_t kv_stride = 0;
+  std::uint64_t kv_objects = 0;  // K/V objects, above every kv_of (0: found from kv_of)
   bool repeats = true;        // heads that repeat an earlier one take its counts (tests: false)
   bool heads_alike = false;   // every head key's CTAs and rows alike as the grid makes them (a dense batch, heads whole)
   bool check_bounds = false;  // tests: every read's exact distance held to its bounds (an Error where one is not)

@@ -333,8 +333,10 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // With GQA, each CTA's head's place in its group (one byte: its dK, dV's
   // place in the reduction's order, gathered later in the order of ends).
   Array<std::uint8_t> in_group(gqa && G <= 256 ? ctas : 0);
+  u64 longest = 0;  // (the most steps a CTA runs, for the schedule)
   if (fg.dense() && c.order == Rasterization::query_block_major) {  // (every head's CTAs head 0's: in cache)
     const u64 m = fg.sequence(0).k_blocks;
+    for (u64 j = 0; j < std::min(m, ctas); ++j) longest = std::max(longest, ct[j].steps());
     for (u64 h = 0, id = 0; h < kv_head_base.size(); ++h) {
       const u64 base = kv_head_base[h];
       const std::uint8_t place = place_in_group[h % H];
@@ -347,6 +349,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   } else {
     for (u64 id = 0; id < ctas; ++id) {
       start[id] = ct[id].steps();
+      longest = std::max(longest, start[id]);
       kv_of[id] = static_cast<std::uint32_t>(kv_head_base[u64{ct[id].seq} * H + ct[id].head] + ct[id].k_block);
       if (!in_group.empty()) in_group[id] = place_in_group[ct[id].head];
     }
@@ -355,7 +358,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   // the engine.
   Array<std::uint32_t> by_end(ctas);
   Array<u64> ends(ctas);
-  const u64 steps = SegmentEngine::schedule(slots, start.data(), ctas, start.data(), by_end.data(), ends.data());
+  const u64 steps = SegmentEngine::schedule(slots, start.data(), ctas, start.data(), by_end.data(), ends.data(), longest);
   const u64 smallest = t.capacities().empty() ? 0 : t.capacities().front();
   const bool to_engine = how == MainLoop::by_rows_then_engine;
   const bool forced = how == MainLoop::by_rows || how == MainLoop::by_rows_checked ||
@@ -443,6 +446,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     loop.head_keys = heads_row0.size() - 1;
     loop.parts = parts;
     loop.kv_stride = fg.dense() ? fg.sequence(0).k_blocks : 0;
+    loop.kv_objects = P;
     loop.check_bounds = how == MainLoop::by_rows_checked;
     loop.repeats = how != MainLoop::by_rows_every_head;
     loop.heads_alike = keys.heads_alike;

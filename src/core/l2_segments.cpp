@@ -18,7 +18,8 @@ constexpr std::uint32_t no_stream = ~0u;
 }
 
 std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n,
-                                      std::uint64_t* start, std::uint32_t* by_end, std::uint64_t* ends) {
+                                      std::uint64_t* start, std::uint32_t* by_end, std::uint64_t* ends,
+                                      std::uint64_t longest) {
   // A CTA finishing at step t frees its slot for the next CTA in launch order
   // from step t + 1 (the CTAs of one step leave before any enters); which of
   // the slots freed in one step it takes changes no distance. CTAs leave in
@@ -26,13 +27,11 @@ std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* 
   // their order by last step is the queue's, ties by id. The running CTAs are
   // kept by last step in a ring of buckets (a bit a bucket), as no CTA ends
   // more than its length past the last one to leave.
-  std::uint64_t longest = 1, shortest = 1;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    longest = std::max(longest, len[i]);
-    shortest = std::min(shortest, len[i]);
-  }
-  if (shortest == 0 || longest >= (std::uint64_t{1} << 30) || n >= std::numeric_limits<std::uint32_t>::max())
-    throw Error("internal: the segment engine's schedule takes CTAs of 1 to 2^30 - 1 steps, fewer than 2^32 of them");
+  const Error out_of_range("internal: the segment engine's schedule takes CTAs of 1 to 2^30 - 1 steps, fewer than 2^32 of them");
+  if (longest == 0)
+    for (std::uint64_t i = 0; i < n; ++i) longest = std::max(longest, len[i]);
+  longest = std::max<std::uint64_t>(longest, 1);
+  if (longest >= (std::uint64_t{1} << 30) || n >= std::numeric_limits<std::uint32_t>::max()) throw out_of_range;
   std::uint64_t ring = 64;
   while (ring <= longest) ring *= 2;
   const std::uint64_t mask = ring - 1;
@@ -76,6 +75,7 @@ std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* 
   };
   for (std::uint64_t i = 0; i < n; ++i) {
     const std::uint64_t length = len[i];  // (read before start[i] is written: they may be one array)
+    if (length == 0 || length > longest) throw out_of_range;  // (a hint too short too)
     std::uint64_t s = 0;
     if (running == slots) {
       record(leave_next());

@@ -85,9 +85,11 @@ class SegmentEngine {
   // is given, the CTAs by last step, then id, and where `ends` is given too,
   // their last steps in that order); returns the steps until the last
   // finishes. `len` may be `start` (each length is read before its start is
-  // written).
+  // written). `longest`, where the caller knows it (0: found from len), saves
+  // a pass over the lengths.
   static std::uint64_t schedule(std::uint64_t slots, const std::uint64_t* len, std::uint64_t n, std::uint64_t* start,
-                                std::uint32_t* by_end = nullptr, std::uint64_t* ends = nullptr);
+                                std::uint32_t* by_end = nullptr, std::uint64_t* ends = nullptr,
+                                std::uint64_t longest = 0);
 
   // A run's slope changes go in a dense array of its steps below this many
   // steps (where not sparse), else are sorted; tests set 0 to hold the sort
