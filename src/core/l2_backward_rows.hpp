@@ -46,7 +46,7 @@ struct BackwardLoop : BackwardArrays {
 // and obs untouched, where the reads its bounds leave would cost more than
 // `limit` (CTAs visited) to evaluate.
 struct ByRows {
-  std::uint64_t repeated_heads = 0, fan_reads = 0;
+  std::uint64_t repeated_heads = 0, fan_reads = 0, stair_reads = 0;
 };
 std::optional<ByRows> backward_by_rows(const BackwardLoop& in, Tally& t, ReadObserver& obs, std::uint64_t limit);
 

@@ -437,6 +437,7 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
     open_[kept++] = o;
   }
   open_.resize(kept);
+  join_stairs();
   // The open reads by the first step of their window, so that each slot's
   // CTAs are passed over once.
   auto window_lo = [&](const Open& o) {
@@ -452,15 +453,19 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
       continue;
     }
     // A run's reads are CTA o.k's of rows o.i1 on, a step apart; a fan's,
-    // CTA o.k + j's of row o.i1 + j, all at o.k's start. Two reads or more
-    // are evaluated at once where they can be.
+    // CTA o.k + j's of row o.i1 + j, all at o.k's start; a staircase's, its
+    // pieces' in turn. Two reads or more are evaluated at once where they can be.
     const u64 r0 = (*in_.row0)[o.k], n = o.i2 - o.i1 + 1;
     const i64 a = offset(o.k), ap = offset(o.P);
-    auto reader = [&](u64 j) { return o.fan ? o.k + j : o.k; };
-    auto step = [&](u64 j) { return o.fan ? s_[o.k] : a + static_cast<i64>(o.i1 + j); };
+    if (o.pieces > 0) stair_reads(o);
+    auto reader = [&](u64 j) { return o.pieces > 0 ? stair_k_[j] : o.fan ? o.k + j : o.k; };
+    auto step = [&](u64 j) { return o.pieces > 0 ? stair_T_[j] : o.fan ? s_[o.k] : a + static_cast<i64>(o.i1 + j); };
     active(ap + static_cast<i64>(o.i1), step(n - 1), near_);
     bool at_once = false;
-    if (o.fan) {
+    if (o.pieces > 0) {
+      at_once = stair_exact(o, near_, slid_);
+      if (at_once) stair_reads_ += n;
+    } else if (o.fan) {
       at_once = fan_exact(o, near_, slid_);
       if (at_once) fan_reads_ += n;
     } else if (n > 1) {
@@ -473,7 +478,7 @@ void Loop::tally(Tally& t, ReadObserver& obs) {
       const u64 d = at_once ? slid_[j] : one();
       if (at_once && in_.check_bounds && d != one())
         throw Error("internal: backward by rows, CTA " + std::to_string(k) + " row " + std::to_string(i) +
-                    (o.fan ? ": the fan's distance " : ": the sliding window's distance ") + std::to_string(d) +
+                    (o.pieces > 0 ? ": the staircase's distance " : o.fan ? ": the fan's distance " : ": the sliding window's distance ") + std::to_string(d) +
                     " is not " + std::to_string(one()));
       by_bucket.read_writeback(d, z, in_.acc_row * (*in_.n_rows)[r]);
       if (!at_once) obs.reads(r, d, 0, 1);
@@ -491,7 +496,7 @@ std::optional<ByRows> backward_by_rows(const BackwardLoop& in, Tally& t, ReadObs
   rows::Loop loop(in, t, obs);
   if (!loop.classify(limit)) return std::nullopt;
   loop.tally(t, obs);
-  return ByRows{loop.repeated(), loop.fan_reads()};
+  return ByRows{loop.repeated(), loop.fan_reads(), loop.stair_reads()};
 }
 
 }  // namespace hbmscope::l2

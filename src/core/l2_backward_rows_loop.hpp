@@ -49,6 +49,11 @@ struct Open {
   // A fan: CTAs k, k + 1, ... reading rows i1, i1 + 1, ... (each its first)
   // at one step, each after P's read of that row (l2_backward_rows_fans.cpp).
   bool fan = false;
+  // A staircase: runs and fans after P of rows i1 to i2 in turn, each read
+  // later than the one before, all after P's last
+  // (l2_backward_rows_stairs.cpp): its pieces, [piece0, piece0 + pieces) of
+  // the loop's stair_pieces_.
+  u32 piece0 = 0, pieces = 0;
 };
 
 class Loop {
@@ -62,6 +67,7 @@ class Loop {
   // Heads whose re-reads were taken from an earlier head's.
   u64 repeated() const { return repeated_; }
   u64 fan_reads() const { return fan_reads_; }
+  u64 stair_reads() const { return stair_reads_; }
 
  private:
   u64 dk_bytes(u64 x) const { return dk_on_ ? in_.kv_col * ct_[x].cols : 0; }
@@ -188,6 +194,13 @@ class Loop {
   // then).
   bool fan_member(const Open& fan, const Open& o) const;
   bool fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
+  // Staircases (Open::pieces): the open runs and fans after one CTA joined
+  // where their reads follow one another; each one's reads' CTAs and steps
+  // into stair_k_ and stair_T_; its reads at once, false where its rows span
+  // more than half the reads' visits to the CTAs beside (read by read then).
+  void join_stairs();
+  void stair_reads(const Open& o);
+  bool stair_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out);
   // Its parts: the run's steps [T0, T1] and its head's last row C, a row's
   // bytes and the last row's more; one head's CTAs in one pass, or any.
   struct RunWindow {
@@ -260,6 +273,15 @@ class Loop {
   u64 open_cost_ = 0;
   u64 tight_tried_ = 0, tight_settled_ = 0;  // settle_rows' third bounds: asked, settled
   u64 fan_reads_ = 0;                         // open reads evaluated as fans
+  u64 stair_reads_ = 0;                       // ... as staircases
+  std::vector<Open> stair_pieces_;
+  std::vector<u64> stair_k_;
+  std::vector<i64> stair_T_;
+  struct LateRow {
+    i64 row, from;  // a row read at or after the first read: between for reads [from, last]
+  };
+  std::vector<LateRow> stair_late_;
+  std::vector<i64> stair_from_;
   // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
   // head it repeats (none), and, where evaluated, its settled bytes by bucket,
   // its observations' range in observed_, the most steps between a re-read

@@ -431,7 +431,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
 
   // The main loop's re-reads; D's write-back at the largest of its distances.
   bool done = false;
-  u64 repeated = 0, fan_reads = 0;
+  u64 repeated = 0, fan_reads = 0, stair_reads = 0;
   if (rows_first) {
     BackwardLoop loop;
     static_cast<BackwardArrays&>(loop) = arrays;
@@ -459,6 +459,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
     done = by.has_value();
     repeated = by ? by->repeated_heads : 0;
     fan_reads = by ? by->fan_reads : 0;
+    stair_reads = by ? by->stair_reads : 0;
   }
   if (!done) {
     if (parts) undo_parts(ct, loop_heads, head_row0, H);
@@ -483,6 +484,7 @@ FlashStats segments_backward(const Shape& s, const L2SimConfig& c, Tally& t, Mai
   st.repeated_heads = repeated;
   st.periodic_rows = periodic;
   st.fan_reads = fan_reads;
+  st.stair_reads = stair_reads;
   std::vector<u64> pair_of(s.batch * H);  // (per head of the grid: no division a CTA)
   for (u64 k = 0; k < pair_of.size(); ++k) pair_of[k] = k / H * Hkv + k % H / G;
   // (Asked in launch order; where every head is alike in query-block-major

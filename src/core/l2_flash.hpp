@@ -77,6 +77,7 @@ struct FlashStats {
   std::uint64_t repeated_heads = 0;  // the backward by rows: heads whose re-reads were an earlier head's
   std::uint64_t periodic_rows = 0;   // the masked backward: rows whose first reads came from the period
   std::uint64_t fan_reads = 0;       // the backward by rows: open reads evaluated as fans
+  std::uint64_t stair_reads = 0;     // ... as staircases
 };
 
 // The enumeration of the forward pass into a tally (l2_flash_enum.cpp).

@@ -1,0 +1,216 @@
+// The backward's main loop by rows: a staircase of open reads evaluated at
+// once (docs/l2-backward.md, "Staircases"). Where the CTAs of a head start a
+// step or two apart (B200's 296 slots at d = 64), the open reads after one
+// earlier CTA P come as short runs and fans, each CTA taking a few of P's
+// rows in turn: read j of row i1 + j at (T_j, k_j), after P's at S0 + j.
+// Where every one of P's reads comes before the first of them, each access
+// between is there for a prefix of the reads (those before the first read)
+// or a suffix (those after it), so the staircase costs the CTAs beside it
+// and its rows once, not once a piece.
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "l2_backward_rows_loop.hpp"
+
+namespace hbmscope::l2::rows {
+
+namespace {
+
+struct Ends {
+  i64 T0, T1;  // the steps of its first and last read
+  u64 k0, k1;  // their CTAs
+};
+
+}  // namespace
+
+void Loop::join_stairs() {
+  // A run's or a fan's first and last read.
+  auto ends = [&](const Open& o) {
+    if (o.fan) return Ends{s_[o.k], s_[o.k], o.k, o.k + (o.i2 - o.i1)};
+    return Ends{offset(o.k) + static_cast<i64>(o.i1), offset(o.k) + static_cast<i64>(o.i2), o.k, o.k};
+  };
+  // The staircase still open for each P: its pieces (open_'s places) and
+  // where it stands.
+  struct Stair {
+    std::vector<std::size_t> at;
+    u64 i2;
+    Ends first, last;
+  };
+  std::vector<Stair> stairs;
+  std::unordered_map<u64, std::size_t> open_for;
+  std::vector<std::size_t> stair_of(open_.size(), ~std::size_t{0});
+  for (std::size_t a = 0; a < open_.size(); ++a) {
+    const Open& o = open_[a];
+    if (o.i1 == none) continue;
+    const Ends e = ends(o);
+    const auto it = open_for.find(o.P);
+    if (it != open_for.end()) {
+      Stair& s = stairs[it->second];
+      // (Rows in turn, each read later, and P's last read before the first.)
+      const bool later = e.T0 > s.last.T1 || (e.T0 == s.last.T1 && e.k0 > s.last.k1);
+      if (o.i1 == s.i2 + 1 && later && offset(o.P) + static_cast<i64>(o.i2) < s.first.T0) {
+        s.at.push_back(a);
+        s.i2 = o.i2;
+        s.last = e;
+        stair_of[a] = it->second;
+        continue;
+      }
+    }
+    open_for[o.P] = stairs.size();
+    stair_of[a] = stairs.size();
+    stairs.push_back({{a}, o.i2, e, e});
+  }
+  std::vector<Open> joined;
+  joined.reserve(open_.size());
+  for (std::size_t a = 0; a < open_.size(); ++a) {
+    if (stair_of[a] == ~std::size_t{0} || stairs[stair_of[a]].at.size() == 1) {
+      joined.push_back(open_[a]);
+      continue;
+    }
+    const Stair& s = stairs[stair_of[a]];
+    if (s.at.front() != a) continue;  // (taken with its first piece)
+    Open st = open_[a];
+    st.fan = false;
+    st.i2 = s.i2;
+    st.piece0 = static_cast<u32>(stair_pieces_.size());
+    st.pieces = static_cast<u32>(s.at.size());
+    for (const std::size_t b : s.at) stair_pieces_.push_back(open_[b]);
+    joined.push_back(st);
+  }
+  open_.swap(joined);
+}
+
+void Loop::stair_reads(const Open& o) {
+  stair_k_.clear();
+  stair_T_.clear();
+  for (u32 p = o.piece0; p < o.piece0 + o.pieces; ++p) {
+    const Open& q = stair_pieces_[p];
+    for (u64 i = q.i1; i <= q.i2; ++i) {
+      stair_k_.push_back(q.fan ? q.k + (i - q.i1) : q.k);
+      stair_T_.push_back(q.fan ? s_[q.k] : offset(q.k) + static_cast<i64>(i));
+    }
+  }
+}
+
+// Between (S0 + j, P, row) and (T_j, k_j, row), in the order (step, CTA,
+// K/V before row before dK, dV): an access e = (t, x, sub) is there for
+// the reads j from the first whose (T_j, k_j, row) follows e (0 for every
+// access before the first read) to t - S0 - 1 + [(x, sub) after (P, row)]
+// (past the last read for every access at or after the first read, as P's
+// last read comes before it). So a K/V object is between over the union of
+// its readers' ranges, a dK, dV over its one range, and a row over the
+// prefix its accesses before the first read reach (the largest bound,
+// painted from the largest down) and the suffix its accesses after it start.
+bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<u64>& out) {
+  const u64 P = o.P, n = o.i2 - o.i1 + 1;
+  const i64 S0 = offset(P) + static_cast<i64>(o.i1), last_j = static_cast<i64>(n) - 1;
+  const i64* const T = stair_T_.data();
+  const u64* const K = stair_k_.data();
+  const RunWindow w{0, last_j, 0, 0, 0};
+  // The first read that follows (t, x, sub), from `j` on.
+  auto follows = [&](i64 j, i64 t, u64 x, u64 sub) {
+    return T[j] > t || (T[j] == t && (K[j] > x || (K[j] == x && sub < row_sub)));
+  };
+  auto first_after = [&](i64 t, u64 x, u64 sub) {
+    i64 lo = 0, hi = static_cast<i64>(n);
+    while (lo < hi) {
+      const i64 mid = lo + (hi - lo) / 2;
+      if (follows(mid, t, x, sub)) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  };
+  fan_d_.assign(n + 1, 0);
+  fan_kv_.clear();
+  fan_rows_.clear();
+  stair_late_.clear();
+  i64 lo_row = std::numeric_limits<i64>::max(), hi_row = std::numeric_limits<i64>::min();
+  const i64 T_last = T[last_j];
+  for (const u64 x : near) {
+    const i64 sx = s_[x], ex = e_[x];
+    if (sx > T_last || ex < S0) continue;
+    const BackwardCta c = ct_[x];
+    const i64 bytes = static_cast<i64>(in_.kv_col * c.cols), after_p = x > P ? 1 : 0;
+    if (const i64 lo = first_after(sx, x, kv_sub), hi = std::min(sx - S0 - 1 + after_p, last_j); lo <= hi)
+      fan_kv_.push_back({(*in_.kv_of)[x], lo, hi, bytes});
+    if (dk_on_) add(w, fan_d_, first_after(ex, x, dk_sub), ex - S0 - 1 + (x >= P ? 1 : 0), bytes);
+    const i64 rows = static_cast<i64>(reads_rows(x));
+    if (rows == 0) continue;
+    // Row base + t at step t; before the first read a prefix of the reads
+    // up to t - S0 - 1 + [x after P], after it a suffix.
+    const i64 base = static_cast<i64>(head_row0_[c.head_key] + c.first) - sx;
+    const i64 t_lo = std::max(sx, S0 + 1 - after_p), t_end = std::min(sx + rows - 1, T_last);
+    const i64 t_early = std::min(t_end, T[0] - 1 + (x < K[0] ? 1 : 0));
+    if (t_lo <= t_early) {
+      fan_rows_.push_back({base + t_lo, base + t_early, -base - S0 - 1 + after_p});
+      lo_row = std::min(lo_row, base + t_lo);
+      hi_row = std::max(hi_row, base + t_early);
+    }
+    i64 t = std::max(t_lo, t_early + 1);
+    if (t > t_end) continue;
+    if (t - S0 - 1 + after_p < last_j) return false;  // (P's last read after the first: not a staircase)
+    for (i64 j = first_after(t, x, row_sub); t <= t_end && j <= last_j; ++t) {
+      while (j <= last_j && !follows(j, t, x, row_sub)) ++j;
+      if (j > last_j) break;
+      stair_late_.push_back({base + t, j});
+      lo_row = std::min(lo_row, base + t);
+      hi_row = std::max(hi_row, base + t);
+    }
+  }
+  const u64 span = lo_row > hi_row ? 0 : static_cast<u64>(hi_row - lo_row) + 1;
+  if (span > n * near.size() / 2) return false;
+  // K/V: each object once for a read, over the union of its readers' ranges.
+  std::sort(fan_kv_.begin(), fan_kv_.end(), [](const FanKv& a, const FanKv& b) { return a.object < b.object; });
+  for (std::size_t i = 0; i < fan_kv_.size();) {
+    const FanKv& f = fan_kv_[i];
+    kv_ranges_.clear();
+    for (; i < fan_kv_.size() && fan_kv_[i].object == f.object; ++i) kv_ranges_.push_back({fan_kv_[i].lo, fan_kv_[i].hi});
+    add_union(w, fan_d_, kv_ranges_, f.bytes);
+  }
+  // Rows: the prefix each reaches (its largest bound, painted from the
+  // largest down, each row once) and the suffix it starts.
+  constexpr i64 unpainted = std::numeric_limits<i64>::min();
+  fan_c_.assign(span, unpainted);
+  fan_next_.resize(span + 1);
+  for (u64 r = 0; r <= span; ++r) fan_next_[r] = static_cast<i64>(r);
+  auto next = [&](i64 r) {  // the first unpainted place from r (paths halved)
+    while (fan_next_[static_cast<u64>(r)] != r) {
+      fan_next_[static_cast<u64>(r)] = fan_next_[static_cast<u64>(fan_next_[static_cast<u64>(r)])];
+      r = fan_next_[static_cast<u64>(r)];
+    }
+    return r;
+  };
+  std::sort(fan_rows_.begin(), fan_rows_.end(), [](const FanRows& a, const FanRows& b) { return a.c > b.c; });
+  for (const FanRows& f : fan_rows_)
+    for (i64 r = next(f.lo - lo_row); r <= f.hi - lo_row; r = next(r + 1)) {
+      fan_c_[static_cast<u64>(r)] = f.c;
+      fan_next_[static_cast<u64>(r)] = r + 1;
+    }
+  stair_from_.assign(span, last_j + 1);
+  for (const LateRow& l : stair_late_) {
+    i64& from = stair_from_[static_cast<u64>(l.row - lo_row)];
+    from = std::min(from, l.from);
+  }
+  auto row_bytes = [&](i64 row) {
+    return static_cast<i64>(u_before(static_cast<u64>(row) + 1) - u_before(static_cast<u64>(row)));
+  };
+  for (u64 r = 0; r < span; ++r) {
+    const i64 row = lo_row + static_cast<i64>(r);
+    const i64 upto = fan_c_[r] == unpainted ? -1 : std::min(row + fan_c_[r], last_j), from = stair_from_[r];
+    if (upto < 0 && from > last_j) continue;
+    const i64 z = row_bytes(row);
+    add(w, fan_d_, 0, upto, z);
+    add(w, fan_d_, std::max(from, upto + 1), last_j, z);
+  }
+  out.resize(n);
+  i64 between = 0;
+  const u64 r0 = (*in_.row0)[o.k];
+  for (u64 j = 0; j < n; ++j) {
+    between += fan_d_[j];
+    out[j] = (*in_.u)[r0 + o.i1 + j] + static_cast<u64>(between);
+  }
+  return true;
+}
+
+}  // namespace hbmscope::l2::rows
