@@ -277,11 +277,12 @@ class Loop {
   std::vector<Open> stair_pieces_;
   std::vector<u64> stair_k_;
   std::vector<i64> stair_T_;
-  struct LateRow {
-    i64 row, from;  // a row read at or after the first read: between for reads [from, last]
+  struct LateRows {
+    i64 lo, hi, base;  // rows [lo, hi] read at or after the first read, row base + t at step t
+    u64 x;             // by CTA x
   };
-  std::vector<LateRow> stair_late_;
-  std::vector<i64> stair_from_;
+  std::vector<LateRows> stair_late_;
+  std::vector<i64> stair_from_, stair_next_;
   // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
   // head it repeats (none), and, where evaluated, its settled bytes by bucket,
   // its observations' range in observed_, the most steps between a re-read

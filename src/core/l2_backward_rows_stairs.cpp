@@ -147,16 +147,13 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
       lo_row = std::min(lo_row, base + t_lo);
       hi_row = std::max(hi_row, base + t_early);
     }
-    i64 t = std::max(t_lo, t_early + 1);
-    if (t > t_end) continue;
-    if (t - S0 - 1 + after_p < last_j) return false;  // (P's last read after the first: not a staircase)
-    for (i64 j = first_after(t, x, row_sub); t <= t_end && j <= last_j; ++t) {
-      while (j <= last_j && !follows(j, t, x, row_sub)) ++j;
-      if (j > last_j) break;
-      stair_late_.push_back({base + t, j});
-      lo_row = std::min(lo_row, base + t);
-      hi_row = std::max(hi_row, base + t);
-    }
+    // (After the first read and before the last.)
+    const i64 t_late = std::max(t_lo, t_early + 1), t_late_end = std::min(t_end, T_last - 1 + (x < K[last_j] ? 1 : 0));
+    if (t_late > t_late_end) continue;
+    if (t_late - S0 - 1 + after_p < last_j) return false;  // (P's last read after the first: not a staircase)
+    stair_late_.push_back({base + t_late, base + t_late_end, base, x});
+    lo_row = std::min(lo_row, base + t_late);
+    hi_row = std::max(hi_row, base + t_late_end);
   }
   const u64 span = lo_row > hi_row ? 0 : static_cast<u64>(hi_row - lo_row) + 1;
   if (span > n * near.size() / 2) return false;
@@ -187,11 +184,26 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
       fan_c_[static_cast<u64>(r)] = f.c;
       fan_next_[static_cast<u64>(r)] = r + 1;
     }
+  // A row's suffix starts at the first read after its earliest access past
+  // the first read: its readers (all of one head) taken by (step, CTA) at
+  // that row, the largest base first, each row painted once.
+  std::sort(stair_late_.begin(), stair_late_.end(),
+            [](const LateRows& a, const LateRows& b) { return a.base != b.base ? a.base > b.base : a.x < b.x; });
   stair_from_.assign(span, last_j + 1);
-  for (const LateRow& l : stair_late_) {
-    i64& from = stair_from_[static_cast<u64>(l.row - lo_row)];
-    from = std::min(from, l.from);
-  }
+  stair_next_.resize(span + 1);
+  for (u64 r = 0; r <= span; ++r) stair_next_[r] = static_cast<i64>(r);
+  auto next_late = [&](i64 r) {
+    while (stair_next_[static_cast<u64>(r)] != r) {
+      stair_next_[static_cast<u64>(r)] = stair_next_[static_cast<u64>(stair_next_[static_cast<u64>(r)])];
+      r = stair_next_[static_cast<u64>(r)];
+    }
+    return r;
+  };
+  for (const LateRows& l : stair_late_)
+    for (i64 r = next_late(l.lo - lo_row); r <= l.hi - lo_row; r = next_late(r + 1)) {
+      stair_from_[static_cast<u64>(r)] = first_after(lo_row + r - l.base, l.x, row_sub);
+      stair_next_[static_cast<u64>(r)] = r + 1;
+    }
   auto row_bytes = [&](i64 row) {
     return static_cast<i64>(u_before(static_cast<u64>(row) + 1) - u_before(static_cast<u64>(row)));
   };
