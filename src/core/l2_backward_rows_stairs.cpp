@@ -113,7 +113,10 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
     return T[j] > t || (T[j] == t && (K[j] > x || (K[j] == x && sub < row_sub)));
   };
   auto first_after = [&](i64 t, u64 x, u64 sub) {
-    i64 lo = 0, hi = static_cast<i64>(n);
+    // (Most accesses come before the first read or after the last.)
+    if (follows(0, t, x, sub)) return i64{0};
+    if (!follows(last_j, t, x, sub)) return last_j + 1;
+    i64 lo = 1, hi = last_j;
     while (lo < hi) {
       const i64 mid = lo + (hi - lo) / 2;
       if (follows(mid, t, x, sub)) hi = mid;
@@ -199,11 +202,16 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
     }
     return r;
   };
-  for (const LateRows& l : stair_late_)
+  for (const LateRows& l : stair_late_) {
+    i64 j = -1;  // (the reads that follow its accesses: later rows, later steps, from the first found on)
     for (i64 r = next_late(l.lo - lo_row); r <= l.hi - lo_row; r = next_late(r + 1)) {
-      stair_from_[static_cast<u64>(r)] = first_after(lo_row + r - l.base, l.x, row_sub);
+      const i64 t = lo_row + r - l.base;
+      if (j < 0) j = first_after(t, l.x, row_sub);
+      while (j <= last_j && !follows(j, t, l.x, row_sub)) ++j;
+      stair_from_[static_cast<u64>(r)] = j;
       stair_next_[static_cast<u64>(r)] = r + 1;
     }
+  }
   auto row_bytes = [&](i64 row) {
     return static_cast<i64>(u_before(static_cast<u64>(row) + 1) - u_before(static_cast<u64>(row)));
   };
