@@ -189,9 +189,10 @@ bool Loop::classify(u64 limit) {
   // its first row takes its neighbour below as its predecessor, and becomes
   // the predecessor of its neighbour above from there; the neighbours at
   // insertion come from deleting the CTAs from the whole order in reverse.
-  std::vector<u64> xs, order, rank, prev, next, L, R, events_at;
+  std::vector<u64> xs;
+  std::vector<u32> order, rank, prev, next, L, R, events_at;  // (places in a head: below 2^32)
   struct Event {
-    u64 row, pred;  // from this row on, this predecessor (an index into xs)
+    u32 row, pred;  // from this row on, this predecessor (an index into xs)
   };
   std::vector<Event> by_target;
   const u64 B = rb_.size();
@@ -218,6 +219,8 @@ bool Loop::classify(u64 limit) {
       leave0 = leave0 || ct_[j].end < rows_[0];
     }
   auto first_row = [&](u64 x, u64 h) { return u64{ct_[alike_ ? x - h * per_head : x].first}; };
+  // (The capacity where there is one, else none: below it every bound lies in bucket 0.)
+  const u64 one_capacity = t_.capacities().size() == 1 ? t_.capacities()[0] : 0;
   for (u64 h = 0; h < in_.head_keys; ++h) {
     if (const u64 g = source_of(h); g != none) {
       repeat_settled(h, g);
@@ -245,11 +248,23 @@ bool Loop::classify(u64 limit) {
     // (Most runs settle by their first bounds: from the head's row bytes,
     // without settle_rows' lookups; the tests that hold each read to its
     // bounds take them all there.)
+    // (With one capacity, a run below it, as most are, is counted here; the
+    // observer asked only where its distance passes the least start of the
+    // head's rows.)
     const u64 z_full = (*in_.u)[r0], acc_full = in_.acc_row * (*in_.n_rows)[r0], least = head_least_[h];
+    const u64 head_indifferent = obs_.indifferent_up_to(r0, nq);
     auto run = [&](u64 k, u64 P, u64 row, u64 until) {
       if (P == none || until <= row) return;
       if (!in_.check_bounds && (!partial || until < nq)) {
         const FirstBounds f = first_bounds(k, P, row, until - 1, z_full, least);
+        if (f.hi <= one_capacity && f.lo <= f.hi && f.hi < reached_) {
+          const u64 n = until - row;
+          rb_[0] = checked_add(rb_[0], checked_mul(n, z_full, "L2 simulation bytes"), "L2 simulation bytes");
+          wb_[0] = checked_add(wb_[0], checked_mul(n, acc_full, "L2 simulation bytes"), "L2 simulation bytes");
+          if (f.hi > head_indifferent && f.hi > obs_.indifferent_up_to(r0 + row, n)) observed_.push_back({r0 + row, f.hi, n});
+          steps_most_ = std::max(steps_most_, static_cast<u64>(f.g));
+          return;
+        }
         if (settle(f.lo, f.hi, until - row, z_full, acc_full, r0 + row)) {
           steps_most_ = std::max(steps_most_, static_cast<u64>(f.g));
           return;
@@ -270,44 +285,46 @@ bool Loop::classify(u64 limit) {
       continue;
     }
     order.resize(m);
-    for (u64 i = 0; i < m; ++i) order[i] = i;
-    radix_sort(order, [&](u64 i) { return ordered(alike_ ? off_[xs[i]] : offset(xs[i])); });  // (stable: ties by CTA)
+    for (u64 i = 0; i < m; ++i) order[i] = static_cast<u32>(i);
+    radix_sort(order, [&](u32 i) { return ordered(alike_ ? off_[xs[i]] : offset(xs[i])); });  // (stable: ties by CTA)
     rank.resize(m);
-    for (u64 i = 0; i < m; ++i) rank[order[i]] = i;
+    for (u64 i = 0; i < m; ++i) rank[order[i]] = static_cast<u32>(i);
     prev.resize(m);
     next.resize(m);
     for (u64 i = 0; i < m; ++i) {
-      prev[i] = i == 0 ? none : i - 1;
-      next[i] = i + 1 == m ? none : i + 1;
+      prev[i] = i == 0 ? none32 : static_cast<u32>(i - 1);
+      next[i] = i + 1 == m ? none32 : static_cast<u32>(i + 1);
     }
     L.resize(m);
     R.resize(m);
     for (u64 i = m; i-- > 0;) {
-      const u64 r = rank[i];
-      L[i] = prev[r] == none ? none : order[prev[r]];
-      R[i] = next[r] == none ? none : order[next[r]];
-      if (prev[r] != none) next[prev[r]] = next[r];
-      if (next[r] != none) prev[next[r]] = prev[r];
+      const u32 r = rank[i];
+      L[i] = prev[r] == none32 ? none32 : order[prev[r]];
+      R[i] = next[r] == none32 ? none32 : order[next[r]];
+      if (prev[r] != none32) next[prev[r]] = next[r];
+      if (next[r] != none32) prev[next[r]] = prev[r];
     }
+    // Events by target: each CTA's upper neighbour at its insertion takes it
+    // as predecessor from its first row on (filled from the back: in order).
     events_at.assign(m + 1, 0);
     for (u64 i = 0; i < m; ++i)
-      if (R[i] != none) ++events_at[R[i] + 1];
+      if (R[i] != none32) ++events_at[R[i] + 1];
     for (u64 i = 1; i <= m; ++i) events_at[i] += events_at[i - 1];
     by_target.resize(events_at[m]);
-    {
-      std::vector<u64> at(events_at.begin(), events_at.end() - 1);
-      for (u64 i = 0; i < m; ++i)
-        if (R[i] != none) by_target[at[R[i]]++] = {first_row(xs[i], h), i};
-    }
+    for (u64 i = m; i-- > 0;)
+      if (R[i] != none32) by_target[--events_at[R[i] + 1]] = {static_cast<u32>(first_row(xs[i], h)), static_cast<u32>(i)};
+    // (events_at[i + 1] is now where target i's events begin: i's end is events_at[i + 2] where set, or the next begin.)
     for (u64 i = 0; i < m; ++i) {
       const u64 k = xs[i];
-      u64 row = first_row(k, h), pred = L[i];
-      for (u64 v = events_at[i]; v < events_at[i + 1]; ++v) {
-        run(k, pred == none ? none : xs[pred], row, by_target[v].row);
-        row = std::max(row, by_target[v].row);
+      u64 row = first_row(k, h);
+      u32 pred = L[i];
+      const u64 end = i + 2 <= m ? events_at[i + 2] : by_target.size();
+      for (u64 v = events_at[i + 1]; v < end; ++v) {
+        run(k, pred == none32 ? none : xs[pred], row, by_target[v].row);
+        row = std::max<u64>(row, by_target[v].row);
         pred = by_target[v].pred;
       }
-      run(k, pred == none ? none : xs[pred], row, nq);
+      run(k, pred == none32 ? none : xs[pred], row, nq);
       if (open_cost_ > limit) return false;
     }
     kept(h);
