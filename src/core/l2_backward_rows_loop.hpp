@@ -282,7 +282,7 @@ class Loop {
     u64 x;             // by CTA x
   };
   std::vector<LateRows> stair_late_;
-  std::vector<i64> stair_from_, stair_next_;
+  std::vector<i64> stair_from_, stair_next_, stair_at_;
   // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
   // head it repeats (none), and, where evaluated, its settled bytes by bucket,
   // its observations' range in observed_, the most steps between a re-read

@@ -108,28 +108,30 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
   const i64* const T = stair_T_.data();
   const u64* const K = stair_k_.data();
   const RunWindow w{0, last_j, 0, 0, 0};
-  // The first read that follows (t, x, sub), from `j` on.
+  // Whether read j comes after the access (t, x, sub).
   auto follows = [&](i64 j, i64 t, u64 x, u64 sub) {
     return T[j] > t || (T[j] == t && (K[j] > x || (K[j] == x && sub < row_sub)));
   };
+  // (Per step of the reads' span, the first read at it or later: a search is
+  // then the reads of one step.)
+  const i64 T_first = T[0], T_last = T[last_j];
+  stair_at_.resize(static_cast<u64>(T_last - T_first) + 1);
+  for (i64 q = 0, j = 0; q <= T_last - T_first; ++q) {
+    while (T[j] < T_first + q) ++j;  // (T[last_j] is the span's last step)
+    stair_at_[static_cast<u64>(q)] = j;
+  }
   auto first_after = [&](i64 t, u64 x, u64 sub) {
-    // (Most accesses come before the first read or after the last.)
-    if (follows(0, t, x, sub)) return i64{0};
-    if (!follows(last_j, t, x, sub)) return last_j + 1;
-    i64 lo = 1, hi = last_j;
-    while (lo < hi) {
-      const i64 mid = lo + (hi - lo) / 2;
-      if (follows(mid, t, x, sub)) hi = mid;
-      else lo = mid + 1;
-    }
-    return lo;
+    if (t < T_first) return i64{0};
+    if (t > T_last) return last_j + 1;
+    i64 j = stair_at_[static_cast<u64>(t - T_first)];
+    while (j <= last_j && !follows(j, t, x, sub)) ++j;
+    return j;
   };
   fan_d_.assign(n + 1, 0);
   fan_kv_.clear();
   fan_rows_.clear();
   stair_late_.clear();
   i64 lo_row = std::numeric_limits<i64>::max(), hi_row = std::numeric_limits<i64>::min();
-  const i64 T_last = T[last_j];
   for (const u64 x : near) {
     const i64 sx = s_[x], ex = e_[x];
     if (sx > T_last || ex < S0) continue;
