@@ -177,7 +177,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // near launch order.)
   const Array<std::uint32_t>& by_end = *in.by_end;
   const Array<u64>& ends = *in.ends;
-  auto dk_key = [&](u64 i) { return key_of<Key>(ends[i], by_end[i], dk_sub); };  // (of the i-th write)
+  auto dk_key = [e = ends.data(), id = by_end.data()](u64 i) { return key_of<Key>(e[i], id[i], dk_sub); };  // (of the i-th write)
   Array<std::uint32_t> dk_place(gqa ? ctas : 0);
   if (gqa) {
     std::vector<std::uint32_t> in_group(in.in_group ? 0 : fg.shape().heads);
@@ -204,7 +204,6 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // are first read in row order: those of the row's head all come before it).
   // (A row's distance begins with the preprocessing's bytes of the rows
   // after it: from the rows' prefix sums.)
-  auto pre_after = [&](u64 r) { return pre_row * (all_rows - rows_below[r + 1]); };
   {
     // With a period the rows fall in three stretches of keys: the sweep's up
     // to the last first read of head h1 (the first whose first reads and its
@@ -230,7 +229,6 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       rows = order_by<RowId>(R, first_read);
       stop = resume = ~Key{0};
     }
-    auto place = [&](u64 r) -> u64 { return by_heads ? head_of[r] : r; };
     const Array<std::uint32_t> kvs = kv_by_read(false);
     PrefixSums<> q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
@@ -246,17 +244,30 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       }
     };
     auto sweep = [&] {
+      // (The arrays read through local pointers: the stores between would
+      // otherwise make the compiler load each one's data again a row.)
+      const std::uint32_t* const fb = first_by.data();
+      const std::uint32_t* const nr = n_rows.data();
+      const std::uint32_t* const ho = head_of.data();
+      const u64* const rb = rows_below.data();
+      const u64* const st = start.data();
+      const BackwardCta* const cp = ct.data();
+      const u64* const hr0 = row0.head_row0->data();
+      u64* const rs = row_start.data();
+      const u64 u_row = u.per_row, q_row = g.ql_row();
       for (const u64 r : rows) {
-        const Key key = first_read(r);
-        if (key == preprocessing) continue;
+        const std::uint32_t by = fb[r];
+        if (by == no_reader) continue;
+        const BackwardCta& c = cp[by];
+        const Key key = key_of<Key>(st[by] - c.first + (r - hr0[c.head_key]), by, row_sub);
         for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
         for (; b < ctas && dk_key(b) < key; ++b) dk_sum += dk_at(b);
-        const u64 x = place(r);
-        const u64 d = u[r] + pre_after(r) + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
-        row_start[r] = d;
-        q_seen.add(x, ql(r));
-        u_seen.add(x, u[r]);
-        q_total += ql(r);
+        const u64 x = by_heads ? ho[r] : r, ur = u_row * nr[r], qr = q_row * nr[r];
+        const u64 d = ur + pre_row * (all_rows - rb[r + 1]) + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
+        rs[r] = d;
+        q_seen.add(x, qr);
+        u_seen.add(x, ur);
+        q_total += qr;
         tally(r, d);
       }
     };
@@ -356,11 +367,17 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   };
   // Advances `a` over every access later than `key`; `row` and `dk` see each
   // one passed (a row; a dK, dV write's place in trace order).
+  // (The arrays read through local pointers, as in the first reads' sweep.)
+  const RowId* const late_rows = rows_late.data();
+  const Key* const late_keys = late_key.data();
+  const std::uint32_t* const nr = n_rows.data();
+  const u64 u_row = u.per_row, acc_row = g.acc_row();
   auto advance = [&](After& a, Key key, auto&& row, auto&& dk) {
-    for (; a.r < rows_late.size() && late_key[a.r] > key; ++a.r) {
-      a.rows += u[rows_late[a.r]];
-      a.acc += acc(rows_late[a.r]);
-      row(rows_late[a.r]);
+    for (const std::size_t end = rows_late.size(); a.r < end && late_keys[a.r] > key; ++a.r) {
+      const u64 x = late_rows[a.r];
+      a.rows += u_row * nr[x];
+      a.acc += acc_row * nr[x];
+      row(x);
     }
     for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
     for (; a.d < ctas && dk_key(ctas - 1 - a.d) > key; ++a.d) {  // (dK, dV: written once)
@@ -394,16 +411,18 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     // rows' prefix sums.)
     PrefixSums<> acc_later(late_by_heads ? heads : R);
     After a;
+    const std::uint32_t* const ho = head_of.data();
+    const u64* const rb = rows_below.data();
+    u64* const rs = row_start.data();
+    const u64 conv_row = acc_row + (qo ? g.dq_row() : 0);
     for (std::size_t i = 0; i < rows_late.size(); ++i) {
-      const u64 r = rows_late[i];
-      const Key key = late_key[i];
-      advance(a, key, [&](u64 x) { acc_later.add(late_by_heads ? head_of[x] : x, acc(x)); }, [](u64) {});
-      const u64 after = a.rows + a.kv + a.dk + (key == preprocessing ? pre_extra[r + 1] : 0);
-      row_start[r] = std::max(row_start[r], dd(r) + acc(r) + after);
-      const u64 conv = acc(r) + after -
-                       (key == preprocessing ? acc_read[r] : acc_later.below(late_by_heads ? head_of[r] : r));
-      const u64 d = conv + (g.acc_row() + (qo ? g.dq_row() : 0)) * rows_below[r];
-      sums.read_writeback(d, acc(r), acc(r));
+      const u64 r = late_rows[i];
+      const Key key = late_keys[i];
+      advance(a, key, [&](u64 x) { acc_later.add(late_by_heads ? ho[x] : x, acc_row * nr[x]); }, [](u64) {});
+      const u64 after = a.rows + a.kv + a.dk + (key == preprocessing ? pre_extra[r + 1] : 0), acc_r = acc_row * nr[r];
+      rs[r] = std::max(rs[r], u64{4} * nr[r] + acc_r + after);
+      const u64 conv = acc_r + after - (key == preprocessing ? acc_read[r] : acc_later.below(late_by_heads ? ho[r] : r));
+      sums.read_writeback(conv + conv_row * rb[r], acc_r, acc_r);
     }
     t.write(g.dq_row() * all_rows);
   }
@@ -431,16 +450,21 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       return n;
     };
     After a;
+    const std::uint32_t* const places = dk_place.data();
+    const u64* const zkv = kv_bytes.data();
+    const u64* const before = out_before.data();
+    u64* const bits = written_later.data();
     for (u64 i = ctas; i-- > 0;) {
       advance(a, dk_key(i), [](u64) {}, [&](u64 j) {
-        objects_later.add(object_of(dk_place[j]), kv_bytes[object_of(dk_place[j])]);
-        written_later[dk_place[j] / 64] |= u64{1} << (dk_place[j] % 64);
+        const u64 place = places[j];
+        objects_later.add(object_of(place), zkv[object_of(place)]);
+        bits[place / 64] |= u64{1} << (place % 64);
       });
-      const u64 k = object_of(dk_place[i]), h = head_in_group(dk_place[i]);
-      const u64 later = objects_later.below(k) + written_below(k * G, k * G + h) * kv_bytes[k];
-      const u64 d = kv_bytes[k] + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) +
-                    (G * out_before[k] + h * kv_bytes[k] - later) + (qo ? out_before[k] : 0);
-      sums.read_writeback(d, kv_bytes[k], kv_bytes[k]);
+      const u64 k = object_of(places[i]), h = head_in_group(places[i]), z = zkv[k];
+      const u64 later = objects_later.below(k) + written_below(k * G, k * G + h) * z;
+      const u64 d = z + a.rows + a.kv + a.dk + (acc_total - a.acc) + (qo ? dq_total : 0) + (G * before[k] + h * z - later) +
+                    (qo ? before[k] : 0);
+      sums.read_writeback(d, z, z);
     }
     t.write(out_before[P]);
   }
