@@ -94,17 +94,22 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
         std::uint32_t earliest = no_reader, latest = no_reader;
         i64 earliest_off = 0, latest_off = 0;
         u64 next = 0;
+        const BackwardCta* const cp = ct.data();  // (local pointers: the stores below would reload them)
+        const u64* const st = start.data();
+        std::uint32_t *const fb = first_by.data() + r0, *const lb_ = last_by.data() + r0;
+        u64* const rs = row_start.data() + r0;
         for (u64 i = 0; i < nq; ++i) {
-          for (; next < m && ct[js(next)].first <= i; ++next) {
+          for (; next < m && cp[js(next)].first <= i; ++next) {
             const u64 id = js(next);
-            if (ct[id].end <= ct[id].first) continue;
-            const i64 a = offset(id);
+            const BackwardCta& c = cp[id];
+            if (c.end <= c.first) continue;
+            const i64 a = static_cast<i64>(st[id]) - static_cast<i64>(c.first);
             if (earliest == no_reader || a < earliest_off) earliest = static_cast<std::uint32_t>(id), earliest_off = a;
             if (latest == no_reader || a >= latest_off) latest = static_cast<std::uint32_t>(id), latest_off = a;
           }
-          first_by[r0 + i] = earliest;
-          last_by[r0 + i] = latest;
-          if (earliest == no_reader) row_start[r0 + i] = 0;
+          fb[i] = earliest;
+          lb_[i] = latest;
+          if (earliest == no_reader) rs[i] = 0;
         }
         continue;
       }
