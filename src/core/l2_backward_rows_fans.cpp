@@ -67,34 +67,10 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   }
   const u64 span = fan_rows_.empty() ? 0 : static_cast<u64>(hi_row - lo_row) + 1;
   if (span > n * near.size() / 2) return false;
-  // K/V: each object once for a read, over the union of its readers' ranges.
-  std::sort(fan_kv_.begin(), fan_kv_.end(), [](const FanKv& a, const FanKv& b) { return a.object < b.object; });
-  for (std::size_t i = 0; i < fan_kv_.size();) {
-    const FanKv& f = fan_kv_[i];
-    kv_ranges_.clear();
-    for (; i < fan_kv_.size() && fan_kv_[i].object == f.object; ++i)
-      kv_ranges_.push_back({fan_kv_[i].lo, fan_kv_[i].hi});
-    add_union(w, fan_d_, kv_ranges_, f.bytes);
-  }
+  add_fan_kv(w);
   // Rows: each its largest bound (none: below every read), painted from the
-  // largest down, each row once (next_ points past the rows painted).
-  constexpr i64 unpainted = std::numeric_limits<i64>::min();
-  fan_c_.assign(span, unpainted);
-  fan_next_.resize(span + 1);
-  for (u64 r = 0; r <= span; ++r) fan_next_[r] = static_cast<i64>(r);
-  auto next = [&](i64 r) {  // the first unpainted place from r (paths halved)
-    while (fan_next_[static_cast<u64>(r)] != r) {
-      fan_next_[static_cast<u64>(r)] = fan_next_[static_cast<u64>(fan_next_[static_cast<u64>(r)])];
-      r = fan_next_[static_cast<u64>(r)];
-    }
-    return r;
-  };
-  std::sort(fan_rows_.begin(), fan_rows_.end(), [](const FanRows& a, const FanRows& b) { return a.c > b.c; });
-  for (const FanRows& f : fan_rows_)
-    for (i64 r = next(f.lo - lo_row); r <= f.hi - lo_row; r = next(r + 1)) {
-      fan_c_[static_cast<u64>(r)] = f.c;
-      fan_next_[static_cast<u64>(r)] = r + 1;
-    }
+  // largest down, each row once.
+  paint_fan_rows(lo_row, span);
   auto row_bytes = [&](i64 row) {
     return static_cast<i64>(u_before(static_cast<u64>(row) + 1) - u_before(static_cast<u64>(row)));
   };
@@ -119,6 +95,24 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
     out[j] = (*in_.u)[r0 + o.i1 + j] + static_cast<u64>(between);
   }
   return true;
+}
+
+void Loop::add_fan_kv(const RunWindow& w) {
+  std::sort(fan_kv_.begin(), fan_kv_.end(), [](const FanKv& a, const FanKv& b) { return a.object < b.object; });
+  for (std::size_t i = 0; i < fan_kv_.size();) {
+    const FanKv& f = fan_kv_[i];
+    kv_ranges_.clear();
+    for (; i < fan_kv_.size() && fan_kv_[i].object == f.object; ++i) kv_ranges_.push_back({fan_kv_[i].lo, fan_kv_[i].hi});
+    add_union(w, fan_d_, kv_ranges_, f.bytes);
+  }
+}
+
+void Loop::paint_fan_rows(i64 lo_row, u64 span) {
+  fan_c_.assign(span, unpainted);
+  fan_paint_.reset(span);
+  std::sort(fan_rows_.begin(), fan_rows_.end(), [](const FanRows& a, const FanRows& b) { return a.c > b.c; });
+  for (const FanRows& f : fan_rows_)
+    fan_paint_.paint(f.lo - lo_row, f.hi - lo_row, [&](i64 r) { fan_c_[static_cast<u64>(r)] = f.c; });
 }
 
 }  // namespace hbmscope::l2::rows

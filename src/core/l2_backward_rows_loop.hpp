@@ -56,6 +56,34 @@ struct Open {
   u32 piece0 = 0, pieces = 0;
 };
 
+// Places [0, n) each painted once, by the first stretch asked to paint it
+// (paint(lo, hi, f): f(r) for each place of [lo, hi] not painted yet; the
+// painted ones passed over by links past them, paths halved).
+class PaintOnce {
+ public:
+  void reset(u64 n) {
+    next_.resize(n + 1);
+    for (u64 r = 0; r <= n; ++r) next_[r] = static_cast<i64>(r);
+  }
+  template <class F>
+  void paint(i64 lo, i64 hi, F f) {
+    for (i64 r = first(lo); r <= hi; r = first(r + 1)) {
+      f(r);
+      next_[static_cast<u64>(r)] = r + 1;
+    }
+  }
+
+ private:
+  i64 first(i64 r) {
+    while (next_[static_cast<u64>(r)] != r) {
+      next_[static_cast<u64>(r)] = next_[static_cast<u64>(next_[static_cast<u64>(r)])];
+      r = next_[static_cast<u64>(r)];
+    }
+    return r;
+  }
+  std::vector<i64> next_;
+};
+
 class Loop {
  public:
   Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs);
@@ -221,6 +249,11 @@ class Loop {
   // The same over the union of `ranges` (sorted here): an object read by
   // several CTAs counted once for each T.
   static void add_union(const RunWindow& w, std::vector<i64>& d, std::vector<std::pair<i64, i64>>& ranges, i64 bytes);
+  // (Fans' and staircases', from fan_kv_ and fan_rows_: each K/V object over
+  // the union of its readers' ranges into fan_d_; each row of [lo_row,
+  // lo_row + span) its largest bound into fan_c_, painted from the largest down.)
+  void add_fan_kv(const RunWindow& w);
+  void paint_fan_rows(i64 lo_row, u64 span);
 
   const BackwardLoop& in_;
   const Array<BackwardCta>& ct_;
@@ -282,7 +315,8 @@ class Loop {
     u64 x;             // by CTA x
   };
   std::vector<LateRows> stair_late_;
-  std::vector<i64> stair_from_, stair_next_, stair_at_;
+  std::vector<i64> stair_from_, stair_at_;
+  PaintOnce stair_paint_;
   // Repeated heads: every head's CTAs alike (per_head_ of them); per head the
   // head it repeats (none), and, where evaluated, its settled bytes by bucket,
   // its observations' range in observed_, the most steps between a re-read
@@ -346,7 +380,9 @@ class Loop {
   };
   std::vector<FanKv> fan_kv_;
   std::vector<FanRows> fan_rows_;
-  std::vector<i64> fan_d_, fan_c_, fan_next_;
+  std::vector<i64> fan_d_, fan_c_;
+  PaintOnce fan_paint_;
+  static constexpr i64 unpainted = std::numeric_limits<i64>::min();
 };
 
 }  // namespace hbmscope::l2::rows

@@ -163,56 +163,25 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
   const u64 span = lo_row > hi_row ? 0 : static_cast<u64>(hi_row - lo_row) + 1;
   if (span > n * near.size() / 2) return false;
   // K/V: each object once for a read, over the union of its readers' ranges.
-  std::sort(fan_kv_.begin(), fan_kv_.end(), [](const FanKv& a, const FanKv& b) { return a.object < b.object; });
-  for (std::size_t i = 0; i < fan_kv_.size();) {
-    const FanKv& f = fan_kv_[i];
-    kv_ranges_.clear();
-    for (; i < fan_kv_.size() && fan_kv_[i].object == f.object; ++i) kv_ranges_.push_back({fan_kv_[i].lo, fan_kv_[i].hi});
-    add_union(w, fan_d_, kv_ranges_, f.bytes);
-  }
+  add_fan_kv(w);
   // Rows: the prefix each reaches (its largest bound, painted from the
   // largest down, each row once) and the suffix it starts.
-  constexpr i64 unpainted = std::numeric_limits<i64>::min();
-  fan_c_.assign(span, unpainted);
-  fan_next_.resize(span + 1);
-  for (u64 r = 0; r <= span; ++r) fan_next_[r] = static_cast<i64>(r);
-  auto next = [&](i64 r) {  // the first unpainted place from r (paths halved)
-    while (fan_next_[static_cast<u64>(r)] != r) {
-      fan_next_[static_cast<u64>(r)] = fan_next_[static_cast<u64>(fan_next_[static_cast<u64>(r)])];
-      r = fan_next_[static_cast<u64>(r)];
-    }
-    return r;
-  };
-  std::sort(fan_rows_.begin(), fan_rows_.end(), [](const FanRows& a, const FanRows& b) { return a.c > b.c; });
-  for (const FanRows& f : fan_rows_)
-    for (i64 r = next(f.lo - lo_row); r <= f.hi - lo_row; r = next(r + 1)) {
-      fan_c_[static_cast<u64>(r)] = f.c;
-      fan_next_[static_cast<u64>(r)] = r + 1;
-    }
+  paint_fan_rows(lo_row, span);
   // A row's suffix starts at the first read after its earliest access past
   // the first read: its readers (all of one head) taken by (step, CTA) at
   // that row, the largest base first, each row painted once.
   std::sort(stair_late_.begin(), stair_late_.end(),
             [](const LateRows& a, const LateRows& b) { return a.base != b.base ? a.base > b.base : a.x < b.x; });
   stair_from_.assign(span, last_j + 1);
-  stair_next_.resize(span + 1);
-  for (u64 r = 0; r <= span; ++r) stair_next_[r] = static_cast<i64>(r);
-  auto next_late = [&](i64 r) {
-    while (stair_next_[static_cast<u64>(r)] != r) {
-      stair_next_[static_cast<u64>(r)] = stair_next_[static_cast<u64>(stair_next_[static_cast<u64>(r)])];
-      r = stair_next_[static_cast<u64>(r)];
-    }
-    return r;
-  };
+  stair_paint_.reset(span);
   for (const LateRows& l : stair_late_) {
     i64 j = -1;  // (the reads that follow its accesses: later rows, later steps, from the first found on)
-    for (i64 r = next_late(l.lo - lo_row); r <= l.hi - lo_row; r = next_late(r + 1)) {
+    stair_paint_.paint(l.lo - lo_row, l.hi - lo_row, [&](i64 r) {
       const i64 t = lo_row + r - l.base;
       if (j < 0) j = first_after(t, l.x, row_sub);
       while (j <= last_j && !follows(j, t, l.x, row_sub)) ++j;
       stair_from_[static_cast<u64>(r)] = j;
-      stair_next_[static_cast<u64>(r)] = r + 1;
-    }
+    });
   }
   auto row_bytes = [&](i64 row) {
     return static_cast<i64>(u_before(static_cast<u64>(row) + 1) - u_before(static_cast<u64>(row)));
