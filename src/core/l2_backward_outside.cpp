@@ -36,14 +36,17 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   const u64 ctas = ct.size(), R = u.size(), P = in.kv_objects, heads = head_row0.size() - 1, G = fg.group();
   using RowId = std::uint32_t;  // (rows as ids in their orders)
   if (R >= (u64{1} << 32)) throw Error("internal: the backward's sweeps take fewer than 2^32 rows");
-  auto ql = [&](u64 r) { return g.ql_row() * n_rows[r]; };
-  auto dO = [&](u64 r) { return g.do_row() * n_rows[r]; };
-  auto dd = [&](u64 r) { return u64{4} * n_rows[r]; };
-  auto acc = [&](u64 r) { return g.acc_row() * n_rows[r]; };
-  auto o = [&](u64 r) { return g.o_row() * n_rows[r]; };
+  // A row's bytes of each kind. (The per-row helpers hold their arrays' data
+  // and sizes by value: the sweeps' calls between would otherwise make each
+  // array's data be loaded again a row.)
+  const std::uint32_t* const nr = n_rows.data();
+  auto bytes_of = [nr](u64 per_row) { return [per_row, nr](u64 r) { return per_row * nr[r]; }; };
+  const auto ql = bytes_of(g.ql_row()), dO = bytes_of(g.do_row()), dd = bytes_of(4), acc = bytes_of(g.acc_row());
+  const auto o = bytes_of(g.o_row()), u_of = bytes_of(u.per_row);  // (u_of: u[r])
   const u64 pre_row = g.do_row() + (qo ? g.o_row() : 0) + 4 + g.acc_row();  // what the preprocessing leaves in L2, a row
-  auto pre = [&](u64 r) { return pre_row * n_rows[r]; };
+  const auto pre = bytes_of(pre_row);
   const Array<u64>& rows_below = *u.rows_below;  // (R + 1)
+  const u64* const rb = rows_below.data();
   const u64 all_rows = rows_below[R];
 
   // Each row's head key.
@@ -55,7 +58,8 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // CTAs j whose query blocks [first(j), end(j)) hold it, a range of j that
   // moves up with i, at step start(j) - first(j) + i; the earliest (latest)
   // is a sliding minimum (maximum) of (start(j) - first(j), CTA).
-  auto offset = [&](u64 id) { return static_cast<i64>(start[id]) - static_cast<i64>(ct[id].first); };
+  const BackwardCta* const cp = ct.data();
+  auto offset = [st = start.data(), cp](u64 id) { return static_cast<i64>(st[id]) - static_cast<i64>(cp[id].first); };
   Array<std::uint32_t> first_by(R), last_by(R);  // (none: a query block no key sees; each row written below)
   // Per row, where the main loop never reads it, 0 (its D's start); the
   // others' are written by the first reads' sweep below.
@@ -94,16 +98,14 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
         std::uint32_t earliest = no_reader, latest = no_reader;
         i64 earliest_off = 0, latest_off = 0;
         u64 next = 0;
-        const BackwardCta* const cp = ct.data();  // (local pointers: the stores below would reload them)
-        const u64* const st = start.data();
-        std::uint32_t *const fb = first_by.data() + r0, *const lb_ = last_by.data() + r0;
+        std::uint32_t *const fb = first_by.data() + r0, *const lb_ = last_by.data() + r0;  // (as the helpers above)
         u64* const rs = row_start.data() + r0;
         for (u64 i = 0; i < nq; ++i) {
           for (; next < m && cp[js(next)].first <= i; ++next) {
             const u64 id = js(next);
             const BackwardCta& c = cp[id];
             if (c.end <= c.first) continue;
-            const i64 a = static_cast<i64>(st[id]) - static_cast<i64>(c.first);
+            const i64 a = offset(id);
             if (earliest == no_reader || a < earliest_off) earliest = static_cast<std::uint32_t>(id), earliest_off = a;
             if (latest == no_reader || a >= latest_off) latest = static_cast<std::uint32_t>(id), latest_off = a;
           }
@@ -132,12 +134,12 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       }
     }
   }
-  auto row_key = [&](u64 r, std::uint32_t x) {
+  auto row_key = [offset, cp, hr0 = row0.head_row0->data()](u64 r, std::uint32_t x) {
     return x == no_reader ? preprocessing
-                          : key_of<Key>(static_cast<u64>(offset(x) + static_cast<i64>(r - row0[x])), x, row_sub);
+                          : key_of<Key>(static_cast<u64>(offset(x) + static_cast<i64>(r - hr0[cp[x].head_key])), x, row_sub);
   };
-  auto first_read = [&](u64 r) { return row_key(r, first_by[r]); };
-  auto last_read = [&](u64 r) { return row_key(r, last_by[r]); };
+  auto first_read = [row_key, fb = first_by.data()](u64 r) { return row_key(r, fb[r]); };  // (until first_by is freed)
+  auto last_read = [row_key, lb = last_by.data()](u64 r) { return row_key(r, lb[r]); };
   // K/V objects' first and last reads, the dK, dV writes.
   Array<Key> kv_first(P, ~Key{0}), kv_last(P, 0);  // (one an object: millions without GQA)
   Array<u64> kv_bytes(P, 0);
@@ -209,6 +211,9 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   // are first read in row order: those of the row's head all come before it).
   // (A row's distance begins with the preprocessing's bytes of the rows
   // after it: from the rows' prefix sums.)
+  auto pre_after = [pre_row, all_rows, rb](u64 r) { return pre_row * (all_rows - rb[r + 1]); };
+  u64* const rs = row_start.data();
+  const std::uint32_t* const ho = head_of.data();
   {
     // With a period the rows fall in three stretches of keys: the sweep's up
     // to the last first read of head h1 (the first whose first reads and its
@@ -234,6 +239,7 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       rows = order_by<RowId>(R, first_read);
       stop = resume = ~Key{0};
     }
+    auto place = [by_heads, ho](u64 r) -> u64 { return by_heads ? ho[r] : r; };
     const Array<std::uint32_t> kvs = kv_by_read(false);
     PrefixSums<> q_seen(by_heads ? heads : R), u_seen(by_heads ? heads : R);
     u64 q_total = 0, kv_sum = 0, dk_sum = 0;
@@ -249,30 +255,17 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
       }
     };
     auto sweep = [&] {
-      // (The arrays read through local pointers: the stores between would
-      // otherwise make the compiler load each one's data again a row.)
-      const std::uint32_t* const fb = first_by.data();
-      const std::uint32_t* const nr = n_rows.data();
-      const std::uint32_t* const ho = head_of.data();
-      const u64* const rb = rows_below.data();
-      const u64* const st = start.data();
-      const BackwardCta* const cp = ct.data();
-      const u64* const hr0 = row0.head_row0->data();
-      u64* const rs = row_start.data();
-      const u64 u_row = u.per_row, q_row = g.ql_row();
       for (const u64 r : rows) {
-        const std::uint32_t by = fb[r];
-        if (by == no_reader) continue;
-        const BackwardCta& c = cp[by];
-        const Key key = key_of<Key>(st[by] - c.first + (r - hr0[c.head_key]), by, row_sub);
+        const Key key = first_read(r);
+        if (key == preprocessing) continue;
         for (; a < kvs.size() && kv_first[kvs[a]] < key; ++a) kv_sum += kv_bytes[kvs[a]];
         for (; b < ctas && dk_key(b) < key; ++b) dk_sum += dk_at(b);
-        const u64 x = by_heads ? ho[r] : r, ur = u_row * nr[r], qr = q_row * nr[r];
-        const u64 d = ur + pre_row * (all_rows - rb[r + 1]) + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
+        const u64 x = place(r);
+        const u64 d = u_of(r) + pre_after(r) + (q_total - q_seen.below(x + 1)) + u_seen.below(x + 1) + kv_sum + dk_sum;
         rs[r] = d;
-        q_seen.add(x, qr);
-        u_seen.add(x, ur);
-        q_total += qr;
+        q_seen.add(x, ql(r));
+        u_seen.add(x, u_of(r));
+        q_total += ql(r);
         tally(r, d);
       }
     };
@@ -372,16 +365,14 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
   };
   // Advances `a` over every access later than `key`; `row` and `dk` see each
   // one passed (a row; a dK, dV write's place in trace order).
-  // (The arrays read through local pointers, as in the first reads' sweep.)
+  // (Its arrays' data read through pointers, as the per-row helpers'.)
   const RowId* const late_rows = rows_late.data();
   const Key* const late_keys = late_key.data();
-  const std::uint32_t* const nr = n_rows.data();
-  const u64 u_row = u.per_row, acc_row = g.acc_row();
   auto advance = [&](After& a, Key key, auto&& row, auto&& dk) {
     for (const std::size_t end = rows_late.size(); a.r < end && late_keys[a.r] > key; ++a.r) {
       const u64 x = late_rows[a.r];
-      a.rows += u_row * nr[x];
-      a.acc += acc_row * nr[x];
+      a.rows += u_of(x);
+      a.acc += acc(x);
       row(x);
     }
     for (; a.k < kvs_late.size() && kv_last[kvs_late[a.k]] > key; ++a.k) a.kv += kv_bytes[kvs_late[a.k]];
@@ -416,18 +407,15 @@ Array<u64> outside(const BackwardKeys& in, Tally& t, u64& periodic) {
     // rows' prefix sums.)
     PrefixSums<> acc_later(late_by_heads ? heads : R);
     After a;
-    const std::uint32_t* const ho = head_of.data();
-    const u64* const rb = rows_below.data();
-    u64* const rs = row_start.data();
-    const u64 conv_row = acc_row + (qo ? g.dq_row() : 0);
     for (std::size_t i = 0; i < rows_late.size(); ++i) {
       const u64 r = late_rows[i];
       const Key key = late_keys[i];
-      advance(a, key, [&](u64 x) { acc_later.add(late_by_heads ? ho[x] : x, acc_row * nr[x]); }, [](u64) {});
-      const u64 after = a.rows + a.kv + a.dk + (key == preprocessing ? pre_extra[r + 1] : 0), acc_r = acc_row * nr[r];
-      rs[r] = std::max(rs[r], u64{4} * nr[r] + acc_r + after);
-      const u64 conv = acc_r + after - (key == preprocessing ? acc_read[r] : acc_later.below(late_by_heads ? ho[r] : r));
-      sums.read_writeback(conv + conv_row * rb[r], acc_r, acc_r);
+      advance(a, key, [&](u64 x) { acc_later.add(late_by_heads ? ho[x] : x, acc(x)); }, [](u64) {});
+      const u64 after = a.rows + a.kv + a.dk + (key == preprocessing ? pre_extra[r + 1] : 0);
+      rs[r] = std::max(rs[r], dd(r) + acc(r) + after);
+      const u64 conv = acc(r) + after - (key == preprocessing ? acc_read[r] : acc_later.below(late_by_heads ? ho[r] : r));
+      const u64 d = conv + (g.acc_row() + (qo ? g.dq_row() : 0)) * rb[r];
+      sums.read_writeback(d, acc(r), acc(r));
     }
     t.write(g.dq_row() * all_rows);
   }

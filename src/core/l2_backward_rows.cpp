@@ -100,6 +100,7 @@ Loop::Loop(const BackwardLoop& in, const Tally& t, const ReadObserver& obs)
     head_bytes_[h + 1] = sat_add(head_bytes_[h + 1], head_bytes_[h]);
   }
   reached_ = t.max_reuse_distance();
+  if (t.capacities().size() == 1) one_capacity_ = t.capacities()[0];
   find_dense();
 }
 
@@ -219,8 +220,6 @@ bool Loop::classify(u64 limit) {
       leave0 = leave0 || ct_[j].end < rows_[0];
     }
   auto first_row = [&](u64 x, u64 h) { return u64{ct_[alike_ ? x - h * per_head : x].first}; };
-  // (The capacity where there is one, else none: below it every bound lies in bucket 0.)
-  const u64 one_capacity = t_.capacities().size() == 1 ? t_.capacities()[0] : 0;
   for (u64 h = 0; h < in_.head_keys; ++h) {
     if (const u64 g = source_of(h); g != none) {
       repeat_settled(h, g);
@@ -248,8 +247,7 @@ bool Loop::classify(u64 limit) {
     // (Most runs settle by their first bounds: from the head's row bytes,
     // without settle_rows' lookups; the tests that hold each read to its
     // bounds take them all there.)
-    // (With one capacity, a run below it, as most are, is counted here; the
-    // observer asked only where its distance passes the least start of the
+    // (The observer asked only where a distance passes the least start of the
     // head's rows.)
     const u64 z_full = (*in_.u)[r0], acc_full = in_.acc_row * (*in_.n_rows)[r0], least = head_least_[h];
     const u64 head_indifferent = obs_.indifferent_up_to(r0, nq);
@@ -257,15 +255,7 @@ bool Loop::classify(u64 limit) {
       if (P == none || until <= row) return;
       if (!in_.check_bounds && (!partial || until < nq)) {
         const FirstBounds f = first_bounds(k, P, row, until - 1, z_full, least);
-        if (f.hi <= one_capacity && f.lo <= f.hi && f.hi < reached_) {
-          const u64 n = until - row;
-          rb_[0] = checked_add(rb_[0], checked_mul(n, z_full, "L2 simulation bytes"), "L2 simulation bytes");
-          wb_[0] = checked_add(wb_[0], checked_mul(n, acc_full, "L2 simulation bytes"), "L2 simulation bytes");
-          if (f.hi > head_indifferent && f.hi > obs_.indifferent_up_to(r0 + row, n)) observed_.push_back({r0 + row, f.hi, n});
-          steps_most_ = std::max(steps_most_, static_cast<u64>(f.g));
-          return;
-        }
-        if (settle(f.lo, f.hi, until - row, z_full, acc_full, r0 + row)) {
+        if (settle(f.lo, f.hi, until - row, z_full, acc_full, r0 + row, head_indifferent)) {
           steps_most_ = std::max(steps_most_, static_cast<u64>(f.g));
           return;
         }

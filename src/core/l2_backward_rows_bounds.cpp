@@ -218,15 +218,17 @@ u64 Loop::other_heads_rows(u64 k, Ids ids, i64 lo, i64 hi) const {
   return d;
 }
 
-bool Loop::settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row) {
-  const std::size_t b = t_.bucket_of(hi);
-  if (hi >= reached_ || t_.bucket_of(lo) != b) return false;
+bool Loop::settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row, u64 indifferent) {
+  // (With one capacity, a bucket is a comparison.)
+  auto bucket = [&](u64 d) -> std::size_t { return one_capacity_ != 0 ? d > one_capacity_ : t_.bucket_of(d); };
+  const std::size_t b = bucket(hi);
+  if (hi >= reached_ || bucket(lo) != b) return false;
   constexpr std::string_view what = "L2 simulation bytes";
   rb_[b] = checked_add(rb_[b], checked_mul(n, read, what), what);
   wb_[b] = checked_add(wb_[b], checked_mul(n, writeback, what), what);
   // The observer sees a distance in the reads' bucket, below every read's
   // largest: D's write-back lands in the same bucket.
-  if (row != none && hi > obs_.indifferent_up_to(row, n)) observed_.push_back({row, hi, n});
+  if (row != none && hi > indifferent && hi > obs_.indifferent_up_to(row, n)) observed_.push_back({row, hi, n});
   return true;
 }
 

@@ -71,9 +71,6 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
   // Rows: each its largest bound (none: below every read), painted from the
   // largest down, each row once.
   paint_fan_rows(lo_row, span);
-  auto row_bytes = [&](i64 row) {
-    return static_cast<i64>(u_before(static_cast<u64>(row) + 1) - u_before(static_cast<u64>(row)));
-  };
   for (u64 r = 0; r < span; ++r)
     if (fan_c_[r] != unpainted) {
       const i64 row = lo_row + static_cast<i64>(r);
@@ -87,13 +84,7 @@ bool Loop::fan_exact(const Open& o, const std::vector<u64>& near, std::vector<u6
                             : -1;
     add(w, fan_d_, std::max(static_cast<i64>(m) + 1, painted + 1), last_j, row_bytes(row));
   }
-  out.resize(n);
-  i64 between = 0;
-  const u64 r0 = (*in_.row0)[k0];
-  for (u64 j = 0; j < n; ++j) {
-    between += fan_d_[j];
-    out[j] = (*in_.u)[r0 + o.i1 + j] + static_cast<u64>(between);
-  }
+  distances(o, out);
   return true;
 }
 
@@ -104,6 +95,16 @@ void Loop::add_fan_kv(const RunWindow& w) {
     kv_ranges_.clear();
     for (; i < fan_kv_.size() && fan_kv_[i].object == f.object; ++i) kv_ranges_.push_back({fan_kv_[i].lo, fan_kv_[i].hi});
     add_union(w, fan_d_, kv_ranges_, f.bytes);
+  }
+}
+
+void Loop::distances(const Open& o, std::vector<u64>& out) const {
+  const u64 n = o.i2 - o.i1 + 1, r0 = (*in_.row0)[o.k];
+  out.resize(n);
+  i64 between = 0;
+  for (u64 j = 0; j < n; ++j) {
+    between += fan_d_[j];
+    out[j] = (*in_.u)[r0 + o.i1 + j] + static_cast<u64>(between);
   }
 }
 

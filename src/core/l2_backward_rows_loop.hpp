@@ -101,6 +101,7 @@ class Loop {
   u64 dk_bytes(u64 x) const { return dk_on_ ? in_.kv_col * ct_[x].cols : 0; }
   u64 kv_bytes(u64 x) const { return in_.kv_col * ct_[x].cols; }
   u64 u_before(u64 r) const { return in_.u->below(r); }  // the row sets' bytes of rows [0, r)
+  i64 row_bytes(i64 row) const { return static_cast<i64>((*in_.u)[static_cast<u64>(row)]); }  // a row set's bytes
   i64 offset(u64 x) const { return s_[x] - static_cast<i64>(ct_[x].first); }  // row i read at offset + i
   u64 reads_rows(u64 x) const { return ct_[x].end > ct_[x].first ? ct_[x].end - ct_[x].first : 0; }
   u64 least_row(u64 x) const;
@@ -188,7 +189,9 @@ class Loop {
   };
   bool kv_head_alike(u64 a, u64 b, const std::vector<u64>& last, KvHead& r) const;
   // Counts `n` reads settled in bucket b, or leaves them open; false then.
-  bool settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row);
+  // (indifferent: a distance the starts of every row of the run reach, the
+  // observer asked only past it.)
+  bool settle(u64 lo, u64 hi, u64 n, u64 read, u64 writeback, u64 row, u64 indifferent = 0);
   void check(u64 d, u64 lo, u64 hi, u64 k, u64 row) const;
 
   // Heads that repeat an earlier one (l2_backward_rows_repeats.cpp): whether
@@ -254,6 +257,8 @@ class Loop {
   // lo_row + span) its largest bound into fan_c_, painted from the largest down.)
   void add_fan_kv(const RunWindow& w);
   void paint_fan_rows(i64 lo_row, u64 span);
+  // Each read's distance: its row set's bytes and fan_d_'s sum up to it.
+  void distances(const Open& o, std::vector<u64>& out) const;
 
   const BackwardLoop& in_;
   const Array<BackwardCta>& ct_;
@@ -294,6 +299,7 @@ class Loop {
   Array<i64> off_;                       // query-block-major: read offsets
   std::vector<i64> off_lo_, off_hi_;      // their least and most, a tree over blocks of CTAs
   u64 u_max_ = 0, kv_max_ = 0, kv_min_ = infinite, reached_ = 0;
+  u64 one_capacity_ = 0;  // the tally's capacity where it has one (and it is not 0)
   bool dk_on_ = false;
   bool alike_ = false;  // query-block-major, every head key's CTAs and rows head 0's (in.heads_alike)
   bool to_end_ = true;  // every CTA reads its head's rows to the last

@@ -146,7 +146,7 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
     // up to t - S0 - 1 + [x after P], after it a suffix.
     const i64 base = static_cast<i64>(head_row0_[c.head_key] + c.first) - sx;
     const i64 t_lo = std::max(sx, S0 + 1 - after_p), t_end = std::min(sx + rows - 1, T_last);
-    const i64 t_early = std::min(t_end, T[0] - 1 + (x < K[0] ? 1 : 0));
+    const i64 t_early = std::min(t_end, T_first - 1 + (x < K[0] ? 1 : 0));
     if (t_lo <= t_early) {
       fan_rows_.push_back({base + t_lo, base + t_early, -base - S0 - 1 + after_p});
       lo_row = std::min(lo_row, base + t_lo);
@@ -183,9 +183,6 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
       stair_from_[static_cast<u64>(r)] = j;
     });
   }
-  auto row_bytes = [&](i64 row) {
-    return static_cast<i64>(u_before(static_cast<u64>(row) + 1) - u_before(static_cast<u64>(row)));
-  };
   for (u64 r = 0; r < span; ++r) {
     const i64 row = lo_row + static_cast<i64>(r);
     const i64 upto = fan_c_[r] == unpainted ? -1 : std::min(row + fan_c_[r], last_j), from = stair_from_[r];
@@ -194,13 +191,7 @@ bool Loop::stair_exact(const Open& o, const std::vector<u64>& near, std::vector<
     add(w, fan_d_, 0, upto, z);
     add(w, fan_d_, std::max(from, upto + 1), last_j, z);
   }
-  out.resize(n);
-  i64 between = 0;
-  const u64 r0 = (*in_.row0)[o.k];
-  for (u64 j = 0; j < n; ++j) {
-    between += fan_d_[j];
-    out[j] = (*in_.u)[r0 + o.i1 + j] + static_cast<u64>(between);
-  }
+  distances(o, out);
   return true;
 }
 

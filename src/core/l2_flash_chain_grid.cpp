@@ -150,7 +150,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       back[at] = key;
       tail_at[at] = tail_at[at] + 1 == ring ? 0 : tail_at[at] + 1;
     };
-    auto key_of = [&](u64 k) { return (static_cast<u64>(f(k)) << id_bits) | k; };
+    auto key_of = [](i64 last, u64 k) { return (static_cast<u64>(last) << id_bits) | k; };  // (last step, id)
     // Where the running CTAs are the last `slots` launched and finish in
     // launch order (a head's middle), CTA k takes the slot of k - slots as
     // it leaves, the queues aside (and filled again after).
@@ -167,7 +167,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
           longest = std::max<u64>(longest, e[k]);
         }
         clear();
-        for (u64 j = k - slots; j < k; ++j) push(key_of(j));
+        for (u64 j = k - slots; j < k; ++j) push(key_of(f(j), j));
         done_below = k - slots;
         if (k == n) break;
       }
@@ -182,7 +182,7 @@ ChainGrid::ChainGrid(const FlashGrid& grid, const L2SimConfig& c)
       s[k] = at;
       const i64 fk = f(k);
       if (k > 0 && fk < f(k - 1)) rising_from = k;
-      push((static_cast<u64>(fk) << id_bits) | k);
+      push(key_of(fk, k));
       steps = std::max(steps, static_cast<u64>(fk) + 1);
       longest = std::max<u64>(longest, e[k]);
     }

@@ -27,11 +27,13 @@ std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* 
   // their order by last step is the queue's, ties by id. The running CTAs are
   // kept by last step in a ring of buckets (a bit a bucket), as no CTA ends
   // more than its length past the last one to leave.
-  const Error out_of_range("internal: the segment engine's schedule takes CTAs of 1 to 2^30 - 1 steps, fewer than 2^32 of them");
+  auto out_of_range = [] {
+    return Error("internal: the segment engine's schedule takes CTAs of 1 to 2^30 - 1 steps, fewer than 2^32 of them");
+  };
   if (longest == 0)
     for (std::uint64_t i = 0; i < n; ++i) longest = std::max(longest, len[i]);
   longest = std::max<std::uint64_t>(longest, 1);
-  if (longest >= (std::uint64_t{1} << 30) || n >= std::numeric_limits<std::uint32_t>::max()) throw out_of_range;
+  if (longest >= (std::uint64_t{1} << 30) || n >= std::numeric_limits<std::uint32_t>::max()) throw out_of_range();
   std::uint64_t ring = 64;
   while (ring <= longest) ring *= 2;
   const std::uint64_t mask = ring - 1;
@@ -75,7 +77,7 @@ std::uint64_t SegmentEngine::schedule(std::uint64_t slots, const std::uint64_t* 
   };
   for (std::uint64_t i = 0; i < n; ++i) {
     const std::uint64_t length = len[i];  // (read before start[i] is written: they may be one array)
-    if (length == 0 || length > longest) throw out_of_range;  // (a hint too short too)
+    if (length == 0 || length > longest) throw out_of_range();  // (a hint too short too)
     std::uint64_t s = 0;
     if (running == slots) {
       record(leave_next());
